@@ -1,0 +1,209 @@
+/*
+ * aneforge: train neural networks on the Apple Neural Engine, or on a CPU and a
+ * simulated engine that reproduce its numerics and compiler limits.
+ *
+ * Lifecycle (like SQLite's): build a graph, compile it into a model, run the model
+ * many times, free the model, free the graph.
+ *
+ * Ownership: a graph owns every tensor built in it (never free a tensor); a model owns
+ * its internal buffers; the caller owns every buffer it passes in and every string it
+ * passes (they are copied).
+ *
+ * Errors: builders never abort. The first error sticks to the graph with a message that
+ * names the op, the shapes and the fix; that builder and every later builder that gets a
+ * NULL operand return NULL, and af_compile reports the error. Functions that can fail
+ * return af_status (or NULL); af_error_message() says why the last call on this thread
+ * failed.
+ */
+#ifndef ANEFORGE_H
+#define ANEFORGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AF_VERSION "0.1.0"
+#define AF_MAX_RANK 6
+
+/* ---------------------------------------------------------------- basic types */
+
+typedef enum { AF_F32 = 0, AF_F16 = 1 } af_dtype;
+
+typedef enum {
+    AF_OK = 0,
+    AF_ERR_INVALID,     /* a bad argument: NULL, out-of-range axis, wrong dtype */
+    AF_ERR_SHAPE,       /* shapes that do not fit together */
+    AF_ERR_UNSUPPORTED, /* valid, but not supported by this target or op */
+    AF_ERR_NOMEM,
+    AF_ERR_IO,          /* a file could not be opened, read or written */
+    AF_ERR_CORRUPT,     /* a file failed its format or checksum checks */
+    AF_ERR_NUMERIC      /* inf or nan where finite values are required */
+} af_status;
+
+typedef struct { int rank; int64_t dim[AF_MAX_RANK]; } af_shape;
+
+/* AF_SHAPE(128, 784) builds an af_shape; more than AF_MAX_RANK dims gives rank -1,
+ * which every builder rejects. */
+af_shape af_shape_make(int rank, const int64_t *dims);
+#define AF_SHAPE(...) \
+    af_shape_make((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+int64_t af_shape_count(af_shape s); /* number of elements; 0 for an invalid shape */
+
+typedef struct af_graph  af_graph;
+typedef struct af_tensor af_tensor;
+typedef struct af_model  af_model;
+
+/* Why the last failing call on this thread failed ("" when none did). */
+const char *af_error_message(void);
+const char *af_status_name(af_status s);
+
+/* ---------------------------------------------------------------- graph */
+
+af_graph *af_graph_new(void);
+void      af_graph_free(af_graph *g);               /* frees every tensor in it */
+/* The first error recorded in the graph, or NULL. */
+const char *af_graph_error(const af_graph *g);
+int       af_graph_size(const af_graph *g);         /* number of tensors built */
+
+/* Leaves. Names are copied. */
+af_tensor *af_input(af_graph *g, const char *name, af_dtype dt, af_shape s);
+/* A baked constant; `data` (count(s) floats) is copied. */
+af_tensor *af_const(af_graph *g, const char *name, af_shape s, const float *data);
+af_tensor *af_const_fill(af_graph *g, af_shape s, float value);
+/* A trainable input carrying its fp32 master value (copied; NULL = zeros). */
+af_tensor *af_parameter(af_graph *g, const char *name, af_shape s, const float *init);
+
+/* Tensor facts. */
+af_shape    af_tensor_shape(const af_tensor *t);
+af_dtype    af_tensor_dtype(const af_tensor *t);
+const char *af_tensor_name(const af_tensor *t);
+const char *af_tensor_op(const af_tensor *t);
+af_graph   *af_tensor_graph(const af_tensor *t);
+int         af_tensor_is_parameter(const af_tensor *t);
+/* The fp32 master value of a parameter or constant (count(shape) floats), or NULL. */
+float      *af_tensor_value(af_tensor *t);
+
+/* ---------------------------------------------------------------- ops
+ * Binary ops broadcast like NumPy. Results take the dtype of the first operand. */
+af_tensor *af_add(af_tensor *a, af_tensor *b);
+af_tensor *af_sub(af_tensor *a, af_tensor *b);
+af_tensor *af_mul(af_tensor *a, af_tensor *b);
+af_tensor *af_div(af_tensor *a, af_tensor *b);          /* real_div */
+af_tensor *af_maximum(af_tensor *a, af_tensor *b);
+af_tensor *af_minimum(af_tensor *a, af_tensor *b);
+af_tensor *af_pow(af_tensor *a, af_tensor *b);
+af_tensor *af_greater(af_tensor *a, af_tensor *b);      /* 1.0 where a > b, else 0.0 */
+af_tensor *af_less(af_tensor *a, af_tensor *b);
+af_tensor *af_equal(af_tensor *a, af_tensor *b);
+af_tensor *af_select(af_tensor *cond, af_tensor *a, af_tensor *b); /* cond != 0 ? a : b */
+af_tensor *af_adds(af_tensor *x, float s);              /* x + s */
+af_tensor *af_muls(af_tensor *x, float s);              /* x * s */
+
+af_tensor *af_neg(af_tensor *x);
+af_tensor *af_abs(af_tensor *x);
+af_tensor *af_square(af_tensor *x);
+af_tensor *af_sqrt(af_tensor *x);
+af_tensor *af_rsqrt(af_tensor *x);
+af_tensor *af_inverse(af_tensor *x);                    /* 1 / x */
+af_tensor *af_exp(af_tensor *x);
+af_tensor *af_log(af_tensor *x);
+af_tensor *af_tanh(af_tensor *x);
+af_tensor *af_sigmoid(af_tensor *x);
+af_tensor *af_relu(af_tensor *x);
+typedef enum { AF_GELU_EXACT = 0, AF_GELU_TANH = 1 } af_gelu_mode;
+af_tensor *af_gelu(af_tensor *x, af_gelu_mode mode);
+af_tensor *af_silu(af_tensor *x);
+af_tensor *af_sin(af_tensor *x);
+af_tensor *af_cos(af_tensor *x);
+
+/* x[..., K] times a baked weight stored transposed, wt [N, K] (a constant): [..., N]. */
+af_tensor *af_matmul_w(af_tensor *x, af_tensor *wt);
+/* Tensor matmul / bmm: a[..., M, K] @ b[..., K, N] with broadcast batch dims; the
+ * flags transpose the last two axes of an operand first. */
+af_tensor *af_matmul(af_tensor *a, af_tensor *b, int transpose_a, int transpose_b);
+
+/* Reductions over `naxes` axes (negative axes count from the end). */
+af_tensor *af_reduce_sum(af_tensor *x, int naxes, const int *axes, int keep_dims);
+af_tensor *af_reduce_mean(af_tensor *x, int naxes, const int *axes, int keep_dims);
+af_tensor *af_reduce_max(af_tensor *x, int naxes, const int *axes, int keep_dims);
+af_tensor *af_reduce_min(af_tensor *x, int naxes, const int *axes, int keep_dims);
+af_tensor *af_softmax(af_tensor *x, int axis);
+
+af_tensor *af_transpose(af_tensor *x, const int *perm);            /* rank entries */
+af_tensor *af_reshape(af_tensor *x, af_shape s);                   /* one dim may be -1 */
+/* size[i] == -1 means "to the end of axis i". */
+af_tensor *af_slice(af_tensor *x, const int64_t *begin, const int64_t *size);
+af_tensor *af_concat(int n, af_tensor *const *xs, int axis);
+/* Splits x along axis into n parts of the given sizes (NULL = equal parts); writes n
+ * tensors to out. */
+af_status  af_split(af_tensor *x, int axis, int n, const int64_t *sizes, af_tensor **out);
+
+/* Norms. gamma/beta may be NULL (ones/zeros). rms_norm and layer_norm normalize the
+ * last axis (gamma/beta [D]); channel_layer_norm normalizes axis 1 of [N,C,...]
+ * (gamma/beta [C]); group_norm normalizes `groups` channel groups of [N,C,...]. */
+af_tensor *af_rms_norm(af_tensor *x, af_tensor *gamma, float eps);
+af_tensor *af_layer_norm(af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps);
+af_tensor *af_channel_layer_norm(af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps);
+af_tensor *af_group_norm(af_tensor *x, int groups, af_tensor *gamma, af_tensor *beta, float eps);
+
+/* Pools over the last two axes of [N, C, H, W]; kernel/stride/pad are {h, w}.
+ * avg_pool counts padded cells in its divisor (PyTorch's default). */
+af_tensor *af_avg_pool(af_tensor *x, const int kernel[2], const int stride[2], const int pad[2]);
+af_tensor *af_max_pool(af_tensor *x, const int kernel[2], const int stride[2], const int pad[2]);
+
+/* Convolution with a baked weight w [Cout, Cin/groups, kH, kW] on x [N, Cin, H, W].
+ * stride/pad/dilation are {h, w}; NULL means {1,1}, {0,0}, {1,1}. */
+af_tensor *af_conv(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2],
+                   const int dilation[2], int groups);
+/* Transposed convolution, w [Cin, Cout, kH, kW]. */
+af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2],
+                             const int dilation[2]);
+af_tensor *af_cast(af_tensor *x, af_dtype to);
+
+/* ---------------------------------------------------------------- compile and run */
+
+typedef enum { AF_TARGET_CPU = 0, AF_TARGET_ANE_SIM = 1, AF_TARGET_ANE = 2 } af_target;
+typedef enum { AF_PRECISION_DEFAULT = 0, AF_PRECISION_FP32 = 1, AF_PRECISION_FP16 = 2 } af_precision;
+
+typedef struct {
+    af_target target;       /* default CPU */
+    af_precision precision; /* default: fp32 on CPU, fp16 on ANE targets */
+    int threads;            /* 0 = one per core */
+} af_compile_opts;
+
+/* Compiles the part of g that computes `out` from `in`. Every input, parameter or
+ * other leaf that the outputs depend on must be listed in `in` (constants are baked).
+ * Returns NULL on error (af_error_message says why). The model does not keep g alive:
+ * free the model before the graph. */
+af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                     const af_compile_opts *opts);
+
+/* A caller-owned host buffer: `count` elements of `dtype` (fp32 floats or fp16 bits). */
+typedef struct { void *data; af_dtype dtype; int64_t count; } af_buffer;
+#define AF_BUF_F32(ptr, n) ((af_buffer){ (void *)(ptr), AF_F32, (int64_t)(n) })
+
+/* Runs the model: in[i] feeds the i-th compiled input, out[i] receives the i-th
+ * output. Buffers are checked against the compiled shapes. */
+af_status af_run(af_model *m, const af_buffer *in, af_buffer *out);
+int       af_model_num_nodes(const af_model *m);     /* ops it executes per run */
+size_t    af_model_arena_bytes(const af_model *m);   /* intermediate memory it holds */
+void      af_model_free(af_model *m);
+
+/* ---------------------------------------------------------------- fp16 helpers */
+
+uint16_t af_f32_to_f16(float f);   /* round to nearest even; overflow gives +-inf */
+float    af_f16_to_f32(uint16_t h);
+float    af_round_f16(float f);    /* f rounded to the nearest fp16 value */
+
+/* ---------------------------------------------------------------- op table */
+
+int         af_op_count(void);
+const char *af_op_name(int op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

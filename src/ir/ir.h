@@ -1,0 +1,101 @@
+/* Internal graph IR: tensors, the graph arena, the op table and error recording.
+ * Every other layer includes this. */
+#ifndef AF_IR_H
+#define AF_IR_H
+
+#include "aneforge.h"
+#include <stdbool.h>
+#include <stdarg.h>
+
+typedef enum {
+#define X(id, name, arity, family, flags) AF_OP_##id,
+#include "ops.def"
+#undef X
+    AF_OP_COUNT
+} af_op;
+
+typedef enum {
+    AF_FAM_LEAF, AF_FAM_BINARY, AF_FAM_SELECT, AF_FAM_SCALAR, AF_FAM_UNARY, AF_FAM_MATMUL,
+    AF_FAM_REDUCE, AF_FAM_SOFTMAX, AF_FAM_LAYOUT, AF_FAM_NORM, AF_FAM_POOL, AF_FAM_CONV,
+    AF_FAM_CAST, AF_FAM_COUNT
+} af_family;
+
+enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2 };
+
+typedef struct {
+    const char *name;
+    int arity;
+    af_family family;
+    unsigned flags;
+} af_op_info;
+
+extern const af_op_info af_ops[AF_OP_COUNT];
+const char *af_family_name(af_family f);
+
+/* Op attributes. One struct for all ops keeps builders and passes simple; each op
+ * documents which fields it reads. */
+typedef struct {
+    int64_t ints[AF_MAX_RANK]; /* transpose: perm; slice: begin; reduce: axis mask in ints[0] */
+    int64_t sizes[AF_MAX_RANK];/* slice: size (resolved, never -1) */
+    int naxes;                 /* reduce: number of reduced axes */
+    int axis;                  /* softmax, concat, split */
+    int keep_dims;             /* reduce */
+    int ta, tb;                /* matmul transposes */
+    int mode;                  /* gelu mode */
+    int groups;                /* conv, group_norm */
+    int kernel[2], stride[2], pad[2], dilation[2];
+    float scalar;              /* adds, muls */
+    float eps;                 /* norms */
+    af_dtype to;               /* cast */
+} af_attrs;
+
+/* Tensor flags. */
+enum {
+    AF_TF_PARAM = 1u << 0,    /* trainable input with an fp32 master in data */
+    AF_TF_VOUCHED = 1u << 1,  /* built by the library's own training kernels */
+};
+
+struct af_tensor {
+    af_graph *g;
+    int id;                   /* creation index: sources always have smaller ids */
+    af_op op;
+    af_dtype dtype;
+    af_shape shape;
+    int nsrc;
+    af_tensor **src;
+    af_attrs a;
+    float *data;              /* CONST value or parameter master (owned) */
+    char *name;               /* owned, may be NULL */
+    unsigned flags;
+};
+
+struct af_graph {
+    af_tensor **t;
+    int n, cap;
+    char *error;              /* first error, sticky */
+    int anon;                 /* counter for generated names */
+};
+
+/* Records the first error on g (later ones are dropped) and on this thread. */
+void af_graph_fail(af_graph *g, const char *fmt, ...);
+/* Sets this thread's error message; returns st for `return af_fail(...)`. */
+af_status af_fail(af_status st, const char *fmt, ...);
+void af_clear_error(void);
+
+/* Creates a node; the caller has validated operands and computed shape. */
+af_tensor *af_node_new(af_graph *g, af_op op, int nsrc, af_tensor *const *src, af_shape shape,
+                       af_dtype dt, const af_attrs *attrs);
+
+/* Shape inference for op with sources and attributes; writes the result shape, or
+ * returns false with a message in err. */
+bool af_infer_shape(af_op op, int nsrc, af_tensor *const *src, af_attrs *a, af_shape *out,
+                    char *err, size_t errlen);
+
+/* Helpers shared across layers. */
+bool af_shape_eq(af_shape a, af_shape b);
+int  af_shape_str(af_shape s, char *buf, size_t n);   /* "[2,3,4]" */
+bool af_broadcast_shape(af_shape a, af_shape b, af_shape *out);
+int  af_norm_axis(int axis, int rank);                 /* -1 when out of range */
+void af_strides(af_shape s, int64_t *strides);         /* contiguous row-major */
+
+#endif

@@ -1,0 +1,27 @@
+#include "check.h"
+#include <stdint.h>
+
+int check_passed, check_failed;
+
+int check_finish(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, check_passed, check_failed);
+    return check_failed ? 1 : 0;
+}
+
+double test_uniform(test_rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double test_normal(test_rng *r) {
+    double u1 = test_uniform(r), u2 = test_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void test_fill_uniform(test_rng *r, float *x, long n, double lo, double hi) {
+    for (long i = 0; i < n; i++) x[i] = (float)(lo + (hi - lo) * test_uniform(r));
+}

@@ -86,12 +86,17 @@ void af_clear_error(void);
 af_tensor *af_node_new(af_graph *g, af_op op, int nsrc, af_tensor *const *src, af_shape shape,
                        af_dtype dt, const af_attrs *attrs);
 
+/* Validates operands, infers the shape and adds the node; NULL (with the error
+ * recorded on the graph) on failure. Used by every builder and by autograd. */
+af_tensor *af_build(af_op op, int nsrc, af_tensor *const *src, af_attrs *a);
+
 /* Shape inference for op with sources and attributes; writes the result shape, or
  * returns false with a message in err. */
 bool af_infer_shape(af_op op, int nsrc, af_tensor *const *src, af_attrs *a, af_shape *out,
                     char *err, size_t errlen);
 
 /* Helpers shared across layers. */
+char *af_strdup(const char *s);              /* malloc'd copy (strdup is not C11) */
 bool af_shape_eq(af_shape a, af_shape b);
 int  af_shape_str(af_shape s, char *buf, size_t n);   /* "[2,3,4]" */
 bool af_broadcast_shape(af_shape a, af_shape b, af_shape *out);

@@ -1,0 +1,28 @@
+/* A compiled model: the schedule, the memory plan and the backend state. */
+#ifndef AF_COMPILE_MODEL_H
+#define AF_COMPILE_MODEL_H
+#include "ir/ir.h"
+#include "cpu/pool.h"
+
+struct af_model {
+    af_graph *g;
+    af_target target;
+    int fp16;              /* fp16-storage numerics: every result rounded to fp16 */
+    int fp16_accum;        /* reduce_sum accumulates in fp16 (ane-sim) */
+    int nin, nout;
+    af_tensor **in, **out;
+    int nsched;
+    af_tensor **sched;     /* non-leaf nodes in execution order */
+    int ntensors;          /* graph size at compile time: ids below this are planned */
+    int64_t *offset;       /* per tensor id: float offset into the arena, or -1 */
+    float **val;           /* per tensor id: where its values are during a run */
+    float *arena;
+    int64_t arena_floats;
+    float *scratch;
+    int64_t scratch_floats;
+    float **baked;         /* per tensor id: fp16-rounded copy of a constant, or NULL */
+    const float **srcptr;  /* room for the widest node's source pointers */
+    cpu_pool *pool;
+};
+
+#endif

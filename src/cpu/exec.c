@@ -1,0 +1,65 @@
+/* af_run on the CPU: feed inputs, run the schedule, deliver outputs. */
+#include "compile/model.h"
+#include "cpu/kernels.h"
+#include "ir/fp16.h"
+
+#include <string.h>
+
+static bool needs_rounding(const af_model *m, const af_tensor *t) { return m->fp16 || t->dtype == AF_F16; }
+
+static af_status check_buffer(const af_buffer *b, const af_tensor *t, const char *what, int i) {
+    int64_t n = af_shape_count(t->shape);
+    if (!b->data) return af_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has no data", what, i, af_tensor_name(t));
+    if (b->dtype != AF_F32 && b->dtype != AF_F16)
+        return af_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has unknown dtype %d", what, i, af_tensor_name(t), (int)b->dtype);
+    if (b->count != n) {
+        char s[100];
+        af_shape_str(t->shape, s, sizeof s);
+        return af_fail(AF_ERR_SHAPE, "af_run: %s %d ('%s') holds %lld elements but its shape %s needs %lld",
+                       what, i, af_tensor_name(t), (long long)b->count, s, (long long)n);
+    }
+    return AF_OK;
+}
+
+af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
+    if (!m) return af_fail(AF_ERR_INVALID, "af_run: model is NULL");
+    if ((m->nin && !in) || !out) return af_fail(AF_ERR_INVALID, "af_run: input or output buffer array is NULL");
+    for (int i = 0; i < m->nin; i++) {
+        af_status st = check_buffer(&in[i], m->in[i], "input", i);
+        if (st) return st;
+    }
+    for (int i = 0; i < m->nout; i++) {
+        af_status st = check_buffer(&out[i], m->out[i], "output", i);
+        if (st) return st;
+    }
+    for (int i = 0; i < m->nin; i++) {
+        af_tensor *t = m->in[i];
+        int64_t n = in[i].count;
+        float *slot = m->arena + m->offset[t->id];
+        if (in[i].dtype == AF_F16) {
+            af_f16_to_f32_array(in[i].data, slot, n);
+            m->val[t->id] = slot;
+        } else if (needs_rounding(m, t)) {
+            memcpy(slot, in[i].data, (size_t)n * sizeof(float));
+            af_round_f16_array(slot, n);
+            m->val[t->id] = slot;
+        } else {
+            m->val[t->id] = in[i].data; /* fed directly, no copy */
+        }
+    }
+    const float **ins = m->srcptr;
+    for (int s = 0; s < m->nsched; s++) {
+        af_tensor *t = m->sched[s];
+        for (int k = 0; k < t->nsrc; k++) ins[k] = m->val[t->src[k]->id];
+        cpu_call c = { .t = t, .in = ins, .out = m->val[t->id], .pool = m->pool, .scratch = m->scratch,
+                       .fp16_accum = m->fp16_accum };
+        cpu_kernels[t->op](&c);
+        if (needs_rounding(m, t)) af_round_f16_array(m->val[t->id], af_shape_count(t->shape));
+    }
+    for (int i = 0; i < m->nout; i++) {
+        const float *v = m->val[m->out[i]->id];
+        if (out[i].dtype == AF_F16) af_f32_to_f16_array(v, out[i].data, out[i].count);
+        else if (out[i].data != v) memmove(out[i].data, v, (size_t)out[i].count * sizeof(float));
+    }
+    return AF_OK;
+}

@@ -1,0 +1,154 @@
+/* Elementwise kernels: binary ops with broadcasting, select, scalar ops, unary math
+ * and cast. Inner loops are specialised on operand strides so the compiler can
+ * vectorise the common contiguous and scalar-broadcast cases. */
+#include "cpu/bcast.h"
+#include "cpu/kernels.h"
+#include "ir/fp16.h"
+
+#include <math.h>
+#include <string.h>
+
+#define PAR_MIN 16384 /* elements below which threading costs more than it saves */
+
+/* Applies expression E(x, y) over n elements with strides sa, sb in {0, 1, other}. */
+#define BIN_LOOP(E)                                                                     \
+    do {                                                                                \
+        if (sa == 1 && sb == 1) {                                                       \
+            for (int64_t i = 0; i < n; i++) { float x = a[i], y = b[i]; o[i] = (E); }   \
+        } else if (sa == 1 && sb == 0) {                                                \
+            const float y = b[0];                                                       \
+            for (int64_t i = 0; i < n; i++) { float x = a[i]; o[i] = (E); }             \
+        } else if (sa == 0 && sb == 1) {                                                \
+            const float x = a[0];                                                       \
+            for (int64_t i = 0; i < n; i++) { float y = b[i]; o[i] = (E); }             \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++) { float x = a[i * sa], y = b[i * sb]; o[i] = (E); } \
+        }                                                                               \
+    } while (0)
+
+static void bin_inner(af_op op, const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n) {
+    switch (op) {
+    case AF_OP_ADD: BIN_LOOP(x + y); break;
+    case AF_OP_SUB: BIN_LOOP(x - y); break;
+    case AF_OP_MUL: BIN_LOOP(x * y); break;
+    case AF_OP_REAL_DIV: BIN_LOOP(x / y); break;
+    case AF_OP_MAXIMUM: BIN_LOOP(x > y ? x : y); break;
+    case AF_OP_MINIMUM: BIN_LOOP(x < y ? x : y); break;
+    case AF_OP_POW: BIN_LOOP(powf(x, y)); break;
+    case AF_OP_GREATER: BIN_LOOP(x > y ? 1.0f : 0.0f); break;
+    case AF_OP_LESS: BIN_LOOP(x < y ? 1.0f : 0.0f); break;
+    case AF_OP_EQUAL: BIN_LOOP(x == y ? 1.0f : 0.0f); break;
+    default: break;
+    }
+}
+
+typedef struct {
+    const cpu_call *c;
+    cpu_bcast b;
+} bcast_ctx;
+
+static void binary_rows(void *p, int64_t r0, int64_t r1) {
+    const bcast_ctx *x = p;
+    const cpu_call *c = x->c;
+    const cpu_bcast *b = &x->b;
+    int last = b->rank - 1;
+    int64_t inner = b->dim[last], sa = b->st[0][last], sb = b->st[1][last];
+    if (b->rank == 1) { /* one long row: the range is over elements */
+        bin_inner(c->t->op, c->in[0] + r0 * sa, sa, c->in[1] + r0 * sb, sb, c->out + r0, r1 - r0);
+        return;
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t off[CPU_BCAST_MAX_OPS];
+        cpu_bcast_row(b, r, off);
+        bin_inner(c->t->op, c->in[0] + off[0], sa, c->in[1] + off[1], sb, c->out + r * inner, inner);
+    }
+}
+
+/* Runs fn over rows (or elements, for a single row) of a broadcast, in parallel when large. */
+static void bcast_run(const cpu_call *c, bcast_ctx *x, cpu_range_fn fn) {
+    int64_t rows = cpu_bcast_rows(&x->b), inner = x->b.dim[x->b.rank - 1];
+    if (x->b.rank == 1) cpu_pool_for(c->pool, inner, PAR_MIN, fn, x);
+    else cpu_pool_for(c->pool, rows, inner >= PAR_MIN ? 1 : (PAR_MIN + inner - 1) / inner, fn, x);
+}
+
+void cpu_k_binary(const cpu_call *c) {
+    bcast_ctx x = { .c = c };
+    af_shape ins[2] = { c->t->src[0]->shape, c->t->src[1]->shape };
+    cpu_bcast_init(&x.b, c->t->shape, 2, ins);
+    bcast_run(c, &x, binary_rows);
+}
+
+static void select_rows(void *p, int64_t r0, int64_t r1) {
+    const bcast_ctx *x = p;
+    const cpu_call *c = x->c;
+    const cpu_bcast *b = &x->b;
+    int last = b->rank - 1;
+    int64_t inner = b->dim[last];
+    int64_t s0 = b->st[0][last], s1 = b->st[1][last], s2 = b->st[2][last];
+    int64_t e0 = r0, e1 = r1, rr0 = r0, rr1 = r1;
+    if (b->rank == 1) { rr0 = 0; rr1 = 1; } else { e0 = 0; e1 = inner; }
+    for (int64_t r = rr0; r < rr1; r++) {
+        int64_t off[CPU_BCAST_MAX_OPS] = { 0, 0, 0 };
+        if (b->rank > 1) cpu_bcast_row(b, r, off);
+        const float *cd = c->in[0] + off[0], *a = c->in[1] + off[1], *bb = c->in[2] + off[2];
+        float *o = c->out + (b->rank > 1 ? r * inner : 0);
+        for (int64_t i = e0; i < e1; i++) o[i] = cd[i * s0] != 0.0f ? a[i * s1] : bb[i * s2];
+    }
+}
+
+void cpu_k_select(const cpu_call *c) {
+    bcast_ctx x = { .c = c };
+    af_shape ins[3] = { c->t->src[0]->shape, c->t->src[1]->shape, c->t->src[2]->shape };
+    cpu_bcast_init(&x.b, c->t->shape, 3, ins);
+    bcast_run(c, &x, select_rows);
+}
+
+/* ------------------------------------------------------------------ unary */
+
+#define UN_LOOP(E) for (int64_t i = 0; i < n; i++) { float x = a[i]; o[i] = (E); }
+
+static float gelu_exact(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+static float gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+
+static void unary_range(void *p, int64_t b, int64_t e) {
+    const cpu_call *c = p;
+    const float *a = c->in[0] + b;
+    float *o = c->out + b;
+    int64_t n = e - b;
+    float s = c->t->a.scalar;
+    switch (c->t->op) {
+    case AF_OP_ADDS: UN_LOOP(x + s); break;
+    case AF_OP_MULS: UN_LOOP(x * s); break;
+    case AF_OP_NEG: UN_LOOP(-x); break;
+    case AF_OP_ABS: UN_LOOP(fabsf(x)); break;
+    case AF_OP_SQUARE: UN_LOOP(x * x); break;
+    case AF_OP_SQRT: UN_LOOP(sqrtf(x)); break;
+    case AF_OP_RSQRT: UN_LOOP(1.0f / sqrtf(x)); break;
+    case AF_OP_INVERSE: UN_LOOP(1.0f / x); break;
+    case AF_OP_EXP: UN_LOOP(expf(x)); break;
+    case AF_OP_LOG: UN_LOOP(logf(x)); break;
+    case AF_OP_TANH: UN_LOOP(tanhf(x)); break;
+    case AF_OP_SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-x))); break;
+    case AF_OP_RELU: UN_LOOP(x > 0.0f ? x : 0.0f); break;
+    case AF_OP_GELU:
+        if (c->t->a.mode == AF_GELU_TANH) { UN_LOOP(gelu_tanh(x)); }
+        else { UN_LOOP(gelu_exact(x)); }
+        break;
+    case AF_OP_SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
+    case AF_OP_SIN: UN_LOOP(sinf(x)); break;
+    case AF_OP_COS: UN_LOOP(cosf(x)); break;
+    case AF_OP_CAST:
+        if (c->t->a.to == AF_F16) af_round_f16_array(memmove(o, a, (size_t)n * sizeof *o), n);
+        else memmove(o, a, (size_t)n * sizeof *o);
+        break;
+    default: break;
+    }
+}
+
+void cpu_k_unary(const cpu_call *c) {
+    cpu_pool_for(c->pool, af_shape_count(c->t->shape), PAR_MIN, unary_range, (void *)c);
+}
+void cpu_k_scalar(const cpu_call *c) { cpu_k_unary(c); }
+void cpu_k_cast(const cpu_call *c) { cpu_k_unary(c); }

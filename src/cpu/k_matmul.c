@@ -1,0 +1,49 @@
+/* Matmul kernels: baked-weight matmul and broadcast batched matmul, both on GEMM. */
+#include "cpu/gemm.h"
+#include "cpu/kernels.h"
+
+void cpu_k_matmul_w(const cpu_call *c) {
+    const af_tensor *t = c->t;
+    int64_t n = t->src[1]->shape.dim[0], k = t->src[1]->shape.dim[1];
+    int64_t m = af_shape_count(t->src[0]->shape) / k;
+    cpu_sgemm(c->pool, 0, 1, m, n, k, 1.0f, c->in[0], k, c->in[1], k, 0.0f, c->out, n);
+}
+
+/* Offset of batch `i` (a flat index into the output batch dims) within an operand
+ * whose own batch dims broadcast to the output's. */
+static int64_t batch_offset(af_shape out, af_shape opnd, int64_t i, int64_t mat) {
+    int ob = out.rank - 2, pb = opnd.rank - 2;
+    int64_t off = 0, stride = mat;
+    for (int d = ob - 1; d >= 0; d--) {
+        int64_t idx = i % out.dim[d];
+        i /= out.dim[d];
+        int pd = d - (ob - pb);
+        if (pd < 0) continue;
+        if (opnd.dim[pd] != 1) off += idx * stride;
+        stride *= opnd.dim[pd];
+    }
+    return off;
+}
+
+void cpu_k_matmul(const cpu_call *c) {
+    const af_tensor *t = c->t;
+    af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
+    int ta = t->a.ta, tb = t->a.tb;
+    int64_t m = so.dim[so.rank - 2], n = so.dim[so.rank - 1];
+    int64_t k = ta ? sa.dim[sa.rank - 2] : sa.dim[sa.rank - 1];
+    int64_t lda = sa.dim[sa.rank - 1], ldb = sb.dim[sb.rank - 1];
+    int64_t mat_a = sa.dim[sa.rank - 1] * sa.dim[sa.rank - 2];
+    int64_t mat_b = sb.dim[sb.rank - 1] * sb.dim[sb.rank - 2];
+    int64_t batches = af_shape_count(so) / (m * n);
+    int64_t batch_a = af_shape_count(sa) / mat_a, batch_b = af_shape_count(sb) / mat_b;
+    /* A shared right operand with a full left batch is one tall GEMM (im2col's bmm). */
+    if (batch_b == 1 && batch_a == batches && !ta) {
+        cpu_sgemm(c->pool, 0, tb, batches * m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n);
+        return;
+    }
+    for (int64_t i = 0; i < batches; i++) {
+        const float *a = c->in[0] + batch_offset(so, sa, i, mat_a);
+        const float *b = c->in[1] + batch_offset(so, sb, i, mat_b);
+        cpu_sgemm(c->pool, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c->out + i * m * n, n);
+    }
+}

@@ -1,0 +1,33 @@
+/* Average and max pooling over the last two axes of [N, C, H, W]. avg_pool divides by
+ * the full kernel area (padding counts as zeros); max_pool ignores padding. */
+#include "cpu/kernels.h"
+
+#include <math.h>
+
+void cpu_k_pool(const cpu_call *c) {
+    const af_tensor *t = c->t;
+    const af_attrs *a = &t->a;
+    af_shape xs = t->src[0]->shape, os = t->shape;
+    int64_t planes = xs.dim[0] * xs.dim[1], h = xs.dim[2], w = xs.dim[3], ho = os.dim[2], wo = os.dim[3];
+    bool avg = t->op == AF_OP_AVG_POOL;
+    float inv = 1.0f / (float)(a->kernel[0] * a->kernel[1]);
+    for (int64_t p = 0; p < planes; p++) {
+        const float *x = c->in[0] + p * h * w;
+        float *o = c->out + p * ho * wo;
+        for (int64_t oh = 0; oh < ho; oh++)
+            for (int64_t ow = 0; ow < wo; ow++) {
+                float acc = avg ? 0.0f : -INFINITY;
+                for (int u = 0; u < a->kernel[0]; u++) {
+                    int64_t ih = oh * a->stride[0] - a->pad[0] + u;
+                    if (ih < 0 || ih >= h) continue;
+                    for (int v = 0; v < a->kernel[1]; v++) {
+                        int64_t iw = ow * a->stride[1] - a->pad[1] + v;
+                        if (iw < 0 || iw >= w) continue;
+                        float val = x[ih * w + iw];
+                        acc = avg ? acc + val : (val > acc ? val : acc);
+                    }
+                }
+                o[oh * wo + ow] = avg ? acc * inv : acc;
+            }
+    }
+}

@@ -1,0 +1,130 @@
+/* Reductions and softmax. Axes are grouped into (outer, reduced, inner) runs when the
+ * reduced axes are contiguous, the common case; anything else takes a general path. */
+#include "cpu/kernels.h"
+#include "ir/fp16.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+static float combine(af_op op, float acc, float x) {
+    switch (op) {
+    case AF_OP_REDUCE_MAX: return x > acc ? x : acc;
+    case AF_OP_REDUCE_MIN: return x < acc ? x : acc;
+    default: return acc + x;
+    }
+}
+
+static float identity(af_op op) {
+    return op == AF_OP_REDUCE_MAX ? -INFINITY : op == AF_OP_REDUCE_MIN ? INFINITY : 0.0f;
+}
+
+/* Reduced axes contiguous: out[o, i] = reduce_r x[o, r, i]. */
+static void reduce_block(af_op op, const float *x, float *out, int64_t outer, int64_t red, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++) {
+        const float *xo = x + o * red * inner;
+        float *oo = out + o * inner;
+        if (inner == 1) {
+            float acc = identity(op);
+            if (op == AF_OP_REDUCE_SUM || op == AF_OP_REDUCE_MEAN) {
+                double s = 0.0; /* wide accumulation keeps long sums accurate */
+                for (int64_t r = 0; r < red; r++) s += xo[r];
+                acc = (float)s;
+            } else {
+                for (int64_t r = 0; r < red; r++) acc = combine(op, acc, xo[r]);
+            }
+            oo[0] = acc;
+            continue;
+        }
+        memcpy(oo, xo, (size_t)inner * sizeof *oo);
+        for (int64_t r = 1; r < red; r++) {
+            const float *row = xo + r * inner;
+            switch (op) {
+            case AF_OP_REDUCE_MAX: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] > oo[i] ? row[i] : oo[i]; break;
+            case AF_OP_REDUCE_MIN: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] < oo[i] ? row[i] : oo[i]; break;
+            default: for (int64_t i = 0; i < inner; i++) oo[i] += row[i]; break;
+            }
+        }
+    }
+}
+
+/* Any axis set, optionally rounding the running sum to fp16 after every add. */
+static void reduce_general(af_op op, const float *x, float *out, af_shape xs, unsigned mask, int fp16) {
+    int64_t ostride[AF_MAX_RANK], idx[AF_MAX_RANK] = { 0 }, s = 1;
+    for (int i = xs.rank - 1; i >= 0; i--) {
+        ostride[i] = (mask & (1u << i)) ? 0 : s;
+        if (!(mask & (1u << i))) s *= xs.dim[i];
+    }
+    for (int64_t i = 0; i < s; i++) out[i] = identity(op);
+    int64_t n = af_shape_count(xs), off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = combine(op, out[off], x[i]);
+        out[off] = fp16 ? af_round_f16(v) : v;
+        for (int d = xs.rank - 1; d >= 0; d--) {
+            off += ostride[d];
+            if (++idx[d] < xs.dim[d]) break;
+            off -= ostride[d] * xs.dim[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+void cpu_k_reduce(const cpu_call *c) {
+    const af_tensor *t = c->t;
+    af_shape xs = t->src[0]->shape;
+    unsigned mask = (unsigned)t->a.ints[0];
+    int64_t red = 1;
+    int first = -1, last = -1;
+    for (int i = 0; i < xs.rank; i++)
+        if (mask & (1u << i)) {
+            red *= xs.dim[i];
+            if (first < 0) first = i;
+            last = i;
+        }
+    bool contiguous = true;
+    for (int i = first; i <= last; i++)
+        if (!(mask & (1u << i)) && xs.dim[i] != 1) contiguous = false;
+    bool fp16 = c->fp16_accum && t->op == AF_OP_REDUCE_SUM;
+    if (contiguous && !fp16) {
+        int64_t outer = 1, inner = 1;
+        for (int i = 0; i < first; i++) outer *= xs.dim[i];
+        for (int i = last + 1; i < xs.rank; i++) inner *= xs.dim[i];
+        reduce_block(t->op, c->in[0], c->out, outer, red, inner);
+    } else {
+        reduce_general(t->op, c->in[0], c->out, xs, mask, fp16);
+    }
+    if (t->op == AF_OP_REDUCE_MEAN) {
+        int64_t n = af_shape_count(t->shape);
+        float inv = 1.0f / (float)red;
+        for (int64_t i = 0; i < n; i++) c->out[i] *= inv;
+    }
+}
+
+typedef struct { const cpu_call *c; int64_t n, inner; } softmax_ctx;
+
+static void softmax_range(void *p, int64_t o0, int64_t o1) {
+    const softmax_ctx *s = p;
+    int64_t n = s->n, inner = s->inner;
+    for (int64_t o = o0; o < o1; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *x = s->c->in[0] + o * n * inner + i;
+            float *y = s->c->out + o * n * inner + i;
+            float mx = -INFINITY;
+            for (int64_t k = 0; k < n; k++) mx = x[k * inner] > mx ? x[k * inner] : mx;
+            float sum = 0.0f;
+            for (int64_t k = 0; k < n; k++) sum += (y[k * inner] = expf(x[k * inner] - mx));
+            float inv = 1.0f / sum;
+            for (int64_t k = 0; k < n; k++) y[k * inner] *= inv;
+        }
+}
+
+void cpu_k_softmax(const cpu_call *c) {
+    af_shape xs = c->t->shape;
+    int ax = c->t->a.axis;
+    softmax_ctx s = { .c = c, .n = xs.dim[ax], .inner = 1 };
+    int64_t outer = 1;
+    for (int i = 0; i < ax; i++) outer *= xs.dim[i];
+    for (int i = ax + 1; i < xs.rank; i++) s.inner *= xs.dim[i];
+    int64_t per = s.n * s.inner;
+    cpu_pool_for(c->pool, outer, per >= 8192 ? 1 : 8192 / per + 1, softmax_range, &s);
+}

@@ -1,0 +1,42 @@
+/* CPU kernels: one function per op-table row, all computing in fp32. The executor
+ * rounds results to fp16 afterwards in fp16-storage mode. */
+#ifndef AF_CPU_KERNELS_H
+#define AF_CPU_KERNELS_H
+#include "ir/ir.h"
+#include "cpu/pool.h"
+
+typedef struct {
+    const af_tensor *t;      /* the node: op, attributes, shapes */
+    const float *const *in;  /* t->nsrc source buffers */
+    float *out;
+    cpu_pool *pool;
+    float *scratch;          /* cpu_scratch_floats(t) floats, or NULL when that is 0 */
+    int fp16_accum;          /* reduce_sum accumulates in fp16 (ane-sim families) */
+} cpu_call;
+
+typedef void (*cpu_kernel_fn)(const cpu_call *c);
+
+extern const cpu_kernel_fn cpu_kernels[AF_OP_COUNT];
+/* Scratch memory a node's kernel needs (im2col columns and the like). */
+int64_t cpu_scratch_floats(const af_tensor *t);
+
+/* Family entry points used by the table. */
+void cpu_k_binary(const cpu_call *c);
+void cpu_k_select(const cpu_call *c);
+void cpu_k_scalar(const cpu_call *c);
+void cpu_k_unary(const cpu_call *c);
+void cpu_k_cast(const cpu_call *c);
+void cpu_k_matmul_w(const cpu_call *c);
+void cpu_k_matmul(const cpu_call *c);
+void cpu_k_reduce(const cpu_call *c);
+void cpu_k_softmax(const cpu_call *c);
+void cpu_k_transpose(const cpu_call *c);
+void cpu_k_copy(const cpu_call *c);      /* reshape */
+void cpu_k_slice(const cpu_call *c);     /* slice_by_size and split */
+void cpu_k_concat(const cpu_call *c);
+void cpu_k_norm(const cpu_call *c);
+void cpu_k_pool(const cpu_call *c);
+void cpu_k_conv(const cpu_call *c);
+void cpu_k_conv_transpose(const cpu_call *c);
+int64_t cpu_conv_scratch(const af_tensor *t);
+#endif

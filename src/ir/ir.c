@@ -1,0 +1,194 @@
+/* The graph arena, the op table, error recording and tensor facts. */
+#include "ir/ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const af_op_info af_ops[AF_OP_COUNT] = {
+#define X(id, nm, arity, family, flags) [AF_OP_##id] = { nm, arity, AF_FAM_##family, flags },
+#include "ops.def"
+#undef X
+};
+
+static const char *const family_names[AF_FAM_COUNT] = {
+    "leaf", "binary", "select", "scalar", "unary", "matmul", "reduce",
+    "softmax", "layout", "norm", "pool", "conv", "cast",
+};
+
+const char *af_family_name(af_family f) { return (unsigned)f < AF_FAM_COUNT ? family_names[f] : "?"; }
+int af_op_count(void) { return AF_OP_COUNT; }
+const char *af_op_name(int op) { return (unsigned)op < AF_OP_COUNT ? af_ops[op].name : NULL; }
+
+/* ------------------------------------------------------------------ errors */
+
+static _Thread_local char tls_error[1024];
+
+const char *af_error_message(void) { return tls_error; }
+void af_clear_error(void) { tls_error[0] = 0; }
+
+af_status af_fail(af_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_error, sizeof tls_error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+void af_graph_fail(af_graph *g, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    snprintf(tls_error, sizeof tls_error, "%s", buf);
+    if (g && !g->error) g->error = af_strdup(buf);
+}
+
+const char *af_status_name(af_status s) {
+    switch (s) {
+    case AF_OK: return "ok";
+    case AF_ERR_INVALID: return "invalid argument";
+    case AF_ERR_SHAPE: return "shape mismatch";
+    case AF_ERR_UNSUPPORTED: return "unsupported";
+    case AF_ERR_NOMEM: return "out of memory";
+    case AF_ERR_IO: return "i/o error";
+    case AF_ERR_CORRUPT: return "corrupt file";
+    case AF_ERR_NUMERIC: return "non-finite values";
+    }
+    return "unknown status";
+}
+
+char *af_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* ------------------------------------------------------------------ shapes */
+
+af_shape af_shape_make(int rank, const int64_t *dims) {
+    af_shape s = { 0 };
+    if (rank < 0 || rank > AF_MAX_RANK) { s.rank = -1; return s; }
+    s.rank = rank;
+    for (int i = 0; i < rank; i++) s.dim[i] = dims[i];
+    return s;
+}
+
+int64_t af_shape_count(af_shape s) {
+    if (s.rank < 0 || s.rank > AF_MAX_RANK) return 0;
+    int64_t n = 1;
+    for (int i = 0; i < s.rank; i++) {
+        if (s.dim[i] < 0) return 0;
+        n *= s.dim[i];
+    }
+    return n;
+}
+
+bool af_shape_eq(af_shape a, af_shape b) {
+    if (a.rank != b.rank) return false;
+    for (int i = 0; i < a.rank; i++)
+        if (a.dim[i] != b.dim[i]) return false;
+    return true;
+}
+
+int af_shape_str(af_shape s, char *buf, size_t n) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n > k ? n - k : 0, "[");
+    for (int i = 0; i < s.rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld", (long long)s.dim[i]);
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, "]");
+    return (int)k;
+}
+
+bool af_broadcast_shape(af_shape a, af_shape b, af_shape *out) {
+    int r = a.rank > b.rank ? a.rank : b.rank;
+    af_shape s = { .rank = r };
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a.rank), ib = i - (r - b.rank);
+        int64_t da = ia >= 0 ? a.dim[ia] : 1, db = ib >= 0 ? b.dim[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        s.dim[i] = da == 1 ? db : da;
+    }
+    *out = s;
+    return true;
+}
+
+int af_norm_axis(int axis, int rank) {
+    if (axis < 0) axis += rank;
+    return axis >= 0 && axis < rank ? axis : -1;
+}
+
+void af_strides(af_shape s, int64_t *strides) {
+    int64_t st = 1;
+    for (int i = s.rank - 1; i >= 0; i--) {
+        strides[i] = st;
+        st *= s.dim[i];
+    }
+}
+
+/* ------------------------------------------------------------------ graph */
+
+af_graph *af_graph_new(void) {
+    af_graph *g = calloc(1, sizeof *g);
+    return g;
+}
+
+static void tensor_free(af_tensor *t) {
+    free(t->src);
+    free(t->data);
+    free(t->name);
+    free(t);
+}
+
+void af_graph_free(af_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n; i++) tensor_free(g->t[i]);
+    free(g->t);
+    free(g->error);
+    free(g);
+}
+
+const char *af_graph_error(const af_graph *g) { return g ? g->error : "graph is NULL"; }
+int af_graph_size(const af_graph *g) { return g ? g->n : 0; }
+
+af_tensor *af_node_new(af_graph *g, af_op op, int nsrc, af_tensor *const *src, af_shape shape,
+                       af_dtype dt, const af_attrs *attrs) {
+    if (g->n == g->cap) {
+        int cap = g->cap ? g->cap * 2 : 64;
+        af_tensor **nt = realloc(g->t, (size_t)cap * sizeof *nt);
+        if (!nt) { af_graph_fail(g, "out of memory growing the graph to %d tensors", cap); return NULL; }
+        g->t = nt;
+        g->cap = cap;
+    }
+    af_tensor *t = calloc(1, sizeof *t);
+    if (!t) { af_graph_fail(g, "out of memory creating a %s node", af_ops[op].name); return NULL; }
+    if (nsrc > 0) {
+        t->src = malloc((size_t)nsrc * sizeof *t->src);
+        if (!t->src) { free(t); af_graph_fail(g, "out of memory"); return NULL; }
+        memcpy(t->src, src, (size_t)nsrc * sizeof *src);
+    }
+    t->g = g;
+    t->id = g->n;
+    t->op = op;
+    t->dtype = dt;
+    t->shape = shape;
+    t->nsrc = nsrc;
+    if (attrs) t->a = *attrs;
+    g->t[g->n++] = t;
+    return t;
+}
+
+/* ------------------------------------------------------------------ tensor facts */
+
+af_shape af_tensor_shape(const af_tensor *t) {
+    af_shape s = { .rank = -1 };
+    return t ? t->shape : s;
+}
+af_dtype af_tensor_dtype(const af_tensor *t) { return t ? t->dtype : AF_F32; }
+const char *af_tensor_name(const af_tensor *t) { return t && t->name ? t->name : ""; }
+const char *af_tensor_op(const af_tensor *t) { return t ? af_ops[t->op].name : ""; }
+af_graph *af_tensor_graph(const af_tensor *t) { return t ? t->g : NULL; }
+int af_tensor_is_parameter(const af_tensor *t) { return t && (t->flags & AF_TF_PARAM); }
+float *af_tensor_value(af_tensor *t) { return t ? t->data : NULL; }

@@ -1,0 +1,8 @@
+/* The aneforge command-line tool: one file per subcommand. Each returns the exit code. */
+#ifndef AF_TOOLS_CLI_H
+#define AF_TOOLS_CLI_H
+int cmd_ops(int argc, char **argv);
+int cmd_data(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+#endif

@@ -1,0 +1,41 @@
+/* aneforge: dispatches to one subcommand per file. */
+#include "cli.h"
+#include "aneforge.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} commands[] = {
+    { "ops", cmd_ops, "print the op table (--json for JSON)" },
+    { "data", cmd_data, "fetch and inspect datasets (data fetch mnist|fashion, data info)" },
+    { "bench", cmd_bench, "run benchmarks and print JSON (bench ops)" },
+    { "demo", cmd_demo, "build, compile and run a small example model" },
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "aneforge %s: train neural networks on the Apple Neural Engine (or its simulator)\n\n"
+               "usage: aneforge <command> [options]\n\ncommands:\n", AF_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nRun 'aneforge <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("aneforge %s\n", AF_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "aneforge: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

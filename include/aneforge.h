@@ -118,6 +118,7 @@ af_tensor *af_gelu(af_tensor *x, af_gelu_mode mode);
 af_tensor *af_silu(af_tensor *x);
 af_tensor *af_sin(af_tensor *x);
 af_tensor *af_cos(af_tensor *x);
+af_tensor *af_erf(af_tensor *x);                        /* exact gelu's gradient needs it */
 
 /* x[..., K] times a baked weight stored transposed, wt [N, K] (a constant): [..., N]. */
 af_tensor *af_matmul_w(af_tensor *x, af_tensor *wt);
@@ -162,6 +163,56 @@ af_tensor *af_conv(af_tensor *x, af_tensor *w, const int stride[2], const int pa
 af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2],
                              const int dilation[2]);
 af_tensor *af_cast(af_tensor *x, af_dtype to);
+
+/* ---------------------------------------------------------------- autograd
+ * Reverse mode over the graph: af_backward adds gradient nodes built from the same
+ * ops, so gradients compile and run like any other node. */
+
+typedef struct af_loss af_loss; /* owned by the graph of its tensors */
+
+/* Any scalar tensor (one element) as a loss. */
+af_loss   *af_loss_scalar(af_tensor *scalar);
+/* Mean softmax cross-entropy of logits [N, C] against one-hot targets [N, C]. Its
+ * backward seed is the analytic (softmax(logits) - target) * (loss_scale / N). */
+af_loss   *af_softmax_cross_entropy(af_tensor *logits, af_tensor *onehot);
+/* Mean squared error over every element. */
+af_loss   *af_mse(af_tensor *pred, af_tensor *target);
+/* The scalar loss value as a tensor (built on first use). */
+af_tensor *af_loss_value(af_loss *loss);
+/* The tensor the backward pass starts from (the scalar, or the logits for CE). */
+af_tensor *af_loss_root(af_loss *loss);
+
+typedef struct {
+    float loss_scale;         /* dL/dloss; 0 means 1 */
+    int nstop;                /* detach frontier: gradient reaches these tensors but */
+    af_tensor *const *stop;   /* does not flow past them; default: the params */
+} af_backward_opts;
+
+/* Writes to grads[i] the gradient of the loss with respect to params[i] (same shape;
+ * a tensor of zeros when the loss does not depend on it). opts may be NULL. */
+af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads,
+                      const af_backward_opts *opts);
+/* The same from an explicit seed (the gradient arriving at root, root's shape). */
+af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params,
+                           af_tensor **grads, int nstop, af_tensor *const *stop);
+/* 1 when op (an af_op_name index) has a VJP rule or needs none (leaves, comparisons). */
+int        af_op_has_vjp(int op);
+
+/* ---------------------------------------------------------------- layers (src/nn) */
+
+/* y = x @ w^T + b with x [..., K], w [N, K] (PyTorch layout), b [N] or NULL. */
+af_tensor *af_linear(af_tensor *x, af_tensor *w, af_tensor *b);
+/* A trainable conv weight from PyTorch layout [Cout, Cin, kH, kW] (init may be NULL),
+ * stored as the patch matrix [Cin*kH*kW, Cout] with row order ci*(kH*kW) + u*kW + v. */
+af_tensor *af_conv_param(af_graph *g, const char *name, int cout, int cin, int kh, int kw, const float *init);
+/* Convolution with a trainable weight from af_conv_param, built from im2col
+ * (slice_by_size + concat, patch index on axis 2) and a broadcast matmul; stride must
+ * be 1 (downsample with avg_pool); pad >= 0 zero-pads inside the graph. x [N,Cin,H,W]. */
+af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad);
+/* Multi-head self-attention on x [B, T, D] with weights [D, D] (PyTorch layout) and
+ * optional biases [D] (NULL for none); causal masks future positions. */
+af_tensor *af_mha(af_tensor *x, int heads, af_tensor *wq, af_tensor *wk, af_tensor *wv, af_tensor *wo,
+                  af_tensor *bq, af_tensor *bk, af_tensor *bv, af_tensor *bo, int causal);
 
 /* ---------------------------------------------------------------- compile and run */
 

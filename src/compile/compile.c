@@ -13,7 +13,7 @@
 #define ALIGN_FLOATS 16 /* 64-byte alignment for every buffer */
 
 typedef struct { int64_t off, size; } block;
-typedef struct { block *b; int n, cap; int64_t top; } allocator;
+typedef struct { block *b; int n, cap; int64_t top, peak; } allocator; /* peak: the arena size */
 
 static int64_t alloc_take(allocator *a, int64_t size) {
     size = (size + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS;
@@ -23,6 +23,7 @@ static int64_t alloc_take(allocator *a, int64_t size) {
     if (best < 0) {
         int64_t off = a->top;
         a->top += size;
+        if (a->top > a->peak) a->peak = a->top; /* freeing the end lowers top, never the size needed */
         return off;
     }
     int64_t off = a->b[best].off;
@@ -143,7 +144,7 @@ static bool plan_memory(af_model *m) {
                 ok = alloc_give(&al, m->offset[src->id], af_shape_count(src->shape));
         }
     }
-    m->arena_floats = al.top;
+    m->arena_floats = al.peak;
     free(al.b);
     free(last);
     free(keep);
@@ -156,7 +157,8 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     if (!g) return fail_model(NULL, AF_ERR_INVALID, "graph is NULL");
     if (g->error) return fail_model(NULL, AF_ERR_INVALID, "the graph has an error: %s", g->error);
     if (nout < 1 || !out) return fail_model(NULL, AF_ERR_INVALID, "no outputs requested; pass at least one tensor in `out`");
-    if (nin < 0 || (nin > 0 && !in)) return fail_model(NULL, AF_ERR_INVALID, "nin = %d but in is NULL", nin);
+    if (nin < 0) return fail_model(NULL, AF_ERR_INVALID, "nin = %d is negative", nin);
+    if (nin > 0 && !in) return fail_model(NULL, AF_ERR_INVALID, "nin = %d but in is NULL", nin);
     af_compile_opts o = opts ? *opts : (af_compile_opts){ 0 };
     if (o.target != AF_TARGET_CPU && o.target != AF_TARGET_ANE_SIM && o.target != AF_TARGET_ANE)
         return fail_model(NULL, AF_ERR_INVALID, "unknown target %d", (int)o.target);

@@ -139,6 +139,7 @@ static void unary_range(void *p, int64_t b, int64_t e) {
     case AF_OP_SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
     case AF_OP_SIN: UN_LOOP(sinf(x)); break;
     case AF_OP_COS: UN_LOOP(cosf(x)); break;
+    case AF_OP_ERF: UN_LOOP(erff(x)); break;
     case AF_OP_CAST:
         if (c->t->a.to == AF_F16) af_round_f16_array(memmove(o, a, (size_t)n * sizeof *o), n);
         else memmove(o, a, (size_t)n * sizeof *o);

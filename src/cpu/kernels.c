@@ -13,7 +13,7 @@ const cpu_kernel_fn cpu_kernels[AF_OP_COUNT] = {
     [AF_OP_SQRT] = cpu_k_unary, [AF_OP_RSQRT] = cpu_k_unary, [AF_OP_INVERSE] = cpu_k_unary,
     [AF_OP_EXP] = cpu_k_unary, [AF_OP_LOG] = cpu_k_unary, [AF_OP_TANH] = cpu_k_unary,
     [AF_OP_SIGMOID] = cpu_k_unary, [AF_OP_RELU] = cpu_k_unary, [AF_OP_GELU] = cpu_k_unary,
-    [AF_OP_SILU] = cpu_k_unary, [AF_OP_SIN] = cpu_k_unary, [AF_OP_COS] = cpu_k_unary,
+    [AF_OP_SILU] = cpu_k_unary, [AF_OP_SIN] = cpu_k_unary, [AF_OP_COS] = cpu_k_unary, [AF_OP_ERF] = cpu_k_unary,
     [AF_OP_MATMUL_W] = cpu_k_matmul_w, [AF_OP_MATMUL] = cpu_k_matmul,
     [AF_OP_REDUCE_SUM] = cpu_k_reduce, [AF_OP_REDUCE_MEAN] = cpu_k_reduce,
     [AF_OP_REDUCE_MAX] = cpu_k_reduce, [AF_OP_REDUCE_MIN] = cpu_k_reduce,

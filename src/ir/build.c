@@ -171,6 +171,7 @@ af_tensor *af_relu(af_tensor *x) { return un(AF_OP_RELU, x); }
 af_tensor *af_silu(af_tensor *x) { return un(AF_OP_SILU, x); }
 af_tensor *af_sin(af_tensor *x) { return un(AF_OP_SIN, x); }
 af_tensor *af_cos(af_tensor *x) { return un(AF_OP_COS, x); }
+af_tensor *af_erf(af_tensor *x) { return un(AF_OP_ERF, x); }
 
 af_tensor *af_gelu(af_tensor *x, af_gelu_mode mode) {
     if (x && mode != AF_GELU_EXACT && mode != AF_GELU_TANH) {
@@ -314,7 +315,10 @@ static af_tensor *affine_default(af_tensor *x, int axis, float v) {
 }
 
 static af_tensor *norm(af_op op, af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps, int groups) {
-    if (!x) return NULL;
+    if (!x) { /* af_build records "operand 0 is NULL" unless an earlier error explains it */
+        af_tensor *s[3] = { x, gamma, beta };
+        return af_build(op, op == AF_OP_RMS_NORM ? 2 : 3, s, NULL);
+    }
     if (x->g->error) return NULL;
     int axis = (op == AF_OP_CHANNEL_LAYER_NORM || op == AF_OP_GROUP_NORM) ? 1 : x->shape.rank - 1;
     if (axis < 0 || axis >= x->shape.rank) {

@@ -146,8 +146,23 @@ void af_graph_free(af_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n; i++) tensor_free(g->t[i]);
     free(g->t);
+    for (int i = 0; i < g->nowned; i++) free(g->owned[i]);
+    free(g->owned);
     free(g->error);
     free(g);
+}
+
+void *af_graph_own(af_graph *g, void *p) {
+    if (!p) return NULL;
+    if (g->nowned == g->capowned) {
+        int cap = g->capowned ? g->capowned * 2 : 8;
+        void **no = realloc(g->owned, (size_t)cap * sizeof *no);
+        if (!no) { free(p); return NULL; }
+        g->owned = no;
+        g->capowned = cap;
+    }
+    g->owned[g->nowned++] = p;
+    return p;
 }
 
 const char *af_graph_error(const af_graph *g) { return g ? g->error : "graph is NULL"; }

@@ -53,6 +53,7 @@ typedef struct {
 enum {
     AF_TF_PARAM = 1u << 0,    /* trainable input with an fp32 master in data */
     AF_TF_VOUCHED = 1u << 1,  /* built by the library's own training kernels */
+    AF_TF_CONV = 1u << 2,     /* a conv patch-matrix param; a.kernel = {kH, kW}, a.groups = Cin */
 };
 
 struct af_tensor {
@@ -74,7 +75,13 @@ struct af_graph {
     int n, cap;
     char *error;              /* first error, sticky */
     int anon;                 /* counter for generated names */
+    void **owned;             /* other graph-owned allocations (loss handles) */
+    int nowned, capowned;
 };
+
+/* Hands p to the graph, which frees it with the graph; returns p, or NULL (and frees
+ * p) when out of memory. */
+void *af_graph_own(af_graph *g, void *p);
 
 /* Records the first error on g (later ones are dropped) and on this thread. */
 void af_graph_fail(af_graph *g, const char *fmt, ...);

@@ -1,0 +1,152 @@
+/* A fixed pthread pool. Workers sleep on a condition variable between jobs so they
+ * never compete for cores with BLAS or the caller; the caller runs chunk 0 itself. */
+#define _POSIX_C_SOURCE 200809L
+#include "cpu/pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* More threads than this is a configuration mistake, not a speed-up. */
+#define POOL_MAX_THREADS 256
+
+typedef struct {
+    cpu_pool *pool;
+    int index; /* 1..threads-1; the caller is chunk 0 */
+} worker_arg;
+
+struct cpu_pool {
+    int threads;
+    pthread_t *workers;
+    worker_arg *args;
+    pthread_mutex_t run_lock; /* serializes callers that share one pool */
+    pthread_mutex_t lock;     /* guards everything below */
+    pthread_cond_t work_cv;   /* a new job was published, or stop */
+    pthread_cond_t done_cv;   /* pending reached 0 */
+    uint64_t generation;      /* bumped once per job */
+    int pending;              /* workers still running chunks of this job */
+    int stop;
+    /* the current job */
+    cpu_range_fn fn;
+    void *ctx;
+    int64_t n;
+    int nchunks;
+};
+
+int cpu_num_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) return 1;
+    if (n > POOL_MAX_THREADS) return POOL_MAX_THREADS;
+    return (int)n;
+}
+
+/* Static split: chunk i of c covers [n*i/c, n*(i+1)/c), sizes differ by at most 1. */
+static void chunk_range(int64_t n, int nchunks, int i, int64_t *b, int64_t *e) {
+    *b = n / nchunks * i + (n % nchunks) * i / nchunks;
+    *e = n / nchunks * (i + 1) + (n % nchunks) * (i + 1) / nchunks;
+}
+
+static void *worker_main(void *arg) {
+    worker_arg *wa = arg;
+    cpu_pool *p = wa->pool;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->work_cv, &p->lock);
+        if (p->stop) break;
+        seen = p->generation;
+        if (wa->index >= p->nchunks) continue; /* not needed for this job */
+        cpu_range_fn fn = p->fn;
+        void *ctx = p->ctx;
+        int64_t b, e;
+        chunk_range(p->n, p->nchunks, wa->index, &b, &e);
+        pthread_mutex_unlock(&p->lock);
+        fn(ctx, b, e);
+        pthread_mutex_lock(&p->lock);
+        if (--p->pending == 0) pthread_cond_signal(&p->done_cv);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void pool_destroy(cpu_pool *p, int started) {
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < started; i++) pthread_join(p->workers[i], NULL);
+    pthread_cond_destroy(&p->done_cv);
+    pthread_cond_destroy(&p->work_cv);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->run_lock);
+    free(p->workers);
+    free(p->args);
+    free(p);
+}
+
+cpu_pool *cpu_pool_new(int threads) {
+    if (threads <= 0) threads = cpu_num_cores();
+    if (threads > POOL_MAX_THREADS) threads = POOL_MAX_THREADS;
+    cpu_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->threads = threads;
+    int nw = threads - 1;
+    p->workers = calloc((size_t)(nw > 0 ? nw : 1), sizeof *p->workers);
+    p->args = calloc((size_t)(nw > 0 ? nw : 1), sizeof *p->args);
+    if (!p->workers || !p->args) {
+        free(p->workers);
+        free(p->args);
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->run_lock, NULL);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work_cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    for (int i = 0; i < nw; i++) {
+        p->args[i].pool = p;
+        p->args[i].index = i + 1;
+        if (pthread_create(&p->workers[i], NULL, worker_main, &p->args[i]) != 0) {
+            pool_destroy(p, i);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+void cpu_pool_free(cpu_pool *p) {
+    if (p) pool_destroy(p, p->threads - 1);
+}
+
+int cpu_pool_threads(const cpu_pool *p) { return p ? p->threads : 1; }
+
+void cpu_pool_for(cpu_pool *p, int64_t n, int64_t min_chunk, cpu_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (min_chunk < 1) min_chunk = 1;
+    if (!p || p->threads <= 1 || n < 2 * min_chunk) {
+        fn(ctx, 0, n);
+        return;
+    }
+    int64_t maxc = n / min_chunk; /* every chunk gets at least min_chunk items */
+    int nchunks = maxc < p->threads ? (int)maxc : p->threads;
+
+    pthread_mutex_lock(&p->run_lock);
+    pthread_mutex_lock(&p->lock);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n = n;
+    p->nchunks = nchunks;
+    p->pending = nchunks - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->lock);
+
+    int64_t b, e;
+    chunk_range(n, nchunks, 0, &b, &e);
+    fn(ctx, b, e);
+
+    pthread_mutex_lock(&p->lock);
+    while (p->pending > 0) pthread_cond_wait(&p->done_cv, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&p->run_lock);
+}

@@ -1,0 +1,270 @@
+/* The in-memory dataset (uint8 pixels + labels) and locating the data directory. */
+#define _POSIX_C_SOURCE 200809L
+#include "data/data.h"
+#include "ir/ir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct af_dataset {
+    int64_t n;
+    int c, h, w, classes;
+    const uint8_t *pixels;   /* n * c*h*w bytes, CHW per sample */
+    const uint8_t *labels;   /* n bytes, each < classes */
+    uint8_t *pix_buf;        /* owned allocations that pixels/labels point into */
+    uint8_t *lab_buf;
+};
+
+enum { PATH_CAP = 4096, HINT_CAP = 4096 + 256 };
+
+const char *af_data_dir(void) {
+    const char *e = getenv("ANEFORGE_DATA");
+    return (e && *e) ? e : "./data";
+}
+
+af_status af_data_read_file(const char *path, const char *hint, uint8_t **out, size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    if (!path) return af_fail(AF_ERR_INVALID, "data file path is NULL");
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        int e = errno;
+        return af_fail(AF_ERR_IO, "cannot open %s: %s%s%s", path, strerror(e),
+                       hint ? "; " : "", hint ? hint : "");
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return af_fail(AF_ERR_IO, "%s: not a regular file", path);
+    }
+    if (sb.st_size < 0 || (uintmax_t)sb.st_size > (uintmax_t)(SIZE_MAX / 2)) {
+        close(fd);
+        return af_fail(AF_ERR_IO, "%s: size %jd is too large to load", path, (intmax_t)sb.st_size);
+    }
+    size_t len = (size_t)sb.st_size;
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) {
+        close(fd);
+        return af_fail(AF_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, len);
+    }
+    size_t got = 0;
+    errno = 0;
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    int err = errno;
+    close(fd);
+    if (got != len) {
+        free(buf);
+        return af_fail(AF_ERR_IO, "%s: read %zu of %zu bytes (%s)", path, got, len,
+                       got < len && err ? strerror(err) : "file changed while reading");
+    }
+    *out = buf;
+    *out_len = len;
+    return AF_OK;
+}
+
+static af_dataset *idx_load(const char *images, const char *labels, const char *hint) {
+    if (!images || !labels) {
+        af_fail(AF_ERR_INVALID, "af_dataset_load_idx: images and labels paths are required");
+        return NULL;
+    }
+    int64_t idim[3], ldim[1];
+    uint8_t *ibuf = NULL, *lbuf = NULL;
+    const uint8_t *ipix, *llab;
+    if (af_idx_read(images, hint, 3, idim, &ibuf, &ipix) != AF_OK) return NULL;
+    if (af_idx_read(labels, hint, 1, ldim, &lbuf, &llab) != AF_OK) goto fail;
+    if (idim[0] != ldim[0]) {
+        af_fail(AF_ERR_SHAPE, "%s has %lld images but %s has %lld labels", images,
+                (long long)idim[0], labels, (long long)ldim[0]);
+        goto fail;
+    }
+    for (int64_t i = 0; i < ldim[0]; i++)
+        if (llab[i] >= 10) {
+            af_fail(AF_ERR_CORRUPT, "%s: label %lld is %u (must be 0..9)", labels, (long long)i,
+                    (unsigned)llab[i]);
+            goto fail;
+        }
+    if (idim[1] > 65536 || idim[2] > 65536) {
+        af_fail(AF_ERR_CORRUPT, "%s: image size %lldx%lld is implausible", images,
+                (long long)idim[1], (long long)idim[2]);
+        goto fail;
+    }
+    af_dataset *d = calloc(1, sizeof *d);
+    if (!d) {
+        af_fail(AF_ERR_NOMEM, "%s: out of memory", images);
+        goto fail;
+    }
+    *d = (af_dataset){ .n = idim[0], .c = 1, .h = (int)idim[1], .w = (int)idim[2], .classes = 10,
+                       .pixels = ipix, .labels = llab, .pix_buf = ibuf, .lab_buf = lbuf };
+    return d;
+fail:
+    free(ibuf);
+    free(lbuf);
+    return NULL;
+}
+
+af_dataset *af_dataset_load_idx(const char *images_path, const char *labels_path) {
+    return idx_load(images_path, labels_path, NULL);
+}
+
+static af_dataset *cifar_load(int nfiles, const char *const *paths, const char *hint) {
+    uint8_t *pix, *lab;
+    int64_t n;
+    if (af_cifar_read(nfiles, paths, hint, &pix, &lab, &n) != AF_OK) return NULL;
+    af_dataset *d = calloc(1, sizeof *d);
+    if (!d) {
+        free(pix);
+        free(lab);
+        af_fail(AF_ERR_NOMEM, "%s: out of memory", paths[0]);
+        return NULL;
+    }
+    *d = (af_dataset){ .n = n, .c = 3, .h = 32, .w = 32, .classes = 10,
+                       .pixels = pix, .labels = lab, .pix_buf = pix, .lab_buf = lab };
+    return d;
+}
+
+af_dataset *af_dataset_load_cifar(int nfiles, const char *const *paths) {
+    return cifar_load(nfiles, paths, NULL);
+}
+
+/* snprintf that reports truncation as an error instead of using a cut path. */
+static int join(char *out, const char *a, const char *b, const char *c) {
+    int r = snprintf(out, PATH_CAP, "%s/%s%s", a, b, c);
+    if (r < 0 || r >= PATH_CAP) {
+        af_fail(AF_ERR_INVALID, "data path too long: %s/%s%s", a, b, c);
+        return 0;
+    }
+    return 1;
+}
+
+static int exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
+    if (!dir) dir = af_data_dir();
+    char hint[HINT_CAP];
+    af_dataset *d = NULL;
+    int64_t want = 0;
+    if (kind == AF_DATA_MNIST || kind == AF_DATA_FASHION) {
+        const char *name = kind == AF_DATA_MNIST ? "mnist" : "fashion";
+        char sub[PATH_CAP], img[PATH_CAP], lab[PATH_CAP];
+        if (!join(sub, dir, name, "")) return NULL;
+        if (!join(img, sub, train ? "train" : "t10k", "-images-idx3-ubyte") ||
+            !join(lab, sub, train ? "train" : "t10k", "-labels-idx1-ubyte"))
+            return NULL;
+        snprintf(hint, sizeof hint, "run `aneforge data fetch %s` (data dir %s; set $ANEFORGE_DATA to change it)",
+                 name, dir);
+        d = idx_load(img, lab, hint);
+        want = train ? 60000 : 10000;
+        if (d && (d->h != 28 || d->w != 28)) {
+            af_fail(AF_ERR_CORRUPT, "%s: images are %dx%d, expected 28x28", img, d->h, d->w);
+            af_dataset_free(d);
+            return NULL;
+        }
+        if (d && d->n != want) {
+            af_fail(AF_ERR_CORRUPT, "%s: %lld samples, expected %lld", img, (long long)d->n,
+                    (long long)want);
+            af_dataset_free(d);
+            return NULL;
+        }
+        return d;
+    }
+    if (kind != AF_DATA_CIFAR10) {
+        af_fail(AF_ERR_INVALID, "af_dataset_load: unknown dataset kind %d", (int)kind);
+        return NULL;
+    }
+    /* The official tarball unpacks into cifar-10-batches-bin/; accept either layout. */
+    char base[PATH_CAP], probe[PATH_CAP];
+    if (!join(base, dir, "cifar10", "") || !join(probe, base, "test_batch.bin", "")) return NULL;
+    if (!exists(probe)) {
+        char alt[PATH_CAP], alt_probe[PATH_CAP];
+        if (join(alt, base, "cifar-10-batches-bin", "") && join(alt_probe, alt, "test_batch.bin", "") &&
+            exists(alt_probe))
+            memcpy(base, alt, sizeof base);
+    }
+    snprintf(hint, sizeof hint,
+             "download https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz and extract "
+             "data_batch_1..5.bin and test_batch.bin into %s/cifar10/", dir);
+    char paths[5][PATH_CAP];
+    const char *pp[5];
+    int nf = train ? 5 : 1;
+    for (int i = 0; i < nf; i++) {
+        char file[32];
+        snprintf(file, sizeof file, train ? "data_batch_%d.bin" : "test_batch.bin", i + 1);
+        if (!join(paths[i], base, file, "")) return NULL;
+        pp[i] = paths[i];
+    }
+    d = cifar_load(nf, pp, hint);
+    want = train ? 50000 : 10000;
+    if (d && d->n != want) {
+        af_fail(AF_ERR_CORRUPT, "%s: %lld CIFAR-10 records in total, expected %lld", base,
+                (long long)d->n, (long long)want);
+        af_dataset_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+int64_t af_dataset_count(const af_dataset *d) { return d ? d->n : 0; }
+
+void af_dataset_sample_shape(const af_dataset *d, int *c, int *h, int *w) {
+    if (c) *c = d ? d->c : 0;
+    if (h) *h = d ? d->h : 0;
+    if (w) *w = d ? d->w : 0;
+}
+
+int af_dataset_classes(const af_dataset *d) { return d ? d->classes : 0; }
+
+const uint8_t *af_dataset_labels(const af_dataset *d) { return d ? d->labels : NULL; }
+
+void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot) {
+    if (!d || n <= 0 || !idx) {
+        if (n > 0) af_fail(AF_ERR_INVALID, "af_dataset_batch: NULL dataset or index array");
+        return;
+    }
+    size_t sz = (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    float lut[256];
+    for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f; /* exact 0 and 1 at the ends */
+    int reported = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t k = idx[i];
+        int ok = k >= 0 && k < d->n;
+        if (!ok && !reported) {
+            af_fail(AF_ERR_INVALID, "af_dataset_batch: index %lld out of range [0, %lld)",
+                    (long long)k, (long long)d->n);
+            reported = 1;
+        }
+        if (x) {
+            float *row = x + (size_t)i * sz;
+            if (ok) {
+                const uint8_t *p = d->pixels + (size_t)k * sz;
+                for (size_t j = 0; j < sz; j++) row[j] = lut[p[j]];
+            } else {
+                memset(row, 0, sz * sizeof *row);
+            }
+        }
+        if (onehot) {
+            float *row = onehot + (size_t)i * (size_t)d->classes;
+            memset(row, 0, (size_t)d->classes * sizeof *row);
+            if (ok) row[d->labels[k]] = 1.0f;
+        }
+    }
+}
+
+void af_dataset_free(af_dataset *d) {
+    if (!d) return;
+    free(d->pix_buf);
+    free(d->lab_buf);
+    free(d);
+}

@@ -1,0 +1,162 @@
+/* The backward driver: walks the graph in reverse creation order (a reverse
+ * topological order), calling each node's VJP and summing gradient contributions. */
+#include "grad/grad.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const grad_vjp_fn grad_vjps[AF_OP_COUNT] = {
+    [AF_OP_ADD] = grad_vjp_binary, [AF_OP_SUB] = grad_vjp_binary, [AF_OP_MUL] = grad_vjp_binary,
+    [AF_OP_REAL_DIV] = grad_vjp_binary, [AF_OP_MAXIMUM] = grad_vjp_binary, [AF_OP_MINIMUM] = grad_vjp_binary,
+    [AF_OP_POW] = grad_vjp_binary,
+    [AF_OP_SELECT] = grad_vjp_select,
+    [AF_OP_ADDS] = grad_vjp_unary, [AF_OP_MULS] = grad_vjp_unary,
+    [AF_OP_NEG] = grad_vjp_unary, [AF_OP_ABS] = grad_vjp_unary, [AF_OP_SQUARE] = grad_vjp_unary,
+    [AF_OP_SQRT] = grad_vjp_unary, [AF_OP_RSQRT] = grad_vjp_unary, [AF_OP_INVERSE] = grad_vjp_unary,
+    [AF_OP_EXP] = grad_vjp_unary, [AF_OP_LOG] = grad_vjp_unary, [AF_OP_TANH] = grad_vjp_unary,
+    [AF_OP_SIGMOID] = grad_vjp_unary, [AF_OP_RELU] = grad_vjp_unary, [AF_OP_GELU] = grad_vjp_unary,
+    [AF_OP_SILU] = grad_vjp_unary, [AF_OP_SIN] = grad_vjp_unary, [AF_OP_COS] = grad_vjp_unary,
+    [AF_OP_ERF] = grad_vjp_unary,
+    [AF_OP_MATMUL_W] = grad_vjp_matmul, [AF_OP_MATMUL] = grad_vjp_matmul,
+    [AF_OP_REDUCE_SUM] = grad_vjp_reduce, [AF_OP_REDUCE_MEAN] = grad_vjp_reduce,
+    [AF_OP_REDUCE_MAX] = grad_vjp_reduce, [AF_OP_REDUCE_MIN] = grad_vjp_reduce,
+    [AF_OP_SOFTMAX] = grad_vjp_softmax,
+    [AF_OP_TRANSPOSE] = grad_vjp_layout, [AF_OP_RESHAPE] = grad_vjp_layout,
+    [AF_OP_SLICE_BY_SIZE] = grad_vjp_layout, [AF_OP_CONCAT] = grad_vjp_layout, [AF_OP_SPLIT] = grad_vjp_layout,
+    [AF_OP_RMS_NORM] = grad_vjp_norm, [AF_OP_LAYER_NORM] = grad_vjp_norm,
+    [AF_OP_CHANNEL_LAYER_NORM] = grad_vjp_norm, [AF_OP_GROUP_NORM] = grad_vjp_norm,
+    [AF_OP_AVG_POOL] = grad_vjp_pool, [AF_OP_MAX_POOL] = grad_vjp_pool,
+    [AF_OP_CONV] = grad_vjp_conv, [AF_OP_CONV_TRANSPOSE] = grad_vjp_conv,
+    [AF_OP_CAST] = grad_vjp_cast,
+};
+
+int af_op_has_vjp(int op) {
+    if ((unsigned)op >= AF_OP_COUNT) return 0;
+    unsigned f = af_ops[op].flags;
+    return (f & (OPF_LEAF | OPF_ZEROGRAD)) || ((f & OPF_DIFF) && grad_vjps[op]);
+}
+
+static af_status backward_impl(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params,
+                               af_tensor **grads, int nstop, af_tensor *const *stop) {
+    af_graph *g = root->g;
+    int n0 = g->n; /* nodes added below are gradient nodes, never walked */
+    bool *dep = calloc((size_t)n0, sizeof *dep), *cut = calloc((size_t)n0, sizeof *cut);
+    af_tensor **acc = calloc((size_t)n0, sizeof *acc);
+    if (!dep || !cut || !acc) {
+        free(dep); free(cut); free(acc);
+        return af_fail(AF_ERR_NOMEM, "af_backward: out of memory");
+    }
+    /* dep: gradient arriving here reaches some param. It flows through a frontier
+     * tensor only when that tensor is itself a param (then it stops there). */
+    bool *param = calloc((size_t)n0, sizeof *param);
+    if (!param) {
+        free(dep); free(cut); free(acc);
+        return af_fail(AF_ERR_NOMEM, "af_backward: out of memory");
+    }
+    for (int i = 0; i < n; i++) dep[params[i]->id] = param[params[i]->id] = true;
+    for (int i = 0; i < nstop; i++) cut[stop[i]->id] = true;
+    for (int id = 0; id < n0; id++) {
+        af_tensor *t = g->t[id];
+        for (int k = 0; k < t->nsrc && !dep[id]; k++) {
+            int s = t->src[k]->id;
+            if (dep[s] && (!cut[s] || param[s])) dep[id] = true;
+        }
+    }
+    free(param);
+    acc[root->id] = seed;
+    for (int id = root->id; id >= 0 && !g->error; id--) {
+        af_tensor *t = g->t[id];
+        if (!acc[id] || !dep[id] || t->nsrc == 0) continue;
+        if (cut[id] && id != root->id) continue;
+        bool need[AF_MAX_RANK * 8] = { 0 };
+        af_tensor *dsrc_small[64] = { 0 };
+        af_tensor **dsrc = t->nsrc <= 64 ? dsrc_small : calloc((size_t)t->nsrc, sizeof *dsrc);
+        bool *needp = t->nsrc <= (int)(sizeof need / sizeof need[0]) ? need : calloc((size_t)t->nsrc, sizeof *needp);
+        if (!dsrc || !needp) {
+            af_graph_fail(g, "af_backward: out of memory");
+            break;
+        }
+        bool any = false;
+        for (int k = 0; k < t->nsrc; k++) any |= needp[k] = dep[t->src[k]->id];
+        /* A repeated source must get its contribution once per use: each slot is summed. */
+        if (any && !(af_ops[t->op].flags & OPF_ZEROGRAD)) {
+            if (!grad_vjps[t->op]) {
+                af_graph_fail(g, "af_backward: op %s has no VJP rule", af_ops[t->op].name);
+            } else {
+                grad_ctx c = { .t = t, .g = acc[id], .need = needp, .dsrc = dsrc };
+                grad_vjps[t->op](&c);
+                for (int k = 0; k < t->nsrc && !g->error; k++) {
+                    int sid = t->src[k]->id;
+                    if (!needp[k] || !dsrc[k]) continue;
+                    acc[sid] = acc[sid] ? af_add(acc[sid], dsrc[k]) : dsrc[k];
+                }
+            }
+        }
+        if (dsrc != dsrc_small) free(dsrc);
+        if (needp != need) free(needp);
+    }
+    for (int i = 0; i < n && !g->error; i++) {
+        af_tensor *gr = acc[params[i]->id];
+        grads[i] = gr ? gr : grad_zeros_like(params[i]);
+    }
+    free(dep);
+    free(cut);
+    free(acc);
+    if (g->error) {
+        for (int i = 0; i < n; i++) grads[i] = NULL;
+        return af_fail(AF_ERR_INVALID, "%s", g->error);
+    }
+    return AF_OK;
+}
+
+static af_status check_args(af_graph *g, int n, af_tensor *const *params, af_tensor **grads, int nstop,
+                            af_tensor *const *stop) {
+    if (!g) return af_fail(AF_ERR_INVALID, "af_backward: the loss or root is NULL (an earlier builder failed?)");
+    if (g->error) return af_fail(AF_ERR_INVALID, "af_backward: the graph has an error: %s", g->error);
+    if (n < 1 || !params || !grads) return af_fail(AF_ERR_INVALID, "af_backward: pass at least one param and room for its gradient");
+    for (int i = 0; i < n; i++) {
+        grads[i] = NULL;
+        if (!params[i] || params[i]->g != g)
+            return af_fail(AF_ERR_INVALID, "af_backward: param %d is NULL or from another graph", i);
+    }
+    if (nstop < 0 || (nstop > 0 && !stop)) return af_fail(AF_ERR_INVALID, "af_backward: nstop = %d but stop is NULL", nstop);
+    for (int i = 0; i < nstop; i++)
+        if (!stop[i] || stop[i]->g != g) return af_fail(AF_ERR_INVALID, "af_backward: stop tensor %d is NULL or from another graph", i);
+    return AF_OK;
+}
+
+af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params, af_tensor **grads,
+                           int nstop, af_tensor *const *stop) {
+    af_status st = check_args(root ? root->g : NULL, n, params, grads, nstop, stop);
+    if (st) return st;
+    if (!seed || seed->g != root->g) return af_fail(AF_ERR_INVALID, "af_backward_from: seed is NULL or from another graph");
+    if (!af_shape_eq(seed->shape, root->shape)) {
+        char a[100], b[100];
+        af_shape_str(seed->shape, a, sizeof a);
+        af_shape_str(root->shape, b, sizeof b);
+        return af_fail(AF_ERR_SHAPE, "af_backward_from: seed shape %s differs from root shape %s", a, b);
+    }
+    if (nstop == 0) { nstop = n; stop = params; }
+    return backward_impl(seed, root, n, params, grads, nstop, stop);
+}
+
+af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads, const af_backward_opts *opts) {
+    af_backward_opts o = opts ? *opts : (af_backward_opts){ 0 };
+    float scale = o.loss_scale == 0.0f ? 1.0f : o.loss_scale;
+    af_status st = check_args(loss ? loss->g : NULL, n, params, grads, o.nstop, o.stop);
+    if (st) return st;
+    af_tensor *seed;
+    if (loss->kind == AF_LOSS_CE) {
+        /* Analytic and fp16-stable (no log): (softmax(z) - y) * (scale / N). */
+        af_tensor *z = loss->root;
+        float rows = (float)(af_shape_count(z->shape) / z->shape.dim[z->shape.rank - 1]);
+        seed = af_muls(af_sub(af_softmax(z, -1), loss->target), scale / rows);
+    } else {
+        seed = grad_const_like(loss->root, scale); /* dL/dloss folded into the constant */
+    }
+    if (!seed) return af_fail(AF_ERR_INVALID, "af_backward: %s", loss->g->error ? loss->g->error : "could not build the seed");
+    int nstop = o.nstop;
+    af_tensor *const *stop = o.stop;
+    if (nstop == 0) { nstop = n; stop = params; }
+    return backward_impl(seed, loss->root, n, params, grads, nstop, stop);
+}

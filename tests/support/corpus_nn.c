@@ -1,0 +1,77 @@
+/* Corpus rows for norms, pools and convolutions. */
+#include "support/corpus_case.h"
+
+const corpus_case corpus_nn[] = {
+    /* rms_norm / layer_norm over the last axis; gamma/beta as inputs, consts, NULL,
+     * and shaped [1,1,D] (only the count matters). */
+    { CASE("matrix", norm, RMS_NORM), .s = { SH(4, 33), SH(33) }, .f = 1e-5f },
+    { CASE("rank3-shaped-gamma", norm, RMS_NORM), .s = { SH(2, 3, 13), SH(1, 1, 13) }, .f = 1e-5f },
+    { CASE("vector", norm, RMS_NORM), .s = { SH(33), SH(33) }, .f = 1e-6f },
+    { CASE("default-gamma", norm, RMS_NORM), .s = { SH(5, 7) }, .p = { 0, 1 }, .f = 1e-5f },
+    { CASE("const-gamma", norm, RMS_NORM), .s = { SH(3, 16), SH(16) }, .p = { 0, 0, 1 }, .f = 1e-5f },
+    { CASE("large-eps", norm, RMS_NORM), .s = { SH(3, 8), SH(8) }, .f = 0.5f },
+    { CASE("matrix", norm, LAYER_NORM), .s = { SH(4, 33), SH(33), SH(33) }, .f = 1e-5f },
+    { CASE("rank3", norm, LAYER_NORM), .s = { SH(2, 3, 13), SH(13), SH(1, 13) }, .f = 1e-5f },
+    { CASE("vector", norm, LAYER_NORM), .s = { SH(7), SH(7), SH(7) }, .f = 1e-5f },
+    { CASE("defaults", norm, LAYER_NORM), .s = { SH(5, 7) }, .p = { 0, 1 }, .f = 1e-5f },
+    { CASE("consts", norm, LAYER_NORM), .s = { SH(3, 16), SH(16), SH(16) }, .p = { 0, 0, 1 }, .f = 1e-5f },
+    { CASE("offset-data", norm, LAYER_NORM), .s = { SH(6, 10), SH(10), SH(10) }, .dom = { DU(3, 5) }, .f = 1e-5f },
+    { CASE("large-eps", norm, LAYER_NORM), .s = { SH(3, 8), SH(8), SH(8) }, .f = 0.5f },
+    { CASE("wide", norm, LAYER_NORM), .s = { SH(16, 257), SH(257), SH(257) }, .f = 1e-5f },
+
+    /* channel_layer_norm over axis 1 of [N, C, ...]. */
+    { CASE("nchw", norm, CHANNEL_LAYER_NORM), .s = { SH(2, 5, 3, 4), SH(5), SH(5) }, .f = 1e-5f },
+    { CASE("rank2", norm, CHANNEL_LAYER_NORM), .s = { SH(3, 7), SH(7), SH(7) }, .f = 1e-5f },
+    { CASE("rank5-shaped", norm, CHANNEL_LAYER_NORM), .s = { SH(2, 4, 3, 2, 3), SH(1, 4, 1, 1, 1), SH(4, 1, 1) }, .f = 1e-5f },
+    { CASE("defaults", norm, CHANNEL_LAYER_NORM), .s = { SH(1, 6, 5, 5) }, .p = { 0, 1 }, .f = 1e-5f },
+    { CASE("consts", norm, CHANNEL_LAYER_NORM), .s = { SH(2, 3, 8), SH(3), SH(3) }, .p = { 0, 0, 1 }, .f = 1e-3f },
+
+    /* group_norm: G groups of C/G channels x spatial, per-channel gamma/beta. */
+    { CASE("g2", norm, GROUP_NORM), .s = { SH(2, 6, 3, 5), SH(6), SH(6) }, .p = { 2 }, .f = 1e-5f },
+    { CASE("g3", norm, GROUP_NORM), .s = { SH(2, 6, 3, 5), SH(6), SH(6) }, .p = { 3 }, .f = 1e-5f },
+    { CASE("g1", norm, GROUP_NORM), .s = { SH(2, 6, 3, 5), SH(6), SH(6) }, .p = { 1 }, .f = 1e-5f },
+    { CASE("instance", norm, GROUP_NORM), .s = { SH(2, 6, 3, 5), SH(6), SH(6) }, .p = { 6 }, .f = 1e-5f },
+    { CASE("rank2", norm, GROUP_NORM), .s = { SH(3, 8), SH(8), SH(8) }, .p = { 4 }, .f = 1e-5f },
+    { CASE("defaults", norm, GROUP_NORM), .s = { SH(2, 4, 5) }, .p = { 2, 1 }, .f = 1e-5f },
+    { CASE("rank5", norm, GROUP_NORM), .s = { SH(1, 4, 2, 3, 2), SH(4), SH(4) }, .p = { 2, 0, 1 }, .f = 1e-5f },
+
+    /* Pools (avg and max): stride != kernel, asymmetric kernels, padding, defaults. */
+    { CASE("k3s2p1", pool, AVG_POOL), .sweep = 1, .s = { SH(2, 3, 9, 11) }, .p = { 3, 3, 2, 2, 1, 1 } },
+    { CASE("k2x3s1x2p1x0", pool, AVG_POOL), .sweep = 1, .s = { SH(2, 3, 9, 11) }, .p = { 2, 3, 1, 2, 1, 0 } },
+    { CASE("k3x2s3x1p0x1", pool, AVG_POOL), .sweep = 1, .s = { SH(2, 3, 9, 11) }, .p = { 3, 2, 3, 1, 0, 1 } },
+    { CASE("default-stride", pool, AVG_POOL), .sweep = 1, .s = { SH(1, 2, 8, 7) }, .p = { 2, 2, 0, 0, 0, 0, 1 } },
+    { CASE("global", pool, AVG_POOL), .sweep = 1, .s = { SH(2, 3, 9, 11) }, .p = { 9, 11 } },
+    { CASE("k1s2", pool, AVG_POOL), .sweep = 1, .s = { SH(1, 2, 7, 7) }, .p = { 1, 1, 2, 2 } },
+    { CASE("k5s2x3p2", pool, AVG_POOL), .sweep = 1, .s = { SH(1, 2, 7, 7) }, .p = { 5, 5, 2, 3, 2, 2 } },
+    { CASE("single-row", pool, AVG_POOL), .sweep = 1, .s = { SH(1, 2, 1, 9) }, .p = { 1, 3, 1, 2, 0, 1 } },
+    { CASE("large", pool, AVG_POOL), .sweep = 1, .s = { SH(2, 8, 32, 32) }, .p = { 3, 3, 2, 2, 1, 1 } },
+
+    /* Conv: weight [Cout, Cin/groups, kH, kW]; stride/pad/dilation/groups and the 1x1
+     * pointwise case (which skips im2col) next to a strided 1x1 (which does not). */
+    { CASE("3x3", conv, CONV), .s = { SH(2, 4, 9, 11), SH(6, 4, 3, 3) } },
+    { CASE("stride2-pad1", conv, CONV), .s = { SH(2, 4, 9, 11), SH(6, 4, 3, 3) }, .p = { 2, 2, 1, 1 } },
+    { CASE("dilation2-pad2", conv, CONV), .s = { SH(2, 4, 9, 11), SH(6, 4, 3, 3) }, .p = { 1, 1, 2, 2, 2, 2 } },
+    { CASE("groups2", conv, CONV), .s = { SH(2, 4, 9, 11), SH(6, 2, 3, 3) }, .p = { 1, 1, 1, 1, 0, 0, 2 } },
+    { CASE("groups2-stride2", conv, CONV), .s = { SH(1, 6, 8, 9), SH(4, 3, 3, 2) }, .p = { 2, 2, 1, 0, 0, 0, 2 } },
+    { CASE("depthwise", conv, CONV), .s = { SH(2, 4, 7, 6), SH(4, 1, 3, 3) }, .p = { 1, 1, 1, 1, 0, 0, 4 } },
+    { CASE("pointwise", conv, CONV), .s = { SH(2, 4, 9, 11), SH(8, 4, 1, 1) } },
+    { CASE("pointwise-groups2", conv, CONV), .s = { SH(2, 4, 5, 3), SH(6, 2, 1, 1) }, .p = { 0, 0, 0, 0, 0, 0, 2 } },
+    { CASE("1x1-stride2", conv, CONV), .s = { SH(2, 4, 9, 11), SH(5, 4, 1, 1) }, .p = { 2, 2 } },
+    { CASE("1x1-pad1", conv, CONV), .s = { SH(1, 3, 4, 5), SH(2, 3, 1, 1) }, .p = { 1, 1, 1, 1 } },
+    { CASE("asymmetric", conv, CONV), .s = { SH(2, 4, 9, 11), SH(5, 4, 2, 3) }, .p = { 2, 1, 1, 0, 1, 2 } },
+    { CASE("k5x3", conv, CONV), .s = { SH(1, 3, 13, 7), SH(7, 3, 5, 3) }, .p = { 2, 2, 2, 1 } },
+    { CASE("kernel-fills-input", conv, CONV), .s = { SH(2, 3, 3, 3), SH(4, 3, 3, 3) } },
+    { CASE("large", conv, CONV), .s = { SH(2, 16, 16, 16), SH(32, 16, 3, 3) }, .p = { 1, 1, 1, 1 } },
+
+    /* Conv transpose: weight [Cin, Cout, kH, kW], out = (H-1)s - 2p + d(k-1) + 1. */
+    { CASE("stride1", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 3, 3) } },
+    { CASE("stride1-pad1", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 3, 3) }, .p = { 1, 1, 1, 1 } },
+    { CASE("stride2", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 3, 3) }, .p = { 2, 2 } },
+    { CASE("stride2-pad1", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 3, 3) }, .p = { 2, 2, 1, 1 } },
+    { CASE("stride2-dilation2", conv_transpose, CONV_TRANSPOSE), .s = { SH(1, 3, 4, 5), SH(3, 2, 3, 3) }, .p = { 2, 2, 1, 1, 2, 2 } },
+    { CASE("asymmetric-dilation", conv_transpose, CONV_TRANSPOSE), .s = { SH(1, 3, 4, 5), SH(3, 2, 3, 2) }, .p = { 1, 2, 1, 0, 1, 2 } },
+    { CASE("asymmetric", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 2, 4) }, .p = { 2, 3, 0, 1 } },
+    { CASE("1x1-stride2", conv_transpose, CONV_TRANSPOSE), .s = { SH(1, 4, 3, 5), SH(4, 5, 1, 1) }, .p = { 2, 2 } },
+    { CASE("upsample", conv_transpose, CONV_TRANSPOSE), .s = { SH(1, 8, 7, 7), SH(8, 16, 4, 4) }, .p = { 2, 2, 1, 1 } },
+};
+const int corpus_nn_count = (int)(sizeof corpus_nn / sizeof corpus_nn[0]);

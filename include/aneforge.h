@@ -219,11 +219,33 @@ af_tensor *af_mha(af_tensor *x, int heads, af_tensor *wq, af_tensor *wk, af_tens
 typedef enum { AF_TARGET_CPU = 0, AF_TARGET_ANE_SIM = 1, AF_TARGET_ANE = 2 } af_target;
 typedef enum { AF_PRECISION_DEFAULT = 0, AF_PRECISION_FP32 = 1, AF_PRECISION_FP16 = 2 } af_precision;
 
+/* Neural Engine families (the ane-sim target reproduces each one's rules). */
+typedef enum {
+    AF_FAMILY_DEFAULT = 0, /* $ANEFORGE_TARGET, else the hardware's, else A16 */
+    AF_FAMILY_A13 = 13,    /* M1 */
+    AF_FAMILY_A14 = 14,    /* M2 */
+    AF_FAMILY_A15 = 15,    /* M3 */
+    AF_FAMILY_A16 = 16     /* M4, M5 */
+} af_family_id;
+
 typedef struct {
     af_target target;       /* default CPU */
     af_precision precision; /* default: fp32 on CPU, fp16 on ANE targets */
     int threads;            /* 0 = one per core */
+    af_family_id family;    /* ANE targets only */
 } af_compile_opts;
+
+/* What running a model cost, accumulated over its runs (reset with af_model_stats_reset). */
+typedef struct {
+    int64_t compiles;     /* engine programs compiled for this model (cache misses) */
+    int64_t dispatches;   /* program executions */
+    int64_t bytes_in;     /* host -> engine bytes */
+    int64_t bytes_out;    /* engine -> host bytes */
+    int64_t engine_flops; /* floating-point operations inside programs */
+    int64_t host_flops;   /* floating-point operations done on the host */
+} af_stats;
+void af_model_stats(const af_model *m, af_stats *out);
+void af_model_stats_reset(af_model *m);
 
 /* Compiles the part of g that computes `out` from `in`. Every input, parameter or
  * other leaf that the outputs depend on must be listed in `in` (constants are baked).

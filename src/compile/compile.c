@@ -222,3 +222,10 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
 
 int af_model_num_nodes(const af_model *m) { return m ? m->nsched : 0; }
 size_t af_model_arena_bytes(const af_model *m) { return m ? (size_t)(m->arena_floats + m->scratch_floats) * sizeof(float) : 0; }
+
+void af_model_stats(const af_model *m, af_stats *out) {
+    if (out) *out = m ? m->stats : (af_stats){ 0 };
+}
+void af_model_stats_reset(af_model *m) {
+    if (m) m->stats = (af_stats){ 0 };
+}

@@ -23,6 +23,8 @@ struct af_model {
     float **baked;         /* per tensor id: fp16-rounded copy of a constant, or NULL */
     const float **srcptr;  /* room for the widest node's source pointers */
     cpu_pool *pool;
+    af_family_id family;   /* resolved family on ANE targets */
+    af_stats stats;
 };
 
 #endif

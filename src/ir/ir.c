@@ -190,6 +190,7 @@ af_tensor *af_node_new(af_graph *g, af_op op, int nsrc, af_tensor *const *src, a
     t->dtype = dt;
     t->shape = shape;
     t->nsrc = nsrc;
+    if (g->vouching > 0) t->flags |= AF_TF_VOUCHED;
     if (attrs) t->a = *attrs;
     g->t[g->n++] = t;
     return t;

@@ -75,6 +75,7 @@ struct af_graph {
     int n, cap;
     char *error;              /* first error, sticky */
     int anon;                 /* counter for generated names */
+    int vouching;             /* > 0: new nodes are the library's own vouched kernels */
     void **owned;             /* other graph-owned allocations (loss handles) */
     int nowned, capowned;
 };

@@ -1,0 +1,400 @@
+/* Gradient checks: for every differentiable op and every layer, the analytic gradient
+ * graph (built by af_backward) is evaluated in double by the reference evaluator and
+ * compared with central finite differences of the double forward; the same gradient
+ * graph run by the fp32 executor must agree with the double one. A table-coverage check
+ * fails when a differentiable op has no case here. */
+#include "grad/grad.h"
+#include "support/check.h"
+#include "support/refgraph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXP 8
+#define FD_SAMPLES 24
+
+typedef struct {
+    af_graph *g;
+    test_rng *r;
+    int np;
+    af_tensor *p[MAXP];
+    af_loss *loss; /* set by cases that make their own loss */
+} gcase;
+
+static float *rand_vals(test_rng *r, af_shape s, double lo, double hi, bool signmag) {
+    int64_t n = af_shape_count(s);
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        double u = lo + (hi - lo) * test_uniform(r);
+        v[i] = (float)(signmag && test_uniform(r) < 0.5 ? -u : u);
+    }
+    return v;
+}
+
+/* A trainable parameter with values in [lo, hi] (or +-[lo, hi] when signmag). */
+static af_tensor *P_(gcase *c, af_shape s, double lo, double hi, bool signmag) {
+    float *v = rand_vals(c->r, s, lo, hi, signmag);
+    af_tensor *t = af_parameter(c->g, NULL, s, v);
+    free(v);
+    c->p[c->np++] = t;
+    return t;
+}
+static af_tensor *C_(gcase *c, af_shape s, double lo, double hi) {
+    float *v = rand_vals(c->r, s, lo, hi, false);
+    af_tensor *t = af_const(c->g, NULL, s, v);
+    free(v);
+    return t;
+}
+#define P(c, lo, hi, ...) P_(c, AF_SHAPE(__VA_ARGS__), lo, hi, false)
+#define PM(c, lo, hi, ...) P_(c, AF_SHAPE(__VA_ARGS__), lo, hi, true)
+#define PN(c, ...) P_(c, AF_SHAPE(__VA_ARGS__), -1, 1, false)
+#define CN(c, ...) C_(c, AF_SHAPE(__VA_ARGS__), -1, 1)
+
+typedef af_tensor *(*case_fn)(gcase *c);
+typedef struct { const char *name; af_op op; case_fn fn; } grad_case;
+
+/* ------------------------------------------------------------------ cases */
+
+static af_tensor *c_add(gcase *c) { return af_add(PN(c, 3, 4), PN(c, 4)); }
+static af_tensor *c_add_b(gcase *c) { return af_add(PN(c, 3, 1), PN(c, 2, 1, 5)); }
+static af_tensor *c_sub(gcase *c) { return af_sub(PN(c, 1, 4), PN(c, 3, 4)); }
+static af_tensor *c_mul(gcase *c) { return af_mul(PN(c, 2, 3, 4), PN(c, 3, 1)); }
+static af_tensor *c_div(gcase *c) { return af_div(PN(c, 3, 4), PM(c, 0.5, 2, 4)); }
+static af_tensor *c_max(gcase *c) { return af_maximum(PN(c, 3, 4), PN(c, 3, 4)); }
+static af_tensor *c_min(gcase *c) { return af_minimum(PN(c, 3, 4), PN(c, 1, 4)); }
+static af_tensor *c_pow(gcase *c) { return af_pow(P(c, 0.5, 2, 3, 4), PN(c, 4)); }
+static af_tensor *c_select(gcase *c) {
+    float m[12];
+    for (int i = 0; i < 12; i++) m[i] = (float)(i % 3 == 0);
+    return af_select(af_const(c->g, NULL, AF_SHAPE(3, 4), m), PN(c, 3, 4), PN(c, 4));
+}
+static af_tensor *c_adds(gcase *c) { return af_adds(PN(c, 5), 1.5f); }
+static af_tensor *c_muls(gcase *c) { return af_muls(PN(c, 2, 3), -2.5f); }
+static af_tensor *c_neg(gcase *c) { return af_neg(PN(c, 2, 3)); }
+static af_tensor *c_abs(gcase *c) { return af_abs(PM(c, 0.1, 1, 2, 3)); }
+static af_tensor *c_square(gcase *c) { return af_square(PN(c, 2, 3)); }
+static af_tensor *c_sqrt(gcase *c) { return af_sqrt(P(c, 0.5, 2, 2, 3)); }
+static af_tensor *c_rsqrt(gcase *c) { return af_rsqrt(P(c, 0.5, 2, 2, 3)); }
+static af_tensor *c_inverse(gcase *c) { return af_inverse(PM(c, 0.5, 2, 2, 3)); }
+static af_tensor *c_exp(gcase *c) { return af_exp(PN(c, 2, 3)); }
+static af_tensor *c_log(gcase *c) { return af_log(P(c, 0.5, 2, 2, 3)); }
+static af_tensor *c_tanh(gcase *c) { return af_tanh(PN(c, 2, 3)); }
+static af_tensor *c_sigmoid(gcase *c) { return af_sigmoid(P(c, -3, 3, 2, 3)); }
+static af_tensor *c_relu(gcase *c) { return af_relu(PM(c, 0.1, 1, 3, 4)); }
+static af_tensor *c_gelu(gcase *c) { return af_gelu(P(c, -3, 3, 3, 4), AF_GELU_EXACT); }
+static af_tensor *c_gelu_t(gcase *c) { return af_gelu(P(c, -3, 3, 3, 4), AF_GELU_TANH); }
+static af_tensor *c_silu(gcase *c) { return af_silu(P(c, -3, 3, 3, 4)); }
+static af_tensor *c_sin(gcase *c) { return af_sin(P(c, -3, 3, 3, 4)); }
+static af_tensor *c_cos(gcase *c) { return af_cos(P(c, -3, 3, 3, 4)); }
+static af_tensor *c_erf(gcase *c) { return af_erf(P(c, -2, 2, 3, 4)); }
+static af_tensor *c_matmul_w(gcase *c) { return af_matmul_w(PN(c, 2, 3, 5), CN(c, 4, 5)); }
+static af_tensor *c_matmul_wp(gcase *c) { return af_matmul_w(PN(c, 3, 5), PN(c, 4, 5)); }
+static af_tensor *c_matmul(gcase *c) { return af_matmul(PN(c, 2, 3, 4), PN(c, 4, 5), 0, 0); }
+static af_tensor *c_matmul_t(gcase *c) { return af_matmul(PN(c, 2, 4, 3), PN(c, 2, 5, 4), 1, 1); }
+static af_tensor *c_matmul_b(gcase *c) { return af_matmul(PN(c, 2, 1, 3, 4), PN(c, 3, 2, 4), 0, 1); }
+static af_tensor *c_rsum(gcase *c) { int ax[2] = { 0, 2 }; return af_reduce_sum(PN(c, 2, 3, 4), 2, ax, 0); }
+static af_tensor *c_rmean(gcase *c) { int ax[1] = { -1 }; return af_reduce_mean(PN(c, 2, 3, 4), 1, ax, 1); }
+static af_tensor *c_rmax(gcase *c) { int ax[1] = { 1 }; return af_reduce_max(PN(c, 2, 5, 3), 1, ax, 0); }
+static af_tensor *c_rmin(gcase *c) { int ax[2] = { 0, 1 }; return af_reduce_min(PN(c, 2, 5, 3), 2, ax, 1); }
+static af_tensor *c_softmax(gcase *c) { return af_softmax(P(c, -2, 2, 3, 4, 5), 1); }
+static af_tensor *c_softmax_l(gcase *c) { return af_softmax(P(c, -2, 2, 4, 7), -1); }
+static af_tensor *c_transpose(gcase *c) { int p[4] = { 2, 0, 3, 1 }; return af_transpose(PN(c, 2, 3, 4, 5), p); }
+static af_tensor *c_reshape(gcase *c) { return af_reshape(PN(c, 2, 3, 4), AF_SHAPE(4, -1)); }
+static af_tensor *c_slice(gcase *c) {
+    int64_t b[3] = { 1, 0, 2 }, s[3] = { 2, -1, 3 };
+    return af_slice(PN(c, 4, 3, 6), b, s);
+}
+static af_tensor *c_concat(gcase *c) {
+    af_tensor *xs[3] = { PN(c, 2, 1, 3), PN(c, 2, 4, 3), PN(c, 2, 2, 3) };
+    return af_concat(3, xs, 1);
+}
+static af_tensor *c_split(gcase *c) {
+    af_tensor *parts[3];
+    int64_t sz[3] = { 1, 3, 2 };
+    af_split(PN(c, 2, 6), 1, 3, sz, parts);
+    return af_concat(2, (af_tensor *[]){ af_muls(parts[2], 2.0f), parts[1] }, 1);
+}
+static af_tensor *c_rms(gcase *c) { return af_rms_norm(PN(c, 3, 8), P(c, 0.5, 1.5, 8), 1e-5f); }
+static af_tensor *c_ln(gcase *c) { return af_layer_norm(PN(c, 2, 3, 8), P(c, 0.5, 1.5, 8), PN(c, 8), 1e-5f); }
+static af_tensor *c_cln(gcase *c) { return af_channel_layer_norm(PN(c, 2, 5, 3, 2), P(c, 0.5, 1.5, 5), PN(c, 5), 1e-5f); }
+static af_tensor *c_gn(gcase *c) { return af_group_norm(PN(c, 2, 6, 3, 2), 3, P(c, 0.5, 1.5, 6), PN(c, 6), 1e-5f); }
+static af_tensor *c_avgpool(gcase *c) {
+    int k[2] = { 3, 3 }, s[2] = { 2, 2 }, p[2] = { 1, 1 };
+    return af_avg_pool(PN(c, 2, 3, 7, 6), k, s, p);
+}
+static af_tensor *c_maxpool(gcase *c) {
+    int k[2] = { 2, 2 };
+    return af_max_pool(PN(c, 2, 3, 6, 4), k, k, NULL);
+}
+static af_tensor *c_conv(gcase *c) {
+    int pad[2] = { 1, 1 };
+    return af_conv(PN(c, 2, 3, 6, 5), CN(c, 4, 3, 3, 3), NULL, pad, NULL, 1);
+}
+static af_tensor *c_conv_d(gcase *c) {
+    int pad[2] = { 2, 1 }, dil[2] = { 2, 1 };
+    return af_conv(PN(c, 1, 2, 7, 6), CN(c, 3, 2, 3, 2), NULL, pad, dil, 1);
+}
+static af_tensor *c_convt(gcase *c) {
+    int st[2] = { 2, 2 }, pad[2] = { 1, 0 };
+    return af_conv_transpose(PN(c, 2, 3, 4, 3), CN(c, 3, 2, 3, 3), st, pad, NULL);
+}
+static af_tensor *c_cast(gcase *c) { return af_cast(PN(c, 3, 4), AF_F32); }
+static af_tensor *c_linear(gcase *c) { return af_linear(PN(c, 4, 6), PN(c, 3, 6), PN(c, 3)); }
+static af_tensor *c_conv2d(gcase *c) {
+    float *w = rand_vals(c->r, AF_SHAPE(4, 2, 3, 3), -1, 1, false);
+    af_tensor *wp = af_conv_param(c->g, "w", 4, 2, 3, 3, w);
+    free(w);
+    af_tensor *x = PN(c, 2, 2, 5, 6);
+    c->p[c->np++] = wp;
+    return af_conv2d(x, wp, 1, 1);
+}
+static af_tensor *c_mha(gcase *c) {
+    af_tensor *x = PN(c, 2, 4, 6);
+    af_tensor *w[4], *b[4];
+    for (int i = 0; i < 4; i++) w[i] = P(c, -0.5, 0.5, 6, 6);
+    for (int i = 0; i < 2; i++) b[i] = PN(c, 6);
+    return af_mha(x, 2, w[0], w[1], w[2], w[3], b[0], b[1], NULL, NULL, 1);
+}
+static af_tensor *c_ce(gcase *c) {
+    float y[12] = { 0 };
+    for (int i = 0; i < 3; i++) y[i * 4 + (i * 7) % 4] = 1.0f;
+    c->loss = af_softmax_cross_entropy(P(c, -2, 2, 3, 4), af_const(c->g, "y", AF_SHAPE(3, 4), y));
+    return af_loss_value(c->loss);
+}
+static af_tensor *c_mse(gcase *c) {
+    c->loss = af_mse(PN(c, 3, 4), CN(c, 3, 4));
+    return af_loss_value(c->loss);
+}
+
+static const grad_case cases[] = {
+    { "add", AF_OP_ADD, c_add }, { "add broadcast both", AF_OP_ADD, c_add_b }, { "sub", AF_OP_SUB, c_sub },
+    { "mul", AF_OP_MUL, c_mul }, { "real_div", AF_OP_REAL_DIV, c_div }, { "maximum", AF_OP_MAXIMUM, c_max },
+    { "minimum", AF_OP_MINIMUM, c_min }, { "pow", AF_OP_POW, c_pow }, { "select", AF_OP_SELECT, c_select },
+    { "adds", AF_OP_ADDS, c_adds }, { "muls", AF_OP_MULS, c_muls }, { "neg", AF_OP_NEG, c_neg },
+    { "abs", AF_OP_ABS, c_abs }, { "square", AF_OP_SQUARE, c_square }, { "sqrt", AF_OP_SQRT, c_sqrt },
+    { "rsqrt", AF_OP_RSQRT, c_rsqrt }, { "inverse", AF_OP_INVERSE, c_inverse }, { "exp", AF_OP_EXP, c_exp },
+    { "log", AF_OP_LOG, c_log }, { "tanh", AF_OP_TANH, c_tanh }, { "sigmoid", AF_OP_SIGMOID, c_sigmoid },
+    { "relu", AF_OP_RELU, c_relu }, { "gelu exact", AF_OP_GELU, c_gelu }, { "gelu tanh", AF_OP_GELU, c_gelu_t },
+    { "silu", AF_OP_SILU, c_silu }, { "sin", AF_OP_SIN, c_sin }, { "cos", AF_OP_COS, c_cos },
+    { "erf", AF_OP_ERF, c_erf }, { "matmul_w baked", AF_OP_MATMUL_W, c_matmul_w },
+    { "matmul_w param weight", AF_OP_MATMUL_W, c_matmul_wp }, { "matmul shared rhs", AF_OP_MATMUL, c_matmul },
+    { "matmul transposes", AF_OP_MATMUL, c_matmul_t }, { "matmul broadcast batch", AF_OP_MATMUL, c_matmul_b },
+    { "reduce_sum", AF_OP_REDUCE_SUM, c_rsum }, { "reduce_mean", AF_OP_REDUCE_MEAN, c_rmean },
+    { "reduce_max", AF_OP_REDUCE_MAX, c_rmax }, { "reduce_min", AF_OP_REDUCE_MIN, c_rmin },
+    { "softmax mid axis", AF_OP_SOFTMAX, c_softmax }, { "softmax last axis", AF_OP_SOFTMAX, c_softmax_l },
+    { "transpose", AF_OP_TRANSPOSE, c_transpose }, { "reshape", AF_OP_RESHAPE, c_reshape },
+    { "slice_by_size", AF_OP_SLICE_BY_SIZE, c_slice }, { "concat", AF_OP_CONCAT, c_concat },
+    { "split", AF_OP_SPLIT, c_split }, { "rms_norm", AF_OP_RMS_NORM, c_rms }, { "layer_norm", AF_OP_LAYER_NORM, c_ln },
+    { "channel_layer_norm", AF_OP_CHANNEL_LAYER_NORM, c_cln }, { "group_norm", AF_OP_GROUP_NORM, c_gn },
+    { "avg_pool", AF_OP_AVG_POOL, c_avgpool }, { "max_pool", AF_OP_MAX_POOL, c_maxpool },
+    { "conv pad 1", AF_OP_CONV, c_conv }, { "conv dilation", AF_OP_CONV, c_conv_d },
+    { "conv_transpose stride 2", AF_OP_CONV_TRANSPOSE, c_convt }, { "cast", AF_OP_CAST, c_cast },
+    { "layer: linear", AF_OP_INPUT, c_linear }, { "layer: conv2d pad 1", AF_OP_INPUT, c_conv2d },
+    { "layer: mha causal", AF_OP_INPUT, c_mha }, { "loss: cross-entropy", AF_OP_INPUT, c_ce },
+    { "loss: mse", AF_OP_INPUT, c_mse },
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* ------------------------------------------------------------------ harness */
+
+/* Loss value in double with param i's values replaced by pv. */
+static double eval_loss(af_graph *g, af_tensor *loss, gcase *c, double **pv) {
+    double **leaf = calloc((size_t)g->n, sizeof *leaf);
+    for (int i = 0; i < c->np; i++) leaf[c->p[i]->id] = pv[i];
+    double v = 0;
+    int rc = refgraph_eval(g, leaf, 1, &loss, (double *[]){ &v });
+    free(leaf);
+    return rc ? NAN : v;
+}
+
+static void run_case(const grad_case *gc, int seed) {
+    test_rng rng = { (unsigned long long)seed * 7919u + 17u };
+    gcase c = { .g = af_graph_new(), .r = &rng };
+    af_tensor *y = gc->fn(&c);
+    af_tensor *loss_t;
+    af_loss *loss = c.loss;
+    if (!loss) { /* L = sum(y * R) with fixed random R */
+        int axes[AF_MAX_RANK];
+        for (int i = 0; y && i < y->shape.rank; i++) axes[i] = i;
+        af_tensor *ry = y ? af_mul(y, C_(&c, y->shape, -1, 1)) : NULL;
+        loss_t = ry && ry->shape.rank ? af_reduce_sum(ry, ry->shape.rank, axes, 0) : ry;
+        loss = af_loss_scalar(loss_t);
+    } else {
+        loss_t = af_loss_value(loss);
+    }
+    af_tensor *grads[MAXP];
+    af_status st = loss ? af_backward(loss, c.np, c.p, grads, NULL) : AF_ERR_INVALID;
+    CHECK(st == AF_OK, "%s: backward failed: %s", gc->name, af_error_message());
+    if (st) { af_graph_free(c.g); return; }
+
+    /* Analytic gradients in double. */
+    double *ga[MAXP], *pv[MAXP];
+    for (int i = 0; i < c.np; i++) {
+        int64_t n = af_shape_count(c.p[i]->shape);
+        ga[i] = malloc((size_t)n * sizeof(double));
+        pv[i] = malloc((size_t)n * sizeof(double));
+        for (int64_t j = 0; j < n; j++) pv[i][j] = c.p[i]->data[j];
+    }
+    CHECK(refgraph_eval(c.g, NULL, c.np, grads, ga) == 0, "%s: reference evaluation failed", gc->name);
+
+    /* Central differences on a sample of elements of each param. */
+    double asym = 0;
+    int cnt = 0;
+    for (int i = 0; i < c.np; i++) {
+        int64_t n = af_shape_count(c.p[i]->shape), step = n > FD_SAMPLES ? n / FD_SAMPLES : 1;
+        for (int64_t j = 0; j < n; j += step) {
+            double x0 = pv[i][j], h = 1e-6 * (fabs(x0) > 1 ? fabs(x0) : 1);
+            pv[i][j] = x0 + h;
+            double lp = eval_loss(c.g, loss_t, &c, pv);
+            pv[i][j] = x0 - h;
+            double lm = eval_loss(c.g, loss_t, &c, pv);
+            pv[i][j] = x0;
+            double fd = (lp - lm) / (2 * h), a = ga[i][j];
+            double den = fabs(a + fd);
+            double as = den > 1e-8 ? fabs(a - fd) / den : fabs(a - fd);
+            asym += as;
+            cnt++;
+            if (as > 1e-4)
+                fprintf(stderr, "  %s: param %d elem %lld analytic %.10g fd %.10g\n", gc->name, i, (long long)j, a, fd);
+        }
+    }
+    asym /= cnt ? cnt : 1;
+    CHECK(asym < 1e-6, "%s: mean asymmetry %.3g between analytic and finite-difference gradients", gc->name, asym);
+
+    /* The same gradient graph on the fp32 executor. */
+    af_compile_opts o = { .precision = AF_PRECISION_FP32, .threads = 1 };
+    af_model *m = af_compile(c.g, c.np, c.p, c.np, grads, &o);
+    CHECK(m != NULL, "%s: compile failed: %s", gc->name, af_error_message());
+    if (m) {
+        af_buffer in[MAXP], out[MAXP];
+        float *res[MAXP];
+        for (int i = 0; i < c.np; i++) {
+            int64_t n = af_shape_count(c.p[i]->shape);
+            res[i] = malloc((size_t)n * sizeof(float));
+            in[i] = AF_BUF_F32(c.p[i]->data, n);
+            out[i] = AF_BUF_F32(res[i], n);
+        }
+        CHECK(af_run(m, in, out) == AF_OK, "%s: run failed: %s", gc->name, af_error_message());
+        double all = 1e-6; /* a param whose gradient is identically 0 is judged on the case's scale */
+        for (int i = 0; i < c.np; i++)
+            for (int64_t j = 0, n = af_shape_count(c.p[i]->shape); j < n; j++) all = fmax(all, fabs(ga[i][j]));
+        for (int i = 0; i < c.np; i++) {
+            int64_t n = af_shape_count(c.p[i]->shape);
+            double scale = 1e-3 * all, err = 0;
+            for (int64_t j = 0; j < n; j++) scale = fmax(scale, fabs(ga[i][j]));
+            for (int64_t j = 0; j < n; j++) err = fmax(err, fabs(res[i][j] - ga[i][j]));
+            CHECK(err <= 2e-4 * scale, "%s: fp32 executor gradient of param %d off by %.3g (scale %.3g)", gc->name, i, err, scale);
+            free(res[i]);
+        }
+        af_model_free(m);
+    }
+    for (int i = 0; i < c.np; i++) { free(ga[i]); free(pv[i]); }
+    af_graph_free(c.g);
+}
+
+/* Every differentiable op of the table has a case here. */
+static void check_coverage(void) {
+    for (int op = 0; op < AF_OP_COUNT; op++) {
+        if (!(af_ops[op].flags & OPF_DIFF)) continue;
+        bool found = false;
+        for (int i = 0; i < NCASES; i++) found |= cases[i].op == (af_op)op;
+        CHECK(found, "op %s is differentiable but has no gradient check", af_ops[op].name);
+        CHECK(af_op_has_vjp(op), "op %s is differentiable but has no VJP rule", af_ops[op].name);
+    }
+}
+
+/* Unrolled two-step SGD on L = 0.5 (w x - y)^2: the second step's gradient must treat
+ * the updated weight w1 as a leaf. With L_total = L1(w) + L2(w1) and stop = {w1}, dL/dw
+ * is L1's gradient alone; without the frontier it would include the path through w1. */
+static void check_stop_frontier(void) {
+    const float w0 = 0.7f, x1 = 1.5f, y1 = 2.0f, x2 = -0.5f, y2 = 0.25f, lr = 0.1f;
+    af_graph *g = af_graph_new();
+    af_tensor *w = af_parameter(g, "w", AF_SHAPE(1), &w0);
+    af_tensor *e1 = af_adds(af_muls(w, x1), -y1);
+    af_tensor *l1 = af_muls(af_square(e1), 0.5f);
+    af_tensor *g1 = af_muls(e1, x1);                  /* dL1/dw, hand-built */
+    af_tensor *w1 = af_sub(w, af_muls(g1, lr));       /* the updated weight */
+    af_tensor *e2 = af_adds(af_muls(w1, x2), -y2);
+    af_tensor *l2 = af_muls(af_square(e2), 0.5f);
+    af_loss *loss = af_loss_scalar(af_add(l1, l2));
+    af_tensor *params[2] = { w, w1 }, *grads[2];
+    af_backward_opts o = { .nstop = 2, .stop = params };
+    CHECK(af_backward(loss, 2, params, grads, &o) == AF_OK, "frontier backward: %s", af_error_message());
+    double wv1 = w0 - lr * (w0 * x1 - y1) * x1;
+    double want_w = (w0 * x1 - y1) * x1, want_w1 = (wv1 * x2 - y2) * x2;
+    double got[2];
+    CHECK(refgraph_eval(g, NULL, 2, grads, (double *[]){ &got[0], &got[1] }) == 0, "frontier eval");
+    CHECK_NEAR(got[0], want_w, 1e-6, "dL/dw with w1 a leaf");
+    CHECK_NEAR(got[1], want_w1, 1e-6, "dL/dw1");
+    /* Without the frontier the gradient flows through the update: (1 - lr x1^2) dL2/dw1 more. */
+    af_tensor *grad_full;
+    af_backward_opts o2 = { .nstop = 1, .stop = &w };
+    CHECK(af_backward(loss, 1, &w, &grad_full, &o2) == AF_OK, "full backward");
+    double full;
+    CHECK(refgraph_eval(g, NULL, 1, &grad_full, (double *[]){ &full }) == 0, "full eval");
+    CHECK_NEAR(full, want_w + (1 - lr * x1 * x1) * want_w1, 1e-6, "dL/dw through the update");
+    af_graph_free(g);
+}
+
+/* loss_scale multiplies every gradient; the CE seed is (softmax - y) * scale / N. */
+static void check_loss_scale(void) {
+    af_graph *g = af_graph_new();
+    float z[6] = { 0.1f, -0.3f, 0.7f, 1.2f, 0.0f, -1.0f }, y[6] = { 0, 0, 1, 1, 0, 0 };
+    af_tensor *zp = af_parameter(g, "z", AF_SHAPE(2, 3), z);
+    af_loss *l = af_softmax_cross_entropy(zp, af_const(g, "y", AF_SHAPE(2, 3), y));
+    af_tensor *g1, *g8;
+    af_backward(l, 1, &zp, &g1, NULL);
+    af_backward(l, 1, &zp, &g8, &(af_backward_opts){ .loss_scale = 8.0f });
+    double a[6], b[6];
+    CHECK(refgraph_eval(g, NULL, 2, (af_tensor *[]){ g1, g8 }, (double *[]){ a, b }) == 0, "loss scale eval");
+    for (int r = 0; r < 2; r++) {
+        double mx = fmax(fmax(z[r * 3], z[r * 3 + 1]), z[r * 3 + 2]), s = 0;
+        for (int k = 0; k < 3; k++) s += exp(z[r * 3 + k] - mx);
+        for (int k = 0; k < 3; k++) {
+            double want = (exp(z[r * 3 + k] - mx) / s - y[r * 3 + k]) / 2.0;
+            CHECK_NEAR(a[r * 3 + k], want, 1e-7, "CE seed");
+            CHECK_NEAR(b[r * 3 + k], 8 * want, 1e-6, "CE seed scaled");
+        }
+    }
+    af_graph_free(g);
+}
+
+/* A parameter the loss does not reach gets zeros; bad arguments are errors. */
+static void check_edges(void) {
+    af_graph *g = af_graph_new();
+    float v[3] = { 1, 2, 3 };
+    af_tensor *a = af_parameter(g, "a", AF_SHAPE(3), v), *b = af_parameter(g, "b", AF_SHAPE(3), v);
+    int ax = 0;
+    af_loss *l = af_loss_scalar(af_reduce_sum(af_square(a), 1, &ax, 0));
+    af_tensor *gr[2];
+    CHECK(af_backward(l, 2, (af_tensor *[]){ a, b }, gr, NULL) == AF_OK, "unused param");
+    double ga[3], gb[3];
+    CHECK(refgraph_eval(g, NULL, 2, gr, (double *[]){ ga, gb }) == 0, "eval");
+    for (int i = 0; i < 3; i++) {
+        CHECK_NEAR(ga[i], 2 * v[i], 1e-9, "d sum(a^2)/da");
+        CHECK_NEAR(gb[i], 0, 0, "unused param grad");
+    }
+    CHECK(af_backward(NULL, 1, &a, gr, NULL) != AF_OK, "NULL loss is an error");
+    CHECK(af_loss_scalar(a) == NULL && strstr(af_graph_error(g), "one element"), "non-scalar loss: %s", af_graph_error(g));
+    af_graph_free(g);
+    /* A strided conv's input gradient is refused with a remedy. */
+    g = af_graph_new();
+    af_tensor *x = af_parameter(g, "x", AF_SHAPE(1, 1, 4, 4), NULL);
+    float w[9] = { 0 };
+    int st[2] = { 2, 2 };
+    af_tensor *y = af_conv(x, af_const(g, "w", AF_SHAPE(1, 1, 3, 3), w), st, NULL, NULL, 1);
+    int axes[4] = { 0, 1, 2, 3 };
+    l = af_loss_scalar(af_reduce_sum(y, 4, axes, 0));
+    CHECK(af_backward(l, 1, &x, gr, NULL) != AF_OK && strstr(af_error_message(), "avg_pool"), "strided conv VJP: %s", af_error_message());
+    af_graph_free(g);
+}
+
+int main(void) {
+    check_coverage();
+    for (int i = 0; i < NCASES; i++)
+        for (int seed = 1; seed <= 2; seed++) run_case(&cases[i], seed * 100 + i);
+    check_stop_frontier();
+    check_loss_scale();
+    check_edges();
+    return check_finish("grad");
+}

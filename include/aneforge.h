@@ -259,8 +259,16 @@ typedef struct { void *data; af_dtype dtype; int64_t count; } af_buffer;
 #define AF_BUF_F32(ptr, n) ((af_buffer){ (void *)(ptr), AF_F32, (int64_t)(n) })
 
 /* Runs the model: in[i] feeds the i-th compiled input, out[i] receives the i-th
- * output. Buffers are checked against the compiled shapes. */
+ * output. Buffers are checked against the compiled shapes; an output buffer with NULL
+ * data is not delivered (useful for outputs bound as resident state). */
 af_status af_run(af_model *m, const af_buffer *in, af_buffer *out);
+/* Resident state: after every run the model copies output `out_index` onto input
+ * `in_index` internally, so that input keeps its value across runs without the host
+ * feeding it (its af_buffer in af_run is ignored). Within a run every node reads the
+ * pre-run value; the copy happens last. The state starts as `init` (count(shape) floats). */
+af_status af_model_bind_state(af_model *m, int in_index, int out_index, const float *init);
+af_status af_model_read_state(const af_model *m, int in_index, float *dst);
+af_status af_model_write_state(af_model *m, int in_index, const float *src);
 int       af_model_num_nodes(const af_model *m);     /* ops it executes per run */
 size_t    af_model_arena_bytes(const af_model *m);   /* intermediate memory it holds */
 void      af_model_free(af_model *m);

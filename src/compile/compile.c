@@ -65,6 +65,7 @@ void af_model_free(af_model *m) {
     free(m->arena);
     free(m->scratch);
     free(m->srcptr);
+    free(m->state_out);
     cpu_pool_free(m->pool);
     free(m);
 }

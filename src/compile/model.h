@@ -25,6 +25,7 @@ struct af_model {
     cpu_pool *pool;
     af_family_id family;   /* resolved family on ANE targets */
     af_stats stats;
+    int *state_out;        /* per input: the output copied onto it after a run, or -1 */
 };
 
 #endif

@@ -21,14 +21,25 @@ static af_status check_buffer(const af_buffer *b, const af_tensor *t, const char
     return AF_OK;
 }
 
+static size_t elem_bytes(const af_buffer *b) { return b->dtype == AF_F16 ? 2 : 4; }
+
+/* Whether two caller buffers share any byte. */
+static bool overlaps(const af_buffer *a, const af_buffer *b) {
+    uintptr_t a0 = (uintptr_t)a->data, a1 = a0 + (uintptr_t)a->count * elem_bytes(a);
+    uintptr_t b0 = (uintptr_t)b->data, b1 = b0 + (uintptr_t)b->count * elem_bytes(b);
+    return a0 < b1 && b0 < a1;
+}
+
 af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
     if (!m) return af_fail(AF_ERR_INVALID, "af_run: model is NULL");
     if ((m->nin && !in) || !out) return af_fail(AF_ERR_INVALID, "af_run: input or output buffer array is NULL");
     for (int i = 0; i < m->nin; i++) {
+        if (m->state_out && m->state_out[i] >= 0) continue; /* resident: not fed */
         af_status st = check_buffer(&in[i], m->in[i], "input", i);
         if (st) return st;
     }
     for (int i = 0; i < m->nout; i++) {
+        if (!out[i].data) continue; /* not delivered */
         af_status st = check_buffer(&out[i], m->out[i], "output", i);
         if (st) return st;
     }
@@ -36,7 +47,9 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         af_tensor *t = m->in[i];
         int64_t n = in[i].count;
         float *slot = m->arena + m->offset[t->id];
-        if (in[i].dtype == AF_F16) {
+        if (m->state_out && m->state_out[i] >= 0) {
+            m->val[t->id] = slot;
+        } else if (in[i].dtype == AF_F16) {
             af_f16_to_f32_array(in[i].data, slot, n);
             m->val[t->id] = slot;
         } else if (needs_rounding(m, t)) {
@@ -46,6 +59,27 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         } else {
             m->val[t->id] = in[i].data; /* fed directly, no copy */
         }
+    }
+    /* Outputs that this run computes are written straight into the caller's buffers
+     * (no copy at the end) when that is safe: an fp32 buffer for a scheduled node,
+     * requested once, overlapping no input buffer (a directly fed input must stay
+     * intact until its last reader), no constant's values and no other output buffer. */
+    for (int i = 0; i < m->nout; i++) {
+        const af_tensor *t = m->out[i];
+        if (m->offset[t->id] < 0 || t->op == AF_OP_INPUT) continue;
+        m->val[t->id] = m->arena + m->offset[t->id];
+        if (out[i].dtype != AF_F32) continue;
+        bool direct = true;
+        for (int j = 0; j < m->nout && direct; j++)
+            if (j != i && (m->out[j] == t || overlaps(&out[i], &out[j]))) direct = false;
+        for (int j = 0; j < m->nin && direct; j++)
+            if (overlaps(&out[i], &in[j])) direct = false;
+        for (int id = 0; id < m->ntensors && direct; id++) /* baked constants (af_tensor_value) */
+            if (m->offset[id] < 0 && m->val[id]) {
+                af_buffer cb = AF_BUF_F32(m->val[id], af_shape_count(m->g->t[id]->shape));
+                if (overlaps(&out[i], &cb)) direct = false;
+            }
+        if (direct) m->val[t->id] = out[i].data;
     }
     const float **ins = m->srcptr;
     for (int s = 0; s < m->nsched; s++) {
@@ -58,8 +92,16 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
     }
     for (int i = 0; i < m->nout; i++) {
         const float *v = m->val[m->out[i]->id];
+        if (!out[i].data) continue;
         if (out[i].dtype == AF_F16) af_f32_to_f16_array(v, out[i].data, out[i].count);
         else if (out[i].data != v) memmove(out[i].data, v, (size_t)out[i].count * sizeof(float));
+    }
+    /* Resident state advances last, so every node above read the pre-run value. */
+    for (int i = 0; m->state_out && i < m->nin; i++) {
+        if (m->state_out[i] < 0) continue;
+        af_tensor *t = m->in[i], *o = m->out[m->state_out[i]];
+        float *slot = m->arena + m->offset[t->id];
+        if (m->val[o->id] != slot) memcpy(slot, m->val[o->id], (size_t)af_shape_count(t->shape) * sizeof(float));
     }
     return AF_OK;
 }

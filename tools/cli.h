@@ -5,4 +5,5 @@ int cmd_ops(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 #endif

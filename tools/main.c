@@ -13,6 +13,7 @@ static const struct {
     { "ops", cmd_ops, "print the op table (--json for JSON)" },
     { "data", cmd_data, "fetch and inspect datasets (data fetch mnist|fashion, data info)" },
     { "bench", cmd_bench, "run benchmarks and print JSON (bench ops)" },
+    { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
     { "demo", cmd_demo, "build, compile and run a small example model" },
 };
 

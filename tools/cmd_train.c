@@ -1,0 +1,338 @@
+/* aneforge train: trains the built-in MLP or CNN on MNIST, Fashion-MNIST or CIFAR-10
+ * with a live progress display, JSON-lines logs, evaluation every epoch and atomic
+ * checkpoints that resume bit-identically. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "train_progress.h"
+#include "aneforge.h"
+#include "ir/ir.h"
+#include "train/ckpt.h"
+#include "train/trainer_io.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    const char *model, *data, *save, *resume, *log;
+    int epochs, json, threads, limit;
+    uint64_t seed;
+    af_train_opts o;
+    const char *target_spec;
+} train_args;
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { (void)sig; interrupted = 1; }
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: aneforge train {mlp|cnn} --data {mnist|fashion|cifar10} [options]\n\n"
+            "Trains a built-in model, evaluating on the test split after every epoch.\n\n"
+            "options:\n"
+            "  --epochs N            passes over the training set (default 5)\n"
+            "  --batch B             minibatch size (default 128)\n"
+            "  --lr X                peak learning rate (default 0.001)\n"
+            "  --optimizer adam|sgd  (default adam)\n"
+            "  --schedule constant|cosine   learning-rate schedule (default constant)\n"
+            "  --warmup N            warmup steps for the cosine schedule (default 0)\n"
+            "  --weight-decay X      decoupled weight decay (default 0)\n"
+            "  --plan host|device|resident|unrolled   where the optimizer runs (default host)\n"
+            "  --unroll K            steps per program for --plan unrolled (default 8)\n"
+            "  --precision fp32|fp16 numerics (default fp32 on cpu, fp16 on ane-sim)\n"
+            "  --target cpu|ane-sim[:m1|m2|m3|m4|m5]   backend (default cpu)\n"
+            "  --loss-scale S        gradients are computed scaled by S (default 1; 128 in fp16)\n"
+            "  --dynamic-loss-scale  halve the scale on overflow, double it after 1000 clean steps\n"
+            "  --seed N              weights and data order (default 1)\n"
+            "  --threads N           CPU threads (default: all cores)\n"
+            "  --limit N             use only the first N training samples\n"
+            "  --save PATH           write a checkpoint after every epoch and on Ctrl-C\n"
+            "  --resume PATH         continue from a checkpoint (bit-identical in fp32)\n"
+            "  --log FILE            append one JSON line per logging interval\n"
+            "  --json                finish with one JSON line of results\n\n"
+            "Data comes from $ANEFORGE_DATA or ./data; get it with 'aneforge data fetch mnist'.\n");
+}
+
+static int bad(const char *fmt, const char *a) {
+    fprintf(stderr, "aneforge train: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (try --help)\n");
+    return 2;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *s, float *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v)) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, train_args *a) {
+    a->o = af_train_defaults();
+    a->epochs = 5;
+    a->seed = 1;
+    a->o.loss_scale = 0;
+    int loss_scale_set = 0, precision_set = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
+        if (k[0] != '-') {
+            if (a->model) return bad("unexpected argument '%s'", k);
+            a->model = k;
+            continue;
+        }
+        if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
+        if (!v) return bad("%s needs a value", k);
+        i++;
+        if (!strcmp(k, "--data")) a->data = v;
+        else if (!strcmp(k, "--epochs")) { if (parse_int(v, 1, 100000, &n)) return bad("--epochs wants a positive integer, not '%s'", v); a->epochs = (int)n; }
+        else if (!strcmp(k, "--batch")) { if (parse_int(v, 1, 65536, &n)) return bad("--batch wants an integer in 1..65536, not '%s'", v); a->o.batch = (int)n; }
+        else if (!strcmp(k, "--unroll")) { if (parse_int(v, 1, 64, &n)) return bad("--unroll wants an integer in 1..64, not '%s'", v); a->o.unroll = (int)n; }
+        else if (!strcmp(k, "--threads")) { if (parse_int(v, 1, 1024, &n)) return bad("--threads wants a positive integer, not '%s'", v); a->threads = (int)n; }
+        else if (!strcmp(k, "--limit")) { if (parse_int(v, 1, 100000000, &n)) return bad("--limit wants a positive integer, not '%s'", v); a->limit = (int)n; }
+        else if (!strcmp(k, "--warmup")) { if (parse_int(v, 0, 100000000, &n)) return bad("--warmup wants a non-negative integer, not '%s'", v); a->o.warmup_steps = n; }
+        else if (!strcmp(k, "--seed")) { if (parse_int(v, 0, 0x7fffffffL, &n)) return bad("--seed wants a non-negative integer, not '%s'", v); a->seed = (uint64_t)n; }
+        else if (!strcmp(k, "--lr")) { if (parse_float(v, &a->o.lr) || !(a->o.lr > 0)) return bad("--lr wants a positive number, not '%s'", v); }
+        else if (!strcmp(k, "--weight-decay")) { if (parse_float(v, &a->o.weight_decay) || a->o.weight_decay < 0) return bad("--weight-decay wants a number >= 0, not '%s'", v); }
+        else if (!strcmp(k, "--loss-scale")) { if (parse_float(v, &a->o.loss_scale) || !(a->o.loss_scale > 0)) return bad("--loss-scale wants a positive number, not '%s'", v); loss_scale_set = 1; }
+        else if (!strcmp(k, "--optimizer")) {
+            if (!strcmp(v, "adam")) a->o.optimizer = AF_OPT_ADAM;
+            else if (!strcmp(v, "sgd")) a->o.optimizer = AF_OPT_SGD;
+            else return bad("--optimizer is adam or sgd, not '%s'", v);
+        } else if (!strcmp(k, "--schedule")) {
+            if (!strcmp(v, "constant")) a->o.schedule = AF_LR_CONSTANT;
+            else if (!strcmp(v, "cosine")) a->o.schedule = AF_LR_COSINE;
+            else return bad("--schedule is constant or cosine, not '%s'", v);
+        } else if (!strcmp(k, "--plan")) {
+            int p = -1;
+            for (int j = 0; j < 4; j++) if (!strcmp(v, af_plan_name((af_plan)j))) p = j;
+            if (p < 0) return bad("--plan is host, device, resident or unrolled, not '%s'", v);
+            a->o.plan = (af_plan)p;
+        } else if (!strcmp(k, "--precision")) {
+            if (!strcmp(v, "fp32")) a->o.compile.precision = AF_PRECISION_FP32;
+            else if (!strcmp(v, "fp16")) a->o.compile.precision = AF_PRECISION_FP16;
+            else return bad("--precision is fp32 or fp16, not '%s'", v);
+            precision_set = 1;
+        } else if (!strcmp(k, "--target")) a->target_spec = v;
+        else if (!strcmp(k, "--save")) a->save = v;
+        else if (!strcmp(k, "--resume")) a->resume = v;
+        else if (!strcmp(k, "--log")) a->log = v;
+        else return bad("unknown option '%s'", k);
+    }
+    if (!a->model) return bad("%s", "name a model: mlp or cnn");
+    if (strcmp(a->model, "mlp") && strcmp(a->model, "cnn")) return bad("the model is mlp or cnn, not '%s'", a->model);
+    if (!a->data) return bad("%s", "--data is required: mnist, fashion or cifar10");
+    if (a->target_spec && train_parse_target(a->target_spec, &a->o.compile)) return bad("--target: %s", af_error_message());
+    bool fp16 = a->o.compile.precision == AF_PRECISION_FP16 || (!precision_set && a->o.compile.target != AF_TARGET_CPU);
+    if (!loss_scale_set) a->o.loss_scale = fp16 ? 128.0f : 1.0f; /* keeps fp16 Adam moments inside fp16's range */
+    a->o.compile.threads = a->threads;
+    return 0;
+}
+
+/* splitmix64 for the data order; its state goes into checkpoints. */
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void shuffle(int64_t *perm, int64_t n, uint64_t *rng) {
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(next_u64(rng) % (uint64_t)(i + 1));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out, int64_t chunk) {
+    int64_t n = af_dataset_count(d), correct = 0;
+    int c, h, w, k = af_dataset_classes(d);
+    af_dataset_sample_shape(d, &c, &h, &w);
+    const uint8_t *labels = af_dataset_labels(d);
+    int64_t *idx = malloc((size_t)chunk * sizeof *idx);
+    for (int64_t b = 0; b < n && idx; b += chunk) {
+        int64_t m = n - b < chunk ? n - b : chunk;
+        for (int64_t i = 0; i < m; i++) idx[i] = b + i;
+        af_dataset_batch(d, (int)m, idx, x, NULL);
+        if (af_trainer_predict(t, m, x, out)) { free(idx); return -1; }
+        for (int64_t i = 0; i < m; i++) {
+            int am = 0;
+            for (int j = 1; j < k; j++) am = out[i * k + j] > out[i * k + am] ? j : am;
+            correct += am == labels[b + i];
+        }
+    }
+    free(idx);
+    return (double)correct / (double)n;
+}
+
+typedef struct {
+    int64_t epoch, pos;     /* where the run is: epoch and batch-call index within it */
+    uint64_t rng_epoch;     /* generator state at the start of the epoch (regenerates its order) */
+} run_pos;
+
+static int save_ckpt(const char *path, af_trainer *t, const train_args *a, run_pos p) {
+    af_ckpt *c = af_ckpt_new();
+    af_status st = c ? tr_export(t, c) : AF_ERR_NOMEM;
+    if (!st) st = af_ckpt_put_str(c, "cli.model", a->model);
+    if (!st) st = af_ckpt_put_str(c, "cli.data", a->data);
+    if (!st) st = af_ckpt_put_i64(c, "cli.epoch", p.epoch);
+    if (!st) st = af_ckpt_put_i64(c, "cli.pos", p.pos);
+    if (!st) st = af_ckpt_put(c, "cli.rng_epoch", &p.rng_epoch, sizeof p.rng_epoch);
+    if (!st) st = af_ckpt_save(c, path);
+    af_ckpt_free(c);
+    if (st) fprintf(stderr, "aneforge train: could not save %s: %s\n", path, af_error_message());
+    return st ? 1 : 0;
+}
+
+static int load_ckpt(const char *path, af_trainer *t, const train_args *a, run_pos *p) {
+    af_ckpt *c = NULL;
+    af_status st = af_ckpt_load(path, &c);
+    const char *model = c ? af_ckpt_get_str(c, "cli.model") : NULL, *data = c ? af_ckpt_get_str(c, "cli.data") : NULL;
+    if (!st && (!model || strcmp(model, a->model) || !data || strcmp(data, a->data)))
+        st = af_fail(AF_ERR_INVALID, "%s was saved by 'train %s --data %s'; resume it with the same model and data", path,
+                     model ? model : "?", data ? data : "?");
+    int64_t bytes = 0;
+    const void *r = c ? af_ckpt_get(c, "cli.rng_epoch", &bytes) : NULL;
+    if (!st && (!r || bytes != sizeof p->rng_epoch)) st = af_fail(AF_ERR_CORRUPT, "%s: record cli.rng_epoch is missing", path);
+    if (!st) memcpy(&p->rng_epoch, r, sizeof p->rng_epoch);
+    if (!st) st = af_ckpt_get_i64(c, "cli.epoch", &p->epoch);
+    if (!st) st = af_ckpt_get_i64(c, "cli.pos", &p->pos);
+    if (!st) st = tr_import(t, c);
+    af_ckpt_free(c);
+    if (st) fprintf(stderr, "aneforge train: cannot resume: %s\n", af_error_message());
+    return st ? 1 : 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_args a = { 0 };
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    af_dataset_kind kind = !strcmp(a.data, "mnist") ? AF_DATA_MNIST : !strcmp(a.data, "fashion") ? AF_DATA_FASHION : AF_DATA_CIFAR10;
+    if (strcmp(a.data, "mnist") && strcmp(a.data, "fashion") && strcmp(a.data, "cifar10")) return bad("--data is mnist, fashion or cifar10, not '%s'", a.data);
+    af_dataset *train = af_dataset_load(kind, NULL, 1), *test = train ? af_dataset_load(kind, NULL, 0) : NULL;
+    if (!train || !test) {
+        fprintf(stderr, "aneforge train: %s\n", af_error_message());
+        af_dataset_free(train);
+        return 1;
+    }
+    int c, h, w, classes = af_dataset_classes(train);
+    af_dataset_sample_shape(train, &c, &h, &w);
+    af_shape sample = AF_SHAPE(c, h, w);
+    af_net net = !strcmp(a.model, "mlp") ? af_net_mlp(sample, 128, classes, a.seed) : af_net_cnn(sample, classes, a.seed);
+    int64_t ntrain = af_dataset_count(train);
+    if (a.limit && a.limit < ntrain) ntrain = a.limit;
+    int k = a.o.plan == AF_PLAN_UNROLLED ? a.o.unroll : 1;
+    int64_t per_call = (int64_t)a.o.batch * k, calls = ntrain / per_call;
+    if (calls < 1) {
+        fprintf(stderr, "aneforge train: %lld training samples cannot fill one step of %lld (batch %d x %d); lower --batch\n",
+                (long long)ntrain, (long long)per_call, a.o.batch, k);
+        return 2;
+    }
+    a.o.total_steps = calls * k * a.epochs;
+    af_trainer *t = af_trainer_new(&net, &a.o);
+    if (!t) {
+        fprintf(stderr, "aneforge train: %s\n", af_error_message());
+        af_net_free(&net);
+        af_dataset_free(train);
+        af_dataset_free(test);
+        return 1;
+    }
+    run_pos pos = { 0, 0, a.seed * 0x2545F4914F6CDD1DULL + 1 };
+    if (a.resume && load_ckpt(a.resume, t, &a, &pos)) rc = 1;
+    FILE *logf = a.log ? fopen(a.log, "a") : NULL;
+    if (a.log && !logf) { fprintf(stderr, "aneforge train: cannot open log %s: %s\n", a.log, strerror(errno)); rc = 1; }
+    int64_t xs = (int64_t)c * h * w;
+    float *x = malloc((size_t)(per_call * xs) * sizeof(float)), *y = malloc((size_t)(per_call * classes) * sizeof(float));
+    int64_t *perm = malloc((size_t)ntrain * sizeof *perm);
+    int64_t eval_chunk = a.o.eval_batch * 4;
+    float *ex = malloc((size_t)(eval_chunk * xs) * sizeof(float)), *eo = malloc((size_t)(eval_chunk * classes) * sizeof(float));
+    if (!rc && (!x || !y || !perm || !ex || !eo)) { fprintf(stderr, "aneforge train: out of memory\n"); rc = 1; }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    progress pr;
+    progress_init(&pr, &a.o, a.epochs, calls * k, a.json);
+    double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = -1;
+    int64_t steps_run = 0;
+    af_step_info info = { 0 };
+    for (; !rc && pos.epoch < a.epochs && !interrupted; pos.epoch++) {
+        uint64_t rng = pos.rng_epoch;
+        shuffle(perm, ntrain, &rng);
+        for (; pos.pos < calls && !interrupted; pos.pos++) {
+            af_dataset_batch(train, (int)per_call, perm + pos.pos * per_call, x, y);
+            double t0 = now_s();
+            if (af_trainer_step(t, x, y, &info)) {
+                fprintf(stderr, "\naneforge train: step failed: %s\n", af_error_message());
+                rc = 1;
+                break;
+            }
+            train_s += now_s() - t0;
+            steps_run += k;
+            loss_ema = steps_run == k ? info.loss : 0.95 * loss_ema + 0.05 * info.loss;
+            acc_ema = steps_run == k ? info.accuracy : 0.95 * acc_ema + 0.05 * info.accuracy;
+            progress_step(&pr, pos.epoch, (pos.pos + 1) * k, &info, loss_ema, acc_ema, train_s / (double)steps_run);
+            if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls))
+                fprintf(logf, "{\"epoch\":%lld,\"step\":%lld,\"loss\":%.6f,\"accuracy\":%.4f,\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld}\n",
+                        (long long)pos.epoch + 1, (long long)info.step, info.loss, info.accuracy, info.lr, info.loss_scale, (long long)info.skipped);
+        }
+        if (rc || interrupted) break;
+        test_acc = evaluate(t, test, ex, eo, eval_chunk);
+        progress_epoch(&pr, pos.epoch, test_acc, loss_ema);
+        if (logf) {
+            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"train_loss\":%.6f}\n", (long long)pos.epoch + 1, test_acc, loss_ema);
+            fflush(logf);
+        }
+        pos.pos = 0;
+        pos.rng_epoch = rng;
+        if (a.save && save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch })) rc = 1;
+    }
+    if (interrupted && !rc) {
+        fprintf(stderr, "\naneforge train: interrupted");
+        if (a.save && !save_ckpt(a.save, t, &a, pos)) fprintf(stderr, "; saved %s (resume with --resume %s)", a.save, a.save);
+        fprintf(stderr, "\n");
+        rc = 130;
+    }
+    if (!rc) {
+        af_stats total;
+        af_trainer_stats(t, &total);
+        progress_finish(&pr, t, &total, steps_run);
+        if (a.json)
+            printf("{\"test_acc\":%.4f,\"train_loss\":%.6f,\"ms_per_step\":%.4f,\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld%s}\n",
+                   test_acc, loss_ema, steps_run ? 1000.0 * train_s / (double)steps_run : 0.0, (long long)steps_run, train_s,
+                   (long long)info.skipped, progress_json_extra(&pr, t, &total, steps_run));
+    }
+    if (logf) fclose(logf);
+    free(x);
+    free(y);
+    free(perm);
+    free(ex);
+    free(eo);
+    af_trainer_free(t);
+    af_net_free(&net);
+    af_dataset_free(train);
+    af_dataset_free(test);
+    return rc;
+}

@@ -66,7 +66,7 @@ void grad_vjp_unary(grad_ctx *c) {
     case AF_OP_RELU: {
         /* select(x > 0, g, 0) with an exact-zero x - x, per the engine-safe recipe. */
         af_tensor *z = grad_zeros_like(x);
-        d = af_select(af_greater(x, z), g, grad_zeros_like(g));
+        d = af_select(af_greater(x, z), g, z);
         break;
     }
     case AF_OP_GELU:

@@ -84,14 +84,20 @@ af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad) {
     int64_t n = x->shape.dim[0], hp = xp->shape.dim[2], wp = xp->shape.dim[3];
     int64_t ho = hp - kh + 1, wo = wp - kw + 1, cout = w->shape.dim[1];
     if (ho < 1 || wo < 1) { af_graph_fail(g, "af_conv2d: the %dx%d kernel is larger than the padded input", kh, kw); return NULL; }
-    /* im2col: one [N, Cin, 1, Ho*Wo] slice per kernel offset, patch index on axis 2. */
+    /* im2col: one [N, Cin, 1, Ho*Wo] slice per kernel offset, patch index on axis 2.
+     * Slicing the width first and the height second lets the backward pass sum the
+     * height-padded gradients of each column before padding the width once. */
     af_tensor **parts = malloc(sizeof *parts * (size_t)(kh * kw));
     if (!parts) { af_graph_fail(g, "af_conv2d: out of memory"); return NULL; }
-    for (int u = 0; u < kh; u++)
-        for (int v = 0; v < kw; v++) {
-            int64_t begin[4] = { 0, 0, u, v }, size[4] = { n, cin, ho, wo };
-            parts[u * kw + v] = af_reshape(af_slice(xp, begin, size), AF_SHAPE(n, cin, 1, ho * wo));
+    for (int v = 0; v < kw; v++) {
+        int64_t bw[4] = { 0, 0, 0, v }, sw[4] = { n, cin, hp, wo };
+        af_tensor *col = kw > 1 ? af_slice(xp, bw, sw) : xp;
+        for (int u = 0; u < kh; u++) {
+            int64_t bh[4] = { 0, 0, u, 0 }, sh[4] = { n, cin, ho, wo };
+            af_tensor *patch = kh > 1 ? af_slice(col, bh, sh) : col;
+            parts[u * kw + v] = af_reshape(patch, AF_SHAPE(n, cin, 1, ho * wo));
         }
+    }
     af_tensor *patches = af_concat(kh * kw, parts, 2); /* [N, Cin, kh*kw, L] */
     free(parts);
     patches = af_reshape(patches, AF_SHAPE(n, (int64_t)cin * kh * kw, ho * wo));

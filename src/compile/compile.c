@@ -2,6 +2,7 @@
  * creation order (already topological), and plan one arena with buffer reuse by
  * liveness so a run allocates nothing. */
 #include "compile/model.h"
+#include "compile/target.h"
 #include "cpu/gemm.h"
 #include "cpu/kernels.h"
 #include "ir/fp16.h"
@@ -66,6 +67,8 @@ void af_model_free(af_model *m) {
     free(m->scratch);
     free(m->srcptr);
     free(m->state_out);
+    af_sim_program_release(m);
+    free(m->quirk);
     cpu_pool_free(m->pool);
     free(m);
 }
@@ -172,6 +175,14 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     m->g = g;
     m->target = o.target;
     m->fp16 = o.precision == AF_PRECISION_FP16 || (o.precision == AF_PRECISION_DEFAULT && o.target != AF_TARGET_CPU);
+    if (o.target == AF_TARGET_ANE_SIM) { /* the engine stores and adds in fp16 (reduce_sum too) */
+        if (o.precision == AF_PRECISION_FP32) {
+            free(need);
+            return fail_model(m, AF_ERR_UNSUPPORTED, "ane-sim computes in fp16 only; drop AF_PRECISION_FP32 or compile for AF_TARGET_CPU");
+        }
+        if (af_family_resolve(o.family, &m->family)) { free(need); return fail_model(m, AF_ERR_INVALID, "%s", af_error_message()); }
+        m->fp16 = m->fp16_accum = 1;
+    }
     m->ntensors = g->n;
     if (!check_request(m, g, nin, in, nout, out, need)) { free(need); return NULL; }
 
@@ -204,6 +215,11 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
             m->sched[m->nsched++] = t;
         }
     }
+    if (m->target == AF_TARGET_ANE_SIM) { /* the family's compiler walls and limits */
+        char msg[900];
+        af_status st = af_sim_validate(m, msg, sizeof msg);
+        if (st) { free(need); return fail_model(m, st, "%s", msg); }
+    }
     int widest = 1;
     for (int s = 0; s < m->nsched; s++) widest = m->sched[s]->nsrc > widest ? m->sched[s]->nsrc : widest;
     m->srcptr = malloc(sizeof *m->srcptr * (size_t)widest);
@@ -215,6 +231,13 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     if (!m->arena || (m->scratch_floats && !m->scratch)) return fail_model(m, AF_ERR_NOMEM, "out of memory: the model needs %lld bytes", (long long)(m->arena_floats * 4));
     for (int id = 0; id < g->n; id++)
         if (m->offset[id] >= 0) m->val[id] = m->arena + m->offset[id];
+    m->run_flops = af_program_flops(m);
+    if (m->target == AF_TARGET_ANE_SIM) { /* numerics, then the program cache and compile budget */
+        char msg[900];
+        if (af_sim_set_quirks(m)) return fail_model(m, AF_ERR_NOMEM, "out of memory");
+        af_status st = af_sim_program_acquire(m, msg, sizeof msg);
+        if (st) return fail_model(m, st, "%s", msg);
+    }
     int threads = o.threads > 0 ? o.threads : cpu_num_cores();
     if (threads > 1) m->pool = cpu_pool_new(threads);
     cpu_blas_set_threads(threads);

@@ -26,6 +26,12 @@ struct af_model {
     af_family_id family;   /* resolved family on ANE targets */
     af_stats stats;
     int *state_out;        /* per input: the output copied onto it after a run, or -1 */
+    /* ane-sim (compile/target.h, src/ane): */
+    unsigned char *quirk;  /* per schedule index: AF_QUIRK_* bits, or NULL on the CPU target */
+    int64_t run_flops;     /* flop estimate of one run, for the stats */
+    uint64_t program_key[2];  /* content hash of the program: the program-cache key */
+    uint64_t program_gen;  /* the cache generation the model registered in */
+    int program_held;      /* registered with the program cache */
 };
 
 #endif

@@ -1,8 +1,10 @@
 /* af_run on the CPU: feed inputs, run the schedule, deliver outputs. */
 #include "compile/model.h"
+#include "compile/target.h"
 #include "cpu/kernels.h"
 #include "ir/fp16.h"
 
+#include <math.h>
 #include <string.h>
 
 static bool needs_rounding(const af_model *m, const af_tensor *t) { return m->fp16 || t->dtype == AF_F16; }
@@ -20,6 +22,37 @@ static af_status check_buffer(const af_buffer *b, const af_tensor *t, const char
     }
     return AF_OK;
 }
+
+/* ane-sim: values past the range become +-inf (the engine saturates, it does not clamp). */
+static void saturate(float *v, int64_t n, float lim) {
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] > lim) v[i] = INFINITY;
+        else if (v[i] < -lim) v[i] = -INFINITY;
+}
+
+/* The engine's numerics on top of the CPU kernel's result (compile/target.h). */
+static void apply_quirks(af_model *m, int s, const float *const *ins) {
+    const af_tensor *t = m->sched[s];
+    unsigned q = m->quirk[s];
+    if (q & AF_QUIRK_ACC_SAT) saturate(m->val[t->id], af_shape_count(t->shape), AF_ANE_ACC_MAX);
+    if (q & AF_QUIRK_CROP_SAT) saturate(m->val[t->id], af_shape_count(t->shape), AF_ANE_CROP_MAX);
+    if (q & AF_QUIRK_PRECISION) af_sim_precision_check(m, s, ins);
+}
+
+/* Per run: an ANE program is one dispatch moving its fed inputs and delivered outputs
+ * as fp16; on the CPU target all the work is the host's. */
+static void count_run(af_model *m, const af_buffer *in, const af_buffer *out) {
+    if (m->target == AF_TARGET_CPU) { m->stats.host_flops += m->run_flops; return; }
+    m->stats.dispatches++;
+    m->stats.engine_flops += m->run_flops;
+    for (int i = 0; i < m->nin; i++)
+        if (!(m->state_out && m->state_out[i] >= 0)) m->stats.bytes_in += 2 * in[i].count;
+    for (int i = 0; i < m->nout; i++)
+        if (out[i].data) m->stats.bytes_out += 2 * out[i].count;
+}
+
+/* Outputs at least this large are written in place when safe (see af_run). */
+#define DIRECT_MIN_FLOATS 4096
 
 static size_t elem_bytes(const af_buffer *b) { return b->dtype == AF_F16 ? 2 : 4; }
 
@@ -61,19 +94,22 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         }
     }
     /* Outputs that this run computes are written straight into the caller's buffers
-     * (no copy at the end) when that is safe: an fp32 buffer for a scheduled node,
-     * requested once, overlapping no input buffer (a directly fed input must stay
-     * intact until its last reader), no constant's values and no other output buffer. */
+     * (no copy at the end) when that is safe: a delivered fp32 buffer for a scheduled
+     * node, requested once, overlapping no fed input buffer (a directly fed input must stay
+     * intact until its last reader), no constant's values and no other output buffer.
+     * The checks scan the graph, so only outputs whose copy would cost more take this
+     * path; small ones (a trainer's many gradients) keep the arena and the copy. */
     for (int i = 0; i < m->nout; i++) {
         const af_tensor *t = m->out[i];
         if (m->offset[t->id] < 0 || t->op == AF_OP_INPUT) continue;
         m->val[t->id] = m->arena + m->offset[t->id];
-        if (out[i].dtype != AF_F32) continue;
+        if (!out[i].data || out[i].dtype != AF_F32) continue;
+        if (out[i].count < DIRECT_MIN_FLOATS || out[i].count < 4 * (int64_t)(m->ntensors + m->nout + m->nin)) continue;
         bool direct = true;
         for (int j = 0; j < m->nout && direct; j++)
-            if (j != i && (m->out[j] == t || overlaps(&out[i], &out[j]))) direct = false;
+            if (j != i && (m->out[j] == t || (out[j].data && overlaps(&out[i], &out[j])))) direct = false;
         for (int j = 0; j < m->nin && direct; j++)
-            if (overlaps(&out[i], &in[j])) direct = false;
+            if (!(m->state_out && m->state_out[j] >= 0) && overlaps(&out[i], &in[j])) direct = false;
         for (int id = 0; id < m->ntensors && direct; id++) /* baked constants (af_tensor_value) */
             if (m->offset[id] < 0 && m->val[id]) {
                 af_buffer cb = AF_BUF_F32(m->val[id], af_shape_count(m->g->t[id]->shape));
@@ -81,6 +117,7 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
             }
         if (direct) m->val[t->id] = out[i].data;
     }
+    if (m->quirk) af_sim_program_use(m); /* reloads the program if it was evicted */
     const float **ins = m->srcptr;
     for (int s = 0; s < m->nsched; s++) {
         af_tensor *t = m->sched[s];
@@ -88,6 +125,7 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         cpu_call c = { .t = t, .in = ins, .out = m->val[t->id], .pool = m->pool, .scratch = m->scratch,
                        .fp16_accum = m->fp16_accum };
         cpu_kernels[t->op](&c);
+        if (m->quirk && m->quirk[s]) apply_quirks(m, s, ins);
         if (needs_rounding(m, t)) af_round_f16_array(m->val[t->id], af_shape_count(t->shape));
     }
     for (int i = 0; i < m->nout; i++) {
@@ -103,5 +141,6 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         float *slot = m->arena + m->offset[t->id];
         if (m->val[o->id] != slot) memcpy(slot, m->val[o->id], (size_t)af_shape_count(t->shape) * sizeof(float));
     }
+    count_run(m, in, out);
     return AF_OK;
 }

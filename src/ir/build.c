@@ -33,6 +33,11 @@ static void operand_shapes(int nsrc, af_tensor *const *src, char *buf, size_t n)
     if (nsrc > 4 && k < n) snprintf(buf + k, n - k, ", ...");
 }
 
+/* Constants, parameters and what is computed only from them take their user's dtype. */
+static bool adapts(const af_tensor *t) {
+    return t->op == AF_OP_CONST || (t->flags & (AF_TF_PARAM | AF_TF_HOSTVAL));
+}
+
 af_tensor *af_build(af_op op, int nsrc, af_tensor *const *src, af_attrs *a) {
     const char *name = af_ops[op].name;
     af_graph *g = NULL;
@@ -51,9 +56,11 @@ af_tensor *af_build(af_op op, int nsrc, af_tensor *const *src, af_attrs *a) {
     }
     if (!g) { af_fail(AF_ERR_INVALID, "%s: no operands", name); return NULL; }
     if (g->error) return NULL;
-    /* Mixed precision needs an explicit cast; baked constants adapt to their user. */
+    /* Mixed precision needs an explicit cast; baked constants and parameters (fp32
+     * masters held on the host) and values computed only from them adapt to their user,
+     * so an fp16 input meets an af_parameter without one. */
     for (int i = 1; i < nsrc; i++) {
-        if (src[i]->dtype != src[0]->dtype && src[i]->op != AF_OP_CONST && src[0]->op != AF_OP_CONST) {
+        if (src[i]->dtype != src[0]->dtype && !adapts(src[i]) && !adapts(src[0])) {
             af_graph_fail(g, "%s: operand %d is %s but operand 0 is %s; insert af_cast so both match", name, i,
                           src[i]->dtype == AF_F16 ? "fp16" : "fp32", src[0]->dtype == AF_F16 ? "fp16" : "fp32");
             return NULL;
@@ -69,9 +76,14 @@ af_tensor *af_build(af_op op, int nsrc, af_tensor *const *src, af_attrs *a) {
         return NULL;
     }
     af_dtype dt = src[0]->dtype;
-    if (src[0]->op == AF_OP_CONST && nsrc > 1) dt = src[1]->dtype;
+    bool host = true;
+    for (int i = 0; i < nsrc; i++) host &= adapts(src[i]);
+    for (int i = 0; i < nsrc && !host; i++)
+        if (!adapts(src[i])) { dt = src[i]->dtype; break; }
     if (op == AF_OP_CAST) dt = a->to;
-    return af_node_new(g, op, nsrc, src, out, dt, a);
+    af_tensor *t = af_node_new(g, op, nsrc, src, out, dt, a);
+    if (t && host && op != AF_OP_CAST) t->flags |= AF_TF_HOSTVAL;
+    return t;
 }
 
 /* ------------------------------------------------------------------ leaves */

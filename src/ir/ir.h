@@ -54,6 +54,7 @@ enum {
     AF_TF_PARAM = 1u << 0,    /* trainable input with an fp32 master in data */
     AF_TF_VOUCHED = 1u << 1,  /* built by the library's own training kernels */
     AF_TF_CONV = 1u << 2,     /* a conv patch-matrix param; a.kernel = {kH, kW}, a.groups = Cin */
+    AF_TF_HOSTVAL = 1u << 3,  /* computed only from constants and parameters: adapts its dtype like a constant */
 };
 
 struct af_tensor {

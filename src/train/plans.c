@@ -7,6 +7,7 @@
  *   unrolled     K resident steps in one program, each step's weights a stop frontier.
  * The loss, accuracy, seed, backward and update nodes are the library's own vouched
  * kernels; only the user's forward is subject to the engine's precision heuristic. */
+#include "ane/guards.h"
 #include "grad/grad.h"
 #include "nn/optim.h"
 #include "train/trainer.h"
@@ -265,5 +266,6 @@ af_status tr_build_eval(af_trainer *t) {
 }
 
 void tr_guard(af_trainer *t) {
-    (void)t; /* wired to the ane-sim guard below once the family is known */
+    /* Warns (never caps) when an A13-class conv weight gradient could saturate. */
+    if (engine_target(t)) af_ane_guard_conv_loss_scale(t->o.compile.family, t->np, t->p, t->scale);
 }

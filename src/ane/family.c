@@ -1,0 +1,115 @@
+/* Neural Engine families, target specs and hardware detection. The naming follows
+ * ANEForge: A13 = M1, A14 = M2, A15 = M3, A16 = M4 and M5. */
+#include "ane/family.h"
+#include "compile/model.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+static const af_family_info families[] = {
+    { AF_FAMILY_A13, "A13", "M1", 16384, 65536, 5, 13, 1 },
+    { AF_FAMILY_A14, "A14", "M2", 16384, 65536, 5, 15, 1 },
+    { AF_FAMILY_A15, "A15", "M3", 16384, 65536, 5, 15, 0 },
+    { AF_FAMILY_A16, "A16", "M4/M5", 65536, 65536, 5, 15, 0 },
+};
+
+const af_family_info *af_family_info_of(af_family_id fam) {
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        if (families[i].id == fam) return &families[i];
+    return NULL;
+}
+
+static bool ieq(const char *a, const char *b) {
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return false;
+    return *a == *b;
+}
+
+af_status af_family_parse(const char *s, af_family_id *out) {
+    static const struct { const char *name; af_family_id id; } names[] = {
+        { "m1", AF_FAMILY_A13 }, { "m2", AF_FAMILY_A14 }, { "m3", AF_FAMILY_A15 }, { "m4", AF_FAMILY_A16 },
+        { "m5", AF_FAMILY_A16 }, { "a13", AF_FAMILY_A13 }, { "a14", AF_FAMILY_A14 }, { "a15", AF_FAMILY_A15 },
+        { "a16", AF_FAMILY_A16 },
+    };
+    for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
+        if (ieq(s, names[i].name)) {
+            if (out) *out = names[i].id;
+            return AF_OK;
+        }
+    return af_fail(AF_ERR_INVALID, "unknown Neural Engine family '%s'; use m1, m2, m3, m4, m5 or a13, a14, a15, a16", s ? s : "(null)");
+}
+
+af_status af_target_parse(const char *spec, af_target *t, af_family_id *fam) {
+    if (!spec) return af_fail(AF_ERR_INVALID, "af_target_parse: spec is NULL");
+    char head[16];
+    const char *colon = strchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    af_target tt;
+    af_family_id ff = AF_FAMILY_DEFAULT;
+    if (n >= sizeof head) n = sizeof head - 1; /* too long to match anything */
+    memcpy(head, spec, n);
+    head[n] = 0;
+    if (ieq(head, "cpu")) tt = AF_TARGET_CPU;
+    else if (ieq(head, "ane-sim")) tt = AF_TARGET_ANE_SIM;
+    else if (ieq(head, "ane")) tt = AF_TARGET_ANE;
+    else return af_fail(AF_ERR_INVALID, "unknown target '%s'; use cpu, ane-sim[:m1..m5|a13..a16] or ane[:...]", spec);
+    if (colon) {
+        if (tt == AF_TARGET_CPU) return af_fail(AF_ERR_INVALID, "target '%s': the cpu target has no family; use plain 'cpu'", spec);
+        if (af_family_parse(colon + 1, &ff)) return af_fail(AF_ERR_INVALID, "target '%s': %s", spec, af_error_message());
+    }
+    if (t) *t = tt;
+    if (fam) *fam = ff;
+    return AF_OK;
+}
+
+#if defined(__APPLE__)
+/* "Apple M1 Pro" -> A13 ... "Apple M5" -> A16. */
+static af_family_id family_of_brand(const char *b) {
+    const char *m = strstr(b, "Apple M");
+    if (!m || !isdigit((unsigned char)m[7])) return AF_FAMILY_DEFAULT;
+    int gen = atoi(m + 7);
+    return gen <= 1 ? AF_FAMILY_A13 : gen == 2 ? AF_FAMILY_A14 : gen == 3 ? AF_FAMILY_A15 : AF_FAMILY_A16;
+}
+#endif
+
+af_family_id af_family_detect(void) {
+#if defined(__APPLE__)
+    char brand[128] = { 0 };
+    size_t len = sizeof brand - 1;
+    if (sysctlbyname("machdep.cpu.brand_string", brand, &len, NULL, 0) == 0) return family_of_brand(brand);
+#endif
+    return AF_FAMILY_DEFAULT;
+}
+
+af_status af_family_resolve(af_family_id fam, af_family_id *out) {
+    if (fam != AF_FAMILY_DEFAULT) {
+        if (!af_family_info_of(fam))
+            return af_fail(AF_ERR_INVALID, "unknown Neural Engine family %d; use AF_FAMILY_A13 .. AF_FAMILY_A16 or AF_FAMILY_DEFAULT", (int)fam);
+        if (out) *out = fam;
+        return AF_OK;
+    }
+    const char *env = getenv("ANEFORGE_TARGET");
+    af_family_id f = AF_FAMILY_DEFAULT;
+    if (env && *env && af_target_parse(env, NULL, &f))
+        return af_fail(AF_ERR_INVALID, "ANEFORGE_TARGET='%s' is not a target spec; use e.g. ane-sim:m1 (or unset it)", env);
+    if (f == AF_FAMILY_DEFAULT) f = af_family_detect();
+    if (f == AF_FAMILY_DEFAULT) f = AF_FAMILY_A16; /* no hardware to ask: the newest family */
+    if (out) *out = f;
+    return AF_OK;
+}
+
+const char *af_family_name_of(af_family_id fam) {
+    af_family_id f = fam;
+    if (fam == AF_FAMILY_DEFAULT && af_family_resolve(fam, &f)) return "?";
+    const af_family_info *fi = af_family_info_of(f);
+    return fi ? fi->name : "?";
+}
+
+af_family_id af_model_family(const af_model *m) {
+    return m && m->target != AF_TARGET_CPU ? m->family : AF_FAMILY_DEFAULT;
+}

@@ -1,0 +1,20 @@
+/* Guards from seed 000: warnings about numerics the engine gets wrong that the library
+ * can see coming. They warn; they never change what the caller asked for. */
+#ifndef AF_ANE_GUARDS_H
+#define AF_ANE_GUARDS_H
+#include "ir/ir.h"
+
+/* The largest loss scale at which a conv weight gradient is known to survive the
+ * A13 crop-DMA saturation (|v| > 4094 -> inf): a synthetic 0.5*sum(y^2) repro breaks
+ * at 512, while real normalized CNNs train alike at 128..65536. */
+#define AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX 256.0f
+
+/* Warns on stderr (once per process) when fam (resolved if AF_FAMILY_DEFAULT) has the
+ * crop-DMA saturation (A13, and A14 which shares it), some param is a conv weight with
+ * kernel width > 1 (AF_TF_CONV, a.kernel[1] > 1: its gradient crosses width-offset
+ * slices) and loss_scale exceeds AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX. Returns 1 when
+ * the warning applies (printed now or earlier), else 0. Never caps loss_scale. */
+int af_ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *params, float loss_scale);
+/* How many times the conv guard has printed (0 or 1 per process). */
+int af_ane_guard_warnings(void);
+#endif

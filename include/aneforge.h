@@ -273,6 +273,102 @@ int       af_model_num_nodes(const af_model *m);     /* ops it executes per run 
 size_t    af_model_arena_bytes(const af_model *m);   /* intermediate memory it holds */
 void      af_model_free(af_model *m);
 
+/* ---------------------------------------------------------------- training (src/train)
+ * A trainer compiles forward, backward and the optimizer update into programs; the host
+ * feeds minibatches and a learning rate. The model is given as code (af_net) so the
+ * trainer can build it as often as its plan needs: per program, per unrolled step, and
+ * once more for the evaluation program. */
+
+typedef struct af_trainer af_trainer;
+
+typedef struct {
+    void *ctx;
+    /* Creates the model's parameters in g (with af_parameter / af_conv_param) in a fixed
+     * order, writes them to params (at most max) and returns how many, or -1. */
+    int (*make_params)(void *ctx, af_graph *g, af_tensor **params, int max);
+    /* Builds the output [B, out_dim] from a batch x [B, sample...] and the current
+     * weights (the params, or their updated values inside an unrolled program). */
+    af_tensor *(*forward)(void *ctx, af_tensor *x, af_tensor *const *weights);
+    af_shape sample;   /* one input sample, e.g. [784] or [1, 28, 28] */
+    int64_t out_dim;   /* classes (cross-entropy) or regression targets (mse) */
+} af_net;
+
+typedef enum { AF_OBJ_CE = 0, AF_OBJ_MSE = 1 } af_objective;
+typedef enum { AF_OPT_ADAM = 0, AF_OPT_SGD = 1 } af_optimizer;
+typedef enum { AF_LR_CONSTANT = 0, AF_LR_COSINE = 1 } af_lr_schedule;
+typedef enum {
+    AF_PLAN_HOST = 0,     /* forward+backward compiled; optimizer in fp32 on the host */
+    AF_PLAN_DEVICE = 1,   /* per-param update programs; state shuttled by the host */
+    AF_PLAN_RESIDENT = 2, /* one program per step; params and moments stay in the backend */
+    AF_PLAN_UNROLLED = 3  /* K steps unrolled into one resident program */
+} af_plan;
+
+typedef struct {
+    af_objective objective;
+    af_optimizer optimizer;
+    float lr;                /* peak learning rate */
+    float beta1, beta2, eps; /* Adam */
+    float weight_decay;      /* decoupled (AdamW-style); 0 = off */
+    af_lr_schedule schedule;
+    int64_t warmup_steps;    /* linear warmup (cosine schedule) */
+    int64_t total_steps;     /* cosine decays to min_lr_ratio * lr at this step */
+    float min_lr_ratio;
+    float loss_scale;        /* gradients are computed scaled by this; 0 = 1 */
+    int dynamic_loss_scale;  /* halve on overflow, double after scale_growth_interval clean steps */
+    int scale_growth_interval;
+    af_plan plan;
+    int unroll;              /* K for AF_PLAN_UNROLLED (default 8) */
+    int batch;               /* minibatch size (default 128) */
+    int eval_batch;          /* batch of the evaluation program (default 500) */
+    af_compile_opts compile;
+} af_train_opts;
+
+af_train_opts af_train_defaults(void);
+
+/* Built-in models (built only from the public API; see examples/). The returned net's
+ * ctx is owned by the caller: release it with af_net_free. Initial weights are drawn
+ * like PyTorch's defaults from a generator seeded with `seed`.
+ *   mlp  784-128-10 with ReLU (any sample shape: it is flattened)
+ *   cnn  conv3x3(C->16, pad 1), ReLU, avg_pool 2, conv3x3(16->32, pad 1), ReLU,
+ *        avg_pool 2, linear -> classes; sample [C, H, W] with H, W divisible by 4 */
+af_net af_net_mlp(af_shape sample, int hidden, int classes, uint64_t seed);
+af_net af_net_cnn(af_shape sample, int classes, uint64_t seed);
+/* Standardises inputs inside the graph, (x - mean) / std, so it runs on the engine. */
+void   af_net_set_input_norm(af_net *net, float mean, float std);
+void   af_net_free(af_net *net);
+
+/* Per-step report: what the step did and what it cost. */
+typedef struct {
+    int64_t step;            /* optimizer steps taken so far (skipped ones excluded) */
+    int64_t skipped;         /* steps skipped for non-finite gradients, in total */
+    int skipped_now;         /* steps skipped in this call */
+    double loss;             /* mean loss of the batch (of the K batches when unrolled) */
+    double accuracy;         /* fraction correct (cross-entropy only) */
+    float lr;                /* learning rate used by the last step */
+    float loss_scale;        /* the scale used by the last step */
+    af_stats stats;          /* programs compiled, dispatches, bytes, FLOPs of this call */
+} af_step_info;
+
+af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts);
+void        af_trainer_free(af_trainer *t);
+/* Steps per call: 1, or K for the unrolled plan. x holds that many batches back to back
+ * ([steps * batch, sample...]); target the one-hot rows (CE) or values (MSE). */
+int         af_trainer_steps_per_call(const af_trainer *t);
+af_status   af_trainer_step(af_trainer *t, const float *x, const float *target, af_step_info *info);
+/* Runs the evaluation program (its own weight inputs, fed the current masters) on n
+ * samples; out gets [n, out_dim]. */
+af_status   af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *out);
+int         af_trainer_num_params(const af_trainer *t);
+af_tensor  *af_trainer_param(const af_trainer *t, int i);
+/* Current values of param i (reads resident state back when needed). */
+af_status   af_trainer_read_param(af_trainer *t, int i, float *dst);
+/* Checkpoint of weights, optimizer state, step and loss scale (atomic, checksummed). */
+af_status   af_trainer_save(af_trainer *t, const char *path);
+af_status   af_trainer_load(af_trainer *t, const char *path);
+/* Costs accumulated over all steps so far (compiles include the initial ones). */
+void        af_trainer_stats(const af_trainer *t, af_stats *out);
+const char *af_plan_name(af_plan p);
+
 /* ---------------------------------------------------------------- data (src/data) */
 
 typedef struct af_dataset af_dataset;
@@ -326,6 +422,78 @@ float    af_round_f16(float f);    /* f rounded to the nearest fp16 value */
 
 int         af_op_count(void);
 const char *af_op_name(int op);
+
+/* ---------------------------------------------------------------- MIL (src/ane)
+ * Apple's Model Intermediate Language: the program text the Neural Engine compiler
+ * takes, plus its MILBlob weight file. */
+
+/* Writes the part of g that computes `out` from `in` (the same rules as af_compile) as
+ * <dir>/model.mil (program(1.3), func main<ios18>, fp16 throughout, arguments in
+ * alphabetical order) and <dir>/weights/weight.bin, creating the directories. */
+af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                      const char *dir);
+/* Reads a MIL program (program(1.0)..(1.3), ios15..ios18 spellings) and the weight
+ * files it cites into a new graph: *in are its function arguments in order (af_input
+ * nodes named as in the MIL), *out its returned values. BLOBFILE paths starting with
+ * @model_path/weights/ are looked up in weights_dir (NULL = the weights/ folder beside
+ * mil_path), other @model_path/ paths beside mil_path. The caller frees *g with
+ * af_graph_free; the arrays belong to *g. Files are untrusted: errors name the line and
+ * column. Any out pointer except g may be NULL. */
+af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
+                      int *nout, af_tensor ***out);
+
+/* ---------------------------------------------------------------- ane-sim (src/ane)
+ * The simulated Neural Engine, AF_TARGET_ANE_SIM: the CPU kernels in fp16 storage plus
+ * each family's compiler walls (af_compile fails with a message naming the wall and its
+ * remedy), limits and numerics (matmul/conv +-inf beyond +-32752, fp16 reduce_sum, the
+ * A13/A14 crop-DMA saturation), under the engine's per-process budgets.
+ * Programs take and give fp16: an fp32 af_input is rejected (declare it AF_F16); af_run
+ * still accepts fp32 host buffers and rounds them, and parameters keep their fp32
+ * master on the host and are fed as fp16. */
+
+/* Parses "cpu", "ane-sim", "ane-sim:FAM" or "ane[:FAM]", FAM one of m1..m5 or a13..a16
+ * (case-insensitive; m4 and m5 are A16). *fam is AF_FAMILY_DEFAULT when the spec names
+ * no family. Either out pointer may be NULL. The same syntax serves $ANEFORGE_TARGET. */
+af_status    af_target_parse(const char *spec, af_target *t, af_family_id *fam);
+/* The family fam stands for: itself, or for AF_FAMILY_DEFAULT the family in
+ * $ANEFORGE_TARGET, else the hardware's (Apple Silicon), else A16. */
+af_status    af_family_resolve(af_family_id fam, af_family_id *out);
+const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
+af_family_id af_model_family(const af_model *m);         /* the family compiled for; DEFAULT on cpu */
+
+/* Process-wide budgets. The engine's compiler fails after about 119 compiles per
+ * process and at most 128 programs can be loaded; ane-sim keeps a program cache keyed
+ * by program content (ops, shapes, attributes, fp16 constant bytes, family), so
+ * compiling the same program again costs no compile, and loads beyond 128 evict the
+ * least recently used program, which reloads on its next run. A compile that would
+ * exceed the budget fails (as on the engine). */
+typedef struct {
+    int compiles;       /* programs compiled in this process (cache misses) */
+    int compile_limit;  /* 119 unless set */
+    int cache_hits;     /* af_compile calls served by the cache */
+    int cached;         /* distinct programs in the cache */
+    int loaded;         /* programs loaded now (<= load_limit) */
+    int load_limit;     /* 128 unless set */
+    int loads;          /* loads, reloads after eviction included */
+    int evictions;      /* least-recently-used programs unloaded to make room */
+} af_ane_budget_info;
+void af_ane_budget(af_ane_budget_info *out);
+/* Sets the limits (<= 0 restores 119 / 128); for tests and long sweeps. */
+void af_ane_budget_set_limits(int compile_limit, int load_limit);
+/* Forgets every cached program and zeroes the counters, as a process restart would;
+ * models compiled earlier keep working. */
+void af_ane_budget_reset(void);
+
+/* User subtractions of near-equal values flagged so far by the run-time precision
+ * check (once per node, also reported on stderr; off with ANEFORGE_PRECISION_CHECK=0).
+ * The library's own vouched training kernels are not checked. */
+int64_t af_ane_precision_flags(void);
+
+/* Estimated on-device microseconds for the work in s (sum a step's af_model_stats over
+ * its programs): dispatches * per-dispatch cost + engine_flops / throughput + bytes /
+ * bandwidth, from published calibrations (M1: 3.25 TFLOP/s, 9 GB/s, 220 us; M5: 8.9
+ * TFLOP/s, 57 GB/s, 110 us; A14/A15 interpolated). host_flops are not included. */
+double af_ane_estimate_us(af_family_id fam, const af_stats *s);
 
 #ifdef __cplusplus
 }

@@ -243,6 +243,9 @@ int cmd_train(int argc, char **argv) {
     af_dataset_sample_shape(train, &c, &h, &w);
     af_shape sample = AF_SHAPE(c, h, w);
     af_net net = !strcmp(a.model, "mlp") ? af_net_mlp(sample, 128, classes, a.seed) : af_net_cnn(sample, classes, a.seed);
+    /* Per-dataset pixel statistics (all channels pooled), applied inside the graph. */
+    af_net_set_input_norm(&net, kind == AF_DATA_MNIST ? 0.1307f : kind == AF_DATA_FASHION ? 0.2860f : 0.4734f,
+                          kind == AF_DATA_MNIST ? 0.3081f : kind == AF_DATA_FASHION ? 0.3530f : 0.2516f);
     int64_t ntrain = af_dataset_count(train);
     if (a.limit && a.limit < ntrain) ntrain = a.limit;
     int k = a.o.plan == AF_PLAN_UNROLLED ? a.o.unroll : 1;

@@ -10,6 +10,7 @@ typedef struct {
     af_shape sample;
     int hidden, classes;
     uint64_t seed;
+    float mean, inv_std; /* input standardisation inside the graph; inv_std 0 = off */
 } net_ctx;
 
 /* splitmix64: small, seeded, identical on every platform. */
@@ -69,6 +70,7 @@ static int make_params(void *ctx, af_graph *g, af_tensor **p, int max) {
 static af_tensor *forward(void *ctx, af_tensor *x, af_tensor *const *w) {
     net_ctx *c = ctx;
     int64_t b = af_tensor_shape(x).dim[0];
+    if (c->inv_std != 0.0f) x = af_muls(af_adds(x, -c->mean), c->inv_std);
     if (c->kind == 0) {
         af_tensor *h = af_relu(af_linear(af_reshape(x, AF_SHAPE(b, -1)), w[0], w[1]));
         return af_linear(h, w[2], w[3]);
@@ -83,7 +85,7 @@ static af_net make(int kind, af_shape sample, int hidden, int classes, uint64_t 
     net_ctx *c = malloc(sizeof *c);
     af_net n = { 0 };
     if (!c) return n;
-    *c = (net_ctx){ kind, sample, hidden, classes, seed };
+    *c = (net_ctx){ kind, sample, hidden, classes, seed, 0.0f, 0.0f };
     n.ctx = c;
     n.make_params = make_params;
     n.forward = forward;
@@ -103,6 +105,14 @@ af_net af_net_cnn(af_shape sample, int classes, uint64_t seed) {
         return none;
     }
     return make(1, sample, 0, classes, seed);
+}
+
+void af_net_set_input_norm(af_net *net, float mean, float std) {
+    if (net && net->ctx && std > 0) {
+        net_ctx *c = net->ctx;
+        c->mean = mean;
+        c->inv_std = 1.0f / std;
+    }
 }
 
 void af_net_free(af_net *net) {

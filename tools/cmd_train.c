@@ -294,8 +294,10 @@ int cmd_train(int argc, char **argv) {
             }
             train_s += now_s() - t0;
             steps_run += k;
-            loss_ema = steps_run == k ? info.loss : 0.95 * loss_ema + 0.05 * info.loss;
-            acc_ema = steps_run == k ? info.accuracy : 0.95 * acc_ema + 0.05 * info.accuracy;
+            /* Smoothed over about 20 steps, whatever the steps per call. */
+            double keep = pow(0.95, k);
+            loss_ema = steps_run == k ? info.loss : keep * loss_ema + (1 - keep) * info.loss;
+            acc_ema = steps_run == k ? info.accuracy : keep * acc_ema + (1 - keep) * info.accuracy;
             progress_step(&pr, pos.epoch, (pos.pos + 1) * k, &info, loss_ema, acc_ema, train_s / (double)steps_run);
             if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls))
                 fprintf(logf, "{\"epoch\":%lld,\"step\":%lld,\"loss\":%.6f,\"accuracy\":%.4f,\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld}\n",

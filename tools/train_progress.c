@@ -82,21 +82,21 @@ void progress_epoch(progress *p, int64_t epoch, double test_acc, double train_lo
 
 static bool engine(const progress *p) { return p->o.compile.target != AF_TARGET_CPU; }
 
+/* Mean per-step estimate: the cost model is linear, so estimate the totals and divide. */
+static double est_ms(af_family_id fam, const af_stats *s, int64_t steps) {
+    return af_ane_estimate_us(fam, s) / 1000.0 / (double)steps;
+}
+
 void progress_finish(progress *p, af_trainer *t, const af_stats *s, int64_t steps) {
     (void)t;
     if (p->quiet || !engine(p) || steps < 1) return;
     double n = (double)steps;
-    fprintf(stderr, "ane-sim %s accounting per step: %.2f dispatches, %.1f KB in, %.1f KB out, %.3g engine FLOPs, %lld host FLOPs"
+    fprintf(stderr, "ane-sim %s accounting per step: %.3g dispatches, %.1f KB in, %.1f KB out, %.3g engine FLOPs, %.0f host FLOPs"
                     " (%lld programs compiled in all)\n",
             af_family_name_of(p->o.compile.family), s->dispatches / n, s->bytes_in / n / 1024.0, s->bytes_out / n / 1024.0,
-            s->engine_flops / n, (long long)(s->host_flops / n), (long long)s->compiles);
-    af_stats mean = *s;
-    mean.dispatches = (int64_t)(s->dispatches / n + 0.5);
-    mean.bytes_in = (int64_t)(s->bytes_in / n);
-    mean.bytes_out = (int64_t)(s->bytes_out / n);
-    mean.engine_flops = (int64_t)(s->engine_flops / n);
-    fprintf(stderr, "estimated on-device step time: M1 %.3f ms, M5 %.3f ms\n", af_ane_estimate_us(AF_FAMILY_A13, &mean) / 1000.0,
-            af_ane_estimate_us(AF_FAMILY_A16, &mean) / 1000.0);
+            s->engine_flops / n, s->host_flops / n, (long long)s->compiles);
+    fprintf(stderr, "estimated on-device step time: M1 %.3f ms, M5 %.3f ms\n", est_ms(AF_FAMILY_A13, s, steps),
+            est_ms(AF_FAMILY_A16, s, steps));
 }
 
 const char *progress_json_extra(progress *p, af_trainer *t, const af_stats *s, int64_t steps) {
@@ -104,16 +104,10 @@ const char *progress_json_extra(progress *p, af_trainer *t, const af_stats *s, i
     p->extra[0] = 0;
     if (!engine(p) || steps < 1) return p->extra;
     double n = (double)steps;
-    af_stats mean = *s;
-    mean.dispatches = (int64_t)(s->dispatches / n + 0.5);
-    mean.bytes_in = (int64_t)(s->bytes_in / n);
-    mean.bytes_out = (int64_t)(s->bytes_out / n);
-    mean.engine_flops = (int64_t)(s->engine_flops / n);
     snprintf(p->extra, sizeof p->extra,
              ",\"target\":\"ane-sim:%s\",\"programs_compiled\":%lld,\"dispatches_per_step\":%.3f,\"bytes_in_per_step\":%.0f,"
              "\"bytes_out_per_step\":%.0f,\"engine_flops_per_step\":%.0f,\"host_flops_per_step\":%.0f,\"est_ms_m1\":%.4f,\"est_ms_m5\":%.4f",
              af_family_name_of(p->o.compile.family), (long long)s->compiles, s->dispatches / n, s->bytes_in / n, s->bytes_out / n,
-             s->engine_flops / n, s->host_flops / n, af_ane_estimate_us(AF_FAMILY_A13, &mean) / 1000.0,
-             af_ane_estimate_us(AF_FAMILY_A16, &mean) / 1000.0);
+             s->engine_flops / n, s->host_flops / n, est_ms(AF_FAMILY_A13, s, steps), est_ms(AF_FAMILY_A16, s, steps));
     return p->extra;
 }

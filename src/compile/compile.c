@@ -120,30 +120,38 @@ static af_model *check_request(af_model *m, af_graph *g, int nin, af_tensor *con
 
 /* Plans the arena: inputs and outputs keep their buffers for the whole run,
  * intermediates are freed after their last reader. */
+/* A reshape re-labels its source's buffer instead of copying it (the executor points
+ * it at the source's values each run); constants keep their copy so baked data is
+ * never shared with a writable buffer. */
+static bool is_alias(const af_tensor *t) { return t->op == AF_OP_RESHAPE && t->src[0]->op != AF_OP_CONST; }
+
 static bool plan_memory(af_model *m) {
     af_graph *g = m->g;
-    int *last = calloc((size_t)g->n, sizeof *last);
+    int *last = calloc((size_t)g->n, sizeof *last), *root = malloc((size_t)g->n * sizeof *root);
     bool *keep = calloc((size_t)g->n, sizeof *keep);
     allocator al = { 0 };
-    bool ok = last && keep;
+    bool ok = last && keep && root;
+    for (int id = 0; ok && id < g->n; id++) root[id] = id;
+    /* Uses and lifetimes belong to the buffer's owner: the root of a chain of aliases. */
     for (int s = 0; ok && s < m->nsched; s++) {
         af_tensor *t = m->sched[s];
-        for (int k = 0; k < t->nsrc; k++) last[t->src[k]->id] = s;
+        if (is_alias(t)) root[t->id] = root[t->src[0]->id];
+        for (int k = 0; k < t->nsrc; k++) last[root[t->src[k]->id]] = s;
     }
-    for (int i = 0; ok && i < m->nout; i++) keep[m->out[i]->id] = true;
+    for (int i = 0; ok && i < m->nout; i++) keep[root[m->out[i]->id]] = true;
     for (int i = 0; ok && i < m->nin; i++) {
         keep[m->in[i]->id] = true;
         m->offset[m->in[i]->id] = alloc_take(&al, af_shape_count(m->in[i]->shape));
     }
     for (int s = 0; ok && s < m->nsched; s++) {
         af_tensor *t = m->sched[s];
-        m->offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
+        if (!is_alias(t)) m->offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
         int64_t sc = cpu_scratch_floats(t);
         if (sc > m->scratch_floats) m->scratch_floats = sc;
         for (int k = 0; k < t->nsrc && ok; k++) {
-            af_tensor *src = t->src[k];
-            bool dup = false; /* the same source twice must be freed once */
-            for (int j = 0; j < k; j++) dup |= t->src[j] == src;
+            af_tensor *src = g->t[root[t->src[k]->id]];
+            bool dup = false; /* the same buffer twice must be freed once */
+            for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;
             if (!dup && last[src->id] == s && !keep[src->id] && src->op != AF_OP_CONST && src->op != AF_OP_INPUT)
                 ok = alloc_give(&al, m->offset[src->id], af_shape_count(src->shape));
         }
@@ -152,6 +160,7 @@ static bool plan_memory(af_model *m) {
     free(al.b);
     free(last);
     free(keep);
+    free(root);
     return ok;
 }
 

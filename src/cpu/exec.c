@@ -121,6 +121,10 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
     const float **ins = m->srcptr;
     for (int s = 0; s < m->nsched; s++) {
         af_tensor *t = m->sched[s];
+        if (m->offset[t->id] < 0) { /* an aliasing reshape: same values, new shape */
+            m->val[t->id] = m->val[t->src[0]->id];
+            continue;
+        }
         for (int k = 0; k < t->nsrc; k++) ins[k] = m->val[t->src[k]->id];
         cpu_call c = { .t = t, .in = ins, .out = m->val[t->id], .pool = m->pool, .scratch = m->scratch,
                        .fp16_accum = m->fp16_accum };

@@ -11,6 +11,8 @@
 
 #include "cpu/gemm.h"
 
+#include <stdatomic.h>
+
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -256,6 +258,21 @@ void cpu_sgemm_portable(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64
     }
 }
 
+#if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
+/* OpenBLAS wakes its threads for every call; on small products (a conv's per-image
+ * GEMMs) the wake-ups cost more than the work, several times over on a busy machine.
+ * Those run on one thread, large ones on all that were asked for. */
+#define BLAS_THREAD_MIN_MACS ((int64_t)1 << 24)
+static _Atomic int blas_threads_wanted = 1, blas_threads_now = 0;
+
+static void blas_threads_for(int64_t macs) {
+    int want = macs >= BLAS_THREAD_MIN_MACS ? atomic_load(&blas_threads_wanted) : 1;
+    if (atomic_exchange(&blas_threads_now, want) != want) openblas_set_num_threads(want);
+}
+#else
+static void blas_threads_for(int64_t macs) { (void)macs; }
+#endif
+
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                float *C, int64_t ldc) {
@@ -269,6 +286,7 @@ void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, flo
     int64_t arow = ta ? M : K, brow = tb ? K : N;
     if (M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
         ldc <= INT_MAX && lda >= arow && ldb >= brow && ldc >= N) {
+        blas_threads_for(M * N * K);
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
         return;
@@ -279,7 +297,7 @@ void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, flo
 
 void cpu_blas_set_threads(int n) {
 #if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
-    if (n > 0) openblas_set_num_threads(n);
+    if (n > 0) atomic_store(&blas_threads_wanted, n); /* applied per call by blas_threads_for */
 #else
     (void)n;
 #endif

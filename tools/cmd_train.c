@@ -34,12 +34,12 @@ static void usage(FILE *f) {
             "Trains a built-in model, evaluating on the test split after every epoch.\n\n"
             "options:\n"
             "  --epochs N            passes over the training set (default 5)\n"
-            "  --batch B             minibatch size (default 128)\n"
-            "  --lr X                peak learning rate (default 0.001)\n"
+            "  --batch B             minibatch size (default 64)\n"
+            "  --lr X                peak learning rate (default 0.003)\n"
             "  --optimizer adam|sgd  (default adam)\n"
-            "  --schedule constant|cosine   learning-rate schedule (default constant)\n"
+            "  --schedule constant|cosine   learning-rate schedule (default cosine)\n"
             "  --warmup N            warmup steps for the cosine schedule (default 0)\n"
-            "  --weight-decay X      decoupled weight decay (default 0)\n"
+            "  --weight-decay X      decoupled weight decay (default 0.05)\n"
             "  --plan host|device|resident|unrolled   where the optimizer runs (default host)\n"
             "  --unroll K            steps per program for --plan unrolled (default 8)\n"
             "  --precision fp32|fp16 numerics (default fp32 on cpu, fp16 on ane-sim)\n"
@@ -82,6 +82,11 @@ static int parse_float(const char *s, float *out) {
 
 static int parse_args(int argc, char **argv, train_args *a) {
     a->o = af_train_defaults();
+    /* Tuned on MNIST's MLP (98.1-98.3% in 5 epochs over seeds); see README. */
+    a->o.batch = 64;
+    a->o.lr = 3e-3f;
+    a->o.schedule = AF_LR_COSINE;
+    a->o.weight_decay = 0.05f;
     a->epochs = 5;
     a->seed = 1;
     a->o.loss_scale = 0;

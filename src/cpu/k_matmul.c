@@ -2,6 +2,8 @@
 #include "cpu/gemm.h"
 #include "cpu/kernels.h"
 
+#include <string.h>
+
 void cpu_k_matmul_w(const cpu_call *c) {
     const af_tensor *t = c->t;
     int64_t n = t->src[1]->shape.dim[0], k = t->src[1]->shape.dim[1];
@@ -25,7 +27,43 @@ static int64_t batch_offset(af_shape out, af_shape opnd, int64_t i, int64_t mat)
     return off;
 }
 
+/* A shared left operand against a batch of right ones (a conv's weight against its
+ * im2col patches, a pool gradient's window matrix against every plane): lay the batch
+ * side by side, [K, batches * N], and run one wide GEMM instead of many small ones. */
+static bool left_shared(const af_tensor *t, int64_t *batches) {
+    af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
+    int64_t mat_a = sa.dim[sa.rank - 1] * sa.dim[sa.rank - 2], mat_b = sb.dim[sb.rank - 1] * sb.dim[sb.rank - 2];
+    int64_t b = af_shape_count(so) / (so.dim[so.rank - 2] * so.dim[so.rank - 1]);
+    *batches = b;
+    return b > 1 && af_shape_count(sa) == mat_a && af_shape_count(sb) == mat_b * b && !t->a.tb;
+}
+
+int64_t cpu_matmul_scratch(const af_tensor *t) {
+    int64_t batches;
+    if (t->op != AF_OP_MATMUL || !left_shared(t, &batches)) return 0;
+    af_shape sb = t->src[1]->shape, so = t->shape;
+    return batches * (sb.dim[sb.rank - 2] + so.dim[so.rank - 2]) * so.dim[so.rank - 1];
+}
+
+static void matmul_left_shared(const cpu_call *c, int64_t batches) {
+    const af_tensor *t = c->t;
+    af_shape sa = t->src[0]->shape, so = t->shape;
+    int64_t m = so.dim[so.rank - 2], n = so.dim[so.rank - 1];
+    int64_t k = t->a.ta ? sa.dim[sa.rank - 2] : sa.dim[sa.rank - 1], wide = batches * n;
+    float *bt = c->scratch, *ct = c->scratch + k * wide;
+    for (int64_t i = 0; i < batches; i++)
+        for (int64_t r = 0; r < k; r++) memcpy(bt + r * wide + i * n, c->in[1] + (i * k + r) * n, (size_t)n * sizeof(float));
+    cpu_sgemm(c->pool, t->a.ta, 0, m, wide, k, 1.0f, c->in[0], sa.dim[sa.rank - 1], bt, wide, 0.0f, ct, wide);
+    for (int64_t i = 0; i < batches; i++)
+        for (int64_t r = 0; r < m; r++) memcpy(c->out + (i * m + r) * n, ct + r * wide + i * n, (size_t)n * sizeof(float));
+}
+
 void cpu_k_matmul(const cpu_call *c) {
+    int64_t shared_batches;
+    if (c->scratch && cpu_matmul_scratch(c->t) > 0 && left_shared(c->t, &shared_batches)) {
+        matmul_left_shared(c, shared_batches);
+        return;
+    }
     const af_tensor *t = c->t;
     af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
     int ta = t->a.ta, tb = t->a.tb;

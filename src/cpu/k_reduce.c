@@ -69,6 +69,58 @@ static void reduce_general(af_op op, const float *x, float *out, af_shape xs, un
     }
 }
 
+/* Any axis set, in blocks: adjacent axes with the same reduced-ness are merged and the
+ * innermost run is handled contiguously (a row sum when it is reduced, a vector add into
+ * the output when it is kept), so the multi-index bookkeeping runs once per block. */
+static void reduce_blocked(af_op op, const float *x, float *out, af_shape xs, unsigned mask) {
+    int64_t dim[AF_MAX_RANK], ost[AF_MAX_RANK], idx[AF_MAX_RANK] = { 0 };
+    bool red[AF_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < xs.rank; i++) {
+        if (xs.dim[i] == 1) continue;
+        bool rd = (mask >> i) & 1u;
+        if (r > 0 && red[r - 1] == rd) { dim[r - 1] *= xs.dim[i]; continue; }
+        dim[r] = xs.dim[i];
+        red[r++] = rd;
+    }
+    int64_t nout = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        ost[i] = red[i] ? 0 : nout;
+        if (!red[i]) nout *= dim[i];
+    }
+    for (int64_t i = 0; i < nout; i++) out[i] = identity(op);
+    if (r == 0) { out[0] = combine(op, out[0], x[0]); return; }
+    int64_t inner = dim[r - 1], blocks = af_shape_count(xs) / inner, off = 0;
+    bool sum = op == AF_OP_REDUCE_SUM || op == AF_OP_REDUCE_MEAN;
+    for (int64_t b = 0; b < blocks; b++) {
+        const float *xb = x + b * inner;
+        if (red[r - 1]) {
+            float acc = identity(op);
+            if (sum) {
+                double t = 0.0;
+                for (int64_t j = 0; j < inner; j++) t += xb[j];
+                acc = (float)t;
+            } else {
+                for (int64_t j = 0; j < inner; j++) acc = combine(op, acc, xb[j]);
+            }
+            out[off] = combine(op, out[off], acc);
+        } else {
+            float *o = out + off;
+            switch (op) {
+            case AF_OP_REDUCE_MAX: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] > o[j] ? xb[j] : o[j]; break;
+            case AF_OP_REDUCE_MIN: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] < o[j] ? xb[j] : o[j]; break;
+            default: for (int64_t j = 0; j < inner; j++) o[j] += xb[j]; break;
+            }
+        }
+        for (int d = r - 2; d >= 0; d--) {
+            off += ost[d];
+            if (++idx[d] < dim[d]) break;
+            off -= ost[d] * dim[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 void cpu_k_reduce(const cpu_call *c) {
     const af_tensor *t = c->t;
     af_shape xs = t->src[0]->shape;
@@ -90,6 +142,8 @@ void cpu_k_reduce(const cpu_call *c) {
         for (int i = 0; i < first; i++) outer *= xs.dim[i];
         for (int i = last + 1; i < xs.rank; i++) inner *= xs.dim[i];
         reduce_block(t->op, c->in[0], c->out, outer, red, inner);
+    } else if (!fp16) {
+        reduce_blocked(t->op, c->in[0], c->out, xs, mask);
     } else {
         reduce_general(t->op, c->in[0], c->out, xs, mask, fp16);
     }
@@ -105,6 +159,19 @@ typedef struct { const cpu_call *c; int64_t n, inner; } softmax_ctx;
 static void softmax_range(void *p, int64_t o0, int64_t o1) {
     const softmax_ctx *s = p;
     int64_t n = s->n, inner = s->inner;
+    if (inner == 1) { /* softmax over the last axis: contiguous rows the compiler can vectorise */
+        for (int64_t o = o0; o < o1; o++) {
+            const float *x = s->c->in[0] + o * n;
+            float *y = s->c->out + o * n;
+            float mx = -INFINITY;
+            for (int64_t k = 0; k < n; k++) mx = x[k] > mx ? x[k] : mx;
+            float sum = 0.0f;
+            for (int64_t k = 0; k < n; k++) sum += (y[k] = expf(x[k] - mx));
+            float inv = 1.0f / sum;
+            for (int64_t k = 0; k < n; k++) y[k] *= inv;
+        }
+        return;
+    }
     for (int64_t o = o0; o < o1; o++)
         for (int64_t i = 0; i < inner; i++) {
             const float *x = s->c->in[0] + o * n * inner + i;

@@ -29,5 +29,6 @@ const cpu_kernel_fn cpu_kernels[AF_OP_COUNT] = {
 
 int64_t cpu_scratch_floats(const af_tensor *t) {
     if (t->op == AF_OP_CONV || t->op == AF_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t);
+    if (t->op == AF_OP_MATMUL) return cpu_matmul_scratch(t);
     return 0;
 }

@@ -39,4 +39,5 @@ void cpu_k_pool(const cpu_call *c);
 void cpu_k_conv(const cpu_call *c);
 void cpu_k_conv_transpose(const cpu_call *c);
 int64_t cpu_conv_scratch(const af_tensor *t);
+int64_t cpu_matmul_scratch(const af_tensor *t);
 #endif

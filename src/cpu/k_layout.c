@@ -12,17 +12,30 @@ void cpu_k_copy(const cpu_call *c) {
 static void strided_copy(const float *x, int64_t base, const int64_t *st, af_shape os, float *out) {
     int r = os.rank;
     if (r == 0) { out[0] = x[base]; return; }
-    int64_t idx[AF_MAX_RANK] = { 0 }, inner = os.dim[r - 1], sl = st[r - 1];
+    /* Merge trailing axes that are contiguous in the source too (a slice that keeps
+     * whole rows), so each copy moves a block rather than one short row. */
+    int64_t dim[AF_MAX_RANK], sv[AF_MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < r; i++) {
+        if (n > 0 && sv[n - 1] == st[i] * os.dim[i]) {
+            dim[n - 1] *= os.dim[i];
+            sv[n - 1] = st[i];
+            continue;
+        }
+        dim[n] = os.dim[i];
+        sv[n++] = st[i];
+    }
+    int64_t idx[AF_MAX_RANK] = { 0 }, inner = dim[n - 1], sl = sv[n - 1];
     int64_t rows = af_shape_count(os) / inner, off = base;
     for (int64_t row = 0; row < rows; row++) {
         const float *src = x + off;
         float *dst = out + row * inner;
         if (sl == 1) memcpy(dst, src, (size_t)inner * sizeof *dst);
         else for (int64_t i = 0; i < inner; i++) dst[i] = src[i * sl];
-        for (int d = r - 2; d >= 0; d--) {
-            off += st[d];
-            if (++idx[d] < os.dim[d]) break;
-            off -= st[d] * os.dim[d];
+        for (int d = n - 2; d >= 0; d--) {
+            off += sv[d];
+            if (++idx[d] < dim[d]) break;
+            off -= sv[d] * dim[d];
             idx[d] = 0;
         }
     }

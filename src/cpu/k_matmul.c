@@ -41,7 +41,9 @@ static bool left_shared(const af_tensor *t, int64_t *batches) {
 int64_t cpu_matmul_scratch(const af_tensor *t) {
     int64_t batches;
     if (t->op != AF_OP_MATMUL || !left_shared(t, &batches)) return 0;
-    af_shape sb = t->src[1]->shape, so = t->shape;
+    af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
+    int64_t k = t->a.ta ? sa.dim[sa.rank - 2] : sa.dim[sa.rank - 1];
+    if (so.dim[so.rank - 2] * so.dim[so.rank - 1] * k >= (1 << 16)) return 0;
     return batches * (sb.dim[sb.rank - 2] + so.dim[so.rank - 2]) * so.dim[so.rank - 1];
 }
 
@@ -58,12 +60,24 @@ static void matmul_left_shared(const cpu_call *c, int64_t batches) {
         for (int64_t r = 0; r < m; r++) memcpy(c->out + (i * m + r) * n, ct + r * wide + i * n, (size_t)n * sizeof(float));
 }
 
-void cpu_k_matmul(const cpu_call *c) {
-    int64_t shared_batches;
-    if (c->scratch && cpu_matmul_scratch(c->t) > 0 && left_shared(c->t, &shared_batches)) {
-        matmul_left_shared(c, shared_batches);
-        return;
+typedef struct {
+    const cpu_call *c;
+    af_shape sa, sb, so;
+    int64_t m, n, k, lda, ldb, mat_a, mat_b;
+} batch_ctx;
+
+static void batch_range(void *p, int64_t b0, int64_t b1) {
+    const batch_ctx *x = p;
+    const af_tensor *t = x->c->t;
+    for (int64_t i = b0; i < b1; i++) {
+        const float *a = x->c->in[0] + batch_offset(x->so, x->sa, i, x->mat_a);
+        const float *b = x->c->in[1] + batch_offset(x->so, x->sb, i, x->mat_b);
+        /* Each worker runs whole products on one thread: the pool is not re-entrant. */
+        cpu_sgemm(NULL, t->a.ta, t->a.tb, x->m, x->n, x->k, 1.0f, a, x->lda, b, x->ldb, 0.0f, x->c->out + i * x->m * x->n, x->n);
     }
+}
+
+void cpu_k_matmul(const cpu_call *c) {
     const af_tensor *t = c->t;
     af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
     int ta = t->a.ta, tb = t->a.tb;
@@ -74,14 +88,22 @@ void cpu_k_matmul(const cpu_call *c) {
     int64_t mat_b = sb.dim[sb.rank - 1] * sb.dim[sb.rank - 2];
     int64_t batches = af_shape_count(so) / (m * n);
     int64_t batch_a = af_shape_count(sa) / mat_a, batch_b = af_shape_count(sb) / mat_b;
-    /* A shared right operand with a full left batch is one tall GEMM (im2col's bmm). */
+    /* A shared right operand with a full left batch is one tall GEMM (a linear layer on [B, T, D]). */
     if (batch_b == 1 && batch_a == batches && !ta) {
         cpu_sgemm(c->pool, 0, tb, batches * m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n);
         return;
     }
-    for (int64_t i = 0; i < batches; i++) {
-        const float *a = c->in[0] + batch_offset(so, sa, i, mat_a);
-        const float *b = c->in[1] + batch_offset(so, sb, i, mat_b);
-        cpu_sgemm(c->pool, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c->out + i * m * n, n);
+    /* Tiny products against a shared left operand: one wide GEMM beats thousands of calls. */
+    int64_t shared_batches;
+    if (m * n * k < (1 << 16) && c->scratch && cpu_matmul_scratch(t) > 0 && left_shared(t, &shared_batches)) {
+        matmul_left_shared(c, shared_batches);
+        return;
     }
+    /* Otherwise whole products in parallel, each on one thread. */
+    batch_ctx x = { c, sa, sb, so, m, n, k, lda, ldb, mat_a, mat_b };
+    if (batches == 1) {
+        cpu_sgemm(c->pool, ta, tb, m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n);
+        return;
+    }
+    cpu_pool_for(c->pool, batches, 1, batch_range, &x);
 }

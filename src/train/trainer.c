@@ -42,6 +42,13 @@ float tr_lr_t(const af_trainer *t, int64_t step) {
     return (float)(lr * sqrt(1.0 - pow(t->o.beta2, k)) / (1.0 - pow(t->o.beta1, k)));
 }
 
+/* The factor the update programs apply to a gradient before Adam's moments: in fp16 it
+ * turns loss-scaled gradients into fixed moment units (the host folds the current loss
+ * scale in, so a dynamic scale needs no recompile); in fp32 it is exactly 1. */
+float tr_grad_mult(const af_trainer *t) {
+    return t->fp16 && t->o.optimizer == AF_OPT_ADAM ? TR_MOMENT_UNIT / t->scale : 1.0f;
+}
+
 /* After a step: count a skip (warn on the first and every 100th) and move the dynamic scale. */
 static void after_step(af_trainer *t, bool ok) {
     if (!ok) {
@@ -79,7 +86,7 @@ static void host_update(af_trainer *t, int i, const float *g, int64_t step) {
         t->host_flops += 3 * n;
         return;
     }
-    float b1 = t->o.beta1, b2 = t->o.beta2, lr_t = tr_lr_t(t, step), eps = t->eps_engine;
+    float b1 = t->o.beta1, b2 = t->o.beta2, lr_t = tr_lr_t(t, step), eps = t->o.eps; /* fp32 on the host */
     for (int64_t j = 0; j < n; j++) {
         m[j] = b1 * m[j] + (1.0f - b1) * g[j];
         v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
@@ -155,7 +162,7 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
     int k = t->k, nm = t->o.objective == AF_OBJ_CE ? 2 : 1;
     af_buffer in[TR_MAXIO] = { 0 }, out[TR_MAXIO] = { 0 };
     float ls = t->o.objective == AF_OBJ_CE ? t->scale / (float)t->o.batch : t->scale;
-    float lr[TR_MAXK], decay[TR_MAXK], metrics[TR_MAXK][2], ok[TR_MAXK];
+    float lr[TR_MAXK], decay[TR_MAXK], metrics[TR_MAXK][2], ok[TR_MAXK], gm = tr_grad_mult(t);
     int n = 0;
     for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(x + (size_t)s * t->x_count, t->x_count);
     for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(y + (size_t)s * t->y_count, t->y_count);
@@ -166,6 +173,7 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
         decay[s] = 1.0f - tr_lr_at(&t->o, t->step + s) * t->o.weight_decay;
         in[n++] = AF_BUF_F32(&lr[s], 1);
     }
+    in[n++] = AF_BUF_F32(&gm, 1);
     if (t->o.weight_decay != 0.0f)
         for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(&decay[s], 1);
     /* state inputs are resident: their buffers are ignored */

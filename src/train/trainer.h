@@ -7,6 +7,9 @@
 #define TR_MAXP 64    /* params */
 #define TR_MAXK 64    /* unrolled steps */
 #define TR_MAXIO 1024 /* inputs or outputs of one program */
+/* fp16 Adam keeps its moments in units of 1/128 of a gradient whatever the loss scale:
+ * v = (scale g)^2 overflows fp16 once |scale g| > 256, and plain g^2 underflows. */
+#define TR_MOMENT_UNIT 128.0f
 
 struct af_trainer {
     af_net net;
@@ -17,7 +20,8 @@ struct af_trainer {
     int64_t count[TR_MAXP];
     af_shape flat[TR_MAXP];    /* [rows, cols] view used by the update programs */
     int64_t x_count, y_count;  /* floats in one batch of x and of targets */
-    float eps_engine;          /* Adam eps as the programs see it (fp16 floor) */
+    float eps_engine;          /* Adam eps as the programs see it, in moment units */
+    int fp16;                  /* the programs run in fp16 storage */
 
     /* host-side state (host and device plans; resident plans read back on demand) */
     float *master[TR_MAXP], *m[TR_MAXP], *v[TR_MAXP], *grad[TR_MAXP];
@@ -42,6 +46,7 @@ struct af_trainer {
 
 float     tr_lr_at(const af_train_opts *o, int64_t step);
 float     tr_lr_t(const af_trainer *t, int64_t step);
+float     tr_grad_mult(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);
 af_status tr_build_programs(af_trainer *t);
 af_status tr_build_eval(af_trainer *t);

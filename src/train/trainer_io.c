@@ -43,8 +43,10 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     if (o.scale_growth_interval < 1) t->o.scale_growth_interval = 1000;
     bool engine = o.compile.target != AF_TARGET_CPU;
     bool fp16 = o.compile.precision == AF_PRECISION_FP16 || (o.compile.precision == AF_PRECISION_DEFAULT && engine);
-    /* eps must survive fp16 storage (1e-8 rounds to 0 there, and 0/0 would poison the weights). */
-    t->eps_engine = fp16 && o.eps < 6.2e-5f ? 6.2e-5f : o.eps;
+    t->fp16 = fp16;
+    /* In fp16, Adam's moments hold gradients in fixed units (see tr_grad_mult), and eps
+     * must survive fp16 storage: 1e-8 rounds to 0 there, and 0/0 would poison the weights. */
+    t->eps_engine = fp16 ? fmaxf(o.eps * TR_MOMENT_UNIT, 6.2e-5f) : o.eps;
     t->np = t->g ? net->make_params(net->ctx, t->g, t->p, TR_MAXP) : -1;
     if (t->np < 1 || (t->g && t->g->error)) {
         af_fail(AF_ERR_INVALID, "af_trainer_new: make_params failed: %s", t->g && t->g->error ? t->g->error : "it returned no params");

@@ -53,6 +53,7 @@ static af_trainer *make(af_plan plan, af_precision prec, float scale) {
     o.eval_batch = 50;
     o.compile.precision = prec;
     o.compile.threads = 1;
+    if (prec == AF_PRECISION_FP16) o.weight_decay = 1e-4f; /* exercises the decay inputs too */
     af_trainer *t = af_trainer_new(&net, &o);
     CHECK(t != NULL, "trainer (%s) failed: %s", af_plan_name(plan), af_error_message());
     return t;

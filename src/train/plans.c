@@ -111,7 +111,7 @@ static af_status build_update_program(af_trainer *t, int i) {
     af_dtype dt = io_dtype(t);
     af_shape f = t->flat[i];
     bool adam = t->o.optimizer == AF_OPT_ADAM, decay = t->o.weight_decay != 0.0f;
-    af_tensor *in[6], *out;
+    af_tensor *in[8], *out;
     int n = 0;
     af_tensor *w = in[n++] = af_input(g, "w", dt, f);
     af_tensor *m = adam ? (in[n++] = af_input(g, "m", dt, f)) : NULL;
@@ -142,7 +142,7 @@ af_status tr_device_update(af_trainer *t, int i, int64_t step) {
     bool adam = t->o.optimizer == AF_OPT_ADAM;
     float lr = tr_lr_t(t, step), decay = 1.0f - tr_lr_at(&t->o, step) * t->o.weight_decay, gm = tr_grad_mult(t);
     int64_t n = t->count[i];
-    af_buffer in[6];
+    af_buffer in[8];
     int k = 0;
     in[k++] = AF_BUF_F32(t->master[i], n);
     if (adam) { in[k++] = AF_BUF_F32(t->m[i], n); in[k++] = AF_BUF_F32(t->v[i], n); }

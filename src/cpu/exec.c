@@ -111,7 +111,7 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         for (int j = 0; j < m->nin && direct; j++)
             if (!(m->state_out && m->state_out[j] >= 0) && overlaps(&out[i], &in[j])) direct = false;
         for (int id = 0; id < m->ntensors && direct; id++) /* baked constants (af_tensor_value) */
-            if (m->offset[id] < 0 && m->val[id]) {
+            if (m->val[id] && m->g->t[id]->op == AF_OP_CONST) {
                 af_buffer cb = AF_BUF_F32(m->val[id], af_shape_count(m->g->t[id]->shape));
                 if (overlaps(&out[i], &cb)) direct = false;
             }

@@ -1,8 +1,11 @@
 /* Normalisations. Statistics accumulate in double; every norm is
- * y = (x - mean) * rsqrt(var + eps) * gamma + beta over its group (rms_norm: no mean, no beta). */
+ * y = (x - mean) * rsqrt(var + eps) * gamma + beta over its group (rms_norm: no mean, no beta).
+ * Groups are independent, so large tensors split them across the pool. */
 #include "cpu/kernels.h"
 
 #include <math.h>
+
+#define PAR_MIN 16384 /* elements per task below which threading costs more than it saves */
 
 /* Normalises `n` values spaced `stride` apart; gamma/beta indexed by k / per. */
 static void norm_group(const float *x, float *y, int64_t n, int64_t stride, int64_t per, const float *gamma,
@@ -17,34 +20,64 @@ static void norm_group(const float *x, float *y, int64_t n, int64_t stride, int6
     double var = sq / (double)n - mean * mean;
     if (var < 0) var = 0;
     float m = (float)mean, r = (float)(1.0 / sqrt(var + eps));
+    if (stride == 1 && per == 1) { /* the last-axis norms: contiguous, one gamma per element */
+        if (beta)
+            for (int64_t k = 0; k < n; k++) y[k] = (x[k] - m) * r * gamma[k] + beta[k];
+        else
+            for (int64_t k = 0; k < n; k++) y[k] = (x[k] - m) * r * gamma[k];
+        return;
+    }
     for (int64_t k = 0; k < n; k++) {
         float v = (x[k * stride] - m) * r * gamma[k / per];
         y[k * stride] = beta ? v + beta[k / per] : v;
     }
 }
 
+typedef struct {
+    const cpu_call *c;
+    const float *gamma, *beta;
+    int64_t n, ch, sp, groups; /* batch, channels, spatial size, groups (group_norm) */
+} norm_ctx;
+
+/* Tasks are rows (rms/layer norm), (batch, position) pairs (channel_layer_norm) or
+ * (batch, group) pairs (group_norm). */
+static void norm_range(void *p, int64_t t0, int64_t t1) {
+    const norm_ctx *s = p;
+    const cpu_call *c = s->c;
+    const af_tensor *t = c->t;
+    const float *x = c->in[0];
+    float eps = t->a.eps;
+    for (int64_t i = t0; i < t1; i++) {
+        if (t->op == AF_OP_RMS_NORM || t->op == AF_OP_LAYER_NORM) {
+            int64_t d = s->ch;
+            norm_group(x + i * d, c->out + i * d, d, 1, 1, s->gamma, s->beta, eps, t->op == AF_OP_LAYER_NORM);
+        } else if (t->op == AF_OP_CHANNEL_LAYER_NORM) {
+            int64_t b = i / s->sp, sp = i % s->sp, off = b * s->ch * s->sp + sp;
+            norm_group(x + off, c->out + off, s->ch, s->sp, 1, s->gamma, s->beta, eps, true);
+        } else {
+            int64_t b = i / s->groups, gi = i % s->groups, cg = s->ch / s->groups;
+            int64_t off = (b * s->ch + gi * cg) * s->sp;
+            norm_group(x + off, c->out + off, cg * s->sp, 1, s->sp, s->gamma + gi * cg, s->beta + gi * cg, eps, true);
+        }
+    }
+}
+
 void cpu_k_norm(const cpu_call *c) {
     const af_tensor *t = c->t;
     af_shape xs = t->shape;
-    const float *x = c->in[0], *gamma = c->in[1], *beta = t->op == AF_OP_RMS_NORM ? NULL : c->in[2];
-    float eps = t->a.eps;
+    norm_ctx s = { .c = c, .gamma = c->in[1], .beta = t->op == AF_OP_RMS_NORM ? NULL : c->in[2] };
+    int64_t total = af_shape_count(xs), tasks;
     if (t->op == AF_OP_RMS_NORM || t->op == AF_OP_LAYER_NORM) {
-        int64_t d = xs.dim[xs.rank - 1], rows = af_shape_count(xs) / d;
-        for (int64_t r = 0; r < rows; r++)
-            norm_group(x + r * d, c->out + r * d, d, 1, 1, gamma, beta, eps, t->op == AF_OP_LAYER_NORM);
-        return;
+        s.ch = xs.dim[xs.rank - 1];
+        tasks = total / s.ch;
+    } else {
+        s.n = xs.dim[0];
+        s.ch = xs.dim[1];
+        s.sp = total / (s.n * s.ch);
+        s.groups = t->op == AF_OP_GROUP_NORM ? t->a.groups : 1;
+        tasks = t->op == AF_OP_CHANNEL_LAYER_NORM ? s.n * s.sp : s.n * s.groups;
     }
-    int64_t n = xs.dim[0], ch = xs.dim[1], sp = af_shape_count(xs) / (n * ch);
-    if (t->op == AF_OP_CHANNEL_LAYER_NORM) {
-        for (int64_t b = 0; b < n; b++)
-            for (int64_t s = 0; s < sp; s++)
-                norm_group(x + b * ch * sp + s, c->out + b * ch * sp + s, ch, sp, 1, gamma, beta, eps, true);
-        return;
-    }
-    int64_t g = t->a.groups, cg = ch / g;
-    for (int64_t b = 0; b < n; b++)
-        for (int64_t gi = 0; gi < g; gi++) {
-            int64_t off = (b * ch + gi * cg) * sp;
-            norm_group(x + off, c->out + off, cg * sp, 1, sp, gamma + gi * cg, beta + gi * cg, eps, true);
-        }
+    if (tasks <= 0) return;
+    int64_t per_task = total / tasks;
+    cpu_pool_for(c->pool, tasks, per_task >= PAR_MIN ? 1 : PAR_MIN / per_task + 1, norm_range, &s);
 }

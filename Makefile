@@ -26,5 +26,19 @@ demo: build
 bench: build
 	./$(BUILD)/aneforge bench ops
 
+# libFuzzer targets for the MIL reader and the weight-file reader (needs clang).
+FUZZ_TIME ?= 600
+FUZZ_FLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+fuzz:
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DAF_USE_BLAS=OFF \
+	  -DCMAKE_C_FLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target aneforge_static
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_mil.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_mil
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_milblob.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_milblob
+	@mkdir -p build-fuzz/corpus-mil build-fuzz/corpus-milblob
+	./build-fuzz/fuzz_mil -max_total_time=$(FUZZ_TIME) -dict=fuzz/mil.dict build-fuzz/corpus-mil tests/corpus/mil
+	./build-fuzz/fuzz_milblob -max_total_time=$(FUZZ_TIME) build-fuzz/corpus-milblob tests/corpus/milblob
+
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

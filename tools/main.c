@@ -14,6 +14,7 @@ static const struct {
     { "data", cmd_data, "fetch and inspect datasets (data fetch mnist|fashion, data info)" },
     { "bench", cmd_bench, "run benchmarks and print JSON (bench ops)" },
     { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
+    { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
     { "demo", cmd_demo, "build, compile and run a small example model" },
 };
 

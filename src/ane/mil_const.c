@@ -1,0 +1,136 @@
+/* MIL reader: the symbol table and constants (inline literals and BLOBFILE records
+ * turned into float values and IR constants). */
+#include "ane/mil_ast.h"
+#include "ir/fp16.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------------------- symbols */
+
+static uint32_t hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+mil_sym *mil_lookup(mil_mapper *M, const char *name) {
+    if (!M->tabcap) return NULL;
+    for (uint32_t i = hash(name) & (uint32_t)(M->tabcap - 1);; i = (i + 1) & (uint32_t)(M->tabcap - 1)) {
+        int k = M->table[i];
+        if (!k) return NULL;
+        if (!strcmp(M->syms[k - 1].name, name)) return &M->syms[k - 1];
+    }
+}
+
+mil_sym *mil_define(mil_mapper *M, const char *name, int def, const mil_type *ty, int line, int col) {
+    if (mil_lookup(M, name)) { mil_error(M->diag, AF_ERR_CORRUPT, line, col, "variable '%s' is defined twice", name); return NULL; }
+    if (M->nsyms == M->capsyms || M->nsyms * 2 >= M->tabcap) {
+        mil_error(M->diag, AF_ERR_NOMEM, line, col, "internal: symbol table full");
+        return NULL;
+    }
+    mil_sym *s = &M->syms[M->nsyms++];
+    *s = (mil_sym){ .name = name, .def = def, .type = *ty };
+    uint32_t i = hash(name) & (uint32_t)(M->tabcap - 1);
+    while (M->table[i]) i = (i + 1) & (uint32_t)(M->tabcap - 1);
+    M->table[i] = M->nsyms;
+    return s;
+}
+
+/* ---------------------------------------------------------------- constants */
+
+static int blob_code_bytes(mil_dtype dt, af_milblob_dtype *code) {
+    switch (dt) {
+    case MIL_FP16: *code = AF_MILBLOB_FP16; return 2;
+    case MIL_FP32: *code = AF_MILBLOB_FP32; return 4;
+    case MIL_INT8: *code = AF_MILBLOB_INT8; return 1;
+    case MIL_UINT8: *code = AF_MILBLOB_UINT8; return 1;
+    case MIL_INT16: *code = AF_MILBLOB_INT16; return 2;
+    case MIL_UINT16: *code = AF_MILBLOB_UINT16; return 2;
+    case MIL_INT32: *code = AF_MILBLOB_INT32; return 4;
+    case MIL_UINT32: *code = AF_MILBLOB_UINT32; return 4;
+    default: return 0;
+    }
+}
+
+static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
+    float *f = mil_alloc(M->arena, sizeof(float) * (size_t)(lit->count ? lit->count : 1));
+    if (!f) { mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory"); return NULL; }
+    if (lit->v) {
+        for (int64_t i = 0; i < lit->count; i++) f[i] = (float)lit->v[i];
+        return f;
+    }
+    if (!lit->blob) { mil_error(M->diag, AF_ERR_INVALID, line, col, "a %s constant has no numeric value", mil_dtype_name(lit->type.dt)); return NULL; }
+    af_milblob_dtype want, got;
+    int size = blob_code_bytes(lit->type.dt, &want);
+    const void *data;
+    int64_t nbytes;
+    if (!size) { mil_error(M->diag, AF_ERR_UNSUPPORTED, lit->line, lit->col, "BLOBFILE constants of dtype %s are not supported", mil_dtype_name(lit->type.dt)); return NULL; }
+    if (!mil_blob_get(M, lit->blob_path, lit->blob_offset, &got, &data, &nbytes, lit->line, lit->col)) return NULL;
+    if (got != want || nbytes != lit->count * size) {
+        mil_error(M->diag, AF_ERR_CORRUPT, lit->line, lit->col, "the weight record at offset %llu holds %lld bytes of %s but the constant is %lld elements of %s",
+                  (unsigned long long)lit->blob_offset, (long long)nbytes, af_milblob_dtype_name(got), (long long)lit->count,
+                  mil_dtype_name(lit->type.dt));
+        return NULL;
+    }
+    const uint8_t *b = data;
+    for (int64_t i = 0; i < lit->count; i++) {
+        const uint8_t *q = b + i * size;
+        switch (lit->type.dt) {
+        case MIL_FP16: f[i] = af_f16_to_f32((uint16_t)(q[0] | q[1] << 8)); break;
+        case MIL_FP32: { uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24; memcpy(&f[i], &u, 4); break; }
+        case MIL_INT8: f[i] = (int8_t)q[0]; break;
+        case MIL_UINT8: f[i] = q[0]; break;
+        case MIL_INT16: f[i] = (int16_t)(q[0] | q[1] << 8); break;
+        case MIL_UINT16: f[i] = (uint16_t)(q[0] | q[1] << 8); break;
+        case MIL_INT32: f[i] = (float)(int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24); break;
+        default: f[i] = (float)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24); break;
+        }
+    }
+    return f;
+}
+
+const float *mil_const_values(mil_mapper *M, mil_sym *s, int line, int col) {
+    if (!s->vals) s->vals = lit_floats(M, s->lit, line, col);
+    return s->vals;
+}
+
+bool mil_scalar_of(mil_mapper *M, const mil_value *v, double *out) {
+    const mil_lit *lit = NULL;
+    if (v->kind == MIL_V_LIT) lit = v->lit;
+    else if (v->kind == MIL_V_IDENT) {
+        mil_sym *s = mil_lookup(M, v->ident);
+        lit = s ? s->lit : NULL;
+    }
+    if (!lit || lit->count != 1 || !lit->v) return false;
+    *out = lit->v[0];
+    return true;
+}
+
+bool mil_shape_of(mil_mapper *M, const mil_type *ty, af_shape *s, int line, int col) {
+    if (ty->kind != MIL_TY_TENSOR || ty->dynamic) return mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "needs a tensor with a static shape");
+    if (ty->rank > AF_MAX_RANK) return mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "rank %d is above the IR's %d", ty->rank, AF_MAX_RANK);
+    int64_t n = 1;
+    s->rank = ty->rank;
+    for (int i = 0; i < ty->rank; i++) {
+        if (ty->dim[i] < 1) return mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "dimension %d is %lld; the IR needs >= 1", i, (long long)ty->dim[i]);
+        s->dim[i] = ty->dim[i];
+        n *= ty->dim[i];
+        if (n > AF_MIL_MAX_ELEMS) return mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "tensor larger than %lld elements", (long long)AF_MIL_MAX_ELEMS);
+    }
+    return true;
+}
+
+/* An IR constant holding a literal's values (bools as 0/1). */
+af_tensor *mil_const_tensor(mil_mapper *M, const char *name, const mil_lit *lit, const float *vals, int line, int col) {
+    af_shape s;
+    if (!(mil_dtype_is_float(lit->type.dt) || lit->type.dt == MIL_BOOL)) {
+        mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "%s tensors cannot be op inputs here (only fp16, fp32 and bool)", mil_dtype_name(lit->type.dt));
+        return NULL;
+    }
+    if (!mil_shape_of(M, &lit->type, &s, line, col)) return NULL;
+    if (!vals && !(vals = lit_floats(M, lit, line, col))) return NULL;
+    af_tensor *t = af_const(M->g, name, s, vals);
+    if (!t) mil_error(M->diag, AF_ERR_NOMEM, line, col, "%s", af_graph_error(M->g) ? af_graph_error(M->g) : "out of memory");
+    return t;
+}
+

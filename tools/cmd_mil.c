@@ -1,0 +1,206 @@
+/* aneforge mil: write Apple MIL programs and run them on the CPU.
+ *   mil emit NAME --out DIR        writes DIR/model.mil and DIR/weights/weight.bin
+ *   mil run MODEL.mil [--weights DIR] --in NAME=FILE.npy ... --out DIR [--fp32]
+ *   mil check MODEL.mil [--weights DIR]
+ * `run` executes with the engine's fp16 numerics (every op's result rounded to fp16)
+ * unless --fp32; inputs are matched to function arguments by name, and each returned
+ * value is written as DIR/<name>.npy (float32). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "cli.h"
+#include "aneforge.h"
+#include "ane/mil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: aneforge mil emit NAME --out DIR\n"
+               "       aneforge mil run MODEL.mil [--weights DIR] --in NAME=FILE.npy ... --out DIR [--fp32]\n"
+               "       aneforge mil check MODEL.mil [--weights DIR]\n\n"
+               "emit   writes a built-in program as DIR/model.mil and DIR/weights/weight.bin;\n"
+               "       NAME is one of:");
+    for (int i = 0; af_mil_sample_names[i]; i++) fprintf(f, " %s", af_mil_sample_names[i]);
+    fprintf(f, " (mlp-step is a whole training step:\n"
+               "       forward, cross-entropy, backward and the SGD update)\n"
+               "run    parses a MIL program (Apple's program(1.0)..(1.3) spellings) and its weight files,\n"
+               "       feeds each function argument from a NumPy .npy file, runs it on the CPU with the\n"
+               "       engine's fp16 numerics (--fp32: in fp32) and writes every returned value as\n"
+               "       DIR/<name>.npy. BLOBFILE paths @model_path/weights/... are looked up in --weights\n"
+               "       (default: the weights/ folder beside MODEL.mil)\n"
+               "check  parses a program and lists its arguments and results\n");
+}
+
+static void shape_text(af_shape s, char *buf, size_t n) { af_shape_str(s, buf, n); }
+
+static char *read_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *t = malloc(cap);
+    while (t) {
+        n += fread(t + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *nt = cap < AF_MIL_MAX_TEXT ? realloc(t, cap * 2) : NULL;
+        if (!nt) { free(t); t = NULL; break; }
+        t = nt;
+        cap *= 2;
+    }
+    fclose(f);
+    *len = n;
+    return t;
+}
+
+/* Parses path; prints the error and returns 1 on failure. */
+static int load(const char *path, const char *weights, af_mil_module *m) {
+    size_t len;
+    char *text = read_text(path, &len);
+    if (!text) { fprintf(stderr, "aneforge mil: cannot read %s: %s\n", path, strerror(errno)); return 1; }
+    char *dir = af_strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash) *slash = 0;
+    af_mil_read_opts o = { .source_name = path, .model_dir = slash ? dir : ".", .weights_dir = weights };
+    af_status st = af_mil_parse(text, len, &o, m);
+    free(text);
+    free(dir);
+    if (st) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
+    return 0;
+}
+
+static int cmd_emit(int argc, char **argv) {
+    const char *name = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (argv[i][0] != '-' && !name) name = argv[i];
+        else { fprintf(stderr, "aneforge mil emit: unexpected '%s' (try --help)\n", argv[i]); return 2; }
+    }
+    if (!name || !out) { usage(stderr); return 2; }
+    af_mil_sample s;
+    if (af_mil_sample_build(name, &s)) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
+    af_status st = af_mil_emit(s.g, s.nin, s.in, s.nout, s.out, out);
+    af_graph_free(s.g);
+    if (st) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
+    printf("wrote %s/model.mil and %s/weights/%s\n", out, out, AF_MIL_WEIGHT_FILE);
+    return 0;
+}
+
+static int cmd_check(int argc, char **argv) {
+    const char *path = NULL, *weights = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else { fprintf(stderr, "aneforge mil check: unexpected '%s' (try --help)\n", argv[i]); return 2; }
+    }
+    if (!path) { usage(stderr); return 2; }
+    af_mil_module m;
+    if (load(path, weights, &m)) return 1;
+    char s[160];
+    for (int i = 0; i < m.nin; i++) { shape_text(m.in[i]->shape, s, sizeof s); printf("argument %s %s\n", m.in_names[i], s); }
+    for (int i = 0; i < m.nout; i++) { shape_text(m.out[i]->shape, s, sizeof s); printf("result   %s %s\n", m.out_names[i], s); }
+    printf("%d graph nodes\n", af_graph_size(m.g));
+    af_graph_free(m.g);
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv) {
+    const char *path = NULL, *weights = NULL, *outdir = NULL;
+    bool fp32 = false;
+    int nfeeds = 0;
+    char **feeds = calloc((size_t)argc + 1, sizeof *feeds);
+    if (!feeds) return 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) outdir = argv[++i];
+        else if (!strcmp(argv[i], "--in") && i + 1 < argc) feeds[nfeeds++] = argv[++i];
+        else if (!strcmp(argv[i], "--fp32")) fp32 = true;
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else { fprintf(stderr, "aneforge mil run: unexpected '%s' (try --help)\n", argv[i]); free(feeds); return 2; }
+    }
+    if (!path || !outdir) { usage(stderr); free(feeds); return 2; }
+    af_mil_module m;
+    if (load(path, weights, &m)) { free(feeds); return 1; }
+    int rc = 1;
+    af_model *model = NULL;
+    float **data = calloc((size_t)m.nin + 1, sizeof *data), **res = calloc((size_t)m.nout + 1, sizeof *res);
+    af_buffer *bi = calloc((size_t)m.nin + 1, sizeof *bi), *bo = calloc((size_t)m.nout + 1, sizeof *bo);
+    if (!data || !res || !bi || !bo) goto done;
+    for (int f = 0; f < nfeeds; f++) { /* every --in names an argument */
+        char *eq = strchr(feeds[f], '=');
+        int k = -1;
+        for (int i = 0; eq && i < m.nin; i++)
+            if (strlen(m.in_names[i]) == (size_t)(eq - feeds[f]) && !strncmp(m.in_names[i], feeds[f], (size_t)(eq - feeds[f]))) k = i;
+        if (k < 0) { fprintf(stderr, "aneforge mil run: --in %s names no function argument (want NAME=FILE.npy)\n", feeds[f]); goto done; }
+        if (data[k]) { fprintf(stderr, "aneforge mil run: argument %s is fed twice\n", m.in_names[k]); goto done; }
+        int rank;
+        int64_t dims[8];
+        if (af_npy_read(eq + 1, &data[k], &rank, dims)) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+        af_shape want = m.in[k]->shape, got = { .rank = rank };
+        bool same = rank == want.rank;
+        for (int i = 0; same && i < rank; i++) same = dims[i] == want.dim[i];
+        if (!same) {
+            char a[120], b[120];
+            if (rank <= AF_MAX_RANK) memcpy(got.dim, dims, sizeof(int64_t) * (size_t)rank);
+            shape_text(want, a, sizeof a);
+            shape_text(got, b, sizeof b);
+            fprintf(stderr, "aneforge mil run: argument %s is %s but %s holds %s\n", m.in_names[k], a, eq + 1, rank <= AF_MAX_RANK ? b : "(rank > 6)");
+            goto done;
+        }
+        bi[k] = AF_BUF_F32(data[k], af_shape_count(want));
+    }
+    for (int i = 0; i < m.nin; i++)
+        if (!data[i]) {
+            char a[120];
+            shape_text(m.in[i]->shape, a, sizeof a);
+            fprintf(stderr, "aneforge mil run: no --in for argument %s %s\n", m.in_names[i], a);
+            goto done;
+        }
+    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = fp32 ? AF_PRECISION_FP32 : AF_PRECISION_FP16 };
+    if (!(model = af_compile(m.g, m.nin, m.in, m.nout, m.out, &o))) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+    for (int i = 0; i < m.nout; i++) {
+        int64_t n = af_shape_count(m.out[i]->shape);
+        if (!(res[i] = malloc(sizeof(float) * (size_t)(n + 1)))) goto done;
+        bo[i] = AF_BUF_F32(res[i], n);
+    }
+    if (af_run(model, bi, bo)) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+    if (mkdir(outdir, 0777) && errno != EEXIST) { fprintf(stderr, "aneforge mil run: cannot create %s: %s\n", outdir, strerror(errno)); goto done; }
+    for (int i = 0; i < m.nout; i++) {
+        size_t n = strlen(outdir) + strlen(m.out_names[i]) + 8;
+        char *p = malloc(n), s[120];
+        if (!p) goto done;
+        snprintf(p, n, "%s/%s.npy", outdir, m.out_names[i]);
+        af_status st = af_npy_write(p, res[i], m.out[i]->shape.rank, m.out[i]->shape.dim);
+        shape_text(m.out[i]->shape, s, sizeof s);
+        if (!st) printf("%s %s -> %s\n", m.out_names[i], s, p);
+        free(p);
+        if (st) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+    }
+    rc = 0;
+done:
+    for (int i = 0; data && i < m.nin; i++) free(data[i]);
+    for (int i = 0; res && i < m.nout; i++) free(res[i]);
+    free(data);
+    free(res);
+    free(bi);
+    free(bo);
+    free(feeds);
+    af_model_free(model);
+    af_graph_free(m.g);
+    return rc;
+}
+
+int cmd_mil(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "emit")) return cmd_emit(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "check")) return cmd_check(argc - 1, argv + 1);
+    fprintf(stderr, "aneforge mil: unknown subcommand '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -127,7 +127,7 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         }
         for (int k = 0; k < t->nsrc; k++) ins[k] = m->val[t->src[k]->id];
         cpu_call c = { .t = t, .in = ins, .out = m->val[t->id], .pool = m->pool, .scratch = m->scratch,
-                       .fp16_accum = m->fp16_accum };
+                       .fp16_accum = m->fp16_accum, .fp16 = m->fp16 };
         cpu_kernels[t->op](&c);
         if (m->quirk && m->quirk[s]) apply_quirks(m, s, ins);
         if (needs_rounding(m, t)) af_round_f16_array(m->val[t->id], af_shape_count(t->shape));

@@ -117,7 +117,7 @@ static void unary_range(void *p, int64_t b, int64_t e) {
     const float *a = c->in[0] + b;
     float *o = c->out + b;
     int64_t n = e - b;
-    float s = c->t->a.scalar;
+    float s = c->fp16 ? af_round_f16(c->t->a.scalar) : c->t->a.scalar; /* as the engine stores it */
     switch (c->t->op) {
     case AF_OP_ADDS: UN_LOOP(x + s); break;
     case AF_OP_MULS: UN_LOOP(x * s); break;

@@ -12,6 +12,7 @@ typedef struct {
     cpu_pool *pool;
     float *scratch;          /* cpu_scratch_floats(t) floats, or NULL when that is 0 */
     int fp16_accum;          /* reduce_sum accumulates in fp16 (ane-sim families) */
+    int fp16;                /* fp16-storage numerics: scalar attributes are fp16 too */
 } cpu_call;
 
 typedef void (*cpu_kernel_fn)(const cpu_call *c);

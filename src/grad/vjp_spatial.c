@@ -47,20 +47,31 @@ void grad_vjp_pool(grad_ctx *c) {
     c->dsrc[0] = af_mul(mask, spread(c->g, x->shape, a, 1.0f, 1.0f));
 }
 
+/* The weight gradient of a stride-1 conv is itself a conv: with batch and channels
+ * swapped, x^T [Cin, N, H, W] convolved by g^T [Cout, N, Ho, Wo] gives [Cin, Cout, kH, kW].
+ * It needs a computed conv weight, which only the CPU target compiles. */
+static af_tensor *conv_weight_grad(af_tensor *x, af_tensor *g, const af_attrs *a) {
+    int perm[4] = { 1, 0, 2, 3 };
+    af_tensor *dwt = af_conv(af_transpose(x, perm), af_transpose(g, perm), NULL, a->pad, NULL, 1);
+    return af_transpose(dwt, perm);
+}
+
 void grad_vjp_conv(grad_ctx *c) {
     af_tensor *t = c->t, *w = t->src[1];
     const af_attrs *a = &t->a;
-    if (c->need[1]) {
-        af_graph_fail(t->g, "%s VJP: the weight is baked, so it has no gradient; for a trainable weight use "
-                            "af_conv_param with af_conv2d", af_ops[t->op].name);
+    bool unit = a->stride[0] == 1 && a->stride[1] == 1 && a->groups == 1;
+    if (c->need[1] && (t->op != AF_OP_CONV || !unit || a->dilation[0] != 1 || a->dilation[1] != 1)) {
+        af_graph_fail(t->g, "%s VJP: a weight gradient needs a conv with stride 1, dilation 1 and groups 1; for a "
+                            "trainable weight use af_conv_param with af_conv2d", af_ops[t->op].name);
         return;
     }
+    if (c->need[1]) c->dsrc[1] = conv_weight_grad(t->src[0], c->g, a);
     if (!c->need[0]) return;
     if (t->op == AF_OP_CONV_TRANSPOSE) { /* its adjoint is the forward conv */
         c->dsrc[0] = af_conv(c->g, w, a->stride, a->pad, a->dilation, 1);
         return;
     }
-    if (a->stride[0] != 1 || a->stride[1] != 1 || a->groups != 1) {
+    if (!unit) {
         af_graph_fail(t->g, "conv VJP: stride %dx%d, groups %d: the input gradient needs stride 1 and groups 1 "
                             "(conv_transpose lacks output_padding); downsample with avg_pool instead",
                       a->stride[0], a->stride[1], a->groups);

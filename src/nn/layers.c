@@ -79,10 +79,11 @@ af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad) {
         af_graph_fail(g, "af_conv2d: x %s must be [N, %d, H, W] to match the weight's %d input channels", s, cin, cin);
         return NULL;
     }
+    int64_t cout = w->shape.dim[1];
     af_tensor *xp = pad ? zero_pad(x, pad) : x;
     if (!xp) return NULL;
     int64_t n = x->shape.dim[0], hp = xp->shape.dim[2], wp = xp->shape.dim[3];
-    int64_t ho = hp - kh + 1, wo = wp - kw + 1, cout = w->shape.dim[1];
+    int64_t ho = hp - kh + 1, wo = wp - kw + 1;
     if (ho < 1 || wo < 1) { af_graph_fail(g, "af_conv2d: the %dx%d kernel is larger than the padded input", kh, kw); return NULL; }
     /* im2col: one [N, Cin, 1, Ho*Wo] slice per kernel offset, patch index on axis 2.
      * Slicing the width first and the height second lets the backward pass sum the

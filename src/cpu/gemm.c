@@ -262,7 +262,7 @@ void cpu_sgemm_portable(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64
 /* OpenBLAS wakes its threads for every call; on small products (a conv's per-image
  * GEMMs) the wake-ups cost more than the work, several times over on a busy machine.
  * Those run on one thread, large ones on all that were asked for. */
-#define BLAS_THREAD_MIN_MACS ((int64_t)1 << 24)
+#define BLAS_THREAD_MIN_MACS ((int64_t)1 << 21)
 static _Atomic int blas_threads_wanted = 1, blas_threads_now = 0;
 
 static void blas_threads_for(int64_t macs) {

@@ -247,6 +247,13 @@ typedef struct {
 void af_model_stats(const af_model *m, af_stats *out);
 void af_model_stats_reset(af_model *m);
 
+/* Tells builders the graph's target so composites can pick that target's fastest
+ * construction: on AF_TARGET_CPU, af_conv2d becomes one native conv node (input
+ * gradient by conv_transpose, weight gradient by one matmul against im2col patches)
+ * instead of the im2col graph every target compiles. Graphs that are not told build
+ * the portable form; trainers tell their graph. */
+void af_graph_set_target(af_graph *g, af_target target);
+
 /* Compiles the part of g that computes `out` from `in`. Every input, parameter or
  * other leaf that the outputs depend on must be listed in `in` (constants are baked).
  * Returns NULL on error (af_error_message says why). The model does not keep g alive:

@@ -148,6 +148,10 @@ static af_tensor *c_conv2d(gcase *c) {
     c->p[c->np++] = wp;
     return af_conv2d(x, wp, 1, 1);
 }
+static af_tensor *c_conv2d_cpu(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU); /* the native conv path */
+    return c_conv2d(c);
+}
 static af_tensor *c_conv_wparam(gcase *c) {
     int pad[2] = { 1, 0 };
     return af_conv(PN(c, 2, 3, 5, 4), PN(c, 2, 3, 3, 2), NULL, pad, NULL, 1);
@@ -194,7 +198,7 @@ static const grad_case cases[] = {
     { "conv pad 1", AF_OP_CONV, c_conv }, { "conv dilation", AF_OP_CONV, c_conv_d },
     { "conv_transpose stride 2", AF_OP_CONV_TRANSPOSE, c_convt }, { "cast", AF_OP_CAST, c_cast },
     { "layer: linear", AF_OP_INPUT, c_linear }, { "layer: conv2d pad 1", AF_OP_INPUT, c_conv2d },
-    { "conv param weight", AF_OP_CONV, c_conv_wparam },
+    { "layer: conv2d native (cpu)", AF_OP_INPUT, c_conv2d_cpu }, { "conv param weight", AF_OP_CONV, c_conv_wparam },
     { "layer: mha causal", AF_OP_INPUT, c_mha }, { "loss: cross-entropy", AF_OP_INPUT, c_ce },
     { "loss: mse", AF_OP_INPUT, c_mse },
 };

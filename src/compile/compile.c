@@ -146,7 +146,7 @@ static bool plan_memory(af_model *m) {
     for (int s = 0; ok && s < m->nsched; s++) {
         af_tensor *t = m->sched[s];
         if (!is_alias(t)) m->offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
-        int64_t sc = cpu_scratch_floats(t);
+        int64_t sc = cpu_scratch_floats(t, m->threads);
         if (sc > m->scratch_floats) m->scratch_floats = sc;
         for (int k = 0; k < t->nsrc && ok; k++) {
             af_tensor *src = g->t[root[t->src[k]->id]];
@@ -232,6 +232,7 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     int widest = 1;
     for (int s = 0; s < m->nsched; s++) widest = m->sched[s]->nsrc > widest ? m->sched[s]->nsrc : widest;
     m->srcptr = malloc(sizeof *m->srcptr * (size_t)widest);
+    m->threads = o.threads > 0 ? o.threads : cpu_num_cores();
     bool ok = m->srcptr && plan_memory(m);
     free(need);
     if (!ok) return fail_model(m, AF_ERR_NOMEM, "out of memory planning buffers");
@@ -247,7 +248,7 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
         af_status st = af_sim_program_acquire(m, msg, sizeof msg);
         if (st) return fail_model(m, st, "%s", msg);
     }
-    int threads = o.threads > 0 ? o.threads : cpu_num_cores();
+    int threads = m->threads;
     if (threads > 1) m->pool = cpu_pool_new(threads);
     cpu_blas_set_threads(threads);
     return m;

@@ -23,6 +23,7 @@ struct af_model {
     float **baked;         /* per tensor id: fp16-rounded copy of a constant, or NULL */
     const float **srcptr;  /* room for the widest node's source pointers */
     cpu_pool *pool;
+    int threads;           /* the pool's threads (scratch holds a slice per thread) */
     af_family_id family;   /* resolved family on ANE targets */
     af_stats stats;
     int *state_out;        /* per input: the output copied onto it after a run, or -1 */

@@ -13,6 +13,16 @@ int64_t cpu_conv_scratch(const af_tensor *t) {
     return w.dim[1] * w.dim[2] * w.dim[3] * x.dim[2] * x.dim[3];
 }
 
+/* The output columns ow whose input column ow*s - p + v*d lies inside [0, w): a
+ * contiguous run [lo, hi), so the inner loops need no bounds checks. */
+static void valid_run(int64_t wo, int64_t w, int s, int64_t off, int64_t *lo, int64_t *hi) {
+    int64_t a = 0, b = wo; /* smallest ow with ow*s + off >= 0, then past the last inside */
+    if (off < 0) a = (-off + s - 1) / s;
+    if ((wo - 1) * s + off >= w) b = off >= w ? 0 : (w - 1 - off) / s + 1;
+    *lo = a < b ? a : b;
+    *hi = b;
+}
+
 /* cols[(ci*kh + u)*kw + v, oh*Wo + ow] = x[ci, oh*s - p + u*d, ow*s - p + v*d] (0 outside). */
 static void im2col(const float *x, int64_t cin, int64_t h, int64_t w, int64_t kh, int64_t kw,
                    const int *s, const int *p, const int *d, int64_t ho, int64_t wo, float *cols) {
@@ -20,66 +30,97 @@ static void im2col(const float *x, int64_t cin, int64_t h, int64_t w, int64_t kh
         for (int64_t u = 0; u < kh; u++)
             for (int64_t v = 0; v < kw; v++) {
                 float *row = cols + ((ci * kh + u) * kw + v) * ho * wo;
+                int64_t off = v * d[1] - p[1], lo, hi;
+                valid_run(wo, w, s[1], off, &lo, &hi);
                 for (int64_t oh = 0; oh < ho; oh++) {
                     int64_t ih = oh * s[0] - p[0] + u * d[0];
                     float *r = row + oh * wo;
                     if (ih < 0 || ih >= h) { memset(r, 0, (size_t)wo * sizeof *r); continue; }
                     const float *xr = x + (ci * h + ih) * w;
-                    for (int64_t ow = 0; ow < wo; ow++) {
-                        int64_t iw = ow * s[1] - p[1] + v * d[1];
-                        r[ow] = iw >= 0 && iw < w ? xr[iw] : 0.0f;
-                    }
+                    for (int64_t ow = 0; ow < lo; ow++) r[ow] = 0.0f;
+                    if (s[1] == 1) memcpy(r + lo, xr + lo + off, (size_t)(hi - lo) * sizeof *r);
+                    else for (int64_t ow = lo; ow < hi; ow++) r[ow] = xr[ow * s[1] + off];
+                    for (int64_t ow = hi; ow < wo; ow++) r[ow] = 0.0f;
                 }
             }
 }
 
-void cpu_k_conv(const cpu_call *c) {
+/* Images are split into one contiguous group per pool thread, each with its own slice
+ * of scratch, and every image's GEMM runs on its thread alone. */
+typedef struct {
+    const cpu_call *c;
+    int64_t groups, per_slot;
+    void (*image)(const cpu_call *c, int64_t b, float *scratch);
+} conv_ctx;
+
+static void conv_groups(void *p, int64_t g0, int64_t g1) {
+    const conv_ctx *x = p;
+    int64_t n = x->c->t->src[0]->shape.dim[0];
+    for (int64_t gi = g0; gi < g1; gi++)
+        for (int64_t b = gi * n / x->groups; b < (gi + 1) * n / x->groups; b++)
+            x->image(x->c, b, x->c->scratch + gi * x->per_slot);
+}
+
+static void run_images(const cpu_call *c, void (*image)(const cpu_call *, int64_t, float *)) {
+    int threads = cpu_pool_threads(c->pool);
+    int64_t n = c->t->src[0]->shape.dim[0];
+    conv_ctx x = { c, threads < n ? threads : n, cpu_conv_scratch(c->t), image };
+    if (x.groups < 1) x.groups = 1;
+    cpu_pool_for(c->pool, x.groups, 1, conv_groups, &x);
+}
+
+static void conv_image(const cpu_call *c, int64_t b, float *scratch) {
     const af_tensor *t = c->t;
     const af_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, ws = t->src[1]->shape, os = t->shape;
-    int64_t n = xs.dim[0], cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
+    int64_t cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
     int64_t cout = ws.dim[0], cin_g = ws.dim[1], kh = ws.dim[2], kw = ws.dim[3];
     int64_t ho = os.dim[2], wo = os.dim[3], g = a->groups, cout_g = cout / g;
     int64_t kk = cin_g * kh * kw;
     bool pointwise = kh == 1 && kw == 1 && a->stride[0] == 1 && a->stride[1] == 1 && a->pad[0] == 0 && a->pad[1] == 0;
-    for (int64_t b = 0; b < n; b++)
-        for (int64_t gi = 0; gi < g; gi++) {
-            const float *x = c->in[0] + (b * cin + gi * cin_g) * h * w;
-            const float *cols = x;
-            if (!pointwise) {
-                im2col(x, cin_g, h, w, kh, kw, a->stride, a->pad, a->dilation, ho, wo, c->scratch);
-                cols = c->scratch;
-            }
-            float *o = c->out + (b * cout + gi * cout_g) * ho * wo;
-            cpu_sgemm(c->pool, 0, 0, cout_g, ho * wo, kk, 1.0f, c->in[1] + gi * cout_g * kk, kk, cols, ho * wo, 0.0f, o, ho * wo);
+    for (int64_t gi = 0; gi < g; gi++) {
+        const float *x = c->in[0] + (b * cin + gi * cin_g) * h * w;
+        const float *cols = x;
+        if (!pointwise) {
+            im2col(x, cin_g, h, w, kh, kw, a->stride, a->pad, a->dilation, ho, wo, scratch);
+            cols = scratch;
         }
+        float *o = c->out + (b * cout + gi * cout_g) * ho * wo;
+        cpu_sgemm(NULL, 0, 0, cout_g, ho * wo, kk, 1.0f, c->in[1] + gi * cout_g * kk, kk, cols, ho * wo, 0.0f, o, ho * wo);
+    }
 }
 
-void cpu_k_conv_transpose(const cpu_call *c) {
+void cpu_k_conv(const cpu_call *c) { run_images(c, conv_image); }
+
+static void conv_transpose_image(const cpu_call *c, int64_t b, float *scratch) {
     const af_tensor *t = c->t;
     const af_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, ws = t->src[1]->shape, os = t->shape;
-    int64_t n = xs.dim[0], cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
+    int64_t cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
     int64_t cout = ws.dim[1], kh = ws.dim[2], kw = ws.dim[3], ho = os.dim[2], wo = os.dim[3];
     int64_t rows = cout * kh * kw;
-    memset(c->out, 0, (size_t)af_shape_count(os) * sizeof(float));
-    for (int64_t b = 0; b < n; b++) {
-        /* cols[Cout*kh*kw, H*W] = W^T @ x_b, with W viewed as [Cin, Cout*kh*kw]. */
-        cpu_sgemm(c->pool, 1, 0, rows, h * w, cin, 1.0f, c->in[1], rows, c->in[0] + b * cin * h * w, h * w, 0.0f, c->scratch, h * w);
-        float *o = c->out + b * cout * ho * wo;
-        for (int64_t co = 0; co < cout; co++)
-            for (int64_t u = 0; u < kh; u++)
-                for (int64_t v = 0; v < kw; v++) {
-                    const float *col = c->scratch + ((co * kh + u) * kw + v) * h * w;
-                    for (int64_t ih = 0; ih < h; ih++) {
-                        int64_t oh = ih * a->stride[0] - a->pad[0] + u * a->dilation[0];
-                        if (oh < 0 || oh >= ho) continue;
-                        float *orow = o + (co * ho + oh) * wo;
-                        for (int64_t iw = 0; iw < w; iw++) {
-                            int64_t ow = iw * a->stride[1] - a->pad[1] + v * a->dilation[1];
-                            if (ow >= 0 && ow < wo) orow[ow] += col[ih * w + iw];
-                        }
-                    }
+    float *o = c->out + b * cout * ho * wo;
+    memset(o, 0, (size_t)(cout * ho * wo) * sizeof(float));
+    /* cols[Cout*kh*kw, H*W] = W^T @ x_b, with W viewed as [Cin, Cout*kh*kw]; then col2im. */
+    cpu_sgemm(NULL, 1, 0, rows, h * w, cin, 1.0f, c->in[1], rows, c->in[0] + b * cin * h * w, h * w, 0.0f, scratch, h * w);
+    /* col2im: each input column iw lands on ow = iw*s - p + v*d; the iw that land inside
+     * form a contiguous run, so the inner loop is branch-free. */
+    for (int64_t co = 0; co < cout; co++)
+        for (int64_t u = 0; u < kh; u++)
+            for (int64_t v = 0; v < kw; v++) {
+                const float *col = scratch + ((co * kh + u) * kw + v) * h * w;
+                int64_t off = v * a->dilation[1] - a->pad[1], lo = 0, hi = w;
+                while (lo < w && lo * a->stride[1] + off < 0) lo++;
+                while (hi > lo && (hi - 1) * a->stride[1] + off >= wo) hi--;
+                for (int64_t ih = 0; ih < h; ih++) {
+                    int64_t oh = ih * a->stride[0] - a->pad[0] + u * a->dilation[0];
+                    if (oh < 0 || oh >= ho) continue;
+                    float *orow = o + (co * ho + oh) * wo;
+                    const float *crow = col + ih * w;
+                    if (a->stride[1] == 1) for (int64_t iw = lo; iw < hi; iw++) orow[iw + off] += crow[iw];
+                    else for (int64_t iw = lo; iw < hi; iw++) orow[iw * a->stride[1] + off] += crow[iw];
                 }
-    }
+            }
 }
+
+void cpu_k_conv_transpose(const cpu_call *c) { run_images(c, conv_transpose_image); }

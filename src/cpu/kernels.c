@@ -27,8 +27,8 @@ const cpu_kernel_fn cpu_kernels[AF_OP_COUNT] = {
     [AF_OP_CAST] = cpu_k_cast,
 };
 
-int64_t cpu_scratch_floats(const af_tensor *t) {
-    if (t->op == AF_OP_CONV || t->op == AF_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t);
+int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
+    if (t->op == AF_OP_CONV || t->op == AF_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
     if (t->op == AF_OP_MATMUL) return cpu_matmul_scratch(t);
     return 0;
 }

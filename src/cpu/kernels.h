@@ -10,7 +10,7 @@ typedef struct {
     const float *const *in;  /* t->nsrc source buffers */
     float *out;
     cpu_pool *pool;
-    float *scratch;          /* cpu_scratch_floats(t) floats, or NULL when that is 0 */
+    float *scratch;          /* cpu_scratch_floats(t, threads) floats, or NULL when that is 0 */
     int fp16_accum;          /* reduce_sum accumulates in fp16 (ane-sim families) */
     int fp16;                /* fp16-storage numerics: scalar attributes are fp16 too */
 } cpu_call;
@@ -19,7 +19,8 @@ typedef void (*cpu_kernel_fn)(const cpu_call *c);
 
 extern const cpu_kernel_fn cpu_kernels[AF_OP_COUNT];
 /* Scratch memory a node's kernel needs (im2col columns and the like). */
-int64_t cpu_scratch_floats(const af_tensor *t);
+/* Scratch a node's kernel needs when it may split work over `threads` threads. */
+int64_t cpu_scratch_floats(const af_tensor *t, int threads);
 
 /* Family entry points used by the table. */
 void cpu_k_binary(const cpu_call *c);

@@ -45,6 +45,9 @@ af_tensor *grad_zeros_like(af_tensor *t);          /* t - t */
 af_tensor *grad_zeros(af_graph *g, af_shape s);    /* a baked zero constant */
 /* Sums g over the axes along which a tensor of shape s was broadcast to g's shape. */
 af_tensor *grad_unbroadcast(af_tensor *g, af_shape s);
+/* Patches of x [N, Cin, H, W] for a kh x kw stride-1 kernel with padding: [N, Cin*kh*kw,
+ * Ho*Wo], row ci*(kh*kw) + u*kw + v, built from slices and concats only. */
+af_tensor *grad_im2col(af_tensor *x, int kh, int kw, int ph, int pw);
 /* x reshaped so its n values lie along `axis` of a rank-`rank` shape (for gamma/beta). */
 af_tensor *grad_along_axis(af_tensor *x, int rank, int axis);
 #endif

@@ -47,13 +47,14 @@ void grad_vjp_pool(grad_ctx *c) {
     c->dsrc[0] = af_mul(mask, spread(c->g, x->shape, a, 1.0f, 1.0f));
 }
 
-/* The weight gradient of a stride-1 conv is itself a conv: with batch and channels
- * swapped, x^T [Cin, N, H, W] convolved by g^T [Cout, N, Ho, Wo] gives [Cin, Cout, kH, kW].
- * It needs a computed conv weight, which only the CPU target compiles. */
-static af_tensor *conv_weight_grad(af_tensor *x, af_tensor *g, const af_attrs *a) {
-    int perm[4] = { 1, 0, 2, 3 };
-    af_tensor *dwt = af_conv(af_transpose(x, perm), af_transpose(g, perm), NULL, a->pad, NULL, 1);
-    return af_transpose(dwt, perm);
+/* The weight gradient of a stride-1 conv with a computed weight: the output gradient
+ * [N, Cout, L] against im2col patches of x [N, K, L], summed over the batch. */
+static af_tensor *conv_weight_grad(af_tensor *x, af_tensor *g, af_tensor *w, const af_attrs *a) {
+    int64_t n = g->shape.dim[0], cout = g->shape.dim[1];
+    af_tensor *p = grad_im2col(x, (int)w->shape.dim[2], (int)w->shape.dim[3], a->pad[0], a->pad[1]);
+    af_tensor *gl = af_reshape(g, AF_SHAPE(n, cout, g->shape.dim[2] * g->shape.dim[3]));
+    int batch = 0;
+    return af_reshape(af_reduce_sum(af_matmul(gl, p, 0, 1), 1, &batch, 0), w->shape);
 }
 
 void grad_vjp_conv(grad_ctx *c) {
@@ -65,7 +66,7 @@ void grad_vjp_conv(grad_ctx *c) {
                             "trainable weight use af_conv_param with af_conv2d", af_ops[t->op].name);
         return;
     }
-    if (c->need[1]) c->dsrc[1] = conv_weight_grad(t->src[0], c->g, a);
+    if (c->need[1]) c->dsrc[1] = conv_weight_grad(t->src[0], c->g, w, a);
     if (!c->need[0]) return;
     if (t->op == AF_OP_CONV_TRANSPOSE) { /* its adjoint is the forward conv */
         c->dsrc[0] = af_conv(c->g, w, a->stride, a->pad, a->dilation, 1);

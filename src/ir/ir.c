@@ -165,6 +165,10 @@ void *af_graph_own(af_graph *g, void *p) {
     return p;
 }
 
+void af_graph_set_target(af_graph *g, af_target target) {
+    if (g) g->cpu_only = target == AF_TARGET_CPU;
+}
+
 const char *af_graph_error(const af_graph *g) { return g ? g->error : "graph is NULL"; }
 int af_graph_size(const af_graph *g) { return g ? g->n : 0; }
 

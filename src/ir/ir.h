@@ -77,6 +77,7 @@ struct af_graph {
     char *error;              /* first error, sticky */
     int anon;                 /* counter for generated names */
     int vouching;             /* > 0: new nodes are the library's own vouched kernels */
+    int cpu_only;             /* af_graph_set_target(g, AF_TARGET_CPU) was called */
     void **owned;             /* other graph-owned allocations (loss handles) */
     int nowned, capowned;
 };

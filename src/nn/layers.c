@@ -44,21 +44,6 @@ af_tensor *af_conv_param(af_graph *g, const char *name, int cout, int cin, int k
     return p;
 }
 
-/* Zero border of width pad on the last two axes, by concatenating baked zeros. */
-static af_tensor *zero_pad(af_tensor *x, int pad) {
-    af_shape s = x->shape;
-    s.dim[2] = pad;
-    af_tensor *z = grad_zeros(x->g, s);
-    af_tensor *rows[3] = { z, x, z };
-    af_tensor *t = af_concat(3, rows, 2);
-    if (!t) return NULL;
-    s = t->shape;
-    s.dim[3] = pad;
-    z = grad_zeros(x->g, s);
-    af_tensor *cols[3] = { z, t, z };
-    return af_concat(3, cols, 3);
-}
-
 af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad) {
     if (!x || !w) { if (x && !x->g->error) af_graph_fail(x->g, "af_conv2d: weight is NULL"); return NULL; }
     af_graph *g = x->g;
@@ -79,31 +64,18 @@ af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad) {
         af_graph_fail(g, "af_conv2d: x %s must be [N, %d, H, W] to match the weight's %d input channels", s, cin, cin);
         return NULL;
     }
-    int64_t cout = w->shape.dim[1];
-    af_tensor *xp = pad ? zero_pad(x, pad) : x;
-    if (!xp) return NULL;
-    int64_t n = x->shape.dim[0], hp = xp->shape.dim[2], wp = xp->shape.dim[3];
-    int64_t ho = hp - kh + 1, wo = wp - kw + 1;
+    int64_t n = x->shape.dim[0], cout = w->shape.dim[1];
+    int64_t ho = x->shape.dim[2] + 2 * pad - kh + 1, wo = x->shape.dim[3] + 2 * pad - kw + 1;
     if (ho < 1 || wo < 1) { af_graph_fail(g, "af_conv2d: the %dx%d kernel is larger than the padded input", kh, kw); return NULL; }
-    /* im2col: one [N, Cin, 1, Ho*Wo] slice per kernel offset, patch index on axis 2.
-     * Slicing the width first and the height second lets the backward pass sum the
-     * height-padded gradients of each column before padding the width once. */
-    af_tensor **parts = malloc(sizeof *parts * (size_t)(kh * kw));
-    if (!parts) { af_graph_fail(g, "af_conv2d: out of memory"); return NULL; }
-    for (int v = 0; v < kw; v++) {
-        int64_t bw[4] = { 0, 0, 0, v }, sw[4] = { n, cin, hp, wo };
-        af_tensor *col = kw > 1 ? af_slice(xp, bw, sw) : xp;
-        for (int u = 0; u < kh; u++) {
-            int64_t bh[4] = { 0, 0, u, 0 }, sh[4] = { n, cin, ho, wo };
-            af_tensor *patch = kh > 1 ? af_slice(col, bh, sh) : col;
-            parts[u * kw + v] = af_reshape(patch, AF_SHAPE(n, cin, 1, ho * wo));
-        }
+    if (g->cpu_only) {
+        /* One native conv node: its kernel does im2col in C, its input gradient is a
+         * conv_transpose and its weight gradient one matmul against im2col patches. */
+        int perm[2] = { 1, 0 }, pads[2] = { pad, pad };
+        af_tensor *w4 = af_reshape(af_transpose(w, perm), AF_SHAPE(cout, cin, kh, kw));
+        return af_conv(x, w4, NULL, pads, NULL, 1);
     }
-    af_tensor *patches = af_concat(kh * kw, parts, 2); /* [N, Cin, kh*kw, L] */
-    free(parts);
-    patches = af_reshape(patches, AF_SHAPE(n, (int64_t)cin * kh * kw, ho * wo));
     /* [K, Cout]^T @ [N, K, L] -> [N, Cout, L]: the weight broadcasts over the batch. */
-    af_tensor *y = af_matmul(w, patches, 1, 0);
+    af_tensor *y = af_matmul(w, grad_im2col(x, kh, kw, pad, pad), 1, 0);
     return af_reshape(y, AF_SHAPE(n, cout, ho, wo));
 }
 

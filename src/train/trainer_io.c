@@ -47,6 +47,7 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     /* In fp16, Adam's moments hold gradients in fixed units (see tr_grad_mult), and eps
      * must survive fp16 storage: 1e-8 rounds to 0 there, and 0/0 would poison the weights. */
     t->eps_engine = fp16 ? fmaxf(o.eps * TR_MOMENT_UNIT, 6.2e-5f) : o.eps;
+    if (t->g) af_graph_set_target(t->g, o.compile.target);
     t->np = t->g ? net->make_params(net->ctx, t->g, t->p, TR_MAXP) : -1;
     if (t->np < 1 || (t->g && t->g->error)) {
         af_fail(AF_ERR_INVALID, "af_trainer_new: make_params failed: %s", t->g && t->g->error ? t->g->error : "it returned no params");

@@ -1,0 +1,48 @@
+/* im2col from graph ops (seed 000): static slice_by_size + concat, the patch index on
+ * axis 2 rather than the last axis, zero padding by a zero-border concat. Used by
+ * af_conv2d's forward and by the weight gradient of a native conv. */
+#include "grad/grad.h"
+
+#include <stdlib.h>
+
+/* Zero borders of ph rows and pw columns on the last two axes, by concatenating baked zeros. */
+static af_tensor *zero_pad(af_tensor *x, int ph, int pw) {
+    af_tensor *t = x;
+    if (ph > 0) {
+        af_shape s = t->shape;
+        s.dim[2] = ph;
+        af_tensor *z = grad_zeros(x->g, s), *rows[3] = { z, t, z };
+        t = af_concat(3, rows, 2);
+    }
+    if (pw > 0 && t) {
+        af_shape s = t->shape;
+        s.dim[3] = pw;
+        af_tensor *z = grad_zeros(x->g, s), *cols[3] = { z, t, z };
+        t = af_concat(3, cols, 3);
+    }
+    return t;
+}
+
+af_tensor *grad_im2col(af_tensor *x, int kh, int kw, int ph, int pw) {
+    af_tensor *xp = zero_pad(x, ph, pw);
+    if (!xp) return NULL;
+    int64_t n = x->shape.dim[0], cin = x->shape.dim[1], hp = xp->shape.dim[2], wp = xp->shape.dim[3];
+    int64_t ho = hp - kh + 1, wo = wp - kw + 1;
+    af_tensor **parts = malloc(sizeof *parts * (size_t)(kh * kw));
+    if (!parts) { af_graph_fail(x->g, "im2col: out of memory"); return NULL; }
+    /* One [N, Cin, 1, Ho*Wo] slice per kernel offset. Slicing the width first and the
+     * height second lets a backward pass sum each column's height-padded gradients
+     * before padding the width once. */
+    for (int v = 0; v < kw; v++) {
+        int64_t bw[4] = { 0, 0, 0, v }, sw[4] = { n, cin, hp, wo };
+        af_tensor *col = kw > 1 ? af_slice(xp, bw, sw) : xp;
+        for (int u = 0; u < kh; u++) {
+            int64_t bh[4] = { 0, 0, u, 0 }, sh[4] = { n, cin, ho, wo };
+            af_tensor *patch = kh > 1 ? af_slice(col, bh, sh) : col;
+            parts[u * kw + v] = af_reshape(patch, AF_SHAPE(n, cin, 1, ho * wo));
+        }
+    }
+    af_tensor *patches = af_concat(kh * kw, parts, 2); /* [N, Cin, kh*kw, L] */
+    free(parts);
+    return af_reshape(patches, AF_SHAPE(n, cin * kh * kw, ho * wo)); /* row ci*(kh*kw) + u*kw + v */
+}

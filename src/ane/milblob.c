@@ -1,6 +1,7 @@
 /* MILBlob (weight.bin) writer and checked reader; the layout is described in
  * milblob.h. Integers are written and read byte by byte, so the file is the same on
  * any host and no struct layout or alignment is assumed. */
+#include "ir/bytes.h"
 #include "ane/milblob.h"
 #include "ir/ir.h"
 
@@ -27,22 +28,6 @@ const char *af_milblob_dtype_name(af_milblob_dtype dt) {
     return af_milblob_dtype_bits(dt) ? dtype_names[dt] : "?";
 }
 
-static void put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get_u32(const uint8_t *p) {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get_u64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
 /* Callers pass values bounded by a real buffer size, so x + 63 cannot wrap. */
 static uint64_t align_up(uint64_t x) { return (x + (AF_MILBLOB_ALIGN - 1)) & ~(uint64_t)(AF_MILBLOB_ALIGN - 1); }
 
@@ -63,7 +48,7 @@ af_milblob_writer *af_milblob_writer_new(void) {
         return NULL;
     }
     w->len = w->cap = HDR;
-    put_u32(w->buf + 4, AF_MILBLOB_VERSION); /* count 0 and reserved 0 from calloc */
+    af_put_u32(w->buf + 4, AF_MILBLOB_VERSION); /* count 0 and reserved 0 from calloc */
     return w;
 }
 
@@ -101,14 +86,14 @@ static int64_t add_record(af_milblob_writer *w, af_milblob_dtype dt, const void 
     }
     uint8_t *r = w->buf + rec;
     memset(w->buf + w->len, 0, (size_t)(rec - w->len) + REC); /* gap + record's reserved fields */
-    put_u32(r, AF_MILBLOB_SENTINEL);
-    put_u32(r + 4, (uint32_t)dt);
-    put_u64(r + 8, (uint64_t)nbytes);
-    put_u64(r + 16, rec + REC);
-    put_u64(r + 24, pad_bits);
+    af_put_u32(r, AF_MILBLOB_SENTINEL);
+    af_put_u32(r + 4, (uint32_t)dt);
+    af_put_u64(r + 8, (uint64_t)nbytes);
+    af_put_u64(r + 16, rec + REC);
+    af_put_u64(r + 24, pad_bits);
     if (nbytes > 0) memcpy(r + REC, data, (size_t)nbytes);
     w->len = need;
-    put_u32(w->buf, ++w->count); /* like StorageWriter, the header always holds the count */
+    af_put_u32(w->buf, ++w->count); /* like StorageWriter, the header always holds the count */
     return (int64_t)rec;
 }
 
@@ -217,7 +202,7 @@ static af_status parse(af_milblob *b) {
     if (n < HDR)
         BAD(AF_ERR_CORRUPT, "milblob %s: %llu bytes is shorter than the 64-byte header", nm,
             (unsigned long long)n);
-    uint32_t version = get_u32(p + 4), count = get_u32(p);
+    uint32_t version = af_get_u32(p + 4), count = af_get_u32(p);
     if (version != AF_MILBLOB_VERSION)
         BAD(AF_ERR_CORRUPT, "milblob %s: header version %u at offset 4, want 2%s", nm, version,
             version == 1 ? " (1 is Espresso blob_v1, not MILBlob)" : "");
@@ -233,14 +218,14 @@ static af_status parse(af_milblob *b) {
     for (uint32_t i = 0; i < count; i++) {
         off = align_up(end); /* always 64-aligned, so no record can be misplaced */
         /* ANEForge-style files put the next record right after the payload (ref. §1.7). */
-        const char *hint = (off != end && end + 4 <= n && get_u32(p + end) == AF_MILBLOB_SENTINEL)
+        const char *hint = (off != end && end + 4 <= n && af_get_u32(p + end) == AF_MILBLOB_SENTINEL)
                                ? "; a record starts unaligned right after the previous payload" : "";
         if (off > n || n - off < REC)
             BAD(AF_ERR_CORRUPT, "milblob %s: record %u of %u at offset %llu: 64-byte record runs past the end (%llu bytes)%s",
                 nm, i, count, (unsigned long long)off, (unsigned long long)n, hint);
         const uint8_t *r = p + off;
-        uint32_t sentinel = get_u32(r), code = get_u32(r + 4);
-        uint64_t size = get_u64(r + 8), data = get_u64(r + 16), pad = get_u64(r + 24);
+        uint32_t sentinel = af_get_u32(r), code = af_get_u32(r + 4);
+        uint64_t size = af_get_u64(r + 8), data = af_get_u64(r + 16), pad = af_get_u64(r + 24);
         if (sentinel != AF_MILBLOB_SENTINEL)
             BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: sentinel 0x%08X, want 0xDEADBEEF%s",
                 nm, i, (unsigned long long)off, sentinel, hint);
@@ -272,7 +257,7 @@ static af_status parse(af_milblob *b) {
     for (uint64_t k = end; k < n; k++) {
         if (p[k] != 0 || k >= align_up(end)) {
             uint64_t next = align_up(end);
-            int rec_follows = next + 4 <= n && get_u32(p + next) == AF_MILBLOB_SENTINEL;
+            int rec_follows = next + 4 <= n && af_get_u32(p + next) == AF_MILBLOB_SENTINEL;
             BAD(AF_ERR_CORRUPT, "milblob %s: %llu stray bytes after the last payload (ends at %llu)%s", nm,
                 (unsigned long long)(n - end), (unsigned long long)end,
                 rec_follows ? "; a record follows that the header count does not include" : "");

@@ -48,6 +48,7 @@
 #if defined(__APPLE__)
 #define _DARWIN_C_SOURCE 1 /* F_FULLFSYNC */
 #endif
+#include "ir/bytes.h"
 #include "train/ckpt.h"
 #include "data/sha256.h"
 #include "ir/ir.h"
@@ -101,22 +102,6 @@ static uint32_t name_hash(const char *s, size_t n) {
 
 static uint64_t pad8(uint64_t x) { return (x + 7) & ~(uint64_t)7; } /* callers keep x < 2^63 */
 
-static void put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get_u32(const uint8_t *p) {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get_u64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
 
 static char *dup_str(const char *s, size_t n) {
     char *d = malloc(n + 1);
@@ -246,7 +231,7 @@ af_status af_ckpt_put(af_ckpt *c, const char *name, const void *data, int64_t by
 
 af_status af_ckpt_put_i64(af_ckpt *c, const char *name, int64_t v) {
     uint8_t b[8];
-    put_u64(b, (uint64_t)v);
+    af_put_u64(b, (uint64_t)v);
     return af_ckpt_put(c, name, b, 8);
 }
 
@@ -280,7 +265,7 @@ af_status af_ckpt_get_i64(const af_ckpt *c, const char *name, int64_t *v) {
     if (r->bytes != 8)
         return af_fail(AF_ERR_CORRUPT, "%s: record '%s' holds %lld bytes; an int64 record holds 8", origin(c),
                        name, (long long)r->bytes);
-    *v = (int64_t)get_u64(r->data);
+    *v = (int64_t)af_get_u64(r->data);
     return AF_OK;
 }
 
@@ -438,18 +423,18 @@ af_status af_ckpt_save(const af_ckpt *c, const char *path) {
     af_sha256_init(&w.sha);
     uint8_t h[CK_HDR];
     memcpy(h, CK_MAGIC, 8);
-    put_u32(h + 8, AF_CKPT_FORMAT_VERSION);
-    put_u32(h + 12, 0);
-    put_u64(h + 16, (uint64_t)c->n);
-    put_u64(h + 24, total);
+    af_put_u32(h + 8, AF_CKPT_FORMAT_VERSION);
+    af_put_u32(h + 12, 0);
+    af_put_u64(h + 16, (uint64_t)c->n);
+    af_put_u64(h + 24, total);
     int bad = wr_put(&w, h, CK_HDR, 1);
     for (int64_t i = 0; i < c->n && !bad; i++) {
         const ck_rec *r = &c->recs[i];
         size_t nl = strlen(r->name);
         uint8_t rh[CK_REC_HDR];
-        put_u32(rh, (uint32_t)nl);
-        put_u32(rh + 4, 0);
-        put_u64(rh + 8, (uint64_t)r->bytes);
+        af_put_u32(rh, (uint32_t)nl);
+        af_put_u32(rh + 4, 0);
+        af_put_u64(rh + 8, (uint64_t)r->bytes);
         bad = wr_put(&w, rh, CK_REC_HDR, 1) || wr_put(&w, r->name, nl, 1) || wr_zeros(&w, pad8(nl) - nl) ||
               wr_put(&w, r->data, (size_t)r->bytes, 1) ||
               wr_zeros(&w, (size_t)(pad8((uint64_t)r->bytes) - (uint64_t)r->bytes));
@@ -595,7 +580,7 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
         st = rd_error(path, rc);
         goto fail;
     }
-    const uint32_t version = get_u32(h + 8);
+    const uint32_t version = af_get_u32(h + 8);
     if (version != AF_CKPT_FORMAT_VERSION) {
         if (version == 0) snprintf(why, sizeof why, "unknown format version 0");
         goto verify; /* "newer version" only if the checksum says the file is intact */
@@ -609,9 +594,9 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
         st = rd_error(path, rc);
         goto fail;
     }
-    const uint32_t flags = get_u32(h + 12);
-    const uint64_t count = get_u64(h + 16);
-    hdr_size = get_u64(h + 24);
+    const uint32_t flags = af_get_u32(h + 12);
+    const uint64_t count = af_get_u64(h + 16);
+    hdr_size = af_get_u64(h + 24);
     if (hdr_size != size) {
         snprintf(why, sizeof why, "header says the file has %llu bytes, but it has %llu",
                  (unsigned long long)hdr_size, (unsigned long long)size);
@@ -641,8 +626,8 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
             st = rd_error(path, rc);
             goto fail;
         }
-        const uint32_t nlen = get_u32(rh), resv = get_u32(rh + 4);
-        const uint64_t bytes = get_u64(rh + 8);
+        const uint32_t nlen = af_get_u32(rh), resv = af_get_u32(rh + 4);
+        const uint64_t bytes = af_get_u64(rh + 8);
         if (nlen == 0 || nlen > AF_CKPT_MAX_NAME) {
             snprintf(why, sizeof why, "record %llu: name length %u (must be 1..%d)", (unsigned long long)i,
                      (unsigned)nlen, AF_CKPT_MAX_NAME);

@@ -92,7 +92,10 @@ static void select_rows(void *p, int64_t r0, int64_t r1) {
         if (b->rank > 1) cpu_bcast_row(b, r, off);
         const float *cd = c->in[0] + off[0], *a = c->in[1] + off[1], *bb = c->in[2] + off[2];
         float *o = c->out + (b->rank > 1 ? r * inner : 0);
-        for (int64_t i = e0; i < e1; i++) o[i] = cd[i * s0] != 0.0f ? a[i * s1] : bb[i * s2];
+        if (s0 == 1 && s1 == 1 && s2 == 1) /* the common case (relu's gradient): vectorisable */
+            for (int64_t i = e0; i < e1; i++) o[i] = cd[i] != 0.0f ? a[i] : bb[i];
+        else
+            for (int64_t i = e0; i < e1; i++) o[i] = cd[i * s0] != 0.0f ? a[i * s1] : bb[i * s2];
     }
 }
 

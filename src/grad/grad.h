@@ -48,6 +48,8 @@ af_tensor *grad_unbroadcast(af_tensor *g, af_shape s);
 /* Patches of x [N, Cin, H, W] for a kh x kw stride-1 kernel with padding: [N, Cin*kh*kw,
  * Ho*Wo], row ci*(kh*kw) + u*kw + v, built from slices and concats only. */
 af_tensor *grad_im2col(af_tensor *x, int kh, int kw, int ph, int pw);
+/* The same patches with the batch folded into the columns: [Cin*kh*kw, N*Ho*Wo]. */
+af_tensor *grad_im2col_wide(af_tensor *x, int kh, int kw, int ph, int pw);
 /* x reshaped so its n values lie along `axis` of a rank-`rank` shape (for gamma/beta). */
 af_tensor *grad_along_axis(af_tensor *x, int rank, int axis);
 #endif

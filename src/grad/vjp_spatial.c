@@ -47,14 +47,16 @@ void grad_vjp_pool(grad_ctx *c) {
     c->dsrc[0] = af_mul(mask, spread(c->g, x->shape, a, 1.0f, 1.0f));
 }
 
-/* The weight gradient of a stride-1 conv with a computed weight: the output gradient
- * [N, Cout, L] against im2col patches of x [N, K, L], summed over the batch. */
+/* The weight gradient of a stride-1 conv with a computed weight (a CPU-target conv:
+ * engines need baked conv weights): one GEMM of the output gradient laid out
+ * [Cout, N*L] against im2col patches of x laid out [Cin*kh*kw, N*L], built from the
+ * batch-major transposes so the whole batch is summed inside the product. */
 static af_tensor *conv_weight_grad(af_tensor *x, af_tensor *g, af_tensor *w, const af_attrs *a) {
-    int64_t n = g->shape.dim[0], cout = g->shape.dim[1];
-    af_tensor *p = grad_im2col(x, (int)w->shape.dim[2], (int)w->shape.dim[3], a->pad[0], a->pad[1]);
-    af_tensor *gl = af_reshape(g, AF_SHAPE(n, cout, g->shape.dim[2] * g->shape.dim[3]));
-    int batch = 0;
-    return af_reshape(af_reduce_sum(af_matmul(gl, p, 0, 1), 1, &batch, 0), w->shape);
+    int perm[4] = { 1, 0, 2, 3 };
+    int64_t cout = g->shape.dim[1];
+    af_tensor *pk = grad_im2col_wide(x, (int)w->shape.dim[2], (int)w->shape.dim[3], a->pad[0], a->pad[1]);
+    af_tensor *gk = af_reshape(af_transpose(g, perm), AF_SHAPE(cout, -1)); /* [Cout, N*L] */
+    return af_reshape(af_matmul(gk, pk, 0, 1), w->shape);
 }
 
 void grad_vjp_conv(grad_ctx *c) {

@@ -258,19 +258,54 @@ void cpu_sgemm_portable(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64
     }
 }
 
-#if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
-/* OpenBLAS wakes its threads for every call; on small products (a conv's per-image
- * GEMMs) the wake-ups cost more than the work, several times over on a busy machine.
- * Those run on one thread, large ones on all that were asked for. */
-#define BLAS_THREAD_MIN_MACS ((int64_t)1 << 21)
-static _Atomic int blas_threads_wanted = 1, blas_threads_now = 0;
+#if defined(AF_HAVE_BLAS)
+/* OpenBLAS runs on one thread and large products are split over our own pool instead:
+ * OpenBLAS's idle workers spin in sched_yield for a long while after every threaded
+ * call, and on a small machine they steal the cores our pool's threads need (a third
+ * of a CNN training step went to that). Accelerate manages its own threads. */
+#define BLAS_SPLIT_MIN_MACS ((int64_t)1 << 21)
 
-static void blas_threads_for(int64_t macs) {
-    int want = macs >= BLAS_THREAD_MIN_MACS ? atomic_load(&blas_threads_wanted) : 1;
-    if (atomic_exchange(&blas_threads_now, want) != want) openblas_set_num_threads(want);
+static void blas_call(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
-#else
-static void blas_threads_for(int64_t macs) { (void)macs; }
+
+#if !defined(AF_HAVE_ACCELERATE)
+typedef struct {
+    int ta, tb, by_rows;
+    int64_t M, N, K, lda, ldb, ldc, parts;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} blas_split;
+
+/* Part i of C: a band of rows (with op(A)'s matching rows) or of columns (with op(B)'s). */
+static void blas_part(void *p, int64_t i0, int64_t i1) {
+    const blas_split *s = p;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t extent = s->by_rows ? s->M : s->N, a = extent * i / s->parts, b = extent * (i + 1) / s->parts;
+        if (a == b) continue;
+        if (s->by_rows)
+            blas_call(s->ta, s->tb, b - a, s->N, s->K, s->alpha, s->A + (s->ta ? a : a * s->lda), s->lda, s->B, s->ldb,
+                      s->beta, s->C + a * s->ldc, s->ldc);
+        else
+            blas_call(s->ta, s->tb, s->M, b - a, s->K, s->alpha, s->A, s->lda, s->B + (s->tb ? a * s->ldb : a), s->ldb,
+                      s->beta, s->C + a, s->ldc);
+    }
+}
+
+static void blas_gemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    int threads = cpu_pool_threads(p);
+    if (threads < 2 || M * N * K < BLAS_SPLIT_MIN_MACS) {
+        blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    blas_split s = { ta, tb, M >= N, M, N, K, lda, ldb, ldc, threads, alpha, beta, A, B, C };
+    cpu_pool_for(p, threads, 1, blas_part, &s);
+}
+#endif /* !AF_HAVE_ACCELERATE */
 #endif
 
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
@@ -286,9 +321,11 @@ void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, flo
     int64_t arow = ta ? M : K, brow = tb ? K : N;
     if (M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
         ldc <= INT_MAX && lda >= arow && ldb >= brow && ldc >= N) {
-        blas_threads_for(M * N * K);
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+#if defined(AF_HAVE_ACCELERATE)
+        blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+        blas_gemm(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
         return;
     }
 #endif
@@ -297,7 +334,9 @@ void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, flo
 
 void cpu_blas_set_threads(int n) {
 #if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
-    if (n > 0) atomic_store(&blas_threads_wanted, n); /* applied per call by blas_threads_for */
+    (void)n; /* OpenBLAS stays on one thread: cpu_sgemm splits large products over the pool */
+    static _Atomic int once = 0;
+    if (!atomic_exchange(&once, 1)) openblas_set_num_threads(1);
 #else
     (void)n;
 #endif

@@ -1,9 +1,13 @@
-/* A fixed pthread pool. Workers sleep on a condition variable between jobs so they
- * never compete for cores with BLAS or the caller; the caller runs chunk 0 itself. */
+/* A fixed pthread pool. Between jobs workers first poll for a short while (a training
+ * step dispatches jobs back to back, and a futex wake-up costs as much as a small
+ * job), then sleep on a condition variable so an idle pool never holds a core; the
+ * caller runs chunk 0 itself. */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu/pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,8 +27,8 @@ struct cpu_pool {
     pthread_mutex_t lock;     /* guards everything below */
     pthread_cond_t work_cv;   /* a new job was published, or stop */
     pthread_cond_t done_cv;   /* pending reached 0 */
-    uint64_t generation;      /* bumped once per job */
-    int pending;              /* workers still running chunks of this job */
+    _Atomic uint64_t generation; /* bumped once per job (written under lock) */
+    _Atomic int pending;      /* workers still running chunks of this job (written under lock) */
     int stop;
     /* the current job */
     cpu_range_fn fn;
@@ -46,12 +50,43 @@ static void chunk_range(int64_t n, int nchunks, int i, int64_t *b, int64_t *e) {
     *e = n / nchunks * (i + 1) + (n % nchunks) * (i + 1) / nchunks;
 }
 
+/* How long a worker or the caller polls before sleeping. */
+#define POOL_SPIN_NS 50000
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Polls until *v != old or the spin time is up. */
+static void spin_while_equal_u64(_Atomic uint64_t *v, uint64_t old) {
+    int64_t end = now_ns() + POOL_SPIN_NS;
+    while (atomic_load_explicit(v, memory_order_acquire) == old) {
+        for (int i = 0; i < 64; i++) atomic_signal_fence(memory_order_seq_cst);
+        if (now_ns() > end) return;
+    }
+}
+
+static void spin_while_positive(_Atomic int *v) {
+    int64_t end = now_ns() + POOL_SPIN_NS;
+    while (atomic_load_explicit(v, memory_order_acquire) > 0) {
+        for (int i = 0; i < 64; i++) atomic_signal_fence(memory_order_seq_cst);
+        if (now_ns() > end) return;
+    }
+}
+
 static void *worker_main(void *arg) {
     worker_arg *wa = arg;
     cpu_pool *p = wa->pool;
     uint64_t seen = 0;
     pthread_mutex_lock(&p->lock);
     for (;;) {
+        if (!p->stop && p->generation == seen) {
+            pthread_mutex_unlock(&p->lock);
+            spin_while_equal_u64(&p->generation, seen);
+            pthread_mutex_lock(&p->lock);
+        }
         while (!p->stop && p->generation == seen) pthread_cond_wait(&p->work_cv, &p->lock);
         if (p->stop) break;
         seen = p->generation;
@@ -145,6 +180,7 @@ void cpu_pool_for(cpu_pool *p, int64_t n, int64_t min_chunk, cpu_range_fn fn, vo
     chunk_range(n, nchunks, 0, &b, &e);
     fn(ctx, b, e);
 
+    spin_while_positive(&p->pending);
     pthread_mutex_lock(&p->lock);
     while (p->pending > 0) pthread_cond_wait(&p->done_cv, &p->lock);
     pthread_mutex_unlock(&p->lock);

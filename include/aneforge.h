@@ -233,6 +233,9 @@ typedef struct {
     af_precision precision; /* default: fp32 on CPU, fp16 on ANE targets */
     int threads;            /* 0 = one per core */
     af_family_id family;    /* ANE targets only */
+    int via_mil;            /* ane-sim: 1 runs the program as the engine would receive it
+                             * (emitted to MIL text + weights, parsed back, executed);
+                             * 0 does so when $ANEFORGE_SIM_VIA_MIL=1; -1 never */
 } af_compile_opts;
 
 /* What running a model cost, accumulated over its runs (reset with af_model_stats_reset). */

@@ -70,6 +70,7 @@ void af_model_free(af_model *m) {
     af_sim_program_release(m);
     free(m->quirk);
     cpu_pool_free(m->pool);
+    af_graph_free(m->owned_graph);
     free(m);
 }
 
@@ -177,6 +178,10 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
         return fail_model(NULL, AF_ERR_INVALID, "unknown target %d", (int)o.target);
     if (o.target == AF_TARGET_ANE)
         return fail_model(NULL, AF_ERR_UNSUPPORTED, "the ANE runtime target is available only on Apple Silicon; use AF_TARGET_ANE_SIM");
+    if (o.target == AF_TARGET_ANE_SIM && o.via_mil >= 0) {
+        const char *env = getenv("ANEFORGE_SIM_VIA_MIL");
+        if (o.via_mil > 0 || (env && !strcmp(env, "1"))) return af_sim_compile_via_mil(g, nin, in, nout, out, &o);
+    }
 
     af_model *m = calloc(1, sizeof *m);
     bool *need = calloc((size_t)g->n, sizeof *need);

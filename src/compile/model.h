@@ -6,6 +6,7 @@
 
 struct af_model {
     af_graph *g;
+    af_graph *owned_graph; /* a graph the model made for itself (the MIL round trip), freed with it */
     af_target target;
     int fp16;              /* fp16-storage numerics: every result rounded to fp16 */
     int fp16_accum;        /* reduce_sum accumulates in fp16 (ane-sim) */

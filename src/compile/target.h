@@ -34,6 +34,11 @@ af_status af_sim_program_acquire(af_model *m, char *msg, size_t n);
 void      af_sim_program_use(af_model *m);
 void      af_sim_program_release(af_model *m);
 
+/* Compiles for ane-sim through MIL: emits the subgraph to MIL text and weights, parses
+ * them into a graph the returned model owns, and compiles that (opts->via_mil ignored). */
+af_model *af_sim_compile_via_mil(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                                 const af_compile_opts *opts);
+
 /* Floating-point operations one run of m performs (2*M*N*K for matmul and conv,
  * the element count for other compute ops, 0 for pure data movement). */
 int64_t af_program_flops(const af_model *m);

@@ -170,6 +170,39 @@ static void resume_bit_identical(af_plan plan) {
     af_trainer_free(b);
 }
 
+/* The dynamic loss scale halves on an overflowing step and doubles after
+ * scale_growth_interval clean ones, on the host and inside resident programs alike. */
+static void dynamic_scale(af_plan plan) {
+    static mlp_ctx ctx = { 42 };
+    af_net net = { .ctx = &ctx, .make_params = mlp_params, .forward = mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
+    af_train_opts o = af_train_defaults();
+    o.plan = plan;
+    o.batch = B;
+    o.loss_scale = 1024;
+    o.dynamic_loss_scale = 1;
+    o.scale_growth_interval = 3;
+    o.compile.threads = 1;
+    af_trainer *t = af_trainer_new(&net, &o);
+    CHECK(t != NULL, "dynamic scale trainer: %s", af_error_message());
+    if (!t) return;
+    float x[B * D], y[B * C];
+    af_step_info info;
+    make_batch(0, 1, x, y);
+    x[5] = 1.0f / 0.0f;
+    af_trainer_step(t, x, y, &info);
+    CHECK(info.skipped_now == 1 && info.loss_scale == 1024.0f, "%s: the overflowing step ran at 1024 and was skipped", af_plan_name(plan));
+    float scales[4];
+    for (int i = 0; i < 4; i++) {
+        make_batch(i + 1, 1, x, y);
+        af_trainer_step(t, x, y, &info);
+        scales[i] = info.loss_scale;
+    }
+    /* 512 for three clean steps, then doubled back to 1024. */
+    CHECK(scales[0] == 512.0f && scales[1] == 512.0f && scales[2] == 512.0f && scales[3] == 1024.0f,
+          "%s: scales %g %g %g %g", af_plan_name(plan), scales[0], scales[1], scales[2], scales[3]);
+    af_trainer_free(t);
+}
+
 static void bad_options(void) {
     af_net net = { 0 };
     CHECK(af_trainer_new(&net, NULL) == NULL && strstr(af_error_message(), "make_params"), "empty net: %s", af_error_message());
@@ -191,6 +224,8 @@ int main(void) {
         skip_nonfinite(plans[p]);
         resume_bit_identical(plans[p]);
     }
+    dynamic_scale(AF_PLAN_HOST);
+    dynamic_scale(AF_PLAN_RESIDENT);
     bad_options();
     return check_finish("train");
 }

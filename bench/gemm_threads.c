@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
             double t1 = now();
             openblas_set_num_threads(1);
-            pause_ms(300); /* let OpenBLAS's spinning workers go to sleep */
+            pause_ms(1000); /* let OpenBLAS's spinning workers go to sleep */
             double t2 = now();
             for (int i = 0; i < iters; i++) cpu_sgemm(pool, 0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
             double t3 = now();

@@ -73,7 +73,7 @@ static void test_layout(void) {
     CHECK(strstr(t, "tensor<fp16, [10]> c10 = const()[name = string(\"c10\"), val = tensor<fp16, [10]>(BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];") != NULL, "blob c10: %s", t);
     CHECK(strstr(t, "offset = uint64(192)") != NULL, "second record not at 192");
     CHECK(strstr(t, "> v_1_bad_name = const()[name = string(\"v_1_bad_name\")") != NULL, "name sanitising: %s", t);
-    CHECK(strstr(t, "        } -> (") != NULL && t[strlen(t) - 1] == '\n' && !strcmp(t + strlen(t) - 4, ");\n}\n") == 0, "closing");
+    CHECK(strstr(t, "        } -> (") != NULL && strlen(t) >= 5 && strcmp(t + strlen(t) - 5, ");\n}\n") == 0, "closing");
     size_t nb;
     const uint8_t *bytes = af_milblob_bytes(w, &nb);
     CHECK(af_milblob_writer_count(w) == 2 && nb == 192 + 64 + 20, "weight file: %d records, %zu bytes", af_milblob_writer_count(w), nb);
@@ -91,7 +91,7 @@ static void test_outputs_and_names(void) {
     char *t = emit(g, 1, &x, 3, outs, NULL);
     if (t) {
         CHECK(strstr(t, "tensor<fp16, [4]> tensor_)") != NULL, "reserved name kept: %s", t);
-        CHECK(strstr(t, "identity(x = relu_1)") && strstr(t, "identity(x = tensor_)"), "repeats and inputs get an identity: %s", t);
+        CHECK(strstr(t, "identity(x = relu_0)") && strstr(t, "identity(x = tensor_)"), "repeats and inputs get an identity: %s", t);
         af_mil_module m;
         size_t len = strlen(t);
         CHECK(af_mil_parse(t, len, NULL, &m) == AF_OK && m.nout == 3, "reparse: %s", af_error_message());

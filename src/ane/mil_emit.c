@@ -293,18 +293,52 @@ af_status af_mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, 
     mil_sb_printf(&e.text, ") {\n");
     free(args);
 
-    for (int id = 0; id < g->n && !e.st; id++) {
+    /* Ops in a canonical order, depth-first from the outputs with sources in order, and
+     * numbered in that order: the text depends on the graph's structure only, not on
+     * the order its nodes were created in (C leaves the evaluation order of nested
+     * builder calls to the compiler). */
+    int *order = malloc(sizeof *order * (size_t)g->n), norder = 0;
+    int64_t *stack = malloc(sizeof *stack * (size_t)g->n * 2);
+    uint8_t *done = calloc((size_t)g->n, 1);
+    if (!order || !stack || !done) {
+        free(order); free(stack); free(done); free(need);
+        return fail_emit(&e, AF_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < nout; i++) {
+        int sp = 0;
+        if (done[out[i]->id]) continue;
+        stack[sp++] = out[i]->id;
+        stack[sp++] = 0;
+        done[out[i]->id] = 1;
+        while (sp > 0) {
+            af_tensor *t = g->t[stack[sp - 2]];
+            int64_t k = stack[sp - 1];
+            if (k < t->nsrc) {
+                stack[sp - 1]++;
+                int sid = t->src[k]->id;
+                if (!done[sid]) { done[sid] = 1; stack[sp++] = sid; stack[sp++] = 0; }
+                continue;
+            }
+            sp -= 2;
+            if (!(af_ops[t->op].flags & OPF_LEAF)) order[norder++] = t->id;
+        }
+    }
+    free(stack);
+    free(done);
+    for (int oi = 0; oi < norder && !e.st; oi++) {
+        int id = order[oi];
         af_tensor *t = g->t[id];
-        if (!need[id] || (af_ops[t->op].flags & OPF_LEAF)) continue;
         char base[80];
-        snprintf(base, sizeof base, "%s_%d", af_ops[t->op].name, t->id);
+        snprintf(base, sizeof base, "%s_%d", af_ops[t->op].name, oi);
         const char *v = mil_unique_name(&e, t->name ? t->name : base);
         if (!mil_lower(&e, t, v) && !e.st) {
             free(need);
+            free(order);
             return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s has no MIL lowering", af_ops[t->op].name);
         }
         e.var[id] = v;
     }
+    free(order);
     free(need);
 
     /* Returned values: an input, a constant or a repeat gets its own identity. */

@@ -203,6 +203,35 @@ static void dynamic_scale(af_plan plan) {
     af_trainer_free(t);
 }
 
+/* The built-in CNN on CIFAR-10's sample shape: builds, steps on every plan, predicts. */
+static void cnn_cifar_shape(af_plan plan) {
+    af_net net = af_net_cnn(AF_SHAPE(3, 32, 32), 10, 5);
+    af_train_opts o = af_train_defaults();
+    o.plan = plan;
+    o.batch = 4;
+    o.unroll = 2;
+    o.eval_batch = 4;
+    o.compile.threads = 1;
+    af_trainer *t = af_trainer_new(&net, &o);
+    CHECK(t != NULL, "cnn 3x32x32 (%s): %s", af_plan_name(plan), af_error_message());
+    if (t) {
+        int k = af_trainer_steps_per_call(t);
+        float *x = calloc((size_t)k * 4 * 3 * 32 * 32, sizeof(float)), *y = calloc((size_t)k * 4 * 10, sizeof(float)), out[40];
+        test_rng r = { 9 };
+        test_fill_uniform(&r, x, (long)k * 4 * 3 * 32 * 32, 0, 1);
+        for (int i = 0; i < k * 4; i++) y[i * 10 + i % 10] = 1;
+        af_step_info info;
+        CHECK(af_trainer_step(t, x, y, &info) == AF_OK && info.loss > 1.5 && info.loss < 4.0, "cnn 3x32x32 step: loss %g %s", info.loss, af_error_message());
+        CHECK(af_trainer_predict(t, 4, x, out) == AF_OK, "cnn 3x32x32 predict: %s", af_error_message());
+        free(x);
+        free(y);
+        af_trainer_free(t);
+    }
+    af_net_free(&net);
+    af_net bad = af_net_cnn(AF_SHAPE(3, 30, 30), 10, 5);
+    CHECK(bad.forward == NULL && strstr(af_error_message(), "divisible by 4"), "cnn on 30x30: %s", af_error_message());
+}
+
 static void bad_options(void) {
     af_net net = { 0 };
     CHECK(af_trainer_new(&net, NULL) == NULL && strstr(af_error_message(), "make_params"), "empty net: %s", af_error_message());
@@ -224,6 +253,7 @@ int main(void) {
         skip_nonfinite(plans[p]);
         resume_bit_identical(plans[p]);
     }
+    for (int p = 0; p < 4; p++) cnn_cifar_shape(plans[p]);
     dynamic_scale(AF_PLAN_HOST);
     dynamic_scale(AF_PLAN_RESIDENT);
     bad_options();

@@ -1,6 +1,7 @@
 /* The trainer: builds the training programs for its plan, feeds minibatches and the
  * per-step scalars, and keeps (or reads back) the optimizer state. Plan-specific graph
  * construction lives in plans.c; this file is the host side of a step. */
+#include "compile/model.h"
 #include "train/trainer.h"
 
 #include <math.h>
@@ -81,23 +82,38 @@ static bool finite_all(const float *g, int64_t n) {
     return !bad;
 }
 
-static void host_update(af_trainer *t, int i, const float *g, int64_t step) {
-    float *w = t->master[i], *m = t->m[i], *v = t->v[i];
-    int64_t n = t->count[i];
-    float lr = tr_lr_at(&t->o, step), decay = 1.0f - lr * t->o.weight_decay;
-    if (t->o.optimizer == AF_OPT_SGD) {
-        float a = lr / t->scale;
-        for (int64_t j = 0; j < n; j++) w[j] = w[j] * decay - a * g[j];
-        t->host_flops += 3 * n;
+typedef struct {
+    float *w, *m, *v;
+    const float *g;
+    float b1, b2, lr_t, eps, decay, sgd_a;
+    int sgd;
+} host_opt;
+
+static void host_opt_range(void *p, int64_t j0, int64_t j1) {
+    const host_opt *o = p;
+    float *w = o->w, *m = o->m, *v = o->v;
+    const float *g = o->g;
+    if (o->sgd) {
+        for (int64_t j = j0; j < j1; j++) w[j] = w[j] * o->decay - o->sgd_a * g[j];
         return;
     }
-    float b1 = t->o.beta1, b2 = t->o.beta2, lr_t = tr_lr_t(t, step), eps = t->o.eps; /* fp32 on the host */
-    for (int64_t j = 0; j < n; j++) {
-        m[j] = b1 * m[j] + (1.0f - b1) * g[j];
-        v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
-        w[j] = w[j] * decay - lr_t * m[j] / (sqrtf(v[j]) + eps);
+    for (int64_t j = j0; j < j1; j++) {
+        m[j] = o->b1 * m[j] + (1.0f - o->b1) * g[j];
+        v[j] = o->b2 * v[j] + (1.0f - o->b2) * g[j] * g[j];
+        w[j] = w[j] * o->decay - o->lr_t * m[j] / (sqrtf(v[j]) + o->eps);
     }
-    t->host_flops += 13 * n;
+}
+
+/* The fp32 host optimizer, split over the compiled program's thread pool. */
+static void host_update(af_trainer *t, int i, const float *g, int64_t step) {
+    int64_t n = t->count[i];
+    float lr = tr_lr_at(&t->o, step);
+    host_opt o = { t->master[i], t->m[i], t->v[i], g, t->o.beta1, t->o.beta2, 0.0f, t->o.eps, /* fp32 on the host */
+                   1.0f - lr * t->o.weight_decay, lr / t->scale, t->o.optimizer == AF_OPT_SGD };
+    if (!o.sgd) o.lr_t = tr_lr_t(t, step);
+    af_model *m = t->fb ? t->fb : t->fwd;
+    cpu_pool_for(m ? m->pool : NULL, n, 32768, host_opt_range, &o);
+    t->host_flops += (o.sgd ? 3 : 13) * n;
 }
 
 /* ------------------------------------------------------------------ running programs */

@@ -95,7 +95,7 @@ void cpu_k_matmul(const cpu_call *c) {
     }
     /* Tiny products against a shared left operand: one wide GEMM beats thousands of calls. */
     int64_t shared_batches;
-    if (m * n * k < (1 << 16) && c->scratch && cpu_matmul_scratch(t) > 0 && left_shared(t, &shared_batches)) {
+    if (c->scratch && cpu_matmul_scratch(t) > 0 && left_shared(t, &shared_batches)) { /* scratch only when tiny */
         matmul_left_shared(c, shared_batches);
         return;
     }

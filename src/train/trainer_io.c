@@ -112,33 +112,24 @@ void af_trainer_free(af_trainer *t) {
 
 /* ------------------------------------------------------------------ checkpoints */
 
-/* Brings the host copies up to date with resident state. */
-static af_status sync_from_state(af_trainer *t) {
+/* Moves params and Adam moments between the host copies and resident state: read
+ * brings the host up to date, write seeds the program (after a checkpoint load). */
+static af_status move_state(af_trainer *t, bool read) {
     if (!t->res) return AF_OK;
-    bool adam = t->o.optimizer == AF_OPT_ADAM;
+    int per_param = t->o.optimizer == AF_OPT_ADAM ? 3 : 1; /* w, then m and v */
     for (int i = 0; i < t->np; i++) {
-        af_status st = af_model_read_state(t->res, t->state_in[i], t->master[i]);
-        if (!st && adam) st = af_model_read_state(t->res, t->state_in[i] + t->np, t->m[i]);
-        if (!st && adam) st = af_model_read_state(t->res, t->state_in[i] + 2 * t->np, t->v[i]);
-        if (st) return st;
-    }
-    return AF_OK;
-}
-
-static af_status push_to_state(af_trainer *t) {
-    if (!t->res) return AF_OK;
-    bool adam = t->o.optimizer == AF_OPT_ADAM;
-    for (int i = 0; i < t->np; i++) {
-        af_status st = af_model_write_state(t->res, t->state_in[i], t->master[i]);
-        if (!st && adam) st = af_model_write_state(t->res, t->state_in[i] + t->np, t->m[i]);
-        if (!st && adam) st = af_model_write_state(t->res, t->state_in[i] + 2 * t->np, t->v[i]);
-        if (st) return st;
+        float *host[3] = { t->master[i], t->m[i], t->v[i] };
+        for (int k = 0; k < per_param; k++) {
+            int port = t->state_in[i] + k * t->np;
+            af_status st = read ? af_model_read_state(t->res, port, host[k]) : af_model_write_state(t->res, port, host[k]);
+            if (st) return st;
+        }
     }
     return AF_OK;
 }
 
 af_status tr_export(af_trainer *t, af_ckpt *c) {
-    af_status st = sync_from_state(t);
+    af_status st = move_state(t, true);
     char name[64];
     if (!st) st = af_ckpt_put_str(c, "trainer.plan", af_plan_name(t->o.plan));
     if (!st) st = af_ckpt_put_i64(c, "trainer.nparams", t->np);
@@ -189,7 +180,7 @@ af_status tr_import(af_trainer *t, const af_ckpt *c) {
         snprintf(name, sizeof name, "adam_v.%d", i);
         if ((st = get_array(c, name, t->v[i], t->count[i]))) return st;
     }
-    return push_to_state(t);
+    return move_state(t, false);
 }
 
 af_status af_trainer_save(af_trainer *t, const char *path) {

@@ -236,6 +236,9 @@ typedef struct {
     int via_mil;            /* ane-sim: 1 runs the program as the engine would receive it
                              * (emitted to MIL text + weights, parsed back, executed);
                              * 0 does so when $ANEFORGE_SIM_VIA_MIL=1; -1 never */
+    const char *ane_framework; /* AF_TARGET_ANE: the AppleNeuralEngine framework binary to
+                                * load; NULL = the system's (on Linux, a fake built with
+                                * the tests: see README) */
 } af_compile_opts;
 
 /* What running a model cost, accumulated over its runs (reset with af_model_stats_reset). */

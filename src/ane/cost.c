@@ -2,8 +2,6 @@
  * throughput + bytes moved / bandwidth: the three terms ANEForge calibrated on M1 and
  * M5. A14 and A15 are not published; they sit on the geometric path between the two. */
 #include "ane/cost.h"
-#include "compile/model.h"
-#include "compile/target.h"
 
 #include <math.h>
 
@@ -27,34 +25,4 @@ double af_ane_estimate_us(af_family_id fam, const af_stats *s) {
     if (!c) return 0.0;
     return (double)s->dispatches * c->dispatch_us + (double)s->engine_flops / (c->tflops * 1e6) +
            (double)(s->bytes_in + s->bytes_out) / (c->gbps * 1e3);
-}
-
-int64_t af_node_flops(const af_tensor *t) {
-    int64_t out = af_shape_count(t->shape), in = t->nsrc ? af_shape_count(t->src[0]->shape) : 0;
-    switch (t->op) {
-    case AF_OP_MATMUL: {
-        af_shape a = t->src[0]->shape;
-        int64_t k = a.rank < 2 ? a.dim[0] : t->a.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
-        return 2 * out * k;
-    }
-    case AF_OP_MATMUL_W: return 2 * out * t->src[1]->shape.dim[1];
-    case AF_OP_CONV: { /* w [Cout, Cin/groups, kH, kW] */
-        af_shape w = t->src[1]->shape;
-        return 2 * out * w.dim[1] * w.dim[2] * w.dim[3];
-    }
-    case AF_OP_CONV_TRANSPOSE: { /* w [Cin, Cout, kH, kW]: every input scatters Cout*kH*kW products */
-        af_shape w = t->src[1]->shape;
-        return 2 * in * w.dim[1] * w.dim[2] * w.dim[3];
-    }
-    case AF_OP_TRANSPOSE: case AF_OP_RESHAPE: case AF_OP_SLICE_BY_SIZE: case AF_OP_CONCAT: case AF_OP_SPLIT:
-    case AF_OP_CAST: case AF_OP_INPUT: case AF_OP_CONST:
-        return 0;
-    default: return out > in ? out : in;
-    }
-}
-
-int64_t af_program_flops(const af_model *m) {
-    int64_t f = 0;
-    for (int s = 0; s < m->nsched; s++) f += af_node_flops(m->sched[s]);
-    return f;
 }

@@ -14,7 +14,4 @@ typedef struct {
 
 /* The row for a concrete family, or NULL. */
 const af_ane_calibration *af_ane_calibration_of(af_family_id fam);
-/* Floating-point operations of one node: 2*M*N*K for matmul and conv, the larger of
- * input and output element counts for other compute ops, 0 for data movement. */
-int64_t af_node_flops(const af_tensor *t);
 #endif

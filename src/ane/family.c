@@ -1,7 +1,7 @@
 /* Neural Engine families, target specs and hardware detection. The naming follows
  * ANEForge: A13 = M1, A14 = M2, A15 = M3, A16 = M4 and M5. */
 #include "ane/family.h"
-#include "compile/model.h"
+#include "ir/ir.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -110,6 +110,3 @@ const char *af_family_name_of(af_family_id fam) {
     return fi ? fi->name : "?";
 }
 
-af_family_id af_model_family(const af_model *m) {
-    return m && m->target != AF_TARGET_CPU ? m->family : AF_FAMILY_DEFAULT;
-}

@@ -2,8 +2,6 @@
  * precision heuristic (seed 000: "warn, never auto-cap"; "precision-check skip"). */
 #include "ane/guards.h"
 #include "ane/family.h"
-#include "compile/model.h"
-#include "compile/target.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -43,8 +41,7 @@ int64_t af_ane_precision_flags(void) { return (int64_t)atomic_load(&precision_fl
 /* Flags a user's subtraction when at least a quarter of its elements cancel
  * catastrophically. Exact zeros (t - t, a deliberate construction) do not count. The
  * library's own vouched kernels (AF_TF_VOUCHED) never get the quirk bit. */
-void af_sim_precision_check(af_model *m, int s, const float *const *ins) {
-    const af_tensor *t = m->sched[s];
+bool af_sim_precision_check(const af_tensor *t, const float *const *ins) {
     af_shape os = t->shape;
     int r = os.rank;
     int64_t st[2][AF_MAX_RANK], idx[AF_MAX_RANK] = { 0 }, off[2] = { 0, 0 };
@@ -71,8 +68,7 @@ void af_sim_precision_check(af_model *m, int s, const float *const *ins) {
             idx[d] = 0;
         }
     }
-    if (cancel == 0 || cancel * 4 < n) return;
-    m->quirk[s] &= (unsigned char)~AF_QUIRK_PRECISION; /* once per node */
+    if (cancel == 0 || cancel * 4 < n) return false;
     atomic_fetch_add(&precision_flags, 1);
     char shape[100];
     af_shape_str(os, shape, sizeof shape);
@@ -82,4 +78,5 @@ void af_sim_precision_check(af_model *m, int s, const float *const *ins) {
             "fp16's 11 significant bits). Form the difference before it is rounded to fp16 (on the host, or from the quantities "
             "it is computed from), or rescale; ignore if intended. Reported once for this node.\n",
             *nm ? "'" : "", nm, *nm ? "' " : "", t->id, shape, (long long)cancel, (long long)n);
+    return true;
 }

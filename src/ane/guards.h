@@ -17,4 +17,8 @@
 int af_ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *params, float loss_scale);
 /* How many times the conv guard has printed (0 or 1 per process). */
 int af_ane_guard_warnings(void);
+/* The near-equal subtraction check on sub node t, whose sources are ins: reports on
+ * stderr and returns true when at least a quarter of its elements cancel (the caller
+ * then stops checking that node). */
+bool af_sim_precision_check(const af_tensor *t, const float *const *ins);
 #endif

@@ -1,6 +1,5 @@
 /* The program cache and the process-wide compile and load budgets (sim_budget.h). */
 #include "ane/sim_budget.h"
-#include "compile/model.h"
 #include "ir/fp16.h"
 
 #include <pthread.h>
@@ -73,10 +72,10 @@ static int64_t local_id(hash128 *h, int64_t *loc, int64_t *next, const af_tensor
     return loc[t->id];
 }
 
-void af_sim_program_key(const af_model *m, uint64_t key[2]) {
+void af_sim_program_key(const compile_plan *m, af_family_id family, uint64_t key[2]) {
     hash128 h = { 0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL };
     int64_t *loc = malloc(sizeof *loc * (size_t)(m->ntensors + 1)), next = 0;
-    mix(&h, (uint64_t)m->family);
+    mix(&h, (uint64_t)family);
     mix(&h, (uint64_t)m->nin);
     mix(&h, (uint64_t)m->nout);
     if (!loc) { /* no room to number tensors: a unique key, so the cache never lies */
@@ -163,10 +162,12 @@ static void load(int i) {
     B.loads++;
 }
 
-af_status af_sim_program_acquire(af_model *m, char *msg, size_t n) {
-    af_sim_program_key(m, m->program_key);
+af_status af_sim_program_acquire(af_sim_program *prog, const compile_plan *m, af_family_id family, bool *compiled,
+                                 char *msg, size_t n) {
+    *compiled = false;
+    af_sim_program_key(m, family, prog->key);
     pthread_mutex_lock(&B.lock);
-    int i = find(m->program_key);
+    int i = find(prog->key);
     if (i >= 0) {
         B.hits++;
     } else {
@@ -179,42 +180,42 @@ af_status af_sim_program_acquire(af_model *m, char *msg, size_t n) {
                              "(af_ane_budget_reset emulates a restart)", done, AF_ANE_COMPILE_LIMIT);
             return AF_ERR_UNSUPPORTED;
         }
-        i = add(m->program_key);
+        i = add(prog->key);
         if (i < 0) {
             pthread_mutex_unlock(&B.lock);
             snprintf(msg, n, "out of memory in the program cache");
             return AF_ERR_NOMEM;
         }
         B.compiles++;
-        m->stats.compiles = 1;
+        *compiled = true;
     }
     B.e[i].users++;
     load(i);
-    m->program_gen = B.gen;
-    m->program_held = 1;
+    prog->gen = B.gen;
+    prog->held = 1;
     pthread_mutex_unlock(&B.lock);
     return AF_OK;
 }
 
-void af_sim_program_use(af_model *m) {
-    if (!m->program_held) return;
+void af_sim_program_use(af_sim_program *prog) {
+    if (!prog->held) return;
     pthread_mutex_lock(&B.lock);
-    int i = find(m->program_key);
-    if (m->program_gen != B.gen || i < 0) { /* the cache was reset: the model still owns its compiled program */
-        if (i < 0) i = add(m->program_key);
+    int i = find(prog->key);
+    if (prog->gen != B.gen || i < 0) { /* the cache was reset: the model still owns its compiled program */
+        if (i < 0) i = add(prog->key);
         if (i >= 0) B.e[i].users++;
-        m->program_gen = B.gen;
+        prog->gen = B.gen;
     }
     if (i >= 0) load(i);
     pthread_mutex_unlock(&B.lock);
 }
 
-void af_sim_program_release(af_model *m) {
-    if (!m || !m->program_held) return;
+void af_sim_program_release(af_sim_program *prog) {
+    if (!prog || !prog->held) return;
     pthread_mutex_lock(&B.lock);
-    int i = m->program_gen == B.gen ? find(m->program_key) : -1;
+    int i = prog->gen == B.gen ? find(prog->key) : -1;
     if (i >= 0 && B.e[i].users > 0) B.e[i].users--; /* the compiled program stays cached */
-    m->program_held = 0;
+    prog->held = 0;
     pthread_mutex_unlock(&B.lock);
 }
 

@@ -4,7 +4,6 @@
  * ane-formats.md §4.4 (limits) and §6 (numerics). */
 #include "ane/sim_rules.h"
 #include "ane/family.h"
-#include "compile/model.h"
 #include "ir/fp16.h"
 
 #include <stdio.h>
@@ -12,7 +11,7 @@
 #include <string.h>
 
 typedef struct {
-    const af_model *m;
+    const compile_plan *m;
     const af_family_info *fi;
     char *msg;
     size_t n;
@@ -164,9 +163,9 @@ static af_status check_shape(ctx *c, const af_tensor *t, bool activation) {
 static const char *const io_remedy_in =
     "declare the input AF_F16 (af_run still takes fp32 host buffers and rounds them to fp16; parameters keep their fp32 master on the host)";
 
-af_status af_sim_validate(const af_model *m, char *msg, size_t n) {
-    ctx c = { .m = m, .fi = af_family_info_of(m->family), .msg = msg, .n = n };
-    if (!c.fi) { snprintf(msg, n, "ane-sim: unknown family %d", (int)m->family); return AF_ERR_INVALID; }
+af_status af_sim_validate(const compile_plan *m, af_family_id family, char *msg, size_t n) {
+    ctx c = { .m = m, .fi = af_family_info_of(family), .msg = msg, .n = n };
+    if (!c.fi) { snprintf(msg, n, "ane-sim: unknown family %d", (int)family); return AF_ERR_INVALID; }
     af_status st = AF_OK;
     for (int i = 0; i < m->nin && !st; i++) {
         const af_tensor *t = m->in[i];
@@ -206,18 +205,10 @@ af_status af_sim_validate(const af_model *m, char *msg, size_t n) {
     return st;
 }
 
-/* Whether the near-equal subtraction check runs ($ANEFORGE_PRECISION_CHECK=0 turns it off). */
-static bool precision_check_enabled(void) {
-    const char *e = getenv("ANEFORGE_PRECISION_CHECK");
-    return !(e && !strcmp(e, "0"));
-}
-
-af_status af_sim_set_quirks(af_model *m) {
-    const af_family_info *fi = af_family_info_of(m->family);
-    if (!fi) return AF_ERR_INVALID;
-    m->quirk = calloc((size_t)m->nsched + 1, 1);
-    if (!m->quirk) return AF_ERR_NOMEM;
-    bool prec = precision_check_enabled();
+unsigned char *af_sim_quirks(const compile_plan *m, af_family_id family, bool prec) {
+    const af_family_info *fi = af_family_info_of(family);
+    unsigned char *quirk = calloc((size_t)m->nsched + 1, 1);
+    if (!fi || !quirk) { free(quirk); return NULL; }
     for (int s = 0; s < m->nsched; s++) {
         const af_tensor *t = m->sched[s];
         int last = t->src && t->nsrc ? t->src[0]->shape.rank - 1 : -1;
@@ -235,7 +226,7 @@ af_status af_sim_set_quirks(af_model *m) {
             break;
         default: break;
         }
-        m->quirk[s] = (unsigned char)q;
+        quirk[s] = (unsigned char)q;
     }
-    return AF_OK;
+    return quirk;
 }

@@ -1,57 +1,100 @@
-/* af_run on the CPU: feed inputs, run the schedule, deliver outputs. */
-#include "compile/model.h"
-#include "compile/target.h"
+/* The CPU executor: feed inputs, run the schedule, deliver outputs. */
+#include "cpu/cpu_exec.h"
+#include "cpu/gemm.h"
 #include "cpu/kernels.h"
+#include "cpu/mem_plan.h"
 #include "ir/fp16.h"
 
-#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static bool needs_rounding(const af_model *m, const af_tensor *t) { return m->fp16 || t->dtype == AF_F16; }
+struct cpu_exec {
+    const compile_plan *p;
+    cpu_exec_opts o;
+    int64_t *offset;       /* per tensor id: float offset into the arena, or -1 */
+    float **val;           /* per tensor id: where its values are during a run */
+    float *arena;
+    int64_t arena_floats;
+    float *scratch;
+    int64_t scratch_floats;
+    float **baked;         /* per tensor id: the constant's values as compiled (fp16-rounded when fp16) */
+    const float **srcptr;  /* room for the widest node's source pointers */
+    cpu_pool *pool;
+    int *state_out;        /* per input: the output copied onto it after a run, or -1 */
+};
 
-static af_status check_buffer(const af_buffer *b, const af_tensor *t, const char *what, int i) {
-    int64_t n = af_shape_count(t->shape);
-    if (!b->data) return af_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has no data", what, i, af_tensor_name(t));
-    if (b->dtype != AF_F32 && b->dtype != AF_F16)
-        return af_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has unknown dtype %d", what, i, af_tensor_name(t), (int)b->dtype);
-    if (b->count != n) {
-        char s[100];
-        af_shape_str(t->shape, s, sizeof s);
-        return af_fail(AF_ERR_SHAPE, "af_run: %s %d ('%s') holds %lld elements but its shape %s needs %lld",
-                       what, i, af_tensor_name(t), (long long)b->count, s, (long long)n);
+static bool needs_rounding(const cpu_exec *e, const af_tensor *t) { return e->o.fp16 || t->dtype == AF_F16; }
+
+void cpu_exec_free(cpu_exec *e) {
+    if (!e) return;
+    if (e->baked)
+        for (int i = 0; i < e->p->ntensors; i++) free(e->baked[i]);
+    free(e->baked);
+    free(e->offset);
+    free(e->val);
+    free(e->arena);
+    free(e->scratch);
+    free(e->srcptr);
+    free(e->state_out);
+    cpu_pool_free(e->pool);
+    free(e);
+}
+
+static af_status refuse(cpu_exec *e, char *msg, size_t n, af_status st, const char *text) {
+    snprintf(msg, n, "%s", text);
+    cpu_exec_free(e);
+    return st;
+}
+
+af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec **out, char *msg, size_t n) {
+    *out = NULL;
+    cpu_exec *e = calloc(1, sizeof *e);
+    if (!e) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
+    e->p = p;
+    e->o = *o;
+    if (e->o.threads < 1) e->o.threads = 1;
+    size_t nt = (size_t)p->ntensors + 1;
+    e->offset = malloc(sizeof *e->offset * nt);
+    e->val = calloc(nt, sizeof *e->val);
+    e->baked = calloc(nt, sizeof *e->baked);
+    int widest = 1;
+    for (int s = 0; s < p->nsched; s++) widest = p->sched[s]->nsrc > widest ? p->sched[s]->nsrc : widest;
+    e->srcptr = malloc(sizeof *e->srcptr * (size_t)widest);
+    if (!e->offset || !e->val || !e->baked || !e->srcptr) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
+    for (int id = 0; id < p->ntensors; id++) {
+        af_tensor *t = p->g->t[id];
+        if (!p->need[id] || t->op != AF_OP_CONST) continue;
+        e->val[id] = t->data;
+        if (e->o.fp16) { /* constants are baked into the program as fp16 */
+            int64_t cnt = af_shape_count(t->shape);
+            e->baked[id] = malloc((size_t)cnt * sizeof(float) + 1);
+            if (!e->baked[id]) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
+            memcpy(e->baked[id], t->data, (size_t)cnt * sizeof(float));
+            af_round_f16_array(e->baked[id], cnt);
+            e->val[id] = e->baked[id];
+        }
     }
+    if (!cpu_plan_memory(p, e->o.threads, e->offset, &e->arena_floats, &e->scratch_floats))
+        return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory planning buffers");
+    e->arena = malloc((size_t)(e->arena_floats + CPU_ALIGN_FLOATS) * sizeof(float));
+    e->scratch = e->scratch_floats ? malloc((size_t)e->scratch_floats * sizeof(float)) : NULL;
+    if (!e->arena || (e->scratch_floats && !e->scratch)) {
+        snprintf(msg, n, "out of memory: the model needs %lld bytes", (long long)(e->arena_floats * 4));
+        cpu_exec_free(e);
+        return AF_ERR_NOMEM;
+    }
+    for (int id = 0; id < p->ntensors; id++)
+        if (e->offset[id] >= 0) e->val[id] = e->arena + e->offset[id];
+    if (e->o.threads > 1 && !(e->pool = cpu_pool_new(e->o.threads))) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory starting threads");
+    cpu_blas_set_threads(e->o.threads);
+    *out = e;
     return AF_OK;
 }
 
-/* ane-sim: values past the range become +-inf (the engine saturates, it does not clamp). */
-static void saturate(float *v, int64_t n, float lim) {
-    for (int64_t i = 0; i < n; i++)
-        if (v[i] > lim) v[i] = INFINITY;
-        else if (v[i] < -lim) v[i] = -INFINITY;
-}
+size_t cpu_exec_memory_bytes(const cpu_exec *e) { return e ? (size_t)(e->arena_floats + e->scratch_floats) * sizeof(float) : 0; }
 
-/* The engine's numerics on top of the CPU kernel's result (compile/target.h). */
-static void apply_quirks(af_model *m, int s, const float *const *ins) {
-    const af_tensor *t = m->sched[s];
-    unsigned q = m->quirk[s];
-    if (q & AF_QUIRK_ACC_SAT) saturate(m->val[t->id], af_shape_count(t->shape), AF_ANE_ACC_MAX);
-    if (q & AF_QUIRK_CROP_SAT) saturate(m->val[t->id], af_shape_count(t->shape), AF_ANE_CROP_MAX);
-    if (q & AF_QUIRK_PRECISION) af_sim_precision_check(m, s, ins);
-}
-
-/* Per run: an ANE program is one dispatch moving its fed inputs and delivered outputs
- * as fp16; on the CPU target all the work is the host's. */
-static void count_run(af_model *m, const af_buffer *in, const af_buffer *out) {
-    if (m->target == AF_TARGET_CPU) { m->stats.host_flops += m->run_flops; return; }
-    m->stats.dispatches++;
-    m->stats.engine_flops += m->run_flops;
-    for (int i = 0; i < m->nin; i++)
-        if (!(m->state_out && m->state_out[i] >= 0)) m->stats.bytes_in += 2 * in[i].count;
-    for (int i = 0; i < m->nout; i++)
-        if (out[i].data) m->stats.bytes_out += 2 * out[i].count;
-}
-
-/* Outputs at least this large are written in place when safe (see af_run). */
+/* Outputs at least this large are written in place when safe (see cpu_exec_run). */
 #define DIRECT_MIN_FLOATS 4096
 
 static size_t elem_bytes(const af_buffer *b) { return b->dtype == AF_F16 ? 2 : 4; }
@@ -63,88 +106,112 @@ static bool overlaps(const af_buffer *a, const af_buffer *b) {
     return a0 < b1 && b0 < a1;
 }
 
-af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
-    if (!m) return af_fail(AF_ERR_INVALID, "af_run: model is NULL");
-    if ((m->nin && !in) || !out) return af_fail(AF_ERR_INVALID, "af_run: input or output buffer array is NULL");
-    for (int i = 0; i < m->nin; i++) {
-        if (m->state_out && m->state_out[i] >= 0) continue; /* resident: not fed */
-        af_status st = check_buffer(&in[i], m->in[i], "input", i);
-        if (st) return st;
-    }
-    for (int i = 0; i < m->nout; i++) {
-        if (!out[i].data) continue; /* not delivered */
-        af_status st = check_buffer(&out[i], m->out[i], "output", i);
-        if (st) return st;
-    }
-    for (int i = 0; i < m->nin; i++) {
-        af_tensor *t = m->in[i];
+static bool is_state(const cpu_exec *e, int i) { return e->state_out && e->state_out[i] >= 0; }
+
+static void feed_inputs(cpu_exec *e, const af_buffer *in) {
+    const compile_plan *p = e->p;
+    for (int i = 0; i < p->nin; i++) {
+        af_tensor *t = p->in[i];
         int64_t n = in[i].count;
-        float *slot = m->arena + m->offset[t->id];
-        if (m->state_out && m->state_out[i] >= 0) {
-            m->val[t->id] = slot;
+        float *slot = e->arena + e->offset[t->id];
+        if (is_state(e, i)) {
+            e->val[t->id] = slot;
         } else if (in[i].dtype == AF_F16) {
             af_f16_to_f32_array(in[i].data, slot, n);
-            m->val[t->id] = slot;
-        } else if (needs_rounding(m, t)) {
+            e->val[t->id] = slot;
+        } else if (needs_rounding(e, t)) {
             memcpy(slot, in[i].data, (size_t)n * sizeof(float));
             af_round_f16_array(slot, n);
-            m->val[t->id] = slot;
+            e->val[t->id] = slot;
         } else {
-            m->val[t->id] = in[i].data; /* fed directly, no copy */
+            e->val[t->id] = in[i].data; /* fed directly, no copy */
         }
     }
-    /* Outputs that this run computes are written straight into the caller's buffers
-     * (no copy at the end) when that is safe: a delivered fp32 buffer for a scheduled
-     * node, requested once, overlapping no fed input buffer (a directly fed input must stay
-     * intact until its last reader), no constant's values and no other output buffer.
-     * The checks scan the graph, so only outputs whose copy would cost more take this
-     * path; small ones (a trainer's many gradients) keep the arena and the copy. */
-    for (int i = 0; i < m->nout; i++) {
-        const af_tensor *t = m->out[i];
-        if (m->offset[t->id] < 0 || t->op == AF_OP_INPUT) continue;
-        m->val[t->id] = m->arena + m->offset[t->id];
+}
+
+/* Outputs that this run computes are written straight into the caller's buffers (no
+ * copy at the end) when that is safe: a delivered fp32 buffer for a scheduled node,
+ * requested once, overlapping no fed input buffer (a directly fed input must stay
+ * intact until its last reader), no constant's values and no other output buffer. The
+ * checks scan the graph, so only outputs whose copy would cost more take this path;
+ * small ones (a trainer's many gradients) keep the arena and the copy. */
+static void place_outputs(cpu_exec *e, const af_buffer *in, af_buffer *out) {
+    const compile_plan *p = e->p;
+    for (int i = 0; i < p->nout; i++) {
+        const af_tensor *t = p->out[i];
+        if (e->offset[t->id] < 0 || t->op == AF_OP_INPUT) continue;
+        e->val[t->id] = e->arena + e->offset[t->id];
         if (!out[i].data || out[i].dtype != AF_F32) continue;
-        if (out[i].count < DIRECT_MIN_FLOATS || out[i].count < 4 * (int64_t)(m->ntensors + m->nout + m->nin)) continue;
+        if (out[i].count < DIRECT_MIN_FLOATS || out[i].count < 4 * (int64_t)(p->ntensors + p->nout + p->nin)) continue;
         bool direct = true;
-        for (int j = 0; j < m->nout && direct; j++)
-            if (j != i && (m->out[j] == t || (out[j].data && overlaps(&out[i], &out[j])))) direct = false;
-        for (int j = 0; j < m->nin && direct; j++)
-            if (!(m->state_out && m->state_out[j] >= 0) && overlaps(&out[i], &in[j])) direct = false;
-        for (int id = 0; id < m->ntensors && direct; id++) /* baked constants (af_tensor_value) */
-            if (m->val[id] && m->g->t[id]->op == AF_OP_CONST) {
-                af_buffer cb = AF_BUF_F32(m->val[id], af_shape_count(m->g->t[id]->shape));
+        for (int j = 0; j < p->nout && direct; j++)
+            if (j != i && (p->out[j] == t || (out[j].data && overlaps(&out[i], &out[j])))) direct = false;
+        for (int j = 0; j < p->nin && direct; j++)
+            if (!is_state(e, j) && overlaps(&out[i], &in[j])) direct = false;
+        for (int id = 0; id < p->ntensors && direct; id++) /* constants' values */
+            if (e->val[id] && p->g->t[id]->op == AF_OP_CONST) {
+                af_buffer cb = AF_BUF_F32(e->val[id], af_shape_count(p->g->t[id]->shape));
                 if (overlaps(&out[i], &cb)) direct = false;
             }
-        if (direct) m->val[t->id] = out[i].data;
+        if (direct) e->val[t->id] = out[i].data;
     }
-    if (m->quirk) af_sim_program_use(m); /* reloads the program if it was evicted */
-    const float **ins = m->srcptr;
-    for (int s = 0; s < m->nsched; s++) {
-        af_tensor *t = m->sched[s];
-        if (m->offset[t->id] < 0) { /* an aliasing reshape: same values, new shape */
-            m->val[t->id] = m->val[t->src[0]->id];
+}
+
+af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
+    const compile_plan *p = e->p;
+    feed_inputs(e, in);
+    place_outputs(e, in, out);
+    const float **ins = e->srcptr;
+    for (int s = 0; s < p->nsched; s++) {
+        af_tensor *t = p->sched[s];
+        if (e->offset[t->id] < 0) { /* an aliasing reshape: same values, new shape */
+            e->val[t->id] = e->val[t->src[0]->id];
             continue;
         }
-        for (int k = 0; k < t->nsrc; k++) ins[k] = m->val[t->src[k]->id];
-        cpu_call c = { .t = t, .in = ins, .out = m->val[t->id], .pool = m->pool, .scratch = m->scratch,
-                       .fp16_accum = m->fp16_accum, .fp16 = m->fp16 };
+        for (int k = 0; k < t->nsrc; k++) ins[k] = e->val[t->src[k]->id];
+        cpu_call c = { .t = t, .in = ins, .out = e->val[t->id], .pool = e->pool, .scratch = e->scratch,
+                       .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16 };
         cpu_kernels[t->op](&c);
-        if (m->quirk && m->quirk[s]) apply_quirks(m, s, ins);
-        if (needs_rounding(m, t)) af_round_f16_array(m->val[t->id], af_shape_count(t->shape));
+        if (e->o.after_node && (!e->o.hook_at || e->o.hook_at[s])) e->o.after_node(e->o.hook_ctx, s, t, e->val[t->id], ins);
+        if (needs_rounding(e, t)) af_round_f16_array(e->val[t->id], af_shape_count(t->shape));
     }
-    for (int i = 0; i < m->nout; i++) {
-        const float *v = m->val[m->out[i]->id];
+    for (int i = 0; i < p->nout; i++) {
+        const float *v = e->val[p->out[i]->id];
         if (!out[i].data) continue;
         if (out[i].dtype == AF_F16) af_f32_to_f16_array(v, out[i].data, out[i].count);
         else if (out[i].data != v) memmove(out[i].data, v, (size_t)out[i].count * sizeof(float));
     }
     /* Resident state advances last, so every node above read the pre-run value. */
-    for (int i = 0; m->state_out && i < m->nin; i++) {
-        if (m->state_out[i] < 0) continue;
-        af_tensor *t = m->in[i], *o = m->out[m->state_out[i]];
-        float *slot = m->arena + m->offset[t->id];
-        if (m->val[o->id] != slot) memcpy(slot, m->val[o->id], (size_t)af_shape_count(t->shape) * sizeof(float));
+    for (int i = 0; e->state_out && i < p->nin; i++) {
+        if (e->state_out[i] < 0) continue;
+        af_tensor *t = p->in[i], *o = p->out[e->state_out[i]];
+        float *slot = e->arena + e->offset[t->id];
+        if (e->val[o->id] != slot) memcpy(slot, e->val[o->id], (size_t)af_shape_count(t->shape) * sizeof(float));
     }
-    count_run(m, in, out);
+    return AF_OK;
+}
+
+af_status cpu_exec_bind_state(cpu_exec *e, int in_index, int out_index) {
+    if (!e->state_out) {
+        e->state_out = malloc(sizeof *e->state_out * (size_t)(e->p->nin + 1));
+        if (!e->state_out) return af_fail(AF_ERR_NOMEM, "af_model_bind_state: out of memory");
+        for (int i = 0; i < e->p->nin; i++) e->state_out[i] = -1;
+    }
+    e->state_out[in_index] = out_index;
+    return AF_OK;
+}
+
+af_status cpu_exec_write_state(cpu_exec *e, int in_index, const float *src) {
+    af_tensor *t = e->p->in[in_index];
+    float *slot = e->arena + e->offset[t->id];
+    int64_t n = af_shape_count(t->shape);
+    memcpy(slot, src, (size_t)n * sizeof(float));
+    if (needs_rounding(e, t)) af_round_f16_array(slot, n); /* the program holds fp16 */
+    return AF_OK;
+}
+
+af_status cpu_exec_read_state(const cpu_exec *e, int in_index, float *dst) {
+    af_tensor *t = e->p->in[in_index];
+    memcpy(dst, e->arena + e->offset[t->id], (size_t)af_shape_count(t->shape) * sizeof(float));
     return AF_OK;
 }

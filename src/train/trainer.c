@@ -1,7 +1,7 @@
 /* The trainer: builds the training programs for its plan, feeds minibatches and the
  * per-step scalars, and keeps (or reads back) the optimizer state. Plan-specific graph
  * construction lives in plans.c; this file is the host side of a step. */
-#include "compile/model.h"
+#include "cpu/pool.h"
 #include "train/trainer.h"
 
 #include <math.h>
@@ -104,15 +104,16 @@ static void host_opt_range(void *p, int64_t j0, int64_t j1) {
     }
 }
 
-/* The fp32 host optimizer, split over the compiled program's thread pool. */
+/* The fp32 host optimizer, split over the trainer's threads. */
 static void host_update(af_trainer *t, int i, const float *g, int64_t step) {
     int64_t n = t->count[i];
     float lr = tr_lr_at(&t->o, step);
     host_opt o = { t->master[i], t->m[i], t->v[i], g, t->o.beta1, t->o.beta2, 0.0f, t->o.eps, /* fp32 on the host */
                    1.0f - lr * t->o.weight_decay, lr / t->scale, t->o.optimizer == AF_OPT_SGD };
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
-    af_model *m = t->fb ? t->fb : t->fwd;
-    cpu_pool_for(m ? m->pool : NULL, n, 32768, host_opt_range, &o);
+    int threads = t->o.compile.threads > 0 ? t->o.compile.threads : cpu_num_cores();
+    if (!t->pool && threads > 1) t->pool = cpu_pool_new(threads); /* NULL: runs inline */
+    cpu_pool_for(t->pool, n, 32768, host_opt_range, &o);
     t->host_flops += (o.sgd ? 3 : 13) * n;
 }
 

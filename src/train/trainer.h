@@ -42,6 +42,7 @@ struct af_trainer {
 
     af_stats acc, total;       /* this call, all calls */
     int64_t host_flops, compiles_pending;
+    struct cpu_pool *pool;     /* threads of the host optimizer (made on first use) */
 };
 
 float     tr_lr_at(const af_train_opts *o, int64_t step);

@@ -1,5 +1,6 @@
 /* Creating and freeing trainers, and their checkpoints. */
 #include "nn/optim.h"
+#include "cpu/pool.h"
 #include "train/ckpt.h"
 #include "train/trainer.h"
 #include "train/trainer_io.h"
@@ -107,6 +108,7 @@ void af_trainer_free(af_trainer *t) {
     free(t->eval_x);
     free(t->eval_out);
     af_graph_free(t->g);
+    cpu_pool_free(t->pool);
     free(t);
 }
 

@@ -1,0 +1,48 @@
+/* The backend interface: what af_compile and af_run ask of a target. A backend is a
+ * table of functions over an opaque per-model state, in the manner of ggml's backend
+ * interface; src/model/registry.c lists them, one line each. af_compile does the
+ * target-neutral work (compile_plan) and hands the plan to the backend, which owns its
+ * memory plan, its programs and its execution. */
+#ifndef AF_COMPILE_BACKEND_H
+#define AF_COMPILE_BACKEND_H
+#include "compile/plan.h"
+
+#include <stddef.h>
+
+/* What a backend is asked to build: the caller's options with defaults filled in. */
+typedef struct {
+    af_target target;
+    af_family_id family;      /* resolved on engine targets, AF_FAMILY_DEFAULT on the CPU */
+    af_precision precision;   /* as asked */
+    bool fp16;                /* fp16 storage: every stored value is rounded to fp16 */
+    int threads;              /* >= 1 */
+    int via_mil;              /* as af_compile_opts.via_mil, the environment already applied */
+    const char *ane_framework;/* the AppleNeuralEngine binary to load (NULL: the system's) */
+} backend_cfg;
+
+typedef struct {
+    const char *name;  /* "cpu", "ane-sim", "ane" */
+    af_target target;
+    /* NULL when the backend can run node t under cfg; otherwise why not, with the remedy. */
+    const char *(*unsupported)(const backend_cfg *cfg, const af_tensor *t);
+    /* Whole-program checks (compiler walls, limits): AF_OK, or the status with msg set. */
+    af_status (*validate)(const backend_cfg *cfg, const compile_plan *p, char *msg, size_t n);
+    /* Plans memory and prepares the program (compiling it where the target compiles,
+     * counted in stats); the plan outlives the state. */
+    af_status (*init)(const backend_cfg *cfg, const compile_plan *p, void **state, af_stats *stats, char *msg, size_t n);
+    /* Runs once. Buffers are already checked against the plan's shapes; an output with
+     * NULL data is not delivered, an input bound as state is not read. Adds what the run
+     * cost to stats. Errors go through af_fail. */
+    af_status (*run)(void *state, const af_buffer *in, af_buffer *out, af_stats *stats);
+    /* Resident state (indices already checked): after each run output o is copied onto
+     * input i; write/read move count(shape) floats in and out of it. */
+    af_status (*bind_state)(void *state, int in_index, int out_index);
+    af_status (*write_state)(void *state, int in_index, const float *src);
+    af_status (*read_state)(void *state, int in_index, float *dst);
+    size_t (*memory_bytes)(const void *state);  /* intermediate memory held */
+    void (*free)(void *state);
+} backend_iface;
+
+/* The backend for a target, or NULL (src/model/registry.c). */
+const backend_iface *backend_for(af_target target);
+#endif

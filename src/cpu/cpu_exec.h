@@ -1,0 +1,31 @@
+/* The CPU executor: runs a compile_plan with one preplanned arena (no allocation during
+ * a run). The cpu backend is a thin wrapper over it; other backends that compute on
+ * the host (ane-sim) build on it and observe nodes through the after_node hook. */
+#ifndef AF_CPU_EXEC_H
+#define AF_CPU_EXEC_H
+#include "compile/plan.h"
+#include "cpu/pool.h"
+
+/* Called after the kernel of schedule entry s wrote out (count(t->shape) floats) and
+ * before fp16 rounding; ins are the node's source values. */
+typedef void (*cpu_node_hook)(void *ctx, int s, const af_tensor *t, float *out, const float *const *ins);
+
+typedef struct {
+    bool fp16;                 /* fp16 storage: every stored value rounded to fp16 */
+    bool fp16_accum;           /* reduce_sum accumulates in fp16 */
+    int threads;               /* >= 1 */
+    cpu_node_hook after_node;  /* NULL: none */
+    const unsigned char *hook_at; /* per schedule index: nonzero calls after_node there (NULL: every node) */
+    void *hook_ctx;
+} cpu_exec_opts;
+
+typedef struct cpu_exec cpu_exec;
+
+af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec **out, char *msg, size_t n);
+af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out);
+af_status cpu_exec_bind_state(cpu_exec *e, int in_index, int out_index);
+af_status cpu_exec_write_state(cpu_exec *e, int in_index, const float *src);
+af_status cpu_exec_read_state(const cpu_exec *e, int in_index, float *dst);
+size_t    cpu_exec_memory_bytes(const cpu_exec *e);
+void      cpu_exec_free(cpu_exec *e);
+#endif

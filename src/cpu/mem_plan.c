@@ -1,0 +1,92 @@
+/* The CPU executor's memory plan: one arena with buffer reuse by liveness, so a run
+ * allocates nothing. Inputs and outputs keep their buffers for the whole run;
+ * intermediates are freed after their last reader. */
+#include "cpu/mem_plan.h"
+#include "cpu/kernels.h"
+
+#include <stdlib.h>
+
+typedef struct { int64_t off, size; } block;
+typedef struct { block *b; int n, cap; int64_t top, peak; } allocator; /* peak: the arena size */
+
+static int64_t round_up(int64_t size) { return (size + CPU_ALIGN_FLOATS - 1) / CPU_ALIGN_FLOATS * CPU_ALIGN_FLOATS; }
+
+static int64_t alloc_take(allocator *a, int64_t size) {
+    size = round_up(size);
+    int best = -1;
+    for (int i = 0; i < a->n; i++)
+        if (a->b[i].size >= size && (best < 0 || a->b[i].size < a->b[best].size)) best = i;
+    if (best < 0) {
+        int64_t off = a->top;
+        a->top += size;
+        if (a->top > a->peak) a->peak = a->top; /* freeing the end lowers top, never the size needed */
+        return off;
+    }
+    int64_t off = a->b[best].off;
+    a->b[best].off += size;
+    a->b[best].size -= size;
+    if (a->b[best].size == 0) a->b[best] = a->b[--a->n];
+    return off;
+}
+
+static bool alloc_give(allocator *a, int64_t off, int64_t size) {
+    size = round_up(size);
+    /* Merge with neighbours so freed space can serve larger buffers later. */
+    for (int i = 0; i < a->n; i++) {
+        if (a->b[i].off + a->b[i].size == off) { off = a->b[i].off; size += a->b[i].size; a->b[i--] = a->b[--a->n]; }
+        else if (off + size == a->b[i].off) { size += a->b[i].size; a->b[i--] = a->b[--a->n]; }
+    }
+    if (off + size == a->top) { a->top = off; return true; }
+    if (a->n == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 32;
+        block *nb = realloc(a->b, (size_t)cap * sizeof *nb);
+        if (!nb) return false;
+        a->b = nb;
+        a->cap = cap;
+    }
+    a->b[a->n++] = (block){ off, size };
+    return true;
+}
+
+bool cpu_is_alias(const af_tensor *t) { return t->op == AF_OP_RESHAPE && t->src[0]->op != AF_OP_CONST; }
+
+bool cpu_plan_memory(const compile_plan *p, int threads, int64_t *offset, int64_t *arena_floats, int64_t *scratch_floats) {
+    af_graph *g = p->g;
+    int n = p->ntensors;
+    int *last = calloc((size_t)n + 1, sizeof *last), *root = malloc(((size_t)n + 1) * sizeof *root);
+    bool *keep = calloc((size_t)n + 1, sizeof *keep);
+    allocator al = { 0 };
+    bool ok = last && keep && root;
+    *scratch_floats = 0;
+    for (int id = 0; ok && id < n; id++) { root[id] = id; offset[id] = -1; }
+    /* Uses and lifetimes belong to the buffer's owner: the root of a chain of aliases. */
+    for (int s = 0; ok && s < p->nsched; s++) {
+        af_tensor *t = p->sched[s];
+        if (cpu_is_alias(t)) root[t->id] = root[t->src[0]->id];
+        for (int k = 0; k < t->nsrc; k++) last[root[t->src[k]->id]] = s;
+    }
+    for (int i = 0; ok && i < p->nout; i++) keep[root[p->out[i]->id]] = true;
+    for (int i = 0; ok && i < p->nin; i++) {
+        keep[p->in[i]->id] = true;
+        offset[p->in[i]->id] = alloc_take(&al, af_shape_count(p->in[i]->shape));
+    }
+    for (int s = 0; ok && s < p->nsched; s++) {
+        af_tensor *t = p->sched[s];
+        if (!cpu_is_alias(t)) offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
+        int64_t sc = cpu_scratch_floats(t, threads);
+        if (sc > *scratch_floats) *scratch_floats = sc;
+        for (int k = 0; k < t->nsrc && ok; k++) {
+            af_tensor *src = g->t[root[t->src[k]->id]];
+            bool dup = false; /* the same buffer twice must be freed once */
+            for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;
+            if (!dup && last[src->id] == s && !keep[src->id] && src->op != AF_OP_CONST && src->op != AF_OP_INPUT)
+                ok = alloc_give(&al, offset[src->id], af_shape_count(src->shape));
+        }
+    }
+    *arena_floats = al.peak;
+    free(al.b);
+    free(last);
+    free(keep);
+    free(root);
+    return ok;
+}

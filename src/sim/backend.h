@@ -1,0 +1,6 @@
+/* The ane-sim backend's table (registered in src/model/registry.c). */
+#ifndef AF_SIM_BACKEND_H
+#define AF_SIM_BACKEND_H
+#include "compile/backend.h"
+extern const backend_iface ane_sim_backend;
+#endif

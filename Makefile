@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 
-.PHONY: all build test test-asan demo bench clean fuzz
+.PHONY: all build test test-asan demo bench clean fuzz install
 
 all: build
 
@@ -42,3 +42,8 @@ fuzz:
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
+
+# Installs the header, libraries, CLI, pkg-config file and CMake package under PREFIX.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)

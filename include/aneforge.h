@@ -25,7 +25,14 @@
 extern "C" {
 #endif
 
-#define AF_VERSION "0.1.0"
+/* The library's version; af_version() says which one a program actually loaded. */
+#define AF_VERSION_MAJOR 0
+#define AF_VERSION_MINOR 2
+#define AF_VERSION_PATCH 0
+#define AF_VERSION_STR_(x) #x
+#define AF_VERSION_STR(x) AF_VERSION_STR_(x)
+#define AF_VERSION AF_VERSION_STR(AF_VERSION_MAJOR) "." AF_VERSION_STR(AF_VERSION_MINOR) "." AF_VERSION_STR(AF_VERSION_PATCH)
+const char *af_version(void);
 #define AF_MAX_RANK 6
 
 /* ---------------------------------------------------------------- basic types */

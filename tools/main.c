@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("aneforge %s\n", AF_VERSION);
+        printf("aneforge %s\n", af_version());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -38,6 +38,8 @@ void      af_sim_program_release(af_model *m);
  * them into a graph the returned model owns, and compiles that (opts->via_mil ignored). */
 af_model *af_sim_compile_via_mil(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
                                  const af_compile_opts *opts);
+/* Models compiled through MIL so far in this process (for tests). */
+long long af_sim_via_mil_count(void);
 
 /* Floating-point operations one run of m performs (2*M*N*K for matmul and conv,
  * the element count for other compute ops, 0 for pure data movement). */

@@ -71,6 +71,7 @@ void af_model_free(af_model *m) {
     free(m->quirk);
     cpu_pool_free(m->pool);
     af_graph_free(m->owned_graph);
+    af_graph_free(m->g); /* drops the model's reference */
     free(m);
 }
 
@@ -186,7 +187,7 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     af_model *m = calloc(1, sizeof *m);
     bool *need = calloc((size_t)g->n, sizeof *need);
     if (!m || !need) { free(need); return fail_model(m, AF_ERR_NOMEM, "out of memory"); }
-    m->g = g;
+    m->g = af_graph_retain(g); /* the model keeps its graph alive (af_graph_free may come first) */
     m->target = o.target;
     m->fp16 = o.precision == AF_PRECISION_FP16 || (o.precision == AF_PRECISION_DEFAULT && o.target != AF_TARGET_CPU);
     if (o.target == AF_TARGET_ANE_SIM) { /* the engine stores and adds in fp16 (reduce_sum too) */
@@ -215,16 +216,13 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
         m->offset[id] = -1;
         af_tensor *t = g->t[id];
         if (!need[id]) continue;
-        if (t->op == AF_OP_CONST) {
-            m->val[id] = t->data;
-            if (m->fp16) {
-                int64_t n = af_shape_count(t->shape);
-                m->baked[id] = malloc((size_t)n * sizeof(float) + 1);
-                if (!m->baked[id]) { free(need); return fail_model(m, AF_ERR_NOMEM, "out of memory"); }
-                memcpy(m->baked[id], t->data, (size_t)n * sizeof(float));
-                af_round_f16_array(m->baked[id], n);
-                m->val[id] = m->baked[id];
-            }
+        if (t->op == AF_OP_CONST) { /* a copy: later changes to the constant reach only later compiles */
+            int64_t n = af_shape_count(t->shape);
+            m->baked[id] = malloc((size_t)n * sizeof(float) + 1);
+            if (!m->baked[id]) { free(need); return fail_model(m, AF_ERR_NOMEM, "out of memory"); }
+            memcpy(m->baked[id], t->data, (size_t)n * sizeof(float));
+            if (m->fp16) af_round_f16_array(m->baked[id], n);
+            m->val[id] = m->baked[id];
         } else if (t->op != AF_OP_INPUT) {
             m->sched[m->nsched++] = t;
         }

@@ -5,7 +5,7 @@
 #include "cpu/pool.h"
 
 struct af_model {
-    af_graph *g;
+    af_graph *g;           /* retained by the model (af_graph_retain), released with it */
     af_graph *owned_graph; /* a graph the model made for itself (the MIL round trip), freed with it */
     af_target target;
     int fp16;              /* fp16-storage numerics: every result rounded to fp16 */
@@ -21,7 +21,7 @@ struct af_model {
     int64_t arena_floats;
     float *scratch;
     int64_t scratch_floats;
-    float **baked;         /* per tensor id: fp16-rounded copy of a constant, or NULL */
+    float **baked;         /* per tensor id: the model's copy of a constant (fp16-rounded in fp16 models), or NULL */
     const float **srcptr;  /* room for the widest node's source pointers */
     cpu_pool *pool;
     int threads;           /* the pool's threads (scratch holds a slice per thread) */

@@ -197,7 +197,8 @@ typedef struct {
 } af_backward_opts;
 
 /* Writes to grads[i] the gradient of the loss with respect to params[i] (same shape;
- * a tensor of zeros when the loss does not depend on it). opts may be NULL. */
+ * a tensor of zeros when the loss does not depend on it; like every node, it belongs to
+ * the graph). opts may be NULL. */
 af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads,
                       const af_backward_opts *opts);
 /* The same from an explicit seed (the gradient arriving at root, root's shape). */
@@ -348,9 +349,9 @@ typedef struct {
 af_train_opts af_train_defaults(void);
 
 /* Built-in models (built only from the public API; see examples/). The returned net's
- * ctx is owned by the caller: release it with af_net_free (any time after
- * af_trainer_new has returned: trainers never use a net afterwards). Initial weights are drawn
- * like PyTorch's defaults from a generator seeded with `seed`.
+ * ctx is owned by the caller: release it with af_net_free, any time after
+ * af_trainer_new has returned (trainers never use a net afterwards). Initial weights
+ * are drawn like PyTorch's defaults from a generator seeded with `seed`.
  *   mlp  784-128-10 with ReLU (any sample shape: it is flattened)
  *   cnn  conv3x3(C->16, pad 1), ReLU, avg_pool 2, conv3x3(16->32, pad 1), ReLU,
  *        avg_pool 2, linear -> classes; sample [C, H, W] with H, W divisible by 4 */

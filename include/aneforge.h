@@ -3,11 +3,12 @@
  * simulated engine that reproduce its numerics and compiler limits.
  *
  * Lifecycle (like SQLite's): build a graph, compile it into a model, run the model
- * many times, free the model, free the graph.
+ * many times, free the model and the graph (in either order).
  *
  * Ownership: a graph owns every tensor built in it (never free a tensor); a model owns
- * its internal buffers; the caller owns every buffer it passes in and every string it
- * passes (they are copied).
+ * its internal buffers, its copies of the constants and a reference to its graph; the
+ * caller owns every buffer it passes in and every string it passes (they are copied).
+ * Each constructor below says who frees what and what may be freed when.
  *
  * Errors: builders never abort. The first error sticks to the graph with a message that
  * names the op, the shapes and the fix; that builder and every later builder that gets a
@@ -69,13 +70,18 @@ const char *af_status_name(af_status s);
 
 /* ---------------------------------------------------------------- graph */
 
+/* A new empty graph, freed with af_graph_free. af_graph_free drops the caller's
+ * reference: the graph and every tensor in it are freed once no model compiled from it
+ * is alive either, so it may come before af_model_free. Tensors must not be used or
+ * built on after the caller's af_graph_free. */
 af_graph *af_graph_new(void);
-void      af_graph_free(af_graph *g);               /* frees every tensor in it */
+void      af_graph_free(af_graph *g);
 /* The first error recorded in the graph, or NULL. */
 const char *af_graph_error(const af_graph *g);
 int       af_graph_size(const af_graph *g);         /* number of tensors built */
 
-/* Leaves. Names are copied. */
+/* Leaves. Names and data are copied; the tensors belong to g (as does every tensor a
+ * builder below returns) and live as long as g. */
 af_tensor *af_input(af_graph *g, const char *name, af_dtype dt, af_shape s);
 /* A baked constant; `data` (count(s) floats) is copied. */
 af_tensor *af_const(af_graph *g, const char *name, af_shape s, const float *data);
@@ -90,7 +96,9 @@ const char *af_tensor_name(const af_tensor *t);
 const char *af_tensor_op(const af_tensor *t);
 af_graph   *af_tensor_graph(const af_tensor *t);
 int         af_tensor_is_parameter(const af_tensor *t);
-/* The fp32 master value of a parameter or constant (count(shape) floats), or NULL. */
+/* The fp32 master value of a parameter or constant (count(shape) floats), or NULL; it
+ * belongs to the graph. Writing it changes what later af_compile calls bake: models
+ * already compiled keep the values they were compiled with (fp32 and fp16 alike). */
 float      *af_tensor_value(af_tensor *t);
 
 /* ---------------------------------------------------------------- ops
@@ -175,7 +183,7 @@ af_tensor *af_cast(af_tensor *x, af_dtype to);
  * Reverse mode over the graph: af_backward adds gradient nodes built from the same
  * ops, so gradients compile and run like any other node. */
 
-typedef struct af_loss af_loss; /* owned by the graph of its tensors */
+typedef struct af_loss af_loss; /* owned by the graph of its tensors: never freed by the caller */
 
 /* Any scalar tensor (one element) as a loss. */
 af_loss   *af_loss_scalar(af_tensor *scalar);
@@ -196,7 +204,8 @@ typedef struct {
 } af_backward_opts;
 
 /* Writes to grads[i] the gradient of the loss with respect to params[i] (same shape;
- * a tensor of zeros when the loss does not depend on it). opts may be NULL. */
+ * a tensor of zeros when the loss does not depend on it; like every node, it belongs to
+ * the graph). opts may be NULL. */
 af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads,
                       const af_backward_opts *opts);
 /* The same from an explicit seed (the gradient arriving at root, root's shape). */
@@ -269,8 +278,11 @@ void af_graph_set_target(af_graph *g, af_target target);
 
 /* Compiles the part of g that computes `out` from `in`. Every input, parameter or
  * other leaf that the outputs depend on must be listed in `in` (constants are baked).
- * Returns NULL on error (af_error_message says why). The model does not keep g alive:
- * free the model before the graph. */
+ * Returns NULL on error (af_error_message says why). The caller frees the model with
+ * af_model_free. The model copies the constants' values (rounded to fp16 in fp16
+ * models) and holds a reference to g, so g may be freed (af_graph_free) before the
+ * model; the model does not keep in/out or opts, and caller buffers are only read or
+ * written during af_run. */
 af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
                      const af_compile_opts *opts);
 
@@ -285,7 +297,8 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out);
 /* Resident state: after every run the model copies output `out_index` onto input
  * `in_index` internally, so that input keeps its value across runs without the host
  * feeding it (its af_buffer in af_run is ignored). Within a run every node reads the
- * pre-run value; the copy happens last. The state starts as `init` (count(shape) floats). */
+ * pre-run value; the copy happens last. The state starts as `init` (count(shape) floats,
+ * copied: like read_state's dst and write_state's src, the caller keeps ownership). */
 af_status af_model_bind_state(af_model *m, int in_index, int out_index, const float *init);
 af_status af_model_read_state(const af_model *m, int in_index, float *dst);
 af_status af_model_write_state(af_model *m, int in_index, const float *src);
@@ -346,8 +359,9 @@ typedef struct {
 af_train_opts af_train_defaults(void);
 
 /* Built-in models (built only from the public API; see examples/). The returned net's
- * ctx is owned by the caller: release it with af_net_free. Initial weights are drawn
- * like PyTorch's defaults from a generator seeded with `seed`.
+ * ctx is owned by the caller: release it with af_net_free, any time after
+ * af_trainer_new has returned (trainers never use a net afterwards). Initial weights
+ * are drawn like PyTorch's defaults from a generator seeded with `seed`.
  *   mlp  784-128-10 with ReLU (any sample shape: it is flattened)
  *   cnn  conv3x3(C->16, pad 1), ReLU, avg_pool 2, conv3x3(16->32, pad 1), ReLU,
  *        avg_pool 2, linear -> classes; sample [C, H, W] with H, W divisible by 4 */
@@ -369,6 +383,11 @@ typedef struct {
     af_stats stats;          /* programs compiled, dispatches, bytes, FLOPs of this call */
 } af_step_info;
 
+/* A trainer, freed with af_trainer_free. It calls net's functions only inside
+ * af_trainer_new (the evaluation graph is built there too and compiled on first use),
+ * and copies *net and *opts: both, and net->ctx, may be freed as soon as it returns. It
+ * owns its graph, programs, weights and optimizer state; af_trainer_param's tensors
+ * belong to it. */
 af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts);
 void        af_trainer_free(af_trainer *t);
 /* Steps per call: 1, or K for the unrolled plan. x holds that many batches back to back
@@ -391,6 +410,8 @@ const char *af_plan_name(af_plan p);
 
 /* ---------------------------------------------------------------- data (src/data) */
 
+/* A dataset holds its samples in memory (the files are read whole and closed): the
+ * caller frees it with af_dataset_free; arrays it returns live as long as it. */
 typedef struct af_dataset af_dataset;
 typedef enum { AF_DATA_MNIST, AF_DATA_FASHION, AF_DATA_CIFAR10 } af_dataset_kind;
 

@@ -25,7 +25,7 @@ static void write_bytes(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     CHECK(f != NULL, "create %s", path);
     if (!f) return;
-    if (n) fwrite(p, 1, n, f);
+    if (n) CHECK(fwrite(p, 1, n, f) == n, "write %s", path);
     fclose(f);
 }
 
@@ -321,7 +321,7 @@ static void test_npy(void) {
     /* The header is exactly numpy's. */
     int64_t d23[2] = { 2, 3 };
     float six[6] = { 1, 2, 3, 4, 5, 6 };
-    af_npy_write(p, six, 2, d23);
+    CHECK(af_npy_write(p, six, 2, d23) == AF_OK, "write [2, 3]: %s", af_error_message());
     char head[128] = { 0 };
     FILE *f = fopen(p, "rb");
     if (f) { CHECK(fread(head, 1, 127, f) == 127, "read header"); fclose(f); }
@@ -405,7 +405,7 @@ static void test_npy(void) {
     remove(p);
     expect_npy_fail(p, NULL, "missing npy");
     /* Every truncation of a valid file fails cleanly. */
-    af_npy_write(p, six, 2, d23);
+    CHECK(af_npy_write(p, six, 2, d23) == AF_OK, "write [2, 3]: %s", af_error_message());
     uint8_t full[256];
     f = fopen(p, "rb");
     size_t len = f ? fread(full, 1, sizeof full, f) : 0;

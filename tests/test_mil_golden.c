@@ -4,7 +4,8 @@
  * checked by reading them (spelling, argument order, offsets); regenerate after an
  * intended change with
  *     ./build/aneforge mil emit mlp-step --out tests/golden/mlp-step   (and conv, attention)
- * and review the diff. The golden files are also loaded from disk (af_mil_load, the
+ * and review the diff (tests/golden/handwritten/ holds goldens written by hand instead,
+ * checked by test_mil_handwritten). The golden files are also loaded from disk (af_mil_load, the
  * weights resolved through @model_path) and must compute exactly what the graph
  * computes, and every BLOBFILE offset must name a record of the right size. */
 #include "aneforge.h"

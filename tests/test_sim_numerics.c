@@ -101,6 +101,8 @@ static void test_reduce_accumulates_narrow(void) {
             CHECK(ys[0] == 2048.0f, "%s: reduce_sum of 4096 ones accumulates in fp16 and stalls at 2048, got %g",
                   af_family_name_of(families[f]), ys[0]);
             CHECK(ys[1] == 4096.0f, "%s: x @ ones accumulates wide, got %g", af_family_name_of(families[f]), ys[1]);
+        } else if (m) {
+            CHECK(0, "%s: run failed: %s", af_family_name_of(families[f]), af_error_message());
         }
         af_model_free(m);
     }

@@ -1,7 +1,10 @@
 /* ane-sim through MIL: training programs emitted to MIL text + weights, parsed back and
  * run must leave bit-identical weights to the programs run directly, for every plan.
- * (test_mil_roundtrip covers every corpus op the same way.) */
+ * Every program of the MIL run must really have been compiled from parsed MIL (and none
+ * of the direct run's), and training must have moved the weights, or identical results
+ * would prove nothing. (test_mil_roundtrip covers every corpus op the same way.) */
 #include "aneforge.h"
+#include "sim/backend.h" /* af_sim_via_mil_count */
 #include "support/check.h"
 
 #include <stdlib.h>
@@ -9,21 +12,33 @@
 
 enum { D = 12, C = 3, B = 16 };
 
+static void initial_w(float *w) {
+    test_rng r = { 3 };
+    test_fill_uniform(&r, w, C * D, -0.3, 0.3);
+}
+
 static int params(void *ctx, af_graph *g, af_tensor **p, int max) {
     (void)ctx; (void)max;
-    test_rng r = { 3 };
     float w[C * D];
-    test_fill_uniform(&r, w, C * D, -0.3, 0.3);
+    initial_w(w);
     p[0] = af_parameter(g, "w", AF_SHAPE(C, D), w);
     p[1] = af_parameter(g, "b", AF_SHAPE(C), NULL);
     return 2;
 }
 static af_tensor *forward(void *ctx, af_tensor *x, af_tensor *const *w) { (void)ctx; return af_linear(x, w[0], w[1]); }
 
+/* ane-sim af_compile calls so far: each is a compile or a program-cache hit. */
+static long long sim_compiles(void) {
+    af_ane_budget_info b;
+    af_ane_budget(&b);
+    return (long long)b.compiles + b.cache_hits;
+}
+
 /* Whole training runs: the same weights after 6 steps, through MIL or not. */
 static void train_plan(af_plan plan) {
     float after[2][C * D];
     for (int k = 0; k < 2; k++) {
+        long long mil0 = af_sim_via_mil_count(), sim0 = sim_compiles();
         af_net net = { .make_params = params, .forward = forward, .sample = AF_SHAPE(D), .out_dim = C };
         af_train_opts o = af_train_defaults();
         o.plan = plan;
@@ -43,11 +58,18 @@ static void train_plan(af_plan plan) {
             for (int i = 0; i < spc * B; i++) y[i * C + i % C] = 1;
             CHECK(af_trainer_step(t, x, y, NULL) == AF_OK, "%s step: %s", af_plan_name(plan), af_error_message());
         }
-        af_trainer_read_param(t, 0, after[k]);
+        CHECK(af_trainer_read_param(t, 0, after[k]) == AF_OK, "%s: read_param: %s", af_plan_name(plan), af_error_message());
         free(x);
         free(y);
         af_trainer_free(t);
+        long long via_mil = af_sim_via_mil_count() - mil0, programs = sim_compiles() - sim0;
+        CHECK(programs > 0, "%s via_mil %d: no ane-sim program was compiled", af_plan_name(plan), k);
+        CHECK(via_mil == (k ? programs : 0), "%s via_mil %d: %lld of %lld programs went through MIL, want %s",
+              af_plan_name(plan), k, via_mil, programs, k ? "all" : "none");
     }
+    float w0[C * D];
+    initial_w(w0);
+    CHECK(memcmp(after[0], w0, sizeof w0) != 0, "%s: training left the weights at their initial values", af_plan_name(plan));
     CHECK(memcmp(after[0], after[1], sizeof after[0]) == 0, "%s: weights differ after training through MIL", af_plan_name(plan));
 }
 

@@ -65,15 +65,14 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
     for (int id = 0; id < p->ntensors; id++) {
         af_tensor *t = p->g->t[id];
         if (!p->need[id] || t->op != AF_OP_CONST) continue;
-        e->val[id] = t->data;
-        if (e->o.fp16) { /* constants are baked into the program as fp16 */
-            int64_t cnt = af_shape_count(t->shape);
-            e->baked[id] = malloc((size_t)cnt * sizeof(float) + 1);
-            if (!e->baked[id]) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
-            memcpy(e->baked[id], t->data, (size_t)cnt * sizeof(float));
-            af_round_f16_array(e->baked[id], cnt);
-            e->val[id] = e->baked[id];
-        }
+        /* Constants are baked as compiled (fp16 when the program stores fp16): changing
+         * one afterwards affects later compiles only, at every precision. */
+        int64_t cnt = af_shape_count(t->shape);
+        e->baked[id] = malloc((size_t)cnt * sizeof(float) + 1);
+        if (!e->baked[id]) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
+        memcpy(e->baked[id], t->data, (size_t)cnt * sizeof(float));
+        if (e->o.fp16) af_round_f16_array(e->baked[id], cnt);
+        e->val[id] = e->baked[id];
     }
     if (!cpu_plan_memory(p, e->o.threads, e->offset, &e->arena_floats, &e->scratch_floats))
         return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory planning buffers");

@@ -132,6 +132,12 @@ void af_strides(af_shape s, int64_t *strides) {
 
 af_graph *af_graph_new(void) {
     af_graph *g = calloc(1, sizeof *g);
+    if (g) atomic_init(&g->refs, 1);
+    return g;
+}
+
+af_graph *af_graph_retain(af_graph *g) {
+    if (g) atomic_fetch_add(&g->refs, 1);
     return g;
 }
 
@@ -143,7 +149,7 @@ static void tensor_free(af_tensor *t) {
 }
 
 void af_graph_free(af_graph *g) {
-    if (!g) return;
+    if (!g || atomic_fetch_sub(&g->refs, 1) > 1) return; /* a model still runs from it */
     for (int i = 0; i < g->n; i++) tensor_free(g->t[i]);
     free(g->t);
     for (int i = 0; i < g->nowned; i++) free(g->owned[i]);

@@ -6,6 +6,7 @@
 #include "aneforge.h"
 #include <stdbool.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 
 typedef enum {
 #define X(id, name, arity, family, flags) AF_OP_##id,
@@ -80,7 +81,12 @@ struct af_graph {
     int cpu_only;             /* af_graph_set_target(g, AF_TARGET_CPU) was called */
     void **owned;             /* other graph-owned allocations (loss handles) */
     int nowned, capowned;
+    atomic_int refs;          /* the creator's reference plus one per live model compiled from it */
 };
+
+/* A model keeps its graph alive: af_compile retains it, af_model_free releases it, and
+ * af_graph_free drops the caller's reference. The graph is freed with the last one. */
+af_graph *af_graph_retain(af_graph *g);
 
 /* Hands p to the graph, which frees it with the graph; returns p, or NULL (and frees
  * p) when out of memory. */

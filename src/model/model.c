@@ -11,6 +11,7 @@
 void af_model_free(af_model *m) {
     if (!m) return;
     if (m->state) m->be->free(m->state);
+    af_graph_free(m->plan.g); /* the model's hold on its graph */
     plan_free(&m->plan);
     free(m->state_bound);
     free(m);
@@ -64,6 +65,7 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     af_status st = configure(opts, &m->cfg, msg, sizeof msg);
     if (!st) st = plan_build(&m->plan, g, nin, in, nout, out, msg, sizeof msg);
     if (st) return fail_model(m, st, "%s", msg);
+    af_graph_retain(g); /* the model runs from the graph's nodes: the caller may free it first */
     for (int s = 0; be->unsupported && s < m->plan.nsched; s++) {
         const char *why = be->unsupported(&m->cfg, m->plan.sched[s]);
         if (why) return fail_model(m, AF_ERR_UNSUPPORTED, "the %s backend cannot run %s '%s' (node %d): %s", be->name,

@@ -13,6 +13,7 @@
 #include "cpu/cpu_exec.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,13 +71,18 @@ static bool precision_check_enabled(void) {
     return !(e && !strcmp(e, "0"));
 }
 
+static atomic_llong via_mil_models;
+long long af_sim_via_mil_count(void) { return atomic_load(&via_mil_models); }
+
 /* Emits the plan to MIL and parses it back; the executed plan is the parsed one. */
 static af_status build_via_mil(sim_state *s, const compile_plan *p, char *msg, size_t n) {
     af_mil_module mod = { 0 };
     af_status st = af_mil_roundtrip(p->g, p->nin, p->in, p->nout, p->out, &mod);
     if (st) { snprintf(msg, n, "ane-sim through MIL: %s", af_error_message()); return st; }
     s->mil_graph = mod.g;
-    return plan_build(&s->mil_plan, mod.g, mod.nin, mod.in, mod.nout, mod.out, msg, n);
+    st = plan_build(&s->mil_plan, mod.g, mod.nin, mod.in, mod.nout, mod.out, msg, n);
+    if (!st) atomic_fetch_add(&via_mil_models, 1);
+    return st;
 }
 
 static af_status sim_init(const backend_cfg *cfg, const compile_plan *p, void **state, af_stats *stats, char *msg, size_t n) {

@@ -3,4 +3,6 @@
 #define AF_SIM_BACKEND_H
 #include "compile/backend.h"
 extern const backend_iface ane_sim_backend;
+/* Models compiled through MIL in this process (tests prove the path was taken). */
+long long af_sim_via_mil_count(void);
 #endif

@@ -248,10 +248,9 @@ af_status tr_build_programs(af_trainer *t) {
     return AF_OK;
 }
 
-af_status tr_build_eval(af_trainer *t) {
-    int64_t eb = t->o.eval_batch, xs = af_shape_count(t->net.sample);
-    af_tensor *in[1 + TR_MAXP], *w[TR_MAXP];
-    in[0] = batch_input(t, "eval_x", eb);
+af_status tr_build_eval_graph(af_trainer *t) {
+    af_tensor **in = t->eval_in, *w[TR_MAXP];
+    in[0] = batch_input(t, "eval_x", t->o.eval_batch);
     /* Its own weight inputs, fed the current masters: it never shares ports with training. */
     for (int i = 0; i < t->np; i++) {
         char name[32];
@@ -259,9 +258,13 @@ af_status tr_build_eval(af_trainer *t) {
         in[1 + i] = w[i] = af_input(t->g, name, io_dtype(t), t->p[i]->shape);
         carry_param_facts(w[i], t->p[i]);
     }
-    af_tensor *z = t->net.forward(t->net.ctx, in[0], w);
-    if (!z) return graph_error(t, "building the evaluation program");
-    t->eval = tr_compile(t, 1 + t->np, in, 1, &z);
+    t->eval_z = t->net.forward(t->net.ctx, in[0], w);
+    return t->eval_z ? AF_OK : graph_error(t, "building the evaluation program");
+}
+
+af_status tr_build_eval(af_trainer *t) {
+    int64_t eb = t->o.eval_batch, xs = af_shape_count(t->net.sample);
+    t->eval = tr_compile(t, 1 + t->np, t->eval_in, 1, &t->eval_z);
     t->eval_x = malloc((size_t)(eb * xs) * sizeof(float));
     t->eval_out = malloc((size_t)(eb * t->net.out_dim) * sizeof(float));
     if (!t->eval || !t->eval_x || !t->eval_out) return af_fail(AF_ERR_INVALID, "trainer: evaluation program: %s", af_error_message());

@@ -37,7 +37,8 @@ struct af_trainer {
     af_model *res;             /* resident / unrolled step program */
     int state_in[TR_MAXP];     /* res: input index holding param i */
     int nstate;                /* res: inputs bound as resident state */
-    af_model *eval;
+    af_model *eval;            /* compiled on first use from eval_in -> eval_z */
+    af_tensor *eval_in[1 + TR_MAXP], *eval_z; /* built by af_trainer_new: the net is never used after it */
     float *eval_x, *eval_out;
 
     af_stats acc, total;       /* this call, all calls */
@@ -50,6 +51,7 @@ float     tr_lr_t(const af_trainer *t, int64_t step);
 float     tr_grad_mult(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);
 af_status tr_build_programs(af_trainer *t);
+af_status tr_build_eval_graph(af_trainer *t); /* the evaluation forward, without compiling it */
 af_status tr_build_eval(af_trainer *t);
 af_status tr_device_update(af_trainer *t, int i, int64_t step);
 /* Engine-target guards (the A13 conv loss-scale warning). */

@@ -79,7 +79,7 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     }
     t->x_count = (int64_t)o.batch * af_shape_count(net->sample);
     t->y_count = (int64_t)o.batch * net->out_dim;
-    if (tr_build_programs(t)) {
+    if (tr_build_programs(t) || tr_build_eval_graph(t)) { /* every use of the net happens here */
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", af_error_message());
         af_trainer_free(t);

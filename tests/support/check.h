@@ -1,5 +1,6 @@
 /* Minimal test harness: CHECK records a failure and keeps going; each test file
- * ends with check_finish(), which prints "N passed, N failed" and sets the exit code. */
+ * ends with check_finish(), which prints "N passed, N failed" and sets the exit code:
+ * non-zero when any check failed or when none ran. */
 #ifndef AF_TEST_CHECK_H
 #define AF_TEST_CHECK_H
 #include <stdio.h>

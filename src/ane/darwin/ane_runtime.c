@@ -15,6 +15,10 @@
  *               the form every known user creates), wrapped by
  *               +[_ANEIOSurfaceObject objectWithIOSurface:]; surfaces bound in MIL
  *               argument order (index i = argument i), each exactly its tensor's size
+ *               (Orion's order-by-MIL-name rule; maderix issue #47's "ascending sizes"
+ *               report conflicts with it and is not applied). IOSurface allocates
+ *               whole pages, so the 128-byte base alignment PR #35 asks of M5 holds;
+ *               the ~48 KiB minimum Orion reports is the program's shape to choose
  *   request     +[_ANERequest requestWithInputs:inputIndices:outputs:outputIndices:
  *               weightsBuffer:perfStats:procedureIndex:], built once per handle, reused
  *   evaluate    -evaluateWithQoS:options:request:error:, synchronous; its BOOL checked

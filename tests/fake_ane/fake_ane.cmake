@@ -26,6 +26,22 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-${case};OPENBLAS_NUM_THREADS=1")
   endforeach()
 
+  # The same cases against the runtime's Apple branch (ANE_RT_LINKED: libobjc,
+  # CoreFoundation and IOSurface symbols linked at build time, as on macOS), compiled
+  # here against the SDK-signature stubs and linked to the fake framework. The darwin
+  # sources built into this test define every symbol the library's copy would, so the
+  # linker never pulls the library's (dlopen) copy in.
+  file(GLOB AF_DARWIN_RT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/ane/darwin/*.c)
+  add_executable(test_ane_runtime_linked ${FAKE_DIR}/test_ane_runtime.c ${AF_DARWIN_RT_SOURCES})
+  target_include_directories(test_ane_runtime_linked BEFORE PRIVATE ${CMAKE_SOURCE_DIR}/tests/darwin_stubs ${FAKE_DIR})
+  target_compile_definitions(test_ane_runtime_linked PRIVATE ANE_RT_LINKED=1 AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
+  target_link_libraries(test_ane_runtime_linked PRIVATE fake_ane af_test_support)
+  foreach(case trampoline programs cache alias budget load_retry traps device)
+    add_test(NAME ane_runtime_linked_${case} COMMAND test_ane_runtime_linked ${case})
+    set_tests_properties(ane_runtime_linked_${case} PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1")
+  endforeach()
+
   # aneforge doctor against the fake, and without a framework.
   add_executable(test_doctor ${FAKE_DIR}/test_doctor.c)
   target_link_libraries(test_doctor PRIVATE af_test_support)

@@ -1,14 +1,18 @@
 /* The darwin Neural Engine runtime (src/ane/darwin) run on Linux against the fake
- * AppleNeuralEngine framework (tests/fake_ane). One case per process, named on the
- * command line, because the compile budget and the loaded framework are per process:
+ * AppleNeuralEngine framework (tests/fake_ane). Built twice: as test_ane_runtime with
+ * the library's runtime (Apple symbols looked up in the framework with dlsym) and as
+ * test_ane_runtime_linked with the runtime's Apple branch compiled in (symbols linked,
+ * here to the fake). One case per process, named on the command line, because the
+ * compile budget and the loaded framework are per process:
  *   trampoline  the fake objc_msgSend passes 11 interleaved integer / floating-point
  *               arguments (registers and stack) exactly; a message to nil returns 0
  *   missing     a missing framework, a library without the API, compiling before
  *               loading: clear errors, no crash
  *   programs    MIL emitted from small graphs (two ports of different sizes in
  *               alphabetical order, baked weights in weight.bin, two outputs, the
- *               built-in mlp-step sample) compiled and evaluated: bit-identical to the
- *               CPU executor in fp16, and close to a naive double reference
+ *               built-in mlp-step, conv and attention samples) compiled and evaluated:
+ *               bit-identical to the CPU executor in fp16, and the small ones close to
+ *               a naive double reference
  *   cache       the same program twice compiles once; handles are independent;
  *               releasing everything frees every fake object and the staged files
  *   alias       resident state: an output aliased onto its input accumulates across
@@ -239,13 +243,15 @@ static void case_programs(void) {
     check_program("linear with baked weights", &l, &r, ref_linear, 4e-3);
     af_graph_free(l.g);
 
-    af_mil_sample s;
-    CHECK(af_mil_sample_build("mlp-step", &s) == AF_OK, "%s", af_error_message());
-    graph_prog sp = { s.g, s.nin, s.nout };
-    memcpy(sp.in, s.in, sizeof s.in);
-    memcpy(sp.out, s.out, sizeof s.out);
-    check_program("mlp-step sample", &sp, &r, NULL, 0);
-    af_graph_free(s.g);
+    for (int i = 0; af_mil_sample_names[i]; i++) { /* mlp-step, conv, attention */
+        af_mil_sample s;
+        CHECK(af_mil_sample_build(af_mil_sample_names[i], &s) == AF_OK, "%s", af_error_message());
+        graph_prog sp = { s.g, s.nin, s.nout };
+        memcpy(sp.in, s.in, sizeof s.in);
+        memcpy(sp.out, s.out, sizeof s.out);
+        check_program(af_mil_sample_names[i], &sp, &r, NULL, 0);
+        af_graph_free(s.g);
+    }
 
     CHECK(fake.live_objects() == live, "fake objects leaked: %ld alive, %ld before", fake.live_objects(), live);
 }

@@ -102,6 +102,7 @@ af_status ane_rt_open(const char *framework_path) {
                 st = af_fail(AF_ERR_UNSUPPORTED, "ane: %s loaded but has no class %s: this macOS changed the private API",
                              path, names[i]);
         if (!st) snprintf(loaded_path, sizeof loaded_path, "%s", path);
+        else ane_apple_unload(); /* a later call may name the right framework */
     }
     pthread_mutex_unlock(&lock);
     return st;

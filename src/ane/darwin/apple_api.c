@@ -85,11 +85,12 @@ af_status ane_apple_load(const char *path) {
                        why ? why : "dlopen failed");
     }
     af_status st = bind_all(lib, path);
-    if (st) {
-        memset(&ane_apple, 0, sizeof ane_apple);
-        dlclose(lib);
-        return st;
-    }
     ane_apple.framework = lib;
-    return AF_OK;
+    if (st) ane_apple_unload();
+    return st;
+}
+
+void ane_apple_unload(void) {
+    if (ane_apple.framework) dlclose(ane_apple.framework);
+    memset(&ane_apple, 0, sizeof ane_apple);
 }

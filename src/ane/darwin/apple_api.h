@@ -103,6 +103,8 @@ extern struct ane_apple_api ane_apple;
  * left empty and the message names the path and the missing symbol. Not thread-safe:
  * the runtime calls it under its lock. */
 af_status ane_apple_load(const char *path);
+/* Closes the framework and empties the table (after a load the caller rejects). */
+void ane_apple_unload(void);
 
 /* objc_msgSend as the function type T: `ANE_MSG(id (*)(id, SEL))(obj, sel)`. */
 #define ANE_MSG(T) ((T)ane_apple.objc_msgSend)

@@ -7,4 +7,5 @@ int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_mil(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 #endif

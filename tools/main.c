@@ -16,6 +16,7 @@ static const struct {
     { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
     { "demo", cmd_demo, "build, compile and run a small example model" },
+    { "doctor", cmd_doctor, "check the Neural Engine: chip, framework, compile and run a one-op program" },
 };
 
 static void usage(FILE *f) {

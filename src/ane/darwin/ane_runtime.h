@@ -1,45 +1,83 @@
-/* The Neural Engine runtime on Apple Silicon: compiles MIL text + weight file with the
- * private AppleNeuralEngine framework (_ANEInMemoryModelDescriptor, _ANEInMemoryModel,
- * _ANERequest, _ANEIOSurfaceObject), loads it, evaluates it on fp16 IOSurfaces laid
- * out [1, C, 1, S], and unloads it. Plain C through the Objective-C runtime,
- * CoreFoundation and IOSurface; built only on Apple (Linux CI compiles it against
- * tests/darwin_stubs).
+/* The Neural Engine runtime: compiles MIL text + its weight file with the private
+ * AppleNeuralEngine framework (_ANEInMemoryModelDescriptor, _ANEInMemoryModel,
+ * _ANERequest, _ANEIOSurfaceObject), loads it, evaluates it on fp16 IOSurfaces and
+ * unloads it. Plain C through the Objective-C runtime, CoreFoundation and IOSurface
+ * (apple_api.h). On Apple it drives the real framework; on Linux it runs, unchanged,
+ * against the fake framework the test suite builds (tests/fake_ane).
  *
- * Programs are cached by SHA-256 of (MIL text, weights): compiling the same program
- * twice loads it once and shares it. Every real compile counts against the per-process
- * budget the ANE daemon imposes (about 119 compiles, then failures): past
- * AF_ANE_MAX_COMPILES, af_ane_compile refuses with AF_ERR_UNSUPPORTED, and the caller
- * must reuse programs or restart the process. */
-#ifndef AF_ANE_DARWIN_RUNTIME_H
-#define AF_ANE_DARWIN_RUNTIME_H
+ * Ports: every MIL function argument (in the order the function declares them; the
+ * project's emitter writes them alphabetically) and every returned value (in the
+ * order of `-> (...)`) is one IOSurface holding the tensor's fp16 elements flat, in
+ * the row-major order of its declared shape ([1, C, 1, S] channel-first when the
+ * program declares that).
+ *
+ * Compiled programs are cached by the SHA-256 of (MIL text, weights): compiling the
+ * same program again loads nothing and compiles nothing, it only gives the caller its
+ * own surfaces and request on the loaded model. Every real compile counts against a
+ * per-process budget (the daemon fails after about 119 compiles in one process):
+ * past ane_rt_compile_budget() compiles, ane_rt_compile refuses with AF_ERR_UNSUPPORTED
+ * and a message saying to reuse programs or restart the process.
+ *
+ * Not thread-safe per program; the cache and loader are. */
+#ifndef ANE_DARWIN_RUNTIME_H
+#define ANE_DARWIN_RUNTIME_H
 #include "aneforge.h"
 #include <stddef.h>
 #include <stdint.h>
 
-#define AF_ANE_MAX_COMPILES 100
-#define AF_ANE_MAX_PORTS 16
-#define AF_ANE_QOS 21
+#define ANE_RT_SYSTEM_FRAMEWORK "/System/Library/PrivateFrameworks/AppleNeuralEngine.framework/AppleNeuralEngine"
+#define ANE_RT_COMPILE_BUDGET 100 /* below the ~119 where the daemon starts failing */
+#define ANE_RT_MAX_PORTS 64
+#define ANE_RT_QOS 21
 
-typedef struct af_ane_program af_ane_program;
+typedef struct ane_rt_program ane_rt_program;
 
 typedef struct {
-    int nin, nout;                      /* ports, in MIL order (alphabetical arguments) */
-    int64_t in_ch[AF_ANE_MAX_PORTS], in_sp[AF_ANE_MAX_PORTS];   /* each port is fp16 [1, C, 1, S] */
-    int64_t out_ch[AF_ANE_MAX_PORTS], out_sp[AF_ANE_MAX_PORTS];
-} af_ane_ports;
+    int nin, nout;
+    int64_t in_count[ANE_RT_MAX_PORTS];  /* fp16 elements of each argument, MIL order */
+    int64_t out_count[ANE_RT_MAX_PORTS]; /* fp16 elements of each returned value */
+} ane_rt_ports;
 
-/* Compiles and loads a program (or takes it from the cache). weights may be NULL when
- * the MIL cites no BLOBFILE; they are served as @model_path/weights/weight.bin. */
-af_status af_ane_compile(const char *mil, size_t mil_len, const uint8_t *weights, size_t weights_len,
-                         const af_ane_ports *ports, af_ane_program **out);
-/* Copies in[i] (fp16, C*S values each) to the input surfaces, evaluates, copies the
- * outputs to out[i]. An aliased output has no out[i] to fill (pass NULL). */
-af_status af_ane_eval(af_ane_program *p, const uint16_t *const *in, uint16_t *const *out);
-/* Resident state: output `o` is written straight into input surface `i` (same size),
- * so the next evaluation reads it without a host copy. */
-af_status af_ane_alias(af_ane_program *p, int o, int i);
-/* Drops a reference; the last one unloads the program and removes its files. */
-void af_ane_release(af_ane_program *p);
-/* Real compiles done by this process (cache hits do not count). */
-int64_t af_ane_compile_count(void);
+/* What the machine says about its Neural Engine. */
+typedef struct {
+    char chip[128];      /* sysctl machdep.cpu.brand_string ("Apple M1 Pro"); "" where there is none */
+    char model[64];      /* sysctl hw.model ("MacBookPro18,3"); "" where there is none */
+    char subtype[32];    /* +[_ANEDeviceInfo aneSubType] ("h13", "h16"); "" when unknown */
+    af_family_id family; /* from the subtype, else from the chip name; AF_FAMILY_DEFAULT if neither tells */
+} ane_rt_device;
+
+/* Loads the framework once per process: framework_path, or NULL for the system one
+ * (ANE_RT_SYSTEM_FRAMEWORK). Fails with a message naming the path and what is missing
+ * (the library, a symbol, an _ANE class). Calling it again after success is a no-op
+ * when the path is the same (or NULL) and an error when it names another framework. */
+af_status ane_rt_open(const char *framework_path);
+/* The loaded framework's path, or NULL before a successful ane_rt_open. */
+const char *ane_rt_framework(void);
+/* Chip and engine family. Works without ane_rt_open (then subtype stays ""). */
+af_status ane_rt_device_info(ane_rt_device *out);
+
+/* Compiles and loads a program, or takes it from the cache. weights (may be NULL when
+ * the MIL cites no BLOBFILE) is the MILBlob file the MIL cites as
+ * @model_path/weights/weight.bin. *out is the caller's handle: its own surfaces and
+ * request, released with ane_rt_release. */
+af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights, size_t weights_len,
+                         const ane_rt_ports *ports, ane_rt_program **out);
+/* Copies in[i] (fp16, in_count[i] values) to the input surfaces, evaluates, copies the
+ * outputs to out[i]. in[i] may be NULL to keep what the surface holds (resident
+ * state); out[i] may be NULL to not deliver it (an aliased output is never copied). */
+af_status ane_rt_eval(ane_rt_program *p, const uint16_t *const *in, uint16_t *const *out);
+/* Resident state: output out_index is written straight into input surface in_index
+ * (equal sizes), so the next evaluation reads it without a host copy. */
+af_status ane_rt_alias(ane_rt_program *p, int out_index, int in_index);
+/* Reads (to_host) or writes an input surface: seeding and reading resident state. */
+af_status ane_rt_input_io(ane_rt_program *p, int in_index, uint16_t *host, int to_host);
+/* Frees the handle; the last handle on a cached program unloads it and removes its files. */
+void ane_rt_release(ane_rt_program *p);
+
+/* Real compiles done by this process (cache hits do not count), and the budget. */
+int64_t ane_rt_compile_count(void);
+int64_t ane_rt_compile_budget(void);
+/* Sets the budget (clamped to 0..ANE_RT_COMPILE_BUDGET): for callers that know their
+ * daemon allows fewer, and for tests. */
+void ane_rt_set_compile_budget(int64_t n);
 #endif

@@ -13,4 +13,5 @@ IOSurfaceRef IOSurfaceCreate(CFDictionaryRef properties);
 kern_return_t IOSurfaceLock(IOSurfaceRef buffer, IOSurfaceLockOptions options, uint32_t *seed);
 kern_return_t IOSurfaceUnlock(IOSurfaceRef buffer, IOSurfaceLockOptions options, uint32_t *seed);
 void *IOSurfaceGetBaseAddress(IOSurfaceRef buffer);
+size_t IOSurfaceGetAllocSize(IOSurfaceRef buffer);
 #endif

@@ -1,0 +1,53 @@
+# The fake AppleNeuralEngine framework (Linux, x86-64 and aarch64): a shared library at
+# build/fake_ane/AppleNeuralEngine.so that provides what the darwin runtime needs from
+# macOS, running programs through a private copy of aneforge's MIL reader and CPU
+# executor. Its tests run the runtime against it, one ctest case per process (the
+# compile budget is per process).
+if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|arm64)$")
+  enable_language(ASM)
+  set(FAKE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/tests/fake_ane)
+  add_library(fake_ane SHARED ${FAKE_DIR}/objc.c ${FAKE_DIR}/msgsend.S ${FAKE_DIR}/cf.c ${FAKE_DIR}/iosurface.c
+                              ${FAKE_DIR}/ane_classes.c)
+  target_include_directories(fake_ane PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests/darwin_stubs ${CMAKE_CURRENT_SOURCE_DIR}/src ${FAKE_DIR})
+  target_link_libraries(fake_ane PRIVATE aneforge_static)
+  target_link_options(fake_ane PRIVATE -Wl,--version-script=${FAKE_DIR}/exports.map)
+  set_target_properties(fake_ane PROPERTIES OUTPUT_NAME AppleNeuralEngine PREFIX "" SUFFIX ".so"
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fake_ane
+                        LINK_DEPENDS ${FAKE_DIR}/exports.map)
+
+  add_executable(test_ane_runtime ${FAKE_DIR}/test_ane_runtime.c)
+  target_link_libraries(test_ane_runtime PRIVATE af_test_support)
+  target_include_directories(test_ane_runtime PRIVATE ${FAKE_DIR})
+  target_compile_definitions(test_ane_runtime PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
+  add_dependencies(test_ane_runtime fake_ane)
+  foreach(case trampoline missing programs cache alias budget load_retry traps device)
+    add_test(NAME ane_runtime_${case} COMMAND test_ane_runtime ${case})
+    set_tests_properties(ane_runtime_${case} PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-${case};OPENBLAS_NUM_THREADS=1")
+  endforeach()
+
+  # The same cases against the runtime's Apple branch (ANE_RT_LINKED: libobjc,
+  # CoreFoundation and IOSurface symbols linked at build time, as on macOS), compiled
+  # here against the SDK-signature stubs and linked to the fake framework. The darwin
+  # sources built into this test define every symbol the library's copy would, so the
+  # linker never pulls the library's (dlopen) copy in.
+  file(GLOB AF_DARWIN_RT_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/ane/darwin/*.c)
+  add_executable(test_ane_runtime_linked ${FAKE_DIR}/test_ane_runtime.c ${AF_DARWIN_RT_SOURCES})
+  target_include_directories(test_ane_runtime_linked BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests/darwin_stubs ${FAKE_DIR})
+  target_compile_definitions(test_ane_runtime_linked PRIVATE ANE_RT_LINKED=1 AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
+  target_link_libraries(test_ane_runtime_linked PRIVATE fake_ane af_test_support)
+  foreach(case trampoline programs cache alias budget load_retry traps device)
+    add_test(NAME ane_runtime_linked_${case} COMMAND test_ane_runtime_linked ${case})
+    set_tests_properties(ane_runtime_linked_${case} PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1")
+  endforeach()
+
+  # aneforge doctor against the fake, and without a framework.
+  add_executable(test_doctor ${FAKE_DIR}/test_doctor.c)
+  target_link_libraries(test_doctor PRIVATE af_test_support)
+  target_compile_definitions(test_doctor PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>" AF_CLI="$<TARGET_FILE:aneforge>")
+  add_dependencies(test_doctor fake_ane aneforge)
+  add_test(NAME test_doctor COMMAND test_doctor)
+  set_tests_properties(test_doctor PROPERTIES TIMEOUT 120
+                       ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-doctor;OPENBLAS_NUM_THREADS=1")
+endif()

@@ -1,0 +1,21 @@
+/* Functions only the fake framework has: tests look them up with dlsym() on the
+ * library they gave ane_rt_open, to set the fake up and to see what it saw. The fake
+ * also reads FAKE_ANE_COMPILE_BUDGET and FAKE_ANE_SUBTYPE from the environment (the
+ * fake is test equipment; the library itself reads no environment). */
+#ifndef FAKE_ANE_CONTROL_H
+#define FAKE_ANE_CONTROL_H
+/* Compiles allowed per process before -compileWithQoS fails (default 119). */
+void fake_ane_set_compile_budget(long n);
+/* -compileWithQoS calls so far (failed ones too). */
+long fake_ane_compiles(void);
+/* Makes the next n -loadWithQoS calls fail as a busy daemon does. */
+void fake_ane_fail_loads(int n);
+/* What +[_ANEDeviceInfo aneSubType] answers ("h13" .. "h17"; default "h16"). */
+void fake_ane_set_subtype(const char *subtype);
+/* -evaluateWithQoS calls that ran the program. */
+long fake_ane_evaluations(void);
+/* Objects of the fake (CF and _ANE) alive now: 0 after everything is released. */
+long fake_ane_live_objects(void);
+/* The last failure the fake reported or noticed, with the trap it enforces ("" if none). */
+const char *fake_ane_last_error(void);
+#endif

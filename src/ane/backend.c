@@ -1,15 +1,196 @@
-/* The ane backend (placeholder until the runtime binding lands). */
+/* The ane backend: a plan is lowered to MIL text and a weight file (the same emitter
+ * `aneforge mil emit` uses), checked against the family's compiler walls, compiled and
+ * loaded once through the private runtime (src/ane/darwin: its content-keyed cache
+ * makes recompiling the same program free), and run on fp16 surfaces, one per MIL
+ * argument and output in the shapes the program declares. Resident state is an output
+ * surface aliased onto its input surface, so it never crosses to the host. */
 #include "ane/backend.h"
+#include "ane/darwin/ane_runtime.h"
+#include "ane/mil.h"
+#include "ane/sim_rules.h"
+#include "ir/fp16.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const compile_plan *p;
+    ane_rt_program *prog;
+    int nports_in, nports_out;
+    int *port_of_in;          /* per plan input: its MIL argument (surface) index */
+    uint16_t **in16, **out16; /* per surface: the fp16 staging buffers */
+    bool *is_state;           /* per plan input: bound as resident state */
+    int64_t flops;
+} ane_state;
+
+static void ane_free(void *state) {
+    ane_state *s = state;
+    if (!s) return;
+    if (s->prog) ane_rt_release(s->prog);
+    for (int i = 0; s->in16 && i < s->nports_in; i++) free(s->in16[i]);
+    for (int i = 0; s->out16 && i < s->nports_out; i++) free(s->out16[i]);
+    free(s->in16);
+    free(s->out16);
+    free(s->port_of_in);
+    free(s->is_state);
+    free(s);
+}
+
+/* Loads the framework and takes the engine family from the device: a family the caller
+ * names must be the one the machine has (ane-sim simulates the others). */
+static af_status ane_configure(backend_cfg *cfg, char *msg, size_t n) {
+    if (ane_rt_open(cfg->ane_framework)) {
+        snprintf(msg, n, "cannot use the Neural Engine: %s", af_error_message());
+        return AF_ERR_UNSUPPORTED;
+    }
+    ane_rt_device d;
+    if (ane_rt_device_info(&d) != AF_OK || d.family == AF_FAMILY_DEFAULT) return AF_OK; /* unknown: as resolved */
+    if (cfg->family_asked != AF_FAMILY_DEFAULT && cfg->family_asked != d.family) {
+        snprintf(msg, n, "this machine's Neural Engine is %s (subtype %s%s%s), not %s: drop the family from the target (\"ane\") "
+                 "or simulate %s with ane-sim", af_family_name_of(d.family), d.subtype, d.chip[0] ? ", " : "", d.chip,
+                 af_family_name_of(cfg->family_asked), af_family_name_of(cfg->family_asked));
+        return AF_ERR_UNSUPPORTED;
+    }
+    cfg->family = d.family;
+    return AF_OK;
+}
+
+static af_status ane_validate(const backend_cfg *cfg, const compile_plan *p, char *msg, size_t n) {
+    if (cfg->precision == AF_PRECISION_FP32) {
+        snprintf(msg, n, "the Neural Engine computes in fp16 only; drop AF_PRECISION_FP32 or compile for AF_TARGET_CPU");
+        return AF_ERR_UNSUPPORTED;
+    }
+    if (p->nin > ANE_RT_MAX_PORTS || p->nout > ANE_RT_MAX_PORTS) {
+        snprintf(msg, n, "the program has %d inputs and %d outputs; the runtime binds at most %d of each: split it into "
+                 "several programs", p->nin, p->nout, ANE_RT_MAX_PORTS);
+        return AF_ERR_UNSUPPORTED;
+    }
+    af_status st = af_sim_validate(p, cfg->family, msg, n); /* the walls the real compiler has */
+    if (st && !strncmp(msg, "ane-sim ", 8)) memmove(msg, msg + 4, strlen(msg + 4) + 1); /* "ane A13 (M1): ..." */
+    return st;
+}
+
+static af_status fail(ane_state *s, char *msg, size_t n, af_status st, const char *what) {
+    snprintf(msg, n, "%s: %s", what, af_error_message());
+    ane_free(s);
+    return st;
+}
 
 static af_status ane_init(const backend_cfg *cfg, const compile_plan *p, void **state, af_stats *stats, char *msg, size_t n) {
-    snprintf(msg, n, "the ANE runtime target is not available yet; use AF_TARGET_ANE_SIM");
-    return AF_ERR_UNSUPPORTED;
+    ane_state *s = calloc(1, sizeof *s);
+    if (!s) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
+    s->p = p;
+    s->flops = p->flops;
+    s->nports_in = p->nin;
+    s->nports_out = p->nout;
+    s->port_of_in = malloc(sizeof *s->port_of_in * (size_t)(p->nin + 1));
+    s->is_state = calloc((size_t)p->nin + 1, sizeof *s->is_state);
+    s->in16 = calloc((size_t)p->nin + 1, sizeof *s->in16);
+    s->out16 = calloc((size_t)p->nout + 1, sizeof *s->out16);
+    int *arg_order = malloc(sizeof *arg_order * (size_t)(p->nin + 1));
+    if (!s->port_of_in || !s->is_state || !s->in16 || !s->out16 || !arg_order) {
+        free(arg_order);
+        snprintf(msg, n, "out of memory");
+        ane_free(s);
+        return AF_ERR_NOMEM;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    af_milblob_writer *blob = NULL;
+    af_status st = af_mil_emit_mem(p->g, p->nin, p->in, p->nout, p->out, &text, &len, &blob, arg_order);
+    if (st) { free(arg_order); return fail(s, msg, n, st, "lowering to MIL"); }
+    ane_rt_ports ports = { .nin = p->nin, .nout = p->nout };
+    for (int k = 0; k < p->nin; k++) {
+        s->port_of_in[arg_order[k]] = k;
+        ports.in_count[k] = af_shape_count(p->in[arg_order[k]]->shape);
+    }
+    for (int i = 0; i < p->nout; i++) ports.out_count[i] = af_shape_count(p->out[i]->shape);
+    free(arg_order);
+    size_t wlen = 0;
+    const uint8_t *w = af_milblob_writer_count(blob) ? af_milblob_bytes(blob, &wlen) : NULL;
+    int64_t before = ane_rt_compile_count();
+    st = ane_rt_compile(text, len, w, wlen, &ports, &s->prog);
+    free(text);
+    af_milblob_writer_free(blob);
+    if (st) return fail(s, msg, n, st, "compiling for the Neural Engine");
+    stats->compiles += ane_rt_compile_count() - before;
+    for (int k = 0; k < p->nin; k++)
+        if (!(s->in16[k] = malloc(sizeof(uint16_t) * (size_t)ports.in_count[k] + 1))) st = AF_ERR_NOMEM;
+    for (int i = 0; i < p->nout; i++)
+        if (!(s->out16[i] = malloc(sizeof(uint16_t) * (size_t)ports.out_count[i] + 1))) st = AF_ERR_NOMEM;
+    if (st) { snprintf(msg, n, "out of memory"); ane_free(s); return st; }
+    *state = s;
+    return AF_OK;
+}
+
+/* One run is one dispatch: fed inputs go in as fp16, delivered outputs come back. */
+static af_status ane_run(void *state, const af_buffer *in, af_buffer *out, af_stats *stats) {
+    ane_state *s = state;
+    const compile_plan *p = s->p;
+    const uint16_t *ins[ANE_RT_MAX_PORTS] = { 0 };
+    uint16_t *outs[ANE_RT_MAX_PORTS] = { 0 };
+    for (int i = 0; i < p->nin; i++) {
+        int k = s->port_of_in[i];
+        if (s->is_state[i]) continue; /* lives in its surface */
+        if (in[i].dtype == AF_F16) ins[k] = in[i].data;
+        else { af_f32_to_f16_array(in[i].data, s->in16[k], in[i].count); ins[k] = s->in16[k]; }
+        stats->bytes_in += 2 * in[i].count;
+    }
+    for (int i = 0; i < p->nout; i++)
+        if (out[i].data) outs[i] = out[i].dtype == AF_F16 ? out[i].data : s->out16[i];
+    af_status st = ane_rt_eval(s->prog, ins, outs);
+    if (st) return st;
+    for (int i = 0; i < p->nout; i++) {
+        if (!out[i].data) continue;
+        if (out[i].dtype == AF_F32) af_f16_to_f32_array(s->out16[i], out[i].data, out[i].count);
+        stats->bytes_out += 2 * out[i].count;
+    }
+    stats->dispatches++;
+    stats->engine_flops += s->flops;
+    return AF_OK;
+}
+
+static af_status ane_bind(void *state, int i, int o) {
+    ane_state *s = state;
+    af_status st = ane_rt_alias(s->prog, o, s->port_of_in[i]);
+    if (!st) s->is_state[i] = true;
+    return st;
+}
+
+static af_status ane_write(void *state, int i, const float *src) {
+    ane_state *s = state;
+    int k = s->port_of_in[i];
+    af_f32_to_f16_array(src, s->in16[k], af_shape_count(s->p->in[i]->shape));
+    return ane_rt_input_io(s->prog, k, s->in16[k], 0);
+}
+
+static af_status ane_read(void *state, int i, float *dst) {
+    ane_state *s = state;
+    int k = s->port_of_in[i];
+    af_status st = ane_rt_input_io(s->prog, k, s->in16[k], 1);
+    if (!st) af_f16_to_f32_array(s->in16[k], dst, af_shape_count(s->p->in[i]->shape));
+    return st;
+}
+
+static size_t ane_bytes(const void *state) {
+    const ane_state *s = state;
+    size_t b = 0;
+    for (int i = 0; i < s->p->nin; i++) b += 2 * (size_t)af_shape_count(s->p->in[i]->shape);
+    for (int i = 0; i < s->p->nout; i++) b += 2 * (size_t)af_shape_count(s->p->out[i]->shape);
+    return b;
 }
 
 const backend_iface ane_backend = {
     .name = "ane",
     .target = AF_TARGET_ANE,
+    .configure = ane_configure,
+    .validate = ane_validate,
     .init = ane_init,
+    .run = ane_run,
+    .bind_state = ane_bind,
+    .write_state = ane_write,
+    .read_state = ane_read,
+    .memory_bytes = ane_bytes,
+    .free = ane_free,
 };

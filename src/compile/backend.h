@@ -13,6 +13,7 @@
 typedef struct {
     af_target target;
     af_family_id family;      /* resolved on engine targets, AF_FAMILY_DEFAULT on the CPU */
+    af_family_id family_asked;/* as the caller gave it (AF_FAMILY_DEFAULT: none named) */
     af_precision precision;   /* as asked */
     bool fp16;                /* fp16 storage: every stored value is rounded to fp16 */
     int threads;              /* >= 1 */
@@ -23,6 +24,9 @@ typedef struct {
 typedef struct {
     const char *name;  /* "cpu", "ane-sim", "ane" */
     af_target target;
+    /* Settles what depends on the machine (the engine family of the device) before the
+     * plan is built; AF_OK or the status with msg set (optional). */
+    af_status (*configure)(backend_cfg *cfg, char *msg, size_t n);
     /* NULL when the backend can run node t under cfg; otherwise why not, with the remedy. */
     const char *(*unsupported)(const backend_cfg *cfg, const af_tensor *t);
     /* Whole-program checks (compiler walls, limits): AF_OK, or the status with msg set. */

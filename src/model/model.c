@@ -29,10 +29,10 @@ static af_model *fail_model(af_model *m, af_status st, const char *fmt, ...) {
 }
 
 /* The caller's options with the defaults and the environment applied. */
-static af_status configure(const af_compile_opts *opts, backend_cfg *cfg, char *msg, size_t n) {
+static af_status configure(const backend_iface *be, const af_compile_opts *opts, backend_cfg *cfg, char *msg, size_t n) {
     af_compile_opts o = opts ? *opts : (af_compile_opts){ 0 };
     *cfg = (backend_cfg){ .target = o.target, .precision = o.precision, .via_mil = o.via_mil,
-                          .ane_framework = o.ane_framework };
+                          .ane_framework = o.ane_framework, .family_asked = o.family };
     cfg->threads = o.threads > 0 ? o.threads : cpu_num_cores();
     cfg->fp16 = o.precision == AF_PRECISION_FP16 || (o.precision == AF_PRECISION_DEFAULT && o.target != AF_TARGET_CPU);
     if (o.target != AF_TARGET_CPU && af_family_resolve(o.family, &cfg->family)) {
@@ -43,7 +43,7 @@ static af_status configure(const af_compile_opts *opts, backend_cfg *cfg, char *
         const char *env = getenv("ANEFORGE_SIM_VIA_MIL");
         cfg->via_mil = env && !strcmp(env, "1");
     }
-    return AF_OK;
+    return be->configure ? be->configure(cfg, msg, n) : AF_OK;
 }
 
 af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
@@ -62,7 +62,7 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     if (!m) return fail_model(NULL, AF_ERR_NOMEM, "out of memory");
     m->be = be;
     char msg[900];
-    af_status st = configure(opts, &m->cfg, msg, sizeof msg);
+    af_status st = configure(be, opts, &m->cfg, msg, sizeof msg);
     if (!st) st = plan_build(&m->plan, g, nin, in, nout, out, msg, sizeof msg);
     if (st) return fail_model(m, st, "%s", msg);
     af_graph_retain(g); /* the model runs from the graph's nodes: the caller may free it first */

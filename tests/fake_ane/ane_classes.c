@@ -15,9 +15,11 @@
 #define _DEFAULT_SOURCE 1 /* strdup, aligned_alloc */
 #include "fake.h"
 
+#include "ane/darwin/ane_runtime.h"
 #include "ane/mil.h"
 #include "data/sha256.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,6 +42,20 @@ void fake_ane_set_subtype(const char *s) {
     pthread_mutex_lock(&lock);
     snprintf(subtype, sizeof subtype, "%s", s ? s : "");
     pthread_mutex_unlock(&lock);
+}
+
+/* The engine subtype the fake reports: set by a test, else $FAKE_ANE_SUBTYPE, else "h16".
+ * Returns a copy (valid until the next call on this thread). */
+static const char *current_subtype(void) {
+    static _Thread_local char copy[32];
+    pthread_mutex_lock(&lock);
+    if (!subtype[0]) {
+        const char *env = getenv("FAKE_ANE_SUBTYPE");
+        snprintf(subtype, sizeof subtype, "%s", env && *env ? env : "h16");
+    }
+    snprintf(copy, sizeof copy, "%s", subtype);
+    pthread_mutex_unlock(&lock);
+    return copy;
 }
 
 static long compile_budget(void) {
@@ -333,7 +349,11 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     if (af_mil_parse(text, n, &ro, &m->mod)) return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
     if (m->mod.nin > MAX_PORTS || m->mod.nout > MAX_PORTS)
         return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
-    af_compile_opts co = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP16, .threads = 1 };
+    /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls
+     * refuse here as ANECCompile would, and the run has the family's fp16 numerics. */
+    af_ane_budget_set_limits(INT_MAX, INT_MAX); /* the daemon's budget is the fake's own, above */
+    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .family = ane_rt_family_of_subtype(current_subtype()),
+                           .threads = 1, .via_mil = -1 };
     if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
         return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
     m->state = COMPILED;
@@ -433,14 +453,7 @@ static struct objc_class c_model = { &model_meta, 0, "_ANEInMemoryModel", &fake_
 /* ---------------------------------------------------------------- _ANEDeviceInfo */
 
 static id device_subtype(Class self, SEL op) {
-    pthread_mutex_lock(&lock);
-    if (!subtype[0]) {
-        const char *env = getenv("FAKE_ANE_SUBTYPE");
-        snprintf(subtype, sizeof subtype, "%s", env && *env ? env : "h16");
-    }
-    CFStringRef s = fake_string(subtype);
-    pthread_mutex_unlock(&lock);
-    return fake_autorelease((void *)s);
+    return fake_autorelease((void *)fake_string(current_subtype()));
 }
 static const fake_method device_cm[] = { { "aneSubType", (void (*)(void))device_subtype } };
 static struct objc_class device_meta = { NULL, 0, "_ANEDeviceInfo", NULL, device_cm, 1, 0, NULL, 1 };

@@ -42,6 +42,19 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1")
   endforeach()
 
+  # The ane backend (AF_TARGET_ANE) end to end against the fake: every op, the family,
+  # resident state, the compile budget, the training plans.
+  add_executable(test_ane_backend ${FAKE_DIR}/test_ane_backend.c)
+  target_link_libraries(test_ane_backend PRIVATE af_test_support)
+  target_include_directories(test_ane_backend PRIVATE ${FAKE_DIR})
+  target_compile_definitions(test_ane_backend PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
+  add_dependencies(test_ane_backend fake_ane)
+  foreach(case ops family state budget train)
+    add_test(NAME ane_backend_${case} COMMAND test_ane_backend ${case})
+    set_tests_properties(ane_backend_${case} PROPERTIES TIMEOUT 300
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000")
+  endforeach()
+
   # aneforge doctor against the fake, and without a framework.
   add_executable(test_doctor ${FAKE_DIR}/test_doctor.c)
   target_link_libraries(test_doctor PRIVATE af_test_support)

@@ -16,7 +16,7 @@
 #endif
 
 /* "h13" -> A13, "h14" -> A14, "h15" -> A15, "h16", "h17s", ... -> A16. */
-static af_family_id family_of_subtype(const char *s) {
+af_family_id ane_rt_family_of_subtype(const char *s) {
     if ((s[0] != 'h' && s[0] != 'H') || !isdigit((unsigned char)s[1])) return AF_FAMILY_DEFAULT;
     int gen = atoi(s + 1);
     return gen == 13 ? AF_FAMILY_A13 : gen == 14 ? AF_FAMILY_A14 : gen == 15 ? AF_FAMILY_A15 : gen >= 16 ? AF_FAMILY_A16
@@ -46,7 +46,7 @@ af_status ane_rt_device_info(ane_rt_device *out) {
     if (sysctlbyname("hw.model", out->model, &len, NULL, 0)) out->model[0] = 0;
 #endif
     subtype(out->subtype, sizeof out->subtype);
-    out->family = family_of_subtype(out->subtype);
+    out->family = ane_rt_family_of_subtype(out->subtype);
     if (out->family == AF_FAMILY_DEFAULT) out->family = af_family_detect(); /* the chip's name, on Apple */
     return AF_OK;
 }

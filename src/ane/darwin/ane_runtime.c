@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static atomic_llong budget = ANE_RT_COMPILE_BUDGET;
 int64_t ane_rt_compile_count(void) { return (int64_t)atomic_load(&compiles); }
 int64_t ane_rt_compile_budget(void) { return (int64_t)atomic_load(&budget); }
 void ane_rt_set_compile_budget(int64_t n) {
-    atomic_store(&budget, n < 0 ? 0 : n > ANE_RT_COMPILE_BUDGET ? ANE_RT_COMPILE_BUDGET : n);
+    atomic_store(&budget, n < 0 ? 0 : n);
 }
 
 const char *ane_rt_framework(void) { return loaded_path[0] ? loaded_path : NULL; }
@@ -180,7 +181,7 @@ static af_status stage(ane_rt_model *m, const char *mil, size_t mil_len, const u
     if (k < 0 || (size_t)k >= sizeof m->dir) return af_fail(AF_ERR_IO, "ane: temporary path too long");
     snprintf(path, sizeof path, "%s/weights", m->dir);
     if ((mkdir(m->dir, 0700) && access(m->dir, W_OK)) || (mkdir(path, 0700) && access(path, W_OK)))
-        return af_fail(AF_ERR_IO, "ane: cannot create %s", path);
+        return af_fail(AF_ERR_IO, "ane: cannot create %s: %s (the temporary directory must exist and be writable)", path, strerror(errno));
     snprintf(path, sizeof path, "%s/model.mil", m->dir);
     st = write_file(path, mil, mil_len);
     if (!st && w) {

@@ -55,6 +55,9 @@ af_status ane_rt_open(const char *framework_path);
 const char *ane_rt_framework(void);
 /* Chip and engine family. Works without ane_rt_open (then subtype stays ""). */
 af_status ane_rt_device_info(ane_rt_device *out);
+/* The family an _ANEDeviceInfo subtype names: "h13" -> A13 ... "h16", "h17" -> A16;
+ * AF_FAMILY_DEFAULT for anything else. */
+af_family_id ane_rt_family_of_subtype(const char *subtype);
 
 /* Compiles and loads a program, or takes it from the cache. weights (may be NULL when
  * the MIL cites no BLOBFILE) is the MILBlob file the MIL cites as
@@ -77,7 +80,8 @@ void ane_rt_release(ane_rt_program *p);
 /* Real compiles done by this process (cache hits do not count), and the budget. */
 int64_t ane_rt_compile_count(void);
 int64_t ane_rt_compile_budget(void);
-/* Sets the budget (clamped to 0..ANE_RT_COMPILE_BUDGET): for callers that know their
- * daemon allows fewer, and for tests. */
+/* Sets the budget (>= 0): lower for callers that know their daemon allows fewer; higher
+ * only for a framework without the real daemon's limit (the fake, in tests), since the
+ * real one fails past about 119 compiles whatever this says. */
 void ane_rt_set_compile_budget(int64_t n);
 #endif

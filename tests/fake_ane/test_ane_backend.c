@@ -1,0 +1,299 @@
+/* The ane backend (AF_TARGET_ANE) end to end against the fake AppleNeuralEngine
+ * framework: af_compile lowers to MIL, the darwin runtime compiles and runs it, af_run
+ * moves fp16 in and out. The fake executes what it compiles as ane-sim models the
+ * engine of the subtype it reports, so every result must equal ane-sim's through MIL
+ * bit for bit, and every program ane-sim refuses the ane target refuses too.
+ *   ops      every op-table row of the op corpus
+ *   family   the family comes from the device; naming another one is refused
+ *   state    resident state: bind, write, read, and runs that advance it
+ *   budget   a spent compile budget is a clear af_compile error, not a crash
+ *   train    the MLP's resident, device and host plans on ane:m1 leave the weights
+ *            ane-sim:m1 leaves, with one dispatch per resident step */
+#include "aneforge.h"
+#include "ane/darwin/ane_runtime.h"
+#include "fake_ane_control.h"
+#include "support/check.h"
+#include "support/corpus_case.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void (*set_subtype)(const char *);
+static int ncases, nsame, nrefused;
+static bool covered[AF_OP_COUNT];
+
+static af_compile_opts ane_opts(af_family_id fam) {
+    return (af_compile_opts){ .target = AF_TARGET_ANE, .family = fam, .threads = 1, .ane_framework = AF_FAKE_ANE };
+}
+static af_compile_opts sim_opts(af_family_id fam) {
+    return (af_compile_opts){ .target = AF_TARGET_ANE_SIM, .family = fam, .threads = 1, .via_mil = 1 };
+}
+
+static unsigned long long seed_of(const char *label, af_op op) {
+    unsigned long long h = 1469598103934665603ULL ^ (unsigned long long)op;
+    for (const char *p = label; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+/* Compiles and runs; NULL model (with the message kept) when compiling fails. */
+static af_model *compile_run(const corpus_graph *cg, const af_compile_opts *o, float **res, char *why, size_t n) {
+    af_model *m = af_compile(cg->g, cg->nin, cg->in, cg->nout, cg->out, o);
+    if (!m) { snprintf(why, n, "%s", af_error_message()); return NULL; }
+    af_buffer bi[CORPUS_MAX_IO], bo[CORPUS_MAX_IO];
+    for (int i = 0; i < cg->nin; i++) bi[i] = AF_BUF_F32(cg->data[i], af_shape_count(cg->in[i]->shape));
+    for (int k = 0; k < cg->nout; k++) bo[k] = AF_BUF_F32(res[k], af_shape_count(cg->out[k]->shape));
+    af_status st = af_run(m, bi, bo);
+    CHECK(st == AF_OK, "af_run: %s", af_error_message());
+    return m;
+}
+
+static void run_case(const corpus_case *base, af_op op) {
+    corpus_case c = *base;
+    c.op = op;
+    corpus_graph cg = { .g = af_graph_new(), .rng = { seed_of(c.label, op) } };
+    c.build(&cg, &c);
+    if (af_graph_error(cg.g) || cg.nout == 0) { corpus_graph_free(&cg); return; } /* test_ops reports these */
+    /* Engine programs take fp16: say so in the graph, as the trainer does. */
+    for (int i = 0; i < cg.nin; i++)
+        if (!(cg.in[i]->flags & AF_TF_PARAM)) cg.in[i]->dtype = AF_F16;
+    ncases++;
+    float *a[CORPUS_MAX_IO] = { 0 }, *b[CORPUS_MAX_IO] = { 0 };
+    for (int k = 0; k < cg.nout; k++) {
+        size_t n = (size_t)af_shape_count(cg.out[k]->shape) + 1;
+        a[k] = calloc(n, sizeof(float));
+        b[k] = calloc(n, sizeof(float));
+    }
+    af_compile_opts oa = ane_opts(AF_FAMILY_DEFAULT), os = sim_opts(AF_FAMILY_A16);
+    char why_a[900] = "", why_s[900] = "";
+    af_model *ma = compile_run(&cg, &oa, a, why_a, sizeof why_a);
+    af_model *ms = compile_run(&cg, &os, b, why_s, sizeof why_s);
+    CHECK(!ma == !ms, "%s/%s: ane %s but ane-sim %s", af_ops[op].name, c.label, ma ? "compiles" : why_a, ms ? "compiles" : why_s);
+    if (!ma && !ms) {
+        nrefused++;
+        if (getenv("ANE_TEST_VERBOSE")) printf("refused %s/%s: %s\n", af_ops[op].name, c.label, why_s);
+    }
+    if (ma && ms) {
+        CHECK(af_model_family(ma) == AF_FAMILY_A16, "%s: the family is not the device's", c.label);
+        bool same = true;
+        for (int k = 0; k < cg.nout && same; k++)
+            same = !memcmp(a[k], b[k], sizeof(float) * (size_t)af_shape_count(cg.out[k]->shape));
+        CHECK(same, "%s/%s: the ane target and ane-sim through MIL differ", af_ops[op].name, c.label);
+        if (same) {
+            nsame++;
+            for (int id = 0; id < cg.g->n; id++) covered[cg.g->t[id]->op] = true;
+        }
+        af_stats st;
+        af_model_stats(ma, &st);
+        CHECK(st.dispatches == 1 && st.engine_flops >= 0 && st.host_flops == 0, "%s: accounting %lld dispatches",
+              c.label, (long long)st.dispatches);
+    }
+    af_model_free(ma);
+    af_model_free(ms);
+    for (int k = 0; k < cg.nout; k++) { free(a[k]); free(b[k]); }
+    corpus_graph_free(&cg);
+}
+
+static void run_table(const corpus_case *t, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!t[i].sweep) { run_case(&t[i], t[i].op); continue; }
+        for (int op = 0; op < AF_OP_COUNT; op++)
+            if (af_ops[op].family == af_ops[t[i].op].family) run_case(&t[i], (af_op)op);
+    }
+}
+
+static void test_ops(void) {
+    /* Hundreds of programs in one process: lift the runtime's, the fake daemon's and
+     * ane-sim's per-process budgets (each is tested on its own elsewhere). */
+    ane_rt_set_compile_budget(1 << 20);
+    af_ane_budget_set_limits(1 << 20, 1 << 20);
+    run_table(corpus_elementwise, corpus_elementwise_count);
+    run_table(corpus_tensor, corpus_tensor_count);
+    run_table(corpus_nn, corpus_nn_count);
+    for (int op = 0; op < AF_OP_COUNT; op++)
+        CHECK(covered[op], "op '%s' never ran on the ane target", af_ops[op].name);
+    printf("ane ops: %d cases, %d bit-identical to ane-sim, %d refused by both\n", ncases, nsame, nrefused);
+}
+
+/* y = a * b + c on fp16 inputs. */
+static af_graph *small_graph(af_tensor **in, af_tensor **out) {
+    af_graph *g = af_graph_new();
+    in[0] = af_input(g, "a", AF_F16, AF_SHAPE(4, 16));
+    in[1] = af_input(g, "b", AF_F16, AF_SHAPE(4, 16));
+    in[2] = af_input(g, "c", AF_F16, AF_SHAPE(4, 16));
+    *out = af_add(af_mul(in[0], in[1]), in[2]);
+    return g;
+}
+
+static void test_family(void) {
+    af_tensor *in[3], *out;
+    af_graph *g = small_graph(in, &out);
+    set_subtype("h13");
+    af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+    af_model *m = af_compile(g, 3, in, 1, &out, &o);
+    CHECK(m && af_model_family(m) == AF_FAMILY_A13, "ane on an h13 device: family %d (%s)", m ? (int)af_model_family(m) : -1,
+          m ? "" : af_error_message());
+    af_model_free(m);
+    o = ane_opts(AF_FAMILY_A16);
+    m = af_compile(g, 3, in, 1, &out, &o);
+    CHECK(!m && strstr(af_error_message(), "A13") && strstr(af_error_message(), "ane-sim"),
+          "naming A16 on an A13 device must be refused with the way out: %s", m ? "compiled" : af_error_message());
+    af_model_free(m);
+    o = ane_opts(AF_FAMILY_A13);
+    m = af_compile(g, 3, in, 1, &out, &o);
+    CHECK(m != NULL, "naming the device's own family: %s", af_error_message());
+    af_model_free(m);
+    af_graph_free(g);
+}
+
+/* acc' = acc + x, acc resident: after k runs of x = 1 it holds init + k. */
+static void test_state(void) {
+    af_graph *g = af_graph_new();
+    af_tensor *acc = af_input(g, "acc", AF_F16, AF_SHAPE(8, 32)), *x = af_input(g, "x", AF_F16, AF_SHAPE(8, 32));
+    af_tensor *next = af_add(acc, x), *total = af_reduce_sum(next, 2, (int[]){ 0, 1 }, 0);
+    af_tensor *in[2] = { acc, x }, *out[2] = { next, total };
+    af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+    af_model *m = af_compile(g, 2, in, 2, out, &o);
+    CHECK(m != NULL, "compile: %s", af_error_message());
+    if (!m) { af_graph_free(g); return; }
+    float init[256], ones[256], got[256], sum = 0;
+    for (int i = 0; i < 256; i++) { init[i] = (float)(i % 7) * 0.5f; ones[i] = 1.0f; }
+    CHECK(af_model_bind_state(m, 0, 0, init) == AF_OK, "bind: %s", af_error_message());
+    for (int k = 0; k < 3; k++) {
+        af_buffer bi[2] = { { NULL, AF_F32, 0 }, AF_BUF_F32(ones, 256) }, bo[2] = { { NULL, AF_F32, 0 }, AF_BUF_F32(&sum, 1) };
+        CHECK(af_run(m, bi, bo) == AF_OK, "run %d: %s", k, af_error_message());
+    }
+    CHECK(af_model_read_state(m, 0, got) == AF_OK, "read: %s", af_error_message());
+    int bad = 0;
+    double want_sum = 0;
+    for (int i = 0; i < 256; i++) {
+        bad += got[i] != init[i] + 3.0f;
+        want_sum += init[i] + 3.0;
+    }
+    CHECK(bad == 0, "resident state after 3 runs: %d of 256 wrong (e.g. %g, want %g)", bad, got[0], init[0] + 3.0f);
+    /* reduce_sum accumulates in fp16 on the engine: 256 terms near 1150 lose up to 1% */
+    CHECK(fabs(sum - want_sum) <= want_sum * 1e-2, "the last run's sum %g, want %g", sum, want_sum);
+    CHECK(af_model_write_state(m, 0, ones) == AF_OK && af_model_read_state(m, 0, got) == AF_OK && got[5] == 1.0f,
+          "write then read state");
+    af_stats st;
+    af_model_stats(m, &st);
+    CHECK(st.dispatches == 3 && st.bytes_in == 3 * 2 * 256 && st.bytes_out == 3 * 2, "accounting: %lld dispatches, %lld in, %lld out",
+          (long long)st.dispatches, (long long)st.bytes_in, (long long)st.bytes_out);
+    af_model_free(m);
+    af_graph_free(g);
+}
+
+static void test_budget(void) {
+    ane_rt_set_compile_budget(2);
+    af_graph *g = af_graph_new();
+    af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(4, 16));
+    af_model *m[3] = { 0 };
+    af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+    for (int k = 0; k < 3; k++) { /* three different programs */
+        af_tensor *y = af_muls(x, (float)(k + 2));
+        m[k] = af_compile(g, 1, &x, 1, &y, &o);
+    }
+    CHECK(m[0] && m[1] && !m[2], "two compiles fit a budget of 2, the third must fail");
+    CHECK(!m[2] && strstr(af_error_message(), "budget") != NULL, "the error names the budget: %s", af_error_message());
+    af_tensor *again = af_muls(x, 2.0f); /* the first program again: a cache hit, no compile */
+    af_model *hit = af_compile(g, 1, &x, 1, &again, &o);
+    CHECK(hit != NULL, "a cached program compiles nothing: %s", af_error_message());
+    for (int k = 0; k < 3; k++) af_model_free(m[k]);
+    af_model_free(hit);
+    af_graph_free(g);
+}
+
+/* Two separable blobs in 16 dimensions, 2 classes, one-hot targets. */
+static void make_data(int n, float *x, float *y, test_rng *r) {
+    for (int i = 0; i < n; i++) {
+        int c = i % 2;
+        for (int d = 0; d < 16; d++) x[i * 16 + d] = (c ? 0.8f : -0.8f) * (d < 8 ? 1.0f : -1.0f) + (float)(2.0 * test_uniform(r) - 1.0);
+        y[i * 2] = c == 0;
+        y[i * 2 + 1] = c == 1;
+    }
+}
+
+static void train_one(af_plan plan) {
+    enum { B = 32, STEPS = 24 };
+    static float x[B * STEPS * 16], y[B * STEPS * 2];
+    test_rng r = { 7 };
+    make_data(B * STEPS, x, y, &r);
+    float *w[2][8] = { { 0 } };
+    int64_t count[8] = { 0 };
+    int np[2] = { 0, 0 };
+    double loss[2] = { 0, 0 };
+    af_stats st[2];
+    for (int t = 0; t < 2; t++) {
+        af_net net = af_net_mlp(AF_SHAPE(16), 32, 2, 5);
+        af_train_opts o = af_train_defaults();
+        o.plan = plan;
+        o.batch = B;
+        o.eval_batch = B;
+        o.lr = 0.01f;
+        o.loss_scale = 128.0f;
+        o.compile = t == 0 ? ane_opts(AF_FAMILY_A13) : sim_opts(AF_FAMILY_A13);
+        af_trainer *tr = af_trainer_new(&net, &o);
+        af_net_free(&net);
+        CHECK(tr != NULL, "%s trainer on %s: %s", af_plan_name(plan), t ? "ane-sim" : "ane", af_error_message());
+        if (!tr) return;
+        int k = af_trainer_steps_per_call(tr);
+        for (int s = 0; s + k <= STEPS; s += k) {
+            af_step_info info;
+            CHECK(af_trainer_step(tr, x + s * B * 16, y + s * B * 2, &info) == AF_OK, "step: %s", af_error_message());
+            loss[t] = info.loss;
+        }
+        af_trainer_stats(tr, &st[t]);
+        np[t] = af_trainer_num_params(tr);
+        for (int i = 0; i < np[t] && i < 8; i++) {
+            count[i] = af_shape_count(af_tensor_shape(af_trainer_param(tr, i)));
+            w[t][i] = malloc(sizeof(float) * (size_t)count[i]);
+            CHECK(af_trainer_read_param(tr, i, w[t][i]) == AF_OK, "read_param: %s", af_error_message());
+        }
+        af_trainer_free(tr);
+    }
+    CHECK(np[0] == np[1] && np[0] > 0, "parameter counts %d and %d", np[0], np[1]);
+    int differ = 0;
+    for (int i = 0; i < np[0] && i < 8; i++) differ += memcmp(w[0][i], w[1][i], (size_t)count[i] * sizeof(float)) != 0;
+    CHECK(differ == 0, "%s: %d parameters differ between ane:m1 and ane-sim:m1", af_plan_name(plan), differ);
+    CHECK(loss[0] == loss[1] && loss[0] < 0.5, "%s: last loss ane %g, ane-sim %g (must match and be < 0.5)", af_plan_name(plan),
+          loss[0], loss[1]);
+    CHECK(st[0].dispatches == st[1].dispatches, "%s: dispatches ane %lld, ane-sim %lld", af_plan_name(plan),
+          (long long)st[0].dispatches, (long long)st[1].dispatches);
+    if (plan == AF_PLAN_RESIDENT)
+        CHECK(st[0].dispatches == STEPS && st[0].host_flops == 0, "resident: %lld dispatches for %d steps, %lld host FLOPs",
+              (long long)st[0].dispatches, STEPS, (long long)st[0].host_flops);
+    CHECK(st[0].compiles <= 4 + 2 * 4, "%s: %lld compiles", af_plan_name(plan), (long long)st[0].compiles);
+    printf("%s on ane:m1: loss %.4f, %lld dispatches, %lld compiles, weights bit-identical to ane-sim:m1\n", af_plan_name(plan),
+           loss[0], (long long)st[0].dispatches, (long long)st[0].compiles);
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 8; i++) free(w[t][i]);
+}
+
+static void test_train(void) {
+    set_subtype("h13");
+    train_one(AF_PLAN_RESIDENT);
+    train_one(AF_PLAN_DEVICE);
+    train_one(AF_PLAN_HOST);
+    train_one(AF_PLAN_UNROLLED);
+}
+
+int main(int argc, char **argv) {
+    const char *tmp = getenv("TMPDIR"); /* where the runtime stages programs, as macOS's always exists */
+    if (tmp) mkdir(tmp, 0700);
+    void *h = dlopen(AF_FAKE_ANE, RTLD_NOW | RTLD_LOCAL);
+    CHECK(h != NULL, "dlopen %s: %s", AF_FAKE_ANE, dlerror());
+    if (!h) return check_finish("ane_backend");
+    *(void **)&set_subtype = dlsym(h, "fake_ane_set_subtype");
+    CHECK(set_subtype != NULL, "the fake exports fake_ane_set_subtype");
+    if (!set_subtype) return check_finish("ane_backend");
+    const char *which = argc > 1 ? argv[1] : "all";
+    bool all = !strcmp(which, "all");
+    if (all || !strcmp(which, "ops")) test_ops();
+    if (all || !strcmp(which, "family")) test_family();
+    if (all || !strcmp(which, "state")) test_state();
+    if (all || !strcmp(which, "train")) test_train();
+    if (all || !strcmp(which, "budget")) test_budget(); /* last: it spends the budget */
+    return check_finish("ane_backend");
+}

@@ -11,6 +11,10 @@
 #include <sys/sysctl.h>
 #endif
 
+/* crop_dma_saturates: seed 000 measured the crop-DMA saturation and the conv
+ * weight-gradient ceiling on M1 (A13); ane-formats.md section 6 names M1/M2 (A13/A14)
+ * for the same last-axis crop, so A14 shares it. M3 (A15) is named by no source and
+ * stays clean, as seed 000 reports for M5 (A16). */
 static const af_family_info families[] = {
     { AF_FAMILY_A13, "A13", "M1", 16384, 65536, 5, 13, 1 },
     { AF_FAMILY_A14, "A14", "M2", 16384, 65536, 5, 15, 1 },

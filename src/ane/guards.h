@@ -10,10 +10,13 @@
 #define AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX 256.0f
 
 /* Warns on stderr (once per process) when fam (resolved if AF_FAMILY_DEFAULT) has the
- * crop-DMA saturation (A13, and A14 which shares it), some param is a conv weight with
- * kernel width > 1 (AF_TF_CONV, a.kernel[1] > 1: its gradient crosses width-offset
- * slices) and loss_scale exceeds AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX. Returns 1 when
- * the warning applies (printed now or earlier), else 0. Never caps loss_scale. */
+ * crop-DMA saturation (A13 per seed 000, A14 which ane-formats.md says shares it),
+ * some param is a conv weight with kernel width > 1 (AF_TF_CONV, a.kernel[1] > 1: the
+ * width-offset rows of its gradient see the loss-scaled dy through the crop; ane-sim
+ * models it in sim_wgrad.c) and loss_scale exceeds AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX.
+ * Returns 1 when the warning applies (printed now or earlier), else 0. Never caps
+ * loss_scale. The trainer asks when it is created and whenever a dynamic loss scale
+ * grows. */
 int af_ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *params, float loss_scale);
 /* How many times the conv guard has printed (0 or 1 per process). */
 int af_ane_guard_warnings(void);

@@ -13,6 +13,7 @@ enum {
     AF_QUIRK_ACC_SAT = 1u << 0,   /* matmul/conv: the wide accumulator becomes +-inf beyond AF_ANE_ACC_MAX */
     AF_QUIRK_CROP_SAT = 1u << 1,  /* A13/A14 crop DMA (last-axis begin != 0): +-inf beyond AF_ANE_CROP_MAX */
     AF_QUIRK_PRECISION = 1u << 2, /* user sub: run the near-equal precision check (cleared once reported) */
+    AF_QUIRK_WGRAD_CROP = 1u << 3, /* A13/A14 conv weight gradient: width-offset rows see dy through the crop DMA */
 };
 #define AF_ANE_ACC_MAX 32752.0f   /* 65504 / 2, measured on M2 Pro and M5 */
 #define AF_ANE_CROP_MAX 4094.0f   /* 65504 / 16: the Q.4 x16 crop-DMA range */
@@ -43,6 +44,9 @@ af_model *af_sim_compile_via_mil(af_graph *g, int nin, af_tensor *const *in, int
  * the element count for other compute ops, 0 for pure data movement). */
 int64_t af_program_flops(const af_model *m);
 
+/* Recomputes the width-offset rows of the conv weight-gradient matmul at schedule
+ * entry s of m (sources ins) with its loss-scaled dy saturated past AF_ANE_CROP_MAX. */
+void af_sim_wgrad_crop(const af_model *m, int s, const float *const *ins);
 /* The near-equal subtraction check on schedule entry s of m, whose sources are ins. */
 void af_sim_precision_check(af_model *m, int s, const float *const *ins);
 #endif

@@ -34,6 +34,7 @@ static void saturate(float *v, int64_t n, float lim) {
 static void apply_quirks(af_model *m, int s, const float *const *ins) {
     const af_tensor *t = m->sched[s];
     unsigned q = m->quirk[s];
+    if (q & AF_QUIRK_WGRAD_CROP) af_sim_wgrad_crop(m, s, ins);
     if (q & AF_QUIRK_ACC_SAT) saturate(m->val[t->id], af_shape_count(t->shape), AF_ANE_ACC_MAX);
     if (q & AF_QUIRK_CROP_SAT) saturate(m->val[t->id], af_shape_count(t->shape), AF_ANE_CROP_MAX);
     if (q & AF_QUIRK_PRECISION) af_sim_precision_check(m, s, ins);

@@ -20,4 +20,12 @@
 int af_ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *params, float loss_scale);
 /* How many times the conv guard has printed (0 or 1 per process). */
 int af_ane_guard_warnings(void);
+
+/* Called on each ane-sim compile (a program-cache miss): when m's family is one whose
+ * compiler is reported to take minutes or hang on large batches (A13, seed 000) and
+ * af_ane_compile_estimate_us (cost.h) reaches AF_ANE_COMPILE_WARN_US, counts it, warns
+ * on stderr (once per process) and returns 1; else 0. Never refuses the compile. */
+int af_ane_guard_compile_time(const af_model *m);
+/* How many compiled programs the compile-time guard has applied to in this process. */
+int64_t af_ane_compile_time_flags(void);
 #endif

@@ -1,5 +1,6 @@
 /* The program cache and the process-wide compile and load budgets (sim_budget.h). */
 #include "ane/sim_budget.h"
+#include "ane/guards.h"
 #include "compile/model.h"
 #include "ir/fp16.h"
 
@@ -193,6 +194,7 @@ af_status af_sim_program_acquire(af_model *m, char *msg, size_t n) {
     m->program_gen = B.gen;
     m->program_held = 1;
     pthread_mutex_unlock(&B.lock);
+    if (m->stats.compiles) af_ane_guard_compile_time(m); /* a real compile: warn if it may take minutes */
     return AF_OK;
 }
 

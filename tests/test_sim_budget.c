@@ -1,9 +1,12 @@
 /* ane-sim budgets and guards: the process-wide compile counter, program-cache hits for
  * identical content, LRU eviction at 128 loaded programs with reload, a long run staying
  * inside the ~119-compile budget, per-run accounting and the cost model, the A13 conv
- * loss-scale warning, and the near-equal subtraction precision check. */
+ * loss-scale warning, the near-equal subtraction precision check, and the compile-time
+ * term of the cost model with the A13 large-batch warning. */
 #include "aneforge.h"
 #include "ane/guards.h"
+#include "ane/cost.h"
+#include "model/model.h"
 #include "support/check.h"
 
 #include <math.h>
@@ -201,6 +204,60 @@ static void test_conv_guard(void) {
     af_graph_free(g);
 }
 
+/* ------------------------------------------------------------------ compile time */
+
+/* The forward of the seed's MNIST CNN layout over a batch of N 28x28 images: conv 3x3
+ * (1 -> 16, pad 1), relu, avg_pool 2, conv 3x3 (16 -> 32, pad 1). Its largest tensor
+ * is conv2's patch concat [N, 16, 9, 14*14] (conv1's output is [N, 16, 784]). */
+static af_model *conv_program(af_graph *g, int64_t n, af_family_id fam, int64_t *largest) {
+    af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(n, 1, 28, 28));
+    af_tensor *w1 = af_conv_param(g, "w1", 16, 1, 3, 3, NULL), *w2 = af_conv_param(g, "w2", 32, 16, 3, 3, NULL);
+    int two[2] = { 2, 2 }, zero[2] = { 0, 0 };
+    af_tensor *h = af_avg_pool(af_relu(af_conv2d(x, w1, 1, 1)), two, two, zero);
+    af_tensor *y = af_conv2d(h, w2, 1, 1), *in[3] = { x, w1, w2 };
+    af_compile_opts o = { .target = AF_TARGET_ANE_SIM, .family = fam, .threads = 1 };
+    af_model *m = af_compile(g, 3, in, 1, &y, &o);
+    CHECK(m != NULL, "compile N = %lld: %s", (long long)n, af_error_message());
+    *largest = n * 16 * 9 * 196;
+    return m;
+}
+
+/* Seed 000: compile time grows with the batch; on A13 a full batch near 1000 over
+ * 28x28 takes minutes or hangs, M5 compiles it fine, mini-batches (N <= 128) are fine. */
+static void test_compile_time(void) {
+    const af_family_id fams[4] = { AF_FAMILY_A13, AF_FAMILY_A14, AF_FAMILY_A15, AF_FAMILY_A16 };
+    double est[4][2];
+    const int64_t batches[2] = { 128, 1000 };
+    for (int b = 0; b < 2; b++)
+        for (int f = 0; f < 4; f++) {
+            af_graph *g = af_graph_new();
+            int64_t want;
+            int64_t flags = af_ane_compile_time_flags();
+            af_model *m = conv_program(g, batches[b], fams[f], &want);
+            if (m) {
+                int64_t got = af_program_largest_tensor(&m->plan, NULL);
+                CHECK(got == want, "largest tensor at N = %lld: %lld, want %lld", (long long)batches[b], (long long)got, (long long)want);
+                est[f][b] = af_ane_compile_estimate_us(fams[f], &m->plan);
+                double mel = (double)want / 1e6, k = af_ane_calibration_of(fams[f])->compile_k_us;
+                CHECK_NEAR(est[f][b], 38000.0 + k * mel * mel, 1e-6 * est[f][b], "compile estimate: 38 ms + k * (Melements)^2");
+                bool warn = fams[f] == AF_FAMILY_A13 && batches[b] == 1000;
+                CHECK(af_ane_compile_time_flags() == flags + warn, "%s, N = %lld: the compile-time guard should %s", af_family_name_of(fams[f]),
+                      (long long)batches[b], warn ? "warn" : "stay silent");
+                /* Recompiling the same program hits the cache: no compile, no new warning. */
+                af_model *again = conv_program(g, batches[b], fams[f], &want);
+                CHECK(af_ane_compile_time_flags() == flags + warn, "a cache hit is not a compile");
+                af_model_free(again);
+            }
+            af_model_free(m);
+            af_graph_free(g);
+        }
+    CHECK(est[0][1] >= 60e6, "A13, N = 1000: %.1f s should be minutes", est[0][1] / 1e6);
+    CHECK(est[3][1] < 5e6, "A16, N = 1000: %.1f s should be fine", est[3][1] / 1e6);
+    CHECK(est[0][0] < 5e6, "A13, N = 128: %.1f s should be fine", est[0][0] / 1e6);
+    for (int f = 0; f < 4; f++) CHECK(est[f][1] > est[f][0] * 20, "%s: compile time grows with the batch", af_family_name_of(fams[f]));
+    CHECK(est[0][1] > est[1][1] && est[1][1] > est[2][1] && est[2][1] > est[3][1], "later families compile faster");
+}
+
 static void test_precision_check(void) {
     af_graph *g = af_graph_new();
     af_tensor *a = af_input(g, "a", AF_F16, AF_SHAPE(64)), *b = af_input(g, "b", AF_F16, AF_SHAPE(64));
@@ -243,5 +300,6 @@ int main(void) {
     test_long_run_and_accounting();
     test_conv_guard();
     test_precision_check();
+    test_compile_time(); /* last: its compiles would count against the budget tests */
     return check_finish("sim_budget");
 }

@@ -1,7 +1,7 @@
 /* ane-sim numerics per family: fp16 storage, matmul/conv saturating to +-inf beyond
  * +-32752, reduce_sum accumulating in fp16, and the A13/A14 crop-DMA saturation of
- * last-axis slices at |v| > 4094, including the synthetic conv weight-gradient that it
- * breaks on A13 at loss_scale >= 512 and that stays clean on A16. */
+ * last-axis slices at |v| > 4094, including seed 000's synthetic conv weight-gradient
+ * repro that breaks on A13 at loss_scale >= 512 and stays clean on A16. */
 #include "aneforge.h"
 #include "support/check.h"
 
@@ -161,10 +161,10 @@ static void test_crop_dma(void) {
 
 /* ------------------------------------------------------------------ conv weight gradient */
 
-/* Two convs from af_conv_param/af_conv2d and loss 0.5 * sum(y^2). The second conv pads
- * its input (a zero-border concat on the width axis), so the gradient reaching the first
- * conv's weight crosses a slice at a last-axis offset: on A13 every loss-scaled value
- * past 4094 there becomes inf. */
+/* Seed 000's synthetic repro: two convs from af_conv_param/af_conv2d and loss
+ * 0.5 * sum(y^2), with magnitudes set so that the loss-scaled gradient at the first
+ * conv's output passes 4094 from loss scale 512: on A13 the width-offset rows of that
+ * conv's weight gradient become inf (test_sim_conv_wgrad checks a natural network). */
 enum { CN = 1, CIN = 1, CH = 8, CW = 8, C1 = 3, C2 = 3 };
 
 typedef struct {
@@ -255,7 +255,7 @@ static void test_conv_weight_gradient(void) {
                 CHECK(all_finite(g1, N1) && e1 < 5e-3, "%s at loss_scale %g: w1 gradient off by %.3g of its scale", name, (double)s, e1);
                 CHECK(all_finite(g2, N2) && e2 < 5e-3, "%s at loss_scale %g: w2 gradient off by %.3g of its scale", name, (double)s, e2);
             }
-            /* The second conv's own weight gradient crosses no offset slice: clean everywhere. */
+            /* The second conv's loss-scaled output gradient s*y stays under 4094: clean everywhere. */
             CHECK(all_finite(g2, N2), "%s at loss_scale %g: w2 gradient is not finite", name, (double)s);
             af_graph_free(n.g);
         }

@@ -11,11 +11,16 @@
 #include <sys/sysctl.h>
 #endif
 
+/* crop_dma_saturates: seed 000 measured the crop-DMA saturation and the conv
+ * weight-gradient ceiling on M1 (A13); ane-formats.md section 6 names M1/M2 (A13/A14)
+ * for the same last-axis crop, so A14 shares it. M3 (A15) is named by no source and
+ * stays clean, as seed 000 reports for M5 (A16). compile_hangs_on_large_batch: seed 000
+ * reports it on M1 only (M5 is fine; M2 and M3 are not reported either way). */
 static const af_family_info families[] = {
-    { AF_FAMILY_A13, "A13", "M1", 16384, 65536, 5, 13, 1 },
-    { AF_FAMILY_A14, "A14", "M2", 16384, 65536, 5, 15, 1 },
-    { AF_FAMILY_A15, "A15", "M3", 16384, 65536, 5, 15, 0 },
-    { AF_FAMILY_A16, "A16", "M4/M5", 65536, 65536, 5, 15, 0 },
+    { AF_FAMILY_A13, "A13", "M1", 16384, 65536, 5, 13, 1, 1 },
+    { AF_FAMILY_A14, "A14", "M2", 16384, 65536, 5, 15, 1, 0 },
+    { AF_FAMILY_A15, "A15", "M3", 16384, 65536, 5, 15, 0, 0 },
+    { AF_FAMILY_A16, "A16", "M4/M5", 65536, 65536, 5, 15, 0, 0 },
 };
 
 const af_family_info *af_family_info_of(af_family_id fam) {

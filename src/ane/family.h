@@ -14,7 +14,9 @@ typedef struct {
     int64_t max_axis;        /* channels and every other axis */
     int max_rank;            /* NCHW plus depth */
     int max_kernel_w;        /* conv kernel width: 13 on A13, 15 later */
-    int crop_dma_saturates;  /* slice with a last-axis begin != 0 saturates past 4094 (A13, A14) */
+    int crop_dma_saturates;  /* slice with a last-axis begin != 0 saturates past 4094, and so do
+                              * conv weight gradients (A13 per seed 000, A14 per ane-formats.md) */
+    int compile_hangs_on_large_batch; /* large-batch programs compile for minutes or hang (A13, seed 000) */
 } af_family_info;
 
 /* The row for a concrete family, or NULL (AF_FAMILY_DEFAULT and unknown values). */

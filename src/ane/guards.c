@@ -1,6 +1,8 @@
-/* The A13 conv weight-gradient loss-scale warning and the near-equal subtraction
- * precision heuristic (seed 000: "warn, never auto-cap"; "precision-check skip"). */
+/* The A13 conv weight-gradient loss-scale warning, the A13 large-batch compile-time
+ * warning and the near-equal subtraction precision heuristic (seed 000: "warn, never
+ * auto-cap"; "compile scales with batch N"; "precision-check skip"). */
 #include "ane/guards.h"
+#include "ane/cost.h"
 #include "ane/family.h"
 
 #include <math.h>
@@ -31,6 +33,32 @@ int af_ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const
 }
 
 int af_ane_guard_warnings(void) { return atomic_load(&conv_warned); }
+
+static atomic_int compile_warned;
+static atomic_llong compile_flags;
+
+int af_ane_guard_compile_time(const compile_plan *m, af_family_id family) {
+    const af_family_info *fi = m ? af_family_info_of(family) : NULL;
+    if (!fi || !fi->compile_hangs_on_large_batch) return 0;
+    double us = af_ane_compile_estimate_us(family, m);
+    if (us < AF_ANE_COMPILE_WARN_US) return 0;
+    atomic_fetch_add(&compile_flags, 1);
+    if (atomic_exchange(&compile_warned, 1) == 0) {
+        const af_tensor *big;
+        int64_t n = af_program_largest_tensor(m, &big);
+        char shape[100];
+        af_shape_str(big->shape, shape, sizeof shape);
+        fprintf(stderr,
+                "aneforge: warning: compiling for %s (%s) a program whose largest tensor, %s %s, holds %.1fM elements (batch %lld): "
+                "compile time grows with the batch, and on this family a full batch near 1000 over 28x28 can take minutes or hang "
+                "the compiler (estimated %.0f s here; M4/M5 compile it in seconds). Train in mini-batches (e.g. batch <= 128). "
+                "Reported once per process.\n",
+                fi->name, fi->chips, af_ops[big->op].name, shape, (double)n / 1e6, (long long)big->shape.dim[0], us / 1e6);
+    }
+    return 1;
+}
+
+int64_t af_ane_compile_time_flags(void) { return (int64_t)atomic_load(&compile_flags); }
 
 int64_t af_ane_precision_flags(void) { return (int64_t)atomic_load(&precision_flags); }
 

@@ -1,5 +1,6 @@
 /* The program cache and the process-wide compile and load budgets (sim_budget.h). */
 #include "ane/sim_budget.h"
+#include "ane/guards.h"
 #include "ir/fp16.h"
 
 #include <pthread.h>
@@ -194,6 +195,7 @@ af_status af_sim_program_acquire(af_sim_program *prog, const compile_plan *m, af
     prog->gen = B.gen;
     prog->held = 1;
     pthread_mutex_unlock(&B.lock);
+    if (*compiled) af_ane_guard_compile_time(m, family); /* a real compile: warn if it may take minutes */
     return AF_OK;
 }
 

@@ -12,7 +12,7 @@ static const char *const text[AF_OP_COUNT] = {
     [AF_OP_MUL] = "reduce_sum/mean output * zero const: reduce*0 fusion wall (use (t-t)+c)",
     [AF_OP_MULS] = "reduce_sum/mean output * 0: reduce*0 fusion wall (use (t-t)+c)",
     [AF_OP_MATMUL_W] = "K<=16384 (65536 on A16); accumulates wide, +-inf beyond +-32752",
-    [AF_OP_MATMUL] = "K<=16384 (65536 on A16); accumulates wide, +-inf beyond +-32752",
+    [AF_OP_MATMUL] = "K<=16384 (65536 on A16); accumulates wide, +-inf beyond +-32752; A13/A14 conv weight gradient: width-offset (v>0) rows see loss-scaled dy through the crop DMA (|dy|>4094 -> +-inf)",
     [AF_OP_REDUCE_SUM] = "accumulates in fp16 (use x @ ones for long sums); *0 of its output: fusion wall",
     [AF_OP_REDUCE_MEAN] = "*0 of its output: reduce*0 fusion wall",
     [AF_OP_RESHAPE] = "to one row wider than 16384 feeding concat: wide-row wall (stack on axis 0)",

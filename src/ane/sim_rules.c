@@ -4,6 +4,7 @@
  * ane-formats.md §4.4 (limits) and §6 (numerics). */
 #include "ane/sim_rules.h"
 #include "ane/family.h"
+#include "ane/sim_wgrad.h"
 #include "ir/fp16.h"
 
 #include <stdio.h>
@@ -214,7 +215,11 @@ unsigned char *af_sim_quirks(const compile_plan *m, af_family_id family, bool pr
         int last = t->src && t->nsrc ? t->src[0]->shape.rank - 1 : -1;
         unsigned q = 0;
         switch (t->op) {
-        case AF_OP_MATMUL: case AF_OP_MATMUL_W: case AF_OP_CONV: case AF_OP_CONV_TRANSPOSE: q = AF_QUIRK_ACC_SAT; break;
+        case AF_OP_MATMUL:
+            q = AF_QUIRK_ACC_SAT;
+            if (fi->crop_dma_saturates && af_sim_wgrad_operand(t) >= 0) q |= AF_QUIRK_WGRAD_CROP;
+            break;
+        case AF_OP_MATMUL_W: case AF_OP_CONV: case AF_OP_CONV_TRANSPOSE: q = AF_QUIRK_ACC_SAT; break;
         case AF_OP_SLICE_BY_SIZE:
             if (fi->crop_dma_saturates && last >= 0 && t->a.ints[last] != 0) q = AF_QUIRK_CROP_SAT;
             break;

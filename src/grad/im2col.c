@@ -5,21 +5,26 @@
 
 #include <stdlib.h>
 
-/* Zero borders of ph rows and pw columns on the last two axes, by concatenating baked zeros. */
+/* Zero borders of n entries on both sides of axis 2, by concatenating baked zeros. */
+static af_tensor *pad_axis2(af_tensor *t, int n) {
+    if (!t) return NULL;
+    af_shape s = t->shape;
+    s.dim[2] = n;
+    af_tensor *z = grad_zeros(t->g, s), *parts[3] = { z, t, z };
+    return af_concat(3, parts, 2);
+}
+
+/* Zero borders of ph rows and pw columns on the last two axes. The columns are padded
+ * on axis 2 between two transposes: the backward of a concat on the width axis would
+ * slice the loss-scaled gradient at a width offset, which the A13/A14 crop DMA
+ * saturates past 4094; on axis 2 (as for the patch index) it never does. */
 static af_tensor *zero_pad(af_tensor *x, int ph, int pw) {
     af_tensor *t = x;
-    if (ph > 0) {
-        af_shape s = t->shape;
-        s.dim[2] = ph;
-        af_tensor *z = grad_zeros(x->g, s), *rows[3] = { z, t, z };
-        t = af_concat(3, rows, 2);
+    if (pw > 0) {
+        int perm[4] = { 0, 1, 3, 2 };
+        t = af_transpose(pad_axis2(af_transpose(t, perm), pw), perm);
     }
-    if (pw > 0 && t) {
-        af_shape s = t->shape;
-        s.dim[3] = pw;
-        af_tensor *z = grad_zeros(x->g, s), *cols[3] = { z, t, z };
-        t = af_concat(3, cols, 3);
-    }
+    if (ph > 0) t = pad_axis2(t, ph);
     return t;
 }
 

@@ -10,6 +10,7 @@
 #include "ane/mil.h"
 #include "ane/sim_budget.h"
 #include "ane/sim_rules.h"
+#include "ane/sim_wgrad.h"
 #include "cpu/cpu_exec.h"
 
 #include <math.h>
@@ -51,6 +52,7 @@ static void saturate(float *v, int64_t n, float lim) {
 static void apply_quirks(void *ctx, int s, const af_tensor *t, float *out, const float *const *ins) {
     sim_state *st = ctx;
     unsigned q = st->quirk[s];
+    if (q & AF_QUIRK_WGRAD_CROP) af_sim_wgrad_crop(t, out, ins);
     if (q & AF_QUIRK_ACC_SAT) saturate(out, af_shape_count(t->shape), AF_ANE_ACC_MAX);
     if (q & AF_QUIRK_CROP_SAT) saturate(out, af_shape_count(t->shape), AF_ANE_CROP_MAX);
     if ((q & AF_QUIRK_PRECISION) && af_sim_precision_check(t, ins))

@@ -65,7 +65,10 @@ static void after_step(af_trainer *t, bool ok) {
     t->step++;
     if (t->o.dynamic_loss_scale && ++t->clean_run >= t->o.scale_growth_interval) {
         t->clean_run = 0;
-        if (t->scale < 65536.0f) t->scale *= 2.0f;
+        if (t->scale < 65536.0f) {
+            t->scale *= 2.0f;
+            tr_guard(t); /* a grown scale may pass the A13 conv weight-gradient ceiling */
+        }
     }
 }
 

@@ -254,13 +254,27 @@ static void test_layout(void) {
     d = af_dataset_load(AF_DATA_MNIST, tmp, 0);
     CHECK(d && af_dataset_count(d) == NT, "standard MNIST test split loads: %s", af_error_message());
     af_dataset_free(d);
-    /* Right format, wrong size for MNIST. */
+    /* A subset of the split loads with its own count. */
     uint32_t small[3] = { 2, 28, 28 }, lsmall[1] = { 2 };
     write_bytes(ip, buf, make_idx(buf, 0x803, 3, small, pix, 2 * PIX));
     write_bytes(lp, buf, make_idx(buf, 0x801, 1, lsmall, lab, 2));
     d = af_dataset_load(AF_DATA_MNIST, tmp, 0);
-    CHECK(d == NULL && strstr(af_error_message(), "expected 10000") != NULL, "short MNIST: %s",
-          af_error_message());
+    CHECK(d && af_dataset_count(d) == 2, "a 2-sample MNIST subset: %s", d ? "wrong count" : af_error_message());
+    af_dataset_free(d);
+    /* Right format, more samples than the split has: not MNIST. */
+    size_t nbig = (size_t)10001 * PIX;
+    uint8_t *zeros = calloc(nbig, 1), *big = malloc(nbig + 64);
+    uint32_t many[3] = { 10001, 28, 28 }, lmany[1] = { 10001 };
+    CHECK(zeros && big, "out of memory");
+    if (zeros && big) {
+        write_bytes(ip, big, make_idx(big, 0x803, 3, many, zeros, nbig));
+        write_bytes(lp, big, make_idx(big, 0x801, 1, lmany, zeros, 10001));
+        d = af_dataset_load(AF_DATA_MNIST, tmp, 0);
+        CHECK(d == NULL && strstr(af_error_message(), "split has 10000") != NULL, "10001 test samples: %s",
+              d ? "loaded" : af_error_message());
+        af_dataset_free(d);
+    }
+    free(zeros), free(big);
     remove(ip), remove(lp), rmdir(tpath("mnist"));
     free(buf), free(pix);
 }

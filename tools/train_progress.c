@@ -2,6 +2,7 @@
 #include "train_progress.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,9 +13,15 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The CLI, not the library, reads the environment: the framework the ane target loads
+ * is $ANEFORGE_ANE_FRAMEWORK when set (the fake one on Linux), else the system's. */
 int train_parse_target(const char *spec, af_compile_opts *c) {
-    return af_target_parse(spec, &c->target, &c->family) != AF_OK;
+    if (af_target_parse(spec, &c->target, &c->family) != AF_OK) return 1;
+    if (c->target == AF_TARGET_ANE) c->ane_framework = getenv("ANEFORGE_ANE_FRAMEWORK");
+    return 0;
 }
+
+static const char *target_name(af_target t) { return t == AF_TARGET_CPU ? "cpu" : t == AF_TARGET_ANE ? "ane" : "ane-sim"; }
 
 void progress_init(progress *p, const af_train_opts *o, int epochs, int64_t steps_per_epoch, bool json) {
     memset(p, 0, sizeof *p);
@@ -25,7 +32,7 @@ void progress_init(progress *p, const af_train_opts *o, int epochs, int64_t step
     p->o = *o;
     p->start = p->epoch_start = now_s();
     if (!p->quiet) {
-        const char *tgt = o->compile.target == AF_TARGET_CPU ? "cpu" : "ane-sim";
+        const char *tgt = target_name(o->compile.target);
         bool fp16 = o->compile.precision == AF_PRECISION_FP16 || (o->compile.precision == AF_PRECISION_DEFAULT && o->compile.target != AF_TARGET_CPU);
         fprintf(stderr, "training: plan %s, target %s%s%s, %s, batch %d, %s lr %g, loss scale %g, %lld steps/epoch\n",
                 af_plan_name(o->plan), tgt, o->compile.target == AF_TARGET_CPU ? "" : " ",
@@ -91,9 +98,9 @@ void progress_finish(progress *p, af_trainer *t, const af_stats *s, int64_t step
     (void)t;
     if (p->quiet || !engine(p) || steps < 1) return;
     double n = (double)steps;
-    fprintf(stderr, "ane-sim %s accounting per step: %.3g dispatches, %.1f KB in, %.1f KB out, %.3g engine FLOPs, %.0f host FLOPs"
+    fprintf(stderr, "%s %s accounting per step: %.3g dispatches, %.1f KB in, %.1f KB out, %.3g engine FLOPs, %.0f host FLOPs"
                     " (%lld programs compiled in all)\n",
-            af_family_name_of(p->o.compile.family), s->dispatches / n, s->bytes_in / n / 1024.0, s->bytes_out / n / 1024.0,
+            target_name(p->o.compile.target), af_family_name_of(p->o.compile.family), s->dispatches / n, s->bytes_in / n / 1024.0, s->bytes_out / n / 1024.0,
             s->engine_flops / n, s->host_flops / n, (long long)s->compiles);
     fprintf(stderr, "estimated on-device step time: M1 %.3f ms, M5 %.3f ms\n", est_ms(AF_FAMILY_A13, s, steps),
             est_ms(AF_FAMILY_A16, s, steps));
@@ -105,9 +112,9 @@ const char *progress_json_extra(progress *p, af_trainer *t, const af_stats *s, i
     if (!engine(p) || steps < 1) return p->extra;
     double n = (double)steps;
     snprintf(p->extra, sizeof p->extra,
-             ",\"target\":\"ane-sim:%s\",\"programs_compiled\":%lld,\"dispatches_per_step\":%.3f,\"bytes_in_per_step\":%.0f,"
+             ",\"target\":\"%s:%s\",\"programs_compiled\":%lld,\"dispatches_per_step\":%.3f,\"bytes_in_per_step\":%.0f,"
              "\"bytes_out_per_step\":%.0f,\"engine_flops_per_step\":%.0f,\"host_flops_per_step\":%.0f,\"est_ms_m1\":%.4f,\"est_ms_m5\":%.4f",
-             af_family_name_of(p->o.compile.family), (long long)s->compiles, s->dispatches / n, s->bytes_in / n, s->bytes_out / n,
+             target_name(p->o.compile.target), af_family_name_of(p->o.compile.family), (long long)s->compiles, s->dispatches / n, s->bytes_in / n, s->bytes_out / n,
              s->engine_flops / n, s->host_flops / n, est_ms(AF_FAMILY_A13, s, steps), est_ms(AF_FAMILY_A16, s, steps));
     return p->extra;
 }

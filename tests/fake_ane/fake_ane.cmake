@@ -55,6 +55,12 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000")
   endforeach()
 
+  # `aneforge train --target ane` on the MNIST subset agrees with ane-sim (a short form of
+  # the full MNIST run README reports).
+  add_test(NAME cli_train_ane COMMAND sh ${FAKE_DIR}/cli_train_ane.sh $<TARGET_FILE:aneforge> $<TARGET_FILE:fake_ane>
+           ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/fake_ane/cli-train)
+  set_tests_properties(cli_train_ane PROPERTIES TIMEOUT 300 ENVIRONMENT "OPENBLAS_NUM_THREADS=1;ANEFORGE_PRECISION_CHECK=0")
+
   # aneforge doctor against the fake, and without a framework.
   add_executable(test_doctor ${FAKE_DIR}/test_doctor.c)
   target_link_libraries(test_doctor PRIVATE af_test_support)

@@ -24,7 +24,7 @@ static bool small(const af_graph *g) {
     return true;
 }
 
-static void run_once(const af_mil_module *m) {
+static void run_once(const mil_module *m) {
     af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP16, .threads = 1 };
     af_model *model = af_compile(m->g, m->nin, m->in, m->nout, m->out, &o);
     if (!model) return; /* a graph af_compile rejects is fine; it must not crash */
@@ -62,10 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             wlen = size - i - (sizeof sep - 1);
             break;
         }
-    af_mil_blobsrc blob = { AF_MIL_WEIGHT_PATH, w, wlen };
-    af_mil_read_opts o = { .source_name = "fuzz", .nblobs = w ? 1 : 0, .blobs = &blob };
-    af_mil_module m;
-    af_status st = af_mil_parse((const char *)data, tlen, &o, &m);
+    mil_blobsrc blob = { AF_MIL_WEIGHT_PATH, w, wlen };
+    mil_read_opts o = { .source_name = "fuzz", .nblobs = w ? 1 : 0, .blobs = &blob };
+    mil_module m;
+    af_status st = mil_parse((const char *)data, tlen, &o, &m);
     if (st != AF_OK) {
         REQUIRE(m.g == NULL && af_error_message()[0]);
         return 0;
@@ -73,10 +73,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     REQUIRE(m.g && m.nout >= 1 ? 1 : m.nout == 0);
     if (m.nout >= 1) {
         if (small(m.g)) run_once(&m);
-        af_mil_module back;
-        REQUIRE(af_mil_roundtrip(m.g, m.nin, m.in, m.nout, m.out, &back) == AF_OK);
+        mil_module back;
+        REQUIRE(mil_roundtrip(m.g, m.nin, m.in, m.nout, m.out, &back) == AF_OK);
         REQUIRE(back.nin == m.nin && back.nout == m.nout);
-        for (int i = 0; i < m.nout; i++) REQUIRE(af_shape_eq(back.out[i]->shape, m.out[i]->shape));
+        for (int i = 0; i < m.nout; i++) REQUIRE(ir_shape_eq(back.out[i]->shape, m.out[i]->shape));
         af_graph_free(back.g);
     }
     af_graph_free(m.g);

@@ -24,70 +24,70 @@ static uint64_t le64(const uint8_t *p, size_t n) {
 }
 
 /* Rewrites b's records and checks the copy reads back identically. */
-static void rewrite_check(const af_milblob *b) {
-    af_milblob_writer *w = af_milblob_writer_new();
+static void rewrite_check(const milblob *b) {
+    milblob_writer *w = milblob_writer_new();
     REQUIRE(w);
-    int n = af_milblob_count(b);
+    int n = milblob_count(b);
     for (int i = 0; i < n; i++) {
-        af_milblob_record r;
+        milblob_record r;
         const void *d;
-        REQUIRE(af_milblob_record_at(b, i, &r) == AF_OK);
-        REQUIRE(af_milblob_get(b, r.offset, NULL, &d, NULL) == AF_OK);
-        int bits = af_milblob_dtype_bits(r.dtype);
-        int64_t off = bits < 8 ? af_milblob_add_packed(w, r.dtype, d, (r.nbytes * 8 - r.padding_bits) / bits)
-                               : af_milblob_add(w, r.dtype, d, r.nbytes);
+        REQUIRE(milblob_record_at(b, i, &r) == AF_OK);
+        REQUIRE(milblob_get(b, r.offset, NULL, &d, NULL) == AF_OK);
+        int bits = milblob_dtype_bits(r.dtype);
+        int64_t off = bits < 8 ? milblob_add_packed(w, r.dtype, d, (r.nbytes * 8 - r.padding_bits) / bits)
+                               : milblob_add(w, r.dtype, d, r.nbytes);
         REQUIRE(off >= 0 && (uint64_t)off == r.offset);
     }
     size_t len;
-    const uint8_t *bytes = af_milblob_bytes(w, &len);
-    af_milblob *c = NULL;
-    REQUIRE(af_milblob_open(bytes, len, &c) == AF_OK && af_milblob_count(c) == n);
+    const uint8_t *bytes = milblob_bytes(w, &len);
+    milblob *c = NULL;
+    REQUIRE(milblob_open(bytes, len, &c) == AF_OK && milblob_count(c) == n);
     for (int i = 0; i < n; i++) {
-        af_milblob_record r1, r2;
+        milblob_record r1, r2;
         const void *d1, *d2;
-        REQUIRE(af_milblob_record_at(b, i, &r1) == AF_OK && af_milblob_record_at(c, i, &r2) == AF_OK);
+        REQUIRE(milblob_record_at(b, i, &r1) == AF_OK && milblob_record_at(c, i, &r2) == AF_OK);
         REQUIRE(r1.offset == r2.offset && r1.dtype == r2.dtype && r1.nbytes == r2.nbytes &&
                 r1.data_offset == r2.data_offset && r1.padding_bits == r2.padding_bits);
-        REQUIRE(af_milblob_get(b, r1.offset, NULL, &d1, NULL) == AF_OK &&
-                af_milblob_get(c, r2.offset, NULL, &d2, NULL) == AF_OK);
+        REQUIRE(milblob_get(b, r1.offset, NULL, &d1, NULL) == AF_OK &&
+                milblob_get(c, r2.offset, NULL, &d2, NULL) == AF_OK);
         REQUIRE(r1.nbytes == 0 || memcmp(d1, d2, (size_t)r1.nbytes) == 0);
     }
-    af_milblob_free(c);
-    af_milblob_writer_free(w);
+    milblob_free(c);
+    milblob_writer_free(w);
 }
 
 #ifndef AF_MILBLOB_GEN_CORPUS
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    af_milblob *b = NULL;
-    if (af_milblob_open(data, size, &b) != AF_OK) {
+    milblob *b = NULL;
+    if (milblob_open(data, size, &b) != AF_OK) {
         REQUIRE(b == NULL);
         return 0;
     }
     volatile unsigned sum = 0;
-    int n = af_milblob_count(b);
+    int n = milblob_count(b);
     for (int i = 0; i < n; i++) {
-        af_milblob_record r;
-        af_milblob_dtype dt;
+        milblob_record r;
+        milblob_dtype dt;
         const void *d;
         int64_t nb;
-        REQUIRE(af_milblob_record_at(b, i, &r) == AF_OK);
-        REQUIRE(af_milblob_get(b, r.offset, &dt, &d, &nb) == AF_OK && dt == r.dtype && nb == r.nbytes);
+        REQUIRE(milblob_record_at(b, i, &r) == AF_OK);
+        REQUIRE(milblob_get(b, r.offset, &dt, &d, &nb) == AF_OK && dt == r.dtype && nb == r.nbytes);
         REQUIRE(r.offset % 64 == 0 && r.data_offset == r.offset + 64 && r.data_offset + (uint64_t)nb <= size);
         for (int64_t k = 0; k < nb; k++) sum += ((const uint8_t *)d)[k]; /* touch every payload byte */
         /* Neighbouring offsets must be rejected cleanly, never misread. */
         const uint64_t probe[3] = {r.data_offset, r.offset + 1, r.offset - 1};
-        for (int k = 0; k < 3; k++) REQUIRE(af_milblob_get(b, probe[k], NULL, &d, NULL) != AF_OK || probe[k] % 64 == 0);
+        for (int k = 0; k < 3; k++) REQUIRE(milblob_get(b, probe[k], NULL, &d, NULL) != AF_OK || probe[k] % 64 == 0);
     }
     for (size_t k = 0; k < size && k < 64; k += 8) { /* offsets the input chooses */
         const void *d;
         int64_t nb;
-        if (af_milblob_get(b, le64(data + k, size - k), NULL, &d, &nb) == AF_OK)
+        if (milblob_get(b, le64(data + k, size - k), NULL, &d, &nb) == AF_OK)
             REQUIRE(d != NULL && nb >= 0 && nb <= (int64_t)size);
     }
     (void)sum;
     rewrite_check(b);
-    af_milblob_free(b);
+    milblob_free(b);
     return 0;
 }
 #else
@@ -104,22 +104,22 @@ int main(int argc, char **argv) {
     const uint8_t h[6] = {0x00, 0x3C, 0x00, 0x40, 0x00, 0xB8}; /* fp16 1, 2, -0.5 */
     const uint8_t i8[7] = {0xFD, 0xFE, 0xFF, 0, 1, 2, 0x7F}, u4[5] = {1, 2, 3, 4, 15}, u3[7] = {0, 1, 2, 3, 4, 5, 7};
     uint8_t p4[3], p3[3];
-    af_milblob_pack_bits(u4, 5, 4, p4);
-    af_milblob_pack_bits(u3, 7, 3, p3);
-    af_milblob_writer *w = af_milblob_writer_new();
-    af_milblob_add(w, AF_MILBLOB_FP16, h, 6);
-    af_milblob_add(w, AF_MILBLOB_INT8, i8, 7);
-    af_milblob_add_packed(w, AF_MILBLOB_UINT4, p4, 5);
-    af_milblob_add_packed(w, AF_MILBLOB_UINT3, p3, 7);
+    milblob_pack_bits(u4, 5, 4, p4);
+    milblob_pack_bits(u3, 7, 3, p3);
+    milblob_writer *w = milblob_writer_new();
+    milblob_add(w, AF_MILBLOB_FP16, h, 6);
+    milblob_add(w, AF_MILBLOB_INT8, i8, 7);
+    milblob_add_packed(w, AF_MILBLOB_UINT4, p4, 5);
+    milblob_add_packed(w, AF_MILBLOB_UINT3, p3, 7);
     size_t n;
-    const uint8_t *v = af_milblob_bytes(w, &n);
+    const uint8_t *v = milblob_bytes(w, &n);
     uint8_t buf[1024];
     memcpy(buf, v, n);
     put(dir, "valid_mixed.bin", buf, n);             /* fp16, int8, uint4, uint3: 4 records */
-    af_milblob_writer *e = af_milblob_writer_new();
+    milblob_writer *e = milblob_writer_new();
     size_t ne;
-    put(dir, "valid_empty.bin", af_milblob_bytes(e, &ne), ne);
-    af_milblob_writer_free(e);
+    put(dir, "valid_empty.bin", milblob_bytes(e, &ne), ne);
+    milblob_writer_free(e);
     put(dir, "truncated.bin", buf, n - 1);           /* last payload cut short */
     buf[192] ^= 0x01;
     put(dir, "bad_sentinel.bin", buf, n);            /* record 1's sentinel broken */
@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
     buf[134 + 16] = 198; /* its data offset, u64 little-endian */
     memcpy(buf + 198, v + 256, 7);
     put(dir, "unaligned_aneforge.bin", buf, 205);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
     return 0;
 }
 #endif

@@ -22,6 +22,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What the shared library exports: exactly the functions declared here (the library is
+ * built with hidden visibility; a test compares its exports with this header). */
+#if defined(_WIN32) && defined(AF_BUILDING_SHARED)
+#define AF_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define AF_API __attribute__((visibility("default")))
+#else
+#define AF_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,7 +43,7 @@ extern "C" {
 #define AF_VERSION_STR_(x) #x
 #define AF_VERSION_STR(x) AF_VERSION_STR_(x)
 #define AF_VERSION AF_VERSION_STR(AF_VERSION_MAJOR) "." AF_VERSION_STR(AF_VERSION_MINOR) "." AF_VERSION_STR(AF_VERSION_PATCH)
-const char *af_version(void);
+AF_API const char *af_version(void);
 #define AF_MAX_RANK 6
 
 /* ---------------------------------------------------------------- basic types */
@@ -55,18 +65,18 @@ typedef struct { int rank; int64_t dim[AF_MAX_RANK]; } af_shape;
 
 /* AF_SHAPE(128, 784) builds an af_shape; more than AF_MAX_RANK dims gives rank -1,
  * which every builder rejects. */
-af_shape af_shape_make(int rank, const int64_t *dims);
+AF_API af_shape af_shape_make(int rank, const int64_t *dims);
 #define AF_SHAPE(...) \
     af_shape_make((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
-int64_t af_shape_count(af_shape s); /* number of elements; 0 for an invalid shape */
+AF_API int64_t af_shape_count(af_shape s); /* number of elements; 0 for an invalid shape */
 
 typedef struct af_graph  af_graph;
 typedef struct af_tensor af_tensor;
 typedef struct af_model  af_model;
 
 /* Why the last failing call on this thread failed ("" when none did). */
-const char *af_error_message(void);
-const char *af_status_name(af_status s);
+AF_API const char *af_error_message(void);
+AF_API const char *af_status_name(af_status s);
 
 /* ---------------------------------------------------------------- graph */
 
@@ -74,110 +84,110 @@ const char *af_status_name(af_status s);
  * reference: the graph and every tensor in it are freed once no model compiled from it
  * is alive either, so it may come before af_model_free. Tensors must not be used or
  * built on after the caller's af_graph_free. */
-af_graph *af_graph_new(void);
-void      af_graph_free(af_graph *g);
+AF_API af_graph *af_graph_new(void);
+AF_API void      af_graph_free(af_graph *g);
 /* The first error recorded in the graph, or NULL. */
-const char *af_graph_error(const af_graph *g);
-int       af_graph_size(const af_graph *g);         /* number of tensors built */
+AF_API const char *af_graph_error(const af_graph *g);
+AF_API int       af_graph_size(const af_graph *g);         /* number of tensors built */
 
 /* Leaves. Names and data are copied; the tensors belong to g (as does every tensor a
  * builder below returns) and live as long as g. */
-af_tensor *af_input(af_graph *g, const char *name, af_dtype dt, af_shape s);
+AF_API af_tensor *af_input(af_graph *g, const char *name, af_dtype dt, af_shape s);
 /* A baked constant; `data` (count(s) floats) is copied. */
-af_tensor *af_const(af_graph *g, const char *name, af_shape s, const float *data);
-af_tensor *af_const_fill(af_graph *g, af_shape s, float value);
+AF_API af_tensor *af_const(af_graph *g, const char *name, af_shape s, const float *data);
+AF_API af_tensor *af_const_fill(af_graph *g, af_shape s, float value);
 /* A trainable input carrying its fp32 master value (copied; NULL = zeros). */
-af_tensor *af_parameter(af_graph *g, const char *name, af_shape s, const float *init);
+AF_API af_tensor *af_parameter(af_graph *g, const char *name, af_shape s, const float *init);
 
 /* Tensor facts. */
-af_shape    af_tensor_shape(const af_tensor *t);
-af_dtype    af_tensor_dtype(const af_tensor *t);
-const char *af_tensor_name(const af_tensor *t);
-const char *af_tensor_op(const af_tensor *t);
-af_graph   *af_tensor_graph(const af_tensor *t);
-int         af_tensor_is_parameter(const af_tensor *t);
+AF_API af_shape    af_tensor_shape(const af_tensor *t);
+AF_API af_dtype    af_tensor_dtype(const af_tensor *t);
+AF_API const char *af_tensor_name(const af_tensor *t);
+AF_API const char *af_tensor_op(const af_tensor *t);
+AF_API af_graph   *af_tensor_graph(const af_tensor *t);
+AF_API int         af_tensor_is_parameter(const af_tensor *t);
 /* The fp32 master value of a parameter or constant (count(shape) floats), or NULL; it
  * belongs to the graph. Writing it changes what later af_compile calls bake: models
  * already compiled keep the values they were compiled with (fp32 and fp16 alike). */
-float      *af_tensor_value(af_tensor *t);
+AF_API float      *af_tensor_value(af_tensor *t);
 
 /* ---------------------------------------------------------------- ops
  * Binary ops broadcast like NumPy. Results take the dtype of the first operand. */
-af_tensor *af_add(af_tensor *a, af_tensor *b);
-af_tensor *af_sub(af_tensor *a, af_tensor *b);
-af_tensor *af_mul(af_tensor *a, af_tensor *b);
-af_tensor *af_div(af_tensor *a, af_tensor *b);          /* real_div */
-af_tensor *af_maximum(af_tensor *a, af_tensor *b);
-af_tensor *af_minimum(af_tensor *a, af_tensor *b);
-af_tensor *af_pow(af_tensor *a, af_tensor *b);
-af_tensor *af_greater(af_tensor *a, af_tensor *b);      /* 1.0 where a > b, else 0.0 */
-af_tensor *af_less(af_tensor *a, af_tensor *b);
-af_tensor *af_equal(af_tensor *a, af_tensor *b);
-af_tensor *af_select(af_tensor *cond, af_tensor *a, af_tensor *b); /* cond != 0 ? a : b */
-af_tensor *af_adds(af_tensor *x, float s);              /* x + s */
-af_tensor *af_muls(af_tensor *x, float s);              /* x * s */
+AF_API af_tensor *af_add(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_sub(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_mul(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_div(af_tensor *a, af_tensor *b);          /* real_div */
+AF_API af_tensor *af_maximum(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_minimum(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_pow(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_greater(af_tensor *a, af_tensor *b);      /* 1.0 where a > b, else 0.0 */
+AF_API af_tensor *af_less(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_equal(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_select(af_tensor *cond, af_tensor *a, af_tensor *b); /* cond != 0 ? a : b */
+AF_API af_tensor *af_adds(af_tensor *x, float s);              /* x + s */
+AF_API af_tensor *af_muls(af_tensor *x, float s);              /* x * s */
 
-af_tensor *af_neg(af_tensor *x);
-af_tensor *af_abs(af_tensor *x);
-af_tensor *af_square(af_tensor *x);
-af_tensor *af_sqrt(af_tensor *x);
-af_tensor *af_rsqrt(af_tensor *x);
-af_tensor *af_inverse(af_tensor *x);                    /* 1 / x */
-af_tensor *af_exp(af_tensor *x);
-af_tensor *af_log(af_tensor *x);
-af_tensor *af_tanh(af_tensor *x);
-af_tensor *af_sigmoid(af_tensor *x);
-af_tensor *af_relu(af_tensor *x);
+AF_API af_tensor *af_neg(af_tensor *x);
+AF_API af_tensor *af_abs(af_tensor *x);
+AF_API af_tensor *af_square(af_tensor *x);
+AF_API af_tensor *af_sqrt(af_tensor *x);
+AF_API af_tensor *af_rsqrt(af_tensor *x);
+AF_API af_tensor *af_inverse(af_tensor *x);                    /* 1 / x */
+AF_API af_tensor *af_exp(af_tensor *x);
+AF_API af_tensor *af_log(af_tensor *x);
+AF_API af_tensor *af_tanh(af_tensor *x);
+AF_API af_tensor *af_sigmoid(af_tensor *x);
+AF_API af_tensor *af_relu(af_tensor *x);
 typedef enum { AF_GELU_EXACT = 0, AF_GELU_TANH = 1 } af_gelu_mode;
-af_tensor *af_gelu(af_tensor *x, af_gelu_mode mode);
-af_tensor *af_silu(af_tensor *x);
-af_tensor *af_sin(af_tensor *x);
-af_tensor *af_cos(af_tensor *x);
-af_tensor *af_erf(af_tensor *x);                        /* exact gelu's gradient needs it */
+AF_API af_tensor *af_gelu(af_tensor *x, af_gelu_mode mode);
+AF_API af_tensor *af_silu(af_tensor *x);
+AF_API af_tensor *af_sin(af_tensor *x);
+AF_API af_tensor *af_cos(af_tensor *x);
+AF_API af_tensor *af_erf(af_tensor *x);                        /* exact gelu's gradient needs it */
 
 /* x[..., K] times a baked weight stored transposed, wt [N, K] (a constant): [..., N]. */
-af_tensor *af_matmul_w(af_tensor *x, af_tensor *wt);
+AF_API af_tensor *af_matmul_w(af_tensor *x, af_tensor *wt);
 /* Tensor matmul / bmm: a[..., M, K] @ b[..., K, N] with broadcast batch dims; the
  * flags transpose the last two axes of an operand first. */
-af_tensor *af_matmul(af_tensor *a, af_tensor *b, int transpose_a, int transpose_b);
+AF_API af_tensor *af_matmul(af_tensor *a, af_tensor *b, int transpose_a, int transpose_b);
 
 /* Reductions over `naxes` axes (negative axes count from the end). */
-af_tensor *af_reduce_sum(af_tensor *x, int naxes, const int *axes, int keep_dims);
-af_tensor *af_reduce_mean(af_tensor *x, int naxes, const int *axes, int keep_dims);
-af_tensor *af_reduce_max(af_tensor *x, int naxes, const int *axes, int keep_dims);
-af_tensor *af_reduce_min(af_tensor *x, int naxes, const int *axes, int keep_dims);
-af_tensor *af_softmax(af_tensor *x, int axis);
+AF_API af_tensor *af_reduce_sum(af_tensor *x, int naxes, const int *axes, int keep_dims);
+AF_API af_tensor *af_reduce_mean(af_tensor *x, int naxes, const int *axes, int keep_dims);
+AF_API af_tensor *af_reduce_max(af_tensor *x, int naxes, const int *axes, int keep_dims);
+AF_API af_tensor *af_reduce_min(af_tensor *x, int naxes, const int *axes, int keep_dims);
+AF_API af_tensor *af_softmax(af_tensor *x, int axis);
 
-af_tensor *af_transpose(af_tensor *x, const int *perm);            /* rank entries */
-af_tensor *af_reshape(af_tensor *x, af_shape s);                   /* one dim may be -1 */
+AF_API af_tensor *af_transpose(af_tensor *x, const int *perm);            /* rank entries */
+AF_API af_tensor *af_reshape(af_tensor *x, af_shape s);                   /* one dim may be -1 */
 /* size[i] == -1 means "to the end of axis i". */
-af_tensor *af_slice(af_tensor *x, const int64_t *begin, const int64_t *size);
-af_tensor *af_concat(int n, af_tensor *const *xs, int axis);
+AF_API af_tensor *af_slice(af_tensor *x, const int64_t *begin, const int64_t *size);
+AF_API af_tensor *af_concat(int n, af_tensor *const *xs, int axis);
 /* Splits x along axis into n parts of the given sizes (NULL = equal parts); writes n
  * tensors to out. */
-af_status  af_split(af_tensor *x, int axis, int n, const int64_t *sizes, af_tensor **out);
+AF_API af_status  af_split(af_tensor *x, int axis, int n, const int64_t *sizes, af_tensor **out);
 
 /* Norms. gamma/beta may be NULL (ones/zeros). rms_norm and layer_norm normalize the
  * last axis (gamma/beta [D]); channel_layer_norm normalizes axis 1 of [N,C,...]
  * (gamma/beta [C]); group_norm normalizes `groups` channel groups of [N,C,...]. */
-af_tensor *af_rms_norm(af_tensor *x, af_tensor *gamma, float eps);
-af_tensor *af_layer_norm(af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps);
-af_tensor *af_channel_layer_norm(af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps);
-af_tensor *af_group_norm(af_tensor *x, int groups, af_tensor *gamma, af_tensor *beta, float eps);
+AF_API af_tensor *af_rms_norm(af_tensor *x, af_tensor *gamma, float eps);
+AF_API af_tensor *af_layer_norm(af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps);
+AF_API af_tensor *af_channel_layer_norm(af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps);
+AF_API af_tensor *af_group_norm(af_tensor *x, int groups, af_tensor *gamma, af_tensor *beta, float eps);
 
 /* Pools over the last two axes of [N, C, H, W]; kernel/stride/pad are {h, w}.
  * avg_pool counts padded cells in its divisor (PyTorch's default). */
-af_tensor *af_avg_pool(af_tensor *x, const int kernel[2], const int stride[2], const int pad[2]);
-af_tensor *af_max_pool(af_tensor *x, const int kernel[2], const int stride[2], const int pad[2]);
+AF_API af_tensor *af_avg_pool(af_tensor *x, const int kernel[2], const int stride[2], const int pad[2]);
+AF_API af_tensor *af_max_pool(af_tensor *x, const int kernel[2], const int stride[2], const int pad[2]);
 
 /* Convolution with a baked weight w [Cout, Cin/groups, kH, kW] on x [N, Cin, H, W].
  * stride/pad/dilation are {h, w}; NULL means {1,1}, {0,0}, {1,1}. */
-af_tensor *af_conv(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2],
+AF_API af_tensor *af_conv(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2],
                    const int dilation[2], int groups);
 /* Transposed convolution, w [Cin, Cout, kH, kW]. */
-af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2],
+AF_API af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2],
                              const int dilation[2]);
-af_tensor *af_cast(af_tensor *x, af_dtype to);
+AF_API af_tensor *af_cast(af_tensor *x, af_dtype to);
 
 /* ---------------------------------------------------------------- autograd
  * Reverse mode over the graph: af_backward adds gradient nodes built from the same
@@ -186,16 +196,16 @@ af_tensor *af_cast(af_tensor *x, af_dtype to);
 typedef struct af_loss af_loss; /* owned by the graph of its tensors: never freed by the caller */
 
 /* Any scalar tensor (one element) as a loss. */
-af_loss   *af_loss_scalar(af_tensor *scalar);
+AF_API af_loss   *af_loss_scalar(af_tensor *scalar);
 /* Mean softmax cross-entropy of logits [N, C] against one-hot targets [N, C]. Its
  * backward seed is the analytic (softmax(logits) - target) * (loss_scale / N). */
-af_loss   *af_softmax_cross_entropy(af_tensor *logits, af_tensor *onehot);
+AF_API af_loss   *af_softmax_cross_entropy(af_tensor *logits, af_tensor *onehot);
 /* Mean squared error over every element. */
-af_loss   *af_mse(af_tensor *pred, af_tensor *target);
+AF_API af_loss   *af_mse(af_tensor *pred, af_tensor *target);
 /* The scalar loss value as a tensor (built on first use). */
-af_tensor *af_loss_value(af_loss *loss);
+AF_API af_tensor *af_loss_value(af_loss *loss);
 /* The tensor the backward pass starts from (the scalar, or the logits for CE). */
-af_tensor *af_loss_root(af_loss *loss);
+AF_API af_tensor *af_loss_root(af_loss *loss);
 
 typedef struct {
     float loss_scale;         /* dL/dloss; 0 means 1 */
@@ -206,28 +216,28 @@ typedef struct {
 /* Writes to grads[i] the gradient of the loss with respect to params[i] (same shape;
  * a tensor of zeros when the loss does not depend on it; like every node, it belongs to
  * the graph). opts may be NULL. */
-af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads,
+AF_API af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads,
                       const af_backward_opts *opts);
 /* The same from an explicit seed (the gradient arriving at root, root's shape). */
-af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params,
+AF_API af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params,
                            af_tensor **grads, int nstop, af_tensor *const *stop);
 /* 1 when op (an af_op_name index) has a VJP rule or needs none (leaves, comparisons). */
-int        af_op_has_vjp(int op);
+AF_API int        af_op_has_vjp(int op);
 
 /* ---------------------------------------------------------------- layers (src/nn) */
 
 /* y = x @ w^T + b with x [..., K], w [N, K] (PyTorch layout), b [N] or NULL. */
-af_tensor *af_linear(af_tensor *x, af_tensor *w, af_tensor *b);
+AF_API af_tensor *af_linear(af_tensor *x, af_tensor *w, af_tensor *b);
 /* A trainable conv weight from PyTorch layout [Cout, Cin, kH, kW] (init may be NULL),
  * stored as the patch matrix [Cin*kH*kW, Cout] with row order ci*(kH*kW) + u*kW + v. */
-af_tensor *af_conv_param(af_graph *g, const char *name, int cout, int cin, int kh, int kw, const float *init);
+AF_API af_tensor *af_conv_param(af_graph *g, const char *name, int cout, int cin, int kh, int kw, const float *init);
 /* Convolution with a trainable weight from af_conv_param, built from im2col
  * (slice_by_size + concat, patch index on axis 2) and a broadcast matmul; stride must
  * be 1 (downsample with avg_pool); pad >= 0 zero-pads inside the graph. x [N,Cin,H,W]. */
-af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad);
+AF_API af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad);
 /* Multi-head self-attention on x [B, T, D] with weights [D, D] (PyTorch layout) and
  * optional biases [D] (NULL for none); causal masks future positions. */
-af_tensor *af_mha(af_tensor *x, int heads, af_tensor *wq, af_tensor *wk, af_tensor *wv, af_tensor *wo,
+AF_API af_tensor *af_mha(af_tensor *x, int heads, af_tensor *wq, af_tensor *wk, af_tensor *wv, af_tensor *wo,
                   af_tensor *bq, af_tensor *bk, af_tensor *bv, af_tensor *bo, int causal);
 
 /* ---------------------------------------------------------------- compile and run */
@@ -266,15 +276,15 @@ typedef struct {
     int64_t engine_flops; /* floating-point operations inside programs */
     int64_t host_flops;   /* floating-point operations done on the host */
 } af_stats;
-void af_model_stats(const af_model *m, af_stats *out);
-void af_model_stats_reset(af_model *m);
+AF_API void af_model_stats(const af_model *m, af_stats *out);
+AF_API void af_model_stats_reset(af_model *m);
 
 /* Tells builders the graph's target so composites can pick that target's fastest
  * construction: on AF_TARGET_CPU, af_conv2d becomes one native conv node (input
  * gradient by conv_transpose, weight gradient by one matmul against im2col patches)
  * instead of the im2col graph every target compiles. Graphs that are not told build
  * the portable form; trainers tell their graph. */
-void af_graph_set_target(af_graph *g, af_target target);
+AF_API void af_graph_set_target(af_graph *g, af_target target);
 
 /* Compiles the part of g that computes `out` from `in`. Every input, parameter or
  * other leaf that the outputs depend on must be listed in `in` (constants are baked).
@@ -283,7 +293,7 @@ void af_graph_set_target(af_graph *g, af_target target);
  * models) and holds a reference to g, so g may be freed (af_graph_free) before the
  * model; the model does not keep in/out or opts, and caller buffers are only read or
  * written during af_run. */
-af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+AF_API af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
                      const af_compile_opts *opts);
 
 /* A caller-owned host buffer: `count` elements of `dtype` (fp32 floats or fp16 bits). */
@@ -293,18 +303,18 @@ typedef struct { void *data; af_dtype dtype; int64_t count; } af_buffer;
 /* Runs the model: in[i] feeds the i-th compiled input, out[i] receives the i-th
  * output. Buffers are checked against the compiled shapes; an output buffer with NULL
  * data is not delivered (useful for outputs bound as resident state). */
-af_status af_run(af_model *m, const af_buffer *in, af_buffer *out);
+AF_API af_status af_run(af_model *m, const af_buffer *in, af_buffer *out);
 /* Resident state: after every run the model copies output `out_index` onto input
  * `in_index` internally, so that input keeps its value across runs without the host
  * feeding it (its af_buffer in af_run is ignored). Within a run every node reads the
  * pre-run value; the copy happens last. The state starts as `init` (count(shape) floats,
  * copied: like read_state's dst and write_state's src, the caller keeps ownership). */
-af_status af_model_bind_state(af_model *m, int in_index, int out_index, const float *init);
-af_status af_model_read_state(const af_model *m, int in_index, float *dst);
-af_status af_model_write_state(af_model *m, int in_index, const float *src);
-int       af_model_num_nodes(const af_model *m);     /* ops it executes per run */
-size_t    af_model_arena_bytes(const af_model *m);   /* intermediate memory it holds */
-void      af_model_free(af_model *m);
+AF_API af_status af_model_bind_state(af_model *m, int in_index, int out_index, const float *init);
+AF_API af_status af_model_read_state(const af_model *m, int in_index, float *dst);
+AF_API af_status af_model_write_state(af_model *m, int in_index, const float *src);
+AF_API int       af_model_num_nodes(const af_model *m);     /* ops it executes per run */
+AF_API size_t    af_model_arena_bytes(const af_model *m);   /* intermediate memory it holds */
+AF_API void      af_model_free(af_model *m);
 
 /* ---------------------------------------------------------------- training (src/train)
  * A trainer compiles forward, backward and the optimizer update into programs; the host
@@ -356,7 +366,7 @@ typedef struct {
     af_compile_opts compile;
 } af_train_opts;
 
-af_train_opts af_train_defaults(void);
+AF_API af_train_opts af_train_defaults(void);
 
 /* Built-in models (built only from the public API; see examples/). The returned net's
  * ctx is owned by the caller: release it with af_net_free, any time after
@@ -365,11 +375,11 @@ af_train_opts af_train_defaults(void);
  *   mlp  784-128-10 with ReLU (any sample shape: it is flattened)
  *   cnn  conv3x3(C->16, pad 1), ReLU, avg_pool 2, conv3x3(16->32, pad 1), ReLU,
  *        avg_pool 2, linear -> classes; sample [C, H, W] with H, W divisible by 4 */
-af_net af_net_mlp(af_shape sample, int hidden, int classes, uint64_t seed);
-af_net af_net_cnn(af_shape sample, int classes, uint64_t seed);
+AF_API af_net af_net_mlp(af_shape sample, int hidden, int classes, uint64_t seed);
+AF_API af_net af_net_cnn(af_shape sample, int classes, uint64_t seed);
 /* Standardises inputs inside the graph, (x - mean) / std, so it runs on the engine. */
-void   af_net_set_input_norm(af_net *net, float mean, float std);
-void   af_net_free(af_net *net);
+AF_API void   af_net_set_input_norm(af_net *net, float mean, float std);
+AF_API void   af_net_free(af_net *net);
 
 /* Per-step report: what the step did and what it cost. */
 typedef struct {
@@ -388,25 +398,25 @@ typedef struct {
  * and copies *net and *opts: both, and net->ctx, may be freed as soon as it returns. It
  * owns its graph, programs, weights and optimizer state; af_trainer_param's tensors
  * belong to it. */
-af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts);
-void        af_trainer_free(af_trainer *t);
+AF_API af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts);
+AF_API void        af_trainer_free(af_trainer *t);
 /* Steps per call: 1, or K for the unrolled plan. x holds that many batches back to back
  * ([steps * batch, sample...]); target the one-hot rows (CE) or values (MSE). */
-int         af_trainer_steps_per_call(const af_trainer *t);
-af_status   af_trainer_step(af_trainer *t, const float *x, const float *target, af_step_info *info);
+AF_API int         af_trainer_steps_per_call(const af_trainer *t);
+AF_API af_status   af_trainer_step(af_trainer *t, const float *x, const float *target, af_step_info *info);
 /* Runs the evaluation program (its own weight inputs, fed the current masters) on n
  * samples; out gets [n, out_dim]. */
-af_status   af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *out);
-int         af_trainer_num_params(const af_trainer *t);
-af_tensor  *af_trainer_param(const af_trainer *t, int i);
+AF_API af_status   af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *out);
+AF_API int         af_trainer_num_params(const af_trainer *t);
+AF_API af_tensor  *af_trainer_param(const af_trainer *t, int i);
 /* Current values of param i (reads resident state back when needed). */
-af_status   af_trainer_read_param(af_trainer *t, int i, float *dst);
+AF_API af_status   af_trainer_read_param(af_trainer *t, int i, float *dst);
 /* Checkpoint of weights, optimizer state, step and loss scale (atomic, checksummed). */
-af_status   af_trainer_save(af_trainer *t, const char *path);
-af_status   af_trainer_load(af_trainer *t, const char *path);
+AF_API af_status   af_trainer_save(af_trainer *t, const char *path);
+AF_API af_status   af_trainer_load(af_trainer *t, const char *path);
 /* Costs accumulated over all steps so far (compiles include the initial ones). */
-void        af_trainer_stats(const af_trainer *t, af_stats *out);
-const char *af_plan_name(af_plan p);
+AF_API void        af_trainer_stats(const af_trainer *t, af_stats *out);
+AF_API const char *af_plan_name(af_plan p);
 
 /* ---------------------------------------------------------------- data (src/data) */
 
@@ -420,27 +430,27 @@ typedef enum { AF_DATA_MNIST, AF_DATA_FASHION, AF_DATA_CIFAR10 } af_dataset_kind
  * train-images-idx3-ubyte ...; CIFAR data_batch_1..5.bin / test_batch.bin). Also checks
  * the standard sizes (60000/10000 at 28x28, 50000/10000 at 3x32x32). NULL on error; a
  * missing file's message says which `aneforge data fetch` to run. */
-af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train);
+AF_API af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train);
 /* From explicit files: IDX images (magic 0x803, [n,h,w] ubyte) and labels (0x801, [n]).
  * Any n > 0 and h, w > 0; counts must match and labels must be < 10. */
-af_dataset *af_dataset_load_idx(const char *images_path, const char *labels_path);
+AF_API af_dataset *af_dataset_load_idx(const char *images_path, const char *labels_path);
 /* From CIFAR-10 binary files, concatenated in order: each record is 1 label byte then
  * 3072 pixel bytes (R, G, B planes of 32x32). Each file must hold >= 1 whole record. */
-af_dataset *af_dataset_load_cifar(int nfiles, const char *const *paths);
+AF_API af_dataset *af_dataset_load_cifar(int nfiles, const char *const *paths);
 
-int64_t af_dataset_count(const af_dataset *d);                        /* samples; 0 for NULL */
-void    af_dataset_sample_shape(const af_dataset *d, int *c, int *h, int *w); /* 1x28x28, 3x32x32 */
-int     af_dataset_classes(const af_dataset *d);                      /* 10 */
-const uint8_t *af_dataset_labels(const af_dataset *d);                /* count entries, owned by d */
+AF_API int64_t af_dataset_count(const af_dataset *d);                        /* samples; 0 for NULL */
+AF_API void    af_dataset_sample_shape(const af_dataset *d, int *c, int *h, int *w); /* 1x28x28, 3x32x32 */
+AF_API int     af_dataset_classes(const af_dataset *d);                      /* 10 */
+AF_API const uint8_t *af_dataset_labels(const af_dataset *d);                /* count entries, owned by d */
 /* Writes samples idx[0..n) as floats scaled to [0,1] (pixel / 255, CHW order) into x
  * ([n, c*h*w]) and one-hot rows [n, classes] into onehot; either may be NULL. An idx
  * outside [0, count) gives an all-zero row and sets af_error_message. */
-void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot);
-void af_dataset_free(af_dataset *d);                                  /* NULL is fine */
+AF_API void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot);
+AF_API void af_dataset_free(af_dataset *d);                                  /* NULL is fine */
 
 /* $ANEFORGE_DATA when set and non-empty, else "./data". The string is getenv's (or a
  * literal): do not free it, and re-call after changing the environment. */
-const char *af_data_dir(void);
+AF_API const char *af_data_dir(void);
 
 /* ---------------------------------------------------------------- npy
  * NumPy .npy v1.0 / v2.0, little-endian C order, descr '<f4' or '<f2' (read) and '<f4'
@@ -449,20 +459,20 @@ const char *af_data_dir(void);
 
 /* On success *data is a malloc'd array of prod(dims) floats (fp16 widened exactly) that
  * the caller frees with free(); *rank and dims[0..rank) describe it (rank 0 = scalar). */
-af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]);
+AF_API af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]);
 /* Writes a v1.0 '<f4' file; rank 0..8, dims >= 0. A failed write removes the file. */
-af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims);
+AF_API af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims);
 
 /* ---------------------------------------------------------------- fp16 helpers */
 
-uint16_t af_f32_to_f16(float f);   /* round to nearest even; overflow gives +-inf */
-float    af_f16_to_f32(uint16_t h);
-float    af_round_f16(float f);    /* f rounded to the nearest fp16 value */
+AF_API uint16_t af_f32_to_f16(float f);   /* round to nearest even; overflow gives +-inf */
+AF_API float    af_f16_to_f32(uint16_t h);
+AF_API float    af_round_f16(float f);    /* f rounded to the nearest fp16 value */
 
 /* ---------------------------------------------------------------- op table */
 
-int         af_op_count(void);
-const char *af_op_name(int op);
+AF_API int         af_op_count(void);
+AF_API const char *af_op_name(int op);
 
 /* ---------------------------------------------------------------- MIL (src/ane)
  * Apple's Model Intermediate Language: the program text the Neural Engine compiler
@@ -471,7 +481,7 @@ const char *af_op_name(int op);
 /* Writes the part of g that computes `out` from `in` (the same rules as af_compile) as
  * <dir>/model.mil (program(1.3), func main<ios18>, fp16 throughout, arguments in
  * alphabetical order) and <dir>/weights/weight.bin, creating the directories. */
-af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+AF_API af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
                       const char *dir);
 /* Reads a MIL program (program(1.0)..(1.3), ios15..ios18 spellings) and the weight
  * files it cites into a new graph: *in are its function arguments in order (af_input
@@ -480,7 +490,7 @@ af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_t
  * mil_path), other @model_path/ paths beside mil_path. The caller frees *g with
  * af_graph_free; the arrays belong to *g. Files are untrusted: errors name the line and
  * column. Any out pointer except g may be NULL. */
-af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
+AF_API af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
                       int *nout, af_tensor ***out);
 
 /* ---------------------------------------------------------------- ane-sim (src/ane)
@@ -495,12 +505,12 @@ af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **
 /* Parses "cpu", "ane-sim", "ane-sim:FAM" or "ane[:FAM]", FAM one of m1..m5 or a13..a16
  * (case-insensitive; m4 and m5 are A16). *fam is AF_FAMILY_DEFAULT when the spec names
  * no family. Either out pointer may be NULL. The same syntax serves $ANEFORGE_TARGET. */
-af_status    af_target_parse(const char *spec, af_target *t, af_family_id *fam);
+AF_API af_status    af_target_parse(const char *spec, af_target *t, af_family_id *fam);
 /* The family fam stands for: itself, or for AF_FAMILY_DEFAULT the family in
  * $ANEFORGE_TARGET, else the hardware's (Apple Silicon), else A16. */
-af_status    af_family_resolve(af_family_id fam, af_family_id *out);
-const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
-af_family_id af_model_family(const af_model *m);         /* the family compiled for; DEFAULT on cpu */
+AF_API af_status    af_family_resolve(af_family_id fam, af_family_id *out);
+AF_API const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
+AF_API af_family_id af_model_family(const af_model *m);         /* the family compiled for; DEFAULT on cpu */
 
 /* Process-wide budgets. The engine's compiler fails after about 119 compiles per
  * process and at most 128 programs can be loaded; ane-sim keeps a program cache keyed
@@ -518,23 +528,23 @@ typedef struct {
     int loads;          /* loads, reloads after eviction included */
     int evictions;      /* least-recently-used programs unloaded to make room */
 } af_ane_budget_info;
-void af_ane_budget(af_ane_budget_info *out);
+AF_API void af_ane_budget(af_ane_budget_info *out);
 /* Sets the limits (<= 0 restores 119 / 128); for tests and long sweeps. */
-void af_ane_budget_set_limits(int compile_limit, int load_limit);
+AF_API void af_ane_budget_set_limits(int compile_limit, int load_limit);
 /* Forgets every cached program and zeroes the counters, as a process restart would;
  * models compiled earlier keep working. */
-void af_ane_budget_reset(void);
+AF_API void af_ane_budget_reset(void);
 
 /* User subtractions of near-equal values flagged so far by the run-time precision
  * check (once per node, also reported on stderr; off with ANEFORGE_PRECISION_CHECK=0).
  * The library's own vouched training kernels are not checked. */
-int64_t af_ane_precision_flags(void);
+AF_API int64_t af_ane_precision_flags(void);
 
 /* Estimated on-device microseconds for the work in s (sum a step's af_model_stats over
  * its programs): dispatches * per-dispatch cost + engine_flops / throughput + bytes /
  * bandwidth, from published calibrations (M1: 3.25 TFLOP/s, 9 GB/s, 220 us; M5: 8.9
  * TFLOP/s, 57 GB/s, 110 us; A14/A15 interpolated). host_flops are not included. */
-double af_ane_estimate_us(af_family_id fam, const af_stats *s);
+AF_API double af_ane_estimate_us(af_family_id fam, const af_stats *s);
 
 #ifdef __cplusplus
 }

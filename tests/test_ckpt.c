@@ -66,7 +66,7 @@ static void put_le(uint8_t *p, uint64_t v, int n) {
 }
 
 /* Recomputes the trailing SHA-256 so a crafted change passes the checksum. */
-static void rehash(uint8_t *b, size_t n) { af_sha256(b, n - 32, b + n - 32); }
+static void rehash(uint8_t *b, size_t n) { data_sha256(b, n - 32, b + n - 32); }
 
 static uint64_t mix(uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
@@ -118,57 +118,57 @@ static void test_roundtrip(void) {
     char name255[256];
     memset(name255, 'n', 255), name255[255] = 0;
 
-    af_ckpt *c = af_ckpt_new();
+    ckpt *c = ckpt_new();
     CHECK(c != NULL, "new");
-    CHECK(af_ckpt_put(c, "weights", big, (int64_t)nbig) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put(c, "empty", NULL, 0) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put_i64(c, "step", 12345) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put_str(c, "config", "lr=0.001\nbatch=128") == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put(c, "moments", mom, (int64_t)RT_MOM / 2) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put(c, "odd", odd, 13) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put(c, name255, odd, 5) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put_str(c, "emptystr", "") == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put_i64(c, "min", INT64_MIN) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put_i64(c, "max", INT64_MAX) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put(c, "weights", big, (int64_t)nbig) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put(c, "empty", NULL, 0) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put_i64(c, "step", 12345) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put_str(c, "config", "lr=0.001\nbatch=128") == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put(c, "moments", mom, (int64_t)RT_MOM / 2) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put(c, "odd", odd, 13) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put(c, name255, odd, 5) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put_str(c, "emptystr", "") == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put_i64(c, "min", INT64_MIN) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put_i64(c, "max", INT64_MAX) == AF_OK, "%s", af_error_message());
     /* Replacements: an int by another, a big record by a bigger one, a record by a smaller one. */
-    CHECK(af_ckpt_put_i64(c, "step", -7) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put(c, "moments", mom, (int64_t)nmom) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_put(c, "odd", odd + 10, 3) == AF_OK, "%s", af_error_message());
-    CHECK(af_ckpt_count(c) == 10, "count %lld", (long long)af_ckpt_count(c));
-    CHECK(af_ckpt_name(c, 2) && strcmp(af_ckpt_name(c, 2), "step") == 0, "replacement keeps position");
-    CHECK(af_ckpt_name(c, 10) == NULL && af_ckpt_name(c, -1) == NULL, "name out of range");
+    CHECK(ckpt_put_i64(c, "step", -7) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put(c, "moments", mom, (int64_t)nmom) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_put(c, "odd", odd + 10, 3) == AF_OK, "%s", af_error_message());
+    CHECK(ckpt_count(c) == 10, "count %lld", (long long)ckpt_count(c));
+    CHECK(ckpt_name(c, 2) && strcmp(ckpt_name(c, 2), "step") == 0, "replacement keeps position");
+    CHECK(ckpt_name(c, 10) == NULL && ckpt_name(c, -1) == NULL, "name out of range");
 
     const char *p1 = tpath("rt.ckpt"), *p2 = tpath("rt2.ckpt");
-    CHECK(af_ckpt_save(c, p1) == AF_OK, "save: %s", af_error_message());
-    af_ckpt *d = NULL;
-    CHECK(af_ckpt_load(p1, &d) == AF_OK && d, "load: %s", af_error_message());
+    CHECK(ckpt_save(c, p1) == AF_OK, "save: %s", af_error_message());
+    ckpt *d = NULL;
+    CHECK(ckpt_load(p1, &d) == AF_OK && d, "load: %s", af_error_message());
     if (d) {
         int64_t n = -1, v = 0;
-        const uint8_t *w = af_ckpt_get(d, "weights", &n);
+        const uint8_t *w = ckpt_get(d, "weights", &n);
         CHECK(w && n == (int64_t)nbig && memcmp(w, big, nbig) == 0, "weights round trip (%lld bytes)", (long long)n);
         CHECK(((uintptr_t)w & 7) == 0, "payload aligned");
-        const uint8_t *m = af_ckpt_get(d, "moments", &n);
+        const uint8_t *m = ckpt_get(d, "moments", &n);
         CHECK(m && n == (int64_t)nmom && memcmp(m, mom, nmom) == 0, "replaced moments round trip");
-        const void *e = af_ckpt_get(d, "empty", &n);
+        const void *e = ckpt_get(d, "empty", &n);
         CHECK(e != NULL && n == 0, "empty record is present with 0 bytes");
-        CHECK(af_ckpt_get_i64(d, "step", &v) == AF_OK && v == -7, "step %lld: %s", (long long)v, af_error_message());
-        CHECK(af_ckpt_get_i64(d, "min", &v) == AF_OK && v == INT64_MIN, "INT64_MIN");
-        CHECK(af_ckpt_get_i64(d, "max", &v) == AF_OK && v == INT64_MAX, "INT64_MAX");
-        const char *s = af_ckpt_get_str(d, "config");
+        CHECK(ckpt_get_i64(d, "step", &v) == AF_OK && v == -7, "step %lld: %s", (long long)v, af_error_message());
+        CHECK(ckpt_get_i64(d, "min", &v) == AF_OK && v == INT64_MIN, "INT64_MIN");
+        CHECK(ckpt_get_i64(d, "max", &v) == AF_OK && v == INT64_MAX, "INT64_MAX");
+        const char *s = ckpt_get_str(d, "config");
         CHECK(s && strcmp(s, "lr=0.001\nbatch=128") == 0, "config string");
-        s = af_ckpt_get_str(d, "emptystr");
+        s = ckpt_get_str(d, "emptystr");
         CHECK(s && *s == 0, "empty string");
-        const uint8_t *o = af_ckpt_get(d, "odd", &n);
+        const uint8_t *o = ckpt_get(d, "odd", &n);
         CHECK(o && n == 3 && memcmp(o, odd + 10, 3) == 0, "odd replaced by 3 bytes");
-        o = af_ckpt_get(d, name255, &n);
+        o = ckpt_get(d, name255, &n);
         CHECK(o && n == 5 && memcmp(o, odd, 5) == 0, "255-byte name");
-        CHECK(af_ckpt_count(d) == 10, "loaded count");
+        CHECK(ckpt_count(d) == 10, "loaded count");
         int order_ok = 1;
-        for (int64_t i = 0; i < af_ckpt_count(c); i++) order_ok &= strcmp(af_ckpt_name(c, i), af_ckpt_name(d, i)) == 0;
+        for (int64_t i = 0; i < ckpt_count(c); i++) order_ok &= strcmp(ckpt_name(c, i), ckpt_name(d, i)) == 0;
         CHECK(order_ok, "file keeps record order");
 
         /* Saving what was loaded gives the same bytes. */
-        CHECK(af_ckpt_save(d, p2) == AF_OK, "save 2: %s", af_error_message());
+        CHECK(ckpt_save(d, p2) == AF_OK, "save 2: %s", af_error_message());
         size_t l1, l2;
         uint8_t *b1 = read_all(p1, &l1), *b2 = read_all(p2, &l2);
         CHECK(b1 && b2 && l1 == l2 && memcmp(b1, b2, l1) == 0, "deterministic bytes (%zu vs %zu)", l1, l2);
@@ -176,59 +176,59 @@ static void test_roundtrip(void) {
         free(b1), free(b2);
 
         /* Replacing a record with a slice of itself copies before freeing the old one. */
-        w = af_ckpt_get(d, "weights", &n);
-        CHECK(af_ckpt_put(d, "weights", w + 1, n - 1) == AF_OK, "self put");
-        w = af_ckpt_get(d, "weights", &n);
+        w = ckpt_get(d, "weights", &n);
+        CHECK(ckpt_put(d, "weights", w + 1, n - 1) == AF_OK, "self put");
+        w = ckpt_get(d, "weights", &n);
         CHECK(w && n == (int64_t)nbig - 1 && memcmp(w, big + 1, nbig - 1) == 0, "self put contents");
     }
-    af_ckpt_free(d);
-    af_ckpt_free(c);
+    ckpt_free(d);
+    ckpt_free(c);
 
     /* An empty checkpoint round-trips too. */
-    c = af_ckpt_new();
-    CHECK(af_ckpt_save(c, p1) == AF_OK, "save empty: %s", af_error_message());
+    c = ckpt_new();
+    CHECK(ckpt_save(c, p1) == AF_OK, "save empty: %s", af_error_message());
     d = NULL;
-    CHECK(af_ckpt_load(p1, &d) == AF_OK && d && af_ckpt_count(d) == 0, "load empty: %s", af_error_message());
-    af_ckpt_free(d);
-    af_ckpt_free(c);
+    CHECK(ckpt_load(p1, &d) == AF_OK && d && ckpt_count(d) == 0, "load empty: %s", af_error_message());
+    ckpt_free(d);
+    ckpt_free(c);
     free(big), free(mom);
 }
 
 /* ---------------------------------------------------------------- bad arguments, I/O */
 
 static void test_args(void) {
-    af_ckpt *c = af_ckpt_new();
+    ckpt *c = ckpt_new();
     char longname[300];
     memset(longname, 'x', 256), longname[256] = 0;
-    CHECK(af_ckpt_put(c, longname, "a", 1) == AF_ERR_INVALID && msg_has("255"), "long name: %s", af_error_message());
-    CHECK(af_ckpt_put(c, "", "a", 1) == AF_ERR_INVALID, "empty name");
-    CHECK(af_ckpt_put(c, NULL, "a", 1) == AF_ERR_INVALID, "NULL name");
-    CHECK(af_ckpt_put(c, "neg", "a", -1) == AF_ERR_INVALID && msg_has("neg"), "negative size: %s", af_error_message());
-    CHECK(af_ckpt_put(c, "nul", NULL, 4) == AF_ERR_INVALID, "NULL data");
-    CHECK(af_ckpt_put(NULL, "x", "a", 1) == AF_ERR_INVALID, "NULL ckpt");
-    CHECK(af_ckpt_put_str(c, "s", NULL) == AF_ERR_INVALID, "NULL string");
-    CHECK(af_ckpt_count(c) == 0, "nothing stored by failed puts");
-    af_ckpt_put_i64(c, "k", 1);
+    CHECK(ckpt_put(c, longname, "a", 1) == AF_ERR_INVALID && msg_has("255"), "long name: %s", af_error_message());
+    CHECK(ckpt_put(c, "", "a", 1) == AF_ERR_INVALID, "empty name");
+    CHECK(ckpt_put(c, NULL, "a", 1) == AF_ERR_INVALID, "NULL name");
+    CHECK(ckpt_put(c, "neg", "a", -1) == AF_ERR_INVALID && msg_has("neg"), "negative size: %s", af_error_message());
+    CHECK(ckpt_put(c, "nul", NULL, 4) == AF_ERR_INVALID, "NULL data");
+    CHECK(ckpt_put(NULL, "x", "a", 1) == AF_ERR_INVALID, "NULL ckpt");
+    CHECK(ckpt_put_str(c, "s", NULL) == AF_ERR_INVALID, "NULL string");
+    CHECK(ckpt_count(c) == 0, "nothing stored by failed puts");
+    ckpt_put_i64(c, "k", 1);
 
     const char *nodir = tpath("no/such/dir/x.ckpt");
-    CHECK(af_ckpt_save(c, nodir) == AF_ERR_IO && msg_has(nodir), "save into missing dir: %s", af_error_message());
-    af_ckpt *d = (af_ckpt *)1;
+    CHECK(ckpt_save(c, nodir) == AF_ERR_IO && msg_has(nodir), "save into missing dir: %s", af_error_message());
+    ckpt *d = (ckpt *)1;
     const char *missing = tpath("missing.ckpt");
-    CHECK(af_ckpt_load(missing, &d) == AF_ERR_IO && d == NULL && msg_has(missing), "load missing: %s",
+    CHECK(ckpt_load(missing, &d) == AF_ERR_IO && d == NULL && msg_has(missing), "load missing: %s",
           af_error_message());
-    CHECK(af_ckpt_load(tmp, &d) != AF_OK && d == NULL, "load a directory");
+    CHECK(ckpt_load(tmp, &d) != AF_OK && d == NULL, "load a directory");
 
     /* A failing rename (path is a directory) leaves no temp file and no damage. */
     const char *sub = tpath("sub");
     CHECK(mkdir(sub, 0755) == 0, "mkdir");
-    CHECK(af_ckpt_save(c, sub) == AF_ERR_IO && msg_has("rename"), "save over a directory: %s", af_error_message());
+    CHECK(ckpt_save(c, sub) == AF_ERR_IO && msg_has("rename"), "save over a directory: %s", af_error_message());
     DIR *dd = opendir(tmp);
     int strays = 0;
     for (struct dirent *e; dd && (e = readdir(dd));) strays += strncmp(e->d_name, "sub.tmp.", 8) == 0;
     if (dd) closedir(dd);
     CHECK(strays == 0, "temp file removed after a failed save (%d left)", strays);
     rmdir(sub);
-    af_ckpt_free(c);
+    ckpt_free(c);
 }
 
 /* ---------------------------------------------------------------- a small file to damage */
@@ -237,14 +237,14 @@ static void test_args(void) {
  * 0 header | 32 ka: hdr, name@48, payload@56 | 64 kb: hdr, name@80, payload@88 |
  * 96 kcc: hdr, name@112, payload@120..133, pad to 136 | 136 trailer | 168 end. */
 static uint8_t *small_file(const char *path, size_t *len) {
-    af_ckpt *c = af_ckpt_new();
+    ckpt *c = ckpt_new();
     uint8_t thirteen[13];
     fill_pattern(thirteen, 13, 9);
-    af_ckpt_put_i64(c, "ka", 42);
-    af_ckpt_put_str(c, "kb", "hello");
-    af_ckpt_put(c, "kcc", thirteen, 13);
-    CHECK(af_ckpt_save(c, path) == AF_OK, "save small: %s", af_error_message());
-    af_ckpt_free(c);
+    ckpt_put_i64(c, "ka", 42);
+    ckpt_put_str(c, "kb", "hello");
+    ckpt_put(c, "kcc", thirteen, 13);
+    CHECK(ckpt_save(c, path) == AF_OK, "save small: %s", af_error_message());
+    ckpt_free(c);
     uint8_t *b = read_all(path, len);
     CHECK(b && *len == 168, "small file is %zu bytes", *len);
     return b;
@@ -258,26 +258,26 @@ static void test_truncation(void) {
     int bad = 0;
     for (size_t len = 0; len < n; len++) {
         write_all(tp, b, len);
-        af_ckpt *d = (af_ckpt *)1;
-        af_status st = af_ckpt_load(tp, &d);
+        ckpt *d = (ckpt *)1;
+        af_status st = ckpt_load(tp, &d);
         if (st != AF_ERR_CORRUPT || d != NULL || !msg_has(tp)) {
             bad++;
             fprintf(stderr, "truncated to %zu: status %s, message '%s'\n", len, af_status_name(st), af_error_message());
         }
-        if (st == AF_OK) af_ckpt_free(d);
+        if (st == AF_OK) ckpt_free(d);
     }
     CHECK(bad == 0, "%d of %zu truncations not rejected cleanly", bad, n);
     write_all(tp, b, 100);
-    af_ckpt *d = NULL;
-    CHECK(af_ckpt_load(tp, &d) != AF_OK && msg_has("truncated") && msg_has("168"), "truncation message: %s",
+    ckpt *d = NULL;
+    CHECK(ckpt_load(tp, &d) != AF_OK && msg_has("truncated") && msg_has("168"), "truncation message: %s",
           af_error_message());
     /* Extra bytes at the end are rejected too. */
     uint8_t *ext = calloc(n + 8, 1);
     memcpy(ext, b, n);
     write_all(tp, ext, n + 1);
-    CHECK(af_ckpt_load(tp, &d) == AF_ERR_CORRUPT && d == NULL, "one extra byte");
+    CHECK(ckpt_load(tp, &d) == AF_ERR_CORRUPT && d == NULL, "one extra byte");
     write_all(tp, ext, n + 8);
-    CHECK(af_ckpt_load(tp, &d) == AF_ERR_CORRUPT && d == NULL, "eight extra bytes");
+    CHECK(ckpt_load(tp, &d) == AF_ERR_CORRUPT && d == NULL, "eight extra bytes");
     free(ext);
     free(b);
 }
@@ -294,8 +294,8 @@ static void test_flips(void) {
             b[off] ^= masks[m];
             write_all(fp, b, n);
             b[off] ^= masks[m];
-            af_ckpt *d = (af_ckpt *)1;
-            af_status st = af_ckpt_load(fp, &d);
+            ckpt *d = (ckpt *)1;
+            af_status st = ckpt_load(fp, &d);
             const char *want = off < 8 ? "bad magic" : "checksum";
             tried++;
             if (st != AF_ERR_CORRUPT || d != NULL || !msg_has(fp) || !msg_has(want)) {
@@ -303,14 +303,14 @@ static void test_flips(void) {
                 fprintf(stderr, "flip 0x%02x at %zu: status %s, message '%s'\n", masks[m], off, af_status_name(st),
                         af_error_message());
             }
-            if (st == AF_OK) af_ckpt_free(d);
+            if (st == AF_OK) ckpt_free(d);
         }
     }
     CHECK(bad == 0, "%d of %d byte flips not rejected as corrupt", bad, tried);
     write_all(fp, b, n);
-    af_ckpt *d = NULL;
-    CHECK(af_ckpt_load(fp, &d) == AF_OK, "undamaged copy loads: %s", af_error_message());
-    af_ckpt_free(d);
+    ckpt *d = NULL;
+    CHECK(ckpt_load(fp, &d) == AF_OK, "undamaged copy loads: %s", af_error_message());
+    ckpt_free(d);
     free(b);
 }
 
@@ -323,11 +323,11 @@ static void expect_crafted(const uint8_t *orig, size_t n, size_t off, uint64_t v
     rehash(b, n);
     const char *cp = tpath("crafted.ckpt");
     write_all(cp, b, n);
-    af_ckpt *d = (af_ckpt *)1;
-    af_status st = af_ckpt_load(cp, &d);
+    ckpt *d = (ckpt *)1;
+    af_status st = ckpt_load(cp, &d);
     CHECK(st == want_st && d == NULL && msg_has(cp) && msg_has(want_msg), "crafted @%zu=%llu: want %s '%s', got %s '%s'",
           off, (unsigned long long)v, af_status_name(want_st), want_msg, af_status_name(st), af_error_message());
-    if (st == AF_OK) af_ckpt_free(d);
+    if (st == AF_OK) ckpt_free(d);
     free(b);
 }
 
@@ -360,13 +360,13 @@ static void test_crafted(void) {
     /* Not a checkpoint at all; and an empty file. */
     const char *wp = tpath("wrong.ckpt");
     write_all(wp, "hello, world: this is not a checkpoint file at all....", 54);
-    af_ckpt *d = (af_ckpt *)1;
-    CHECK(af_ckpt_load(wp, &d) == AF_ERR_CORRUPT && d == NULL && msg_has(wp) && msg_has("not an aneforge checkpoint (bad magic)"),
+    ckpt *d = (ckpt *)1;
+    CHECK(ckpt_load(wp, &d) == AF_ERR_CORRUPT && d == NULL && msg_has(wp) && msg_has("not an aneforge checkpoint (bad magic)"),
           "wrong magic: %s", af_error_message());
     write_all(wp, "AF", 2);
-    CHECK(af_ckpt_load(wp, &d) == AF_ERR_CORRUPT && msg_has("truncated"), "2-byte file: %s", af_error_message());
+    CHECK(ckpt_load(wp, &d) == AF_ERR_CORRUPT && msg_has("truncated"), "2-byte file: %s", af_error_message());
     write_all(wp, "", 0);
-    CHECK(af_ckpt_load(wp, &d) == AF_ERR_CORRUPT && msg_has("truncated (0 bytes"), "empty file: %s", af_error_message());
+    CHECK(ckpt_load(wp, &d) == AF_ERR_CORRUPT && msg_has("truncated (0 bytes"), "empty file: %s", af_error_message());
     free(b);
 }
 
@@ -376,28 +376,28 @@ static void test_missing(void) {
     size_t n;
     const char *sp = tpath("small.ckpt");
     free(small_file(sp, &n));
-    af_ckpt *d = NULL;
-    CHECK(af_ckpt_load(sp, &d) == AF_OK && d, "load: %s", af_error_message());
+    ckpt *d = NULL;
+    CHECK(ckpt_load(sp, &d) == AF_OK && d, "load: %s", af_error_message());
     if (!d) return;
     int64_t v = 99, bytes = 99;
-    CHECK(af_ckpt_get_i64(d, "ka", &v) == AF_OK && v == 42, "ka");
-    CHECK(af_ckpt_get_i64(d, "step", &v) == AF_ERR_INVALID && msg_has("'step'") && msg_has(sp) && msg_has("no record"),
+    CHECK(ckpt_get_i64(d, "ka", &v) == AF_OK && v == 42, "ka");
+    CHECK(ckpt_get_i64(d, "step", &v) == AF_ERR_INVALID && msg_has("'step'") && msg_has(sp) && msg_has("no record"),
           "missing int: %s", af_error_message());
-    CHECK(af_ckpt_get_i64(d, "kb", &v) == AF_ERR_CORRUPT && msg_has("'kb' holds 5 bytes") && msg_has("8"),
+    CHECK(ckpt_get_i64(d, "kb", &v) == AF_ERR_CORRUPT && msg_has("'kb' holds 5 bytes") && msg_has("8"),
           "mis-sized int: %s", af_error_message());
-    CHECK(af_ckpt_get(d, "nope", &bytes) == NULL && bytes == 0 && msg_has("'nope'"), "missing raw");
-    CHECK(af_ckpt_get_str(d, "cfg") == NULL && msg_has("'cfg'") && msg_has("no record"), "missing str: %s",
+    CHECK(ckpt_get(d, "nope", &bytes) == NULL && bytes == 0 && msg_has("'nope'"), "missing raw");
+    CHECK(ckpt_get_str(d, "cfg") == NULL && msg_has("'cfg'") && msg_has("no record"), "missing str: %s",
           af_error_message());
-    const char *s = af_ckpt_get_str(d, "kb");
+    const char *s = ckpt_get_str(d, "kb");
     CHECK(s && strcmp(s, "hello") == 0, "kb");
-    af_ckpt_put_i64(d, "zeros", 0); /* 8 NUL bytes: not a string */
-    CHECK(af_ckpt_get_str(d, "zeros") == NULL && msg_has("NUL"), "binary as string: %s", af_error_message());
-    af_ckpt_free(d);
+    ckpt_put_i64(d, "zeros", 0); /* 8 NUL bytes: not a string */
+    CHECK(ckpt_get_str(d, "zeros") == NULL && msg_has("NUL"), "binary as string: %s", af_error_message());
+    ckpt_free(d);
 
-    af_ckpt *c = af_ckpt_new();
-    CHECK(af_ckpt_get_i64(c, "x", &v) == AF_ERR_INVALID && msg_has("checkpoint: no record named 'x'"),
+    ckpt *c = ckpt_new();
+    CHECK(ckpt_get_i64(c, "x", &v) == AF_ERR_INVALID && msg_has("checkpoint: no record named 'x'"),
           "in-memory message: %s", af_error_message());
-    af_ckpt_free(c);
+    ckpt_free(c);
 }
 
 /* ---------------------------------------------------------------- crash safety */
@@ -410,20 +410,20 @@ static void sleep_ms(double ms) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-static af_status save_gen(af_ckpt *c, uint8_t *buf, const char *path, int64_t gen) {
+static af_status save_gen(ckpt *c, uint8_t *buf, const char *path, int64_t gen) {
     fill_pattern(buf, CRASH_BYTES, (uint64_t)gen);
-    af_status st = af_ckpt_put_i64(c, "gen", gen);
-    if (st == AF_OK) st = af_ckpt_put(c, "big", buf, (int64_t)CRASH_BYTES);
-    if (st == AF_OK) st = af_ckpt_save(c, path);
+    af_status st = ckpt_put_i64(c, "gen", gen);
+    if (st == AF_OK) st = ckpt_put(c, "big", buf, (int64_t)CRASH_BYTES);
+    if (st == AF_OK) st = ckpt_save(c, path);
     return st;
 }
 
 /* Saves new generations (round+1)*1e6 + j forever; the parent kills it. */
 static void crash_child(const char *path, int round) {
     alarm(30); /* never outlive a parent that died */
-    af_ckpt *c = af_ckpt_new();
+    ckpt *c = ckpt_new();
     uint8_t *buf = malloc(CRASH_BYTES);
-    if (!c || !buf || af_ckpt_put_str(c, "note", "written by a child") != AF_OK) _exit(2);
+    if (!c || !buf || ckpt_put_str(c, "note", "written by a child") != AF_OK) _exit(2);
     for (int64_t j = 0; j < 100000; j++)
         if (save_gen(c, buf, path, (int64_t)(round + 1) * 1000000 + j) != AF_OK) {
             fprintf(stderr, "child save failed: %s\n", af_error_message());
@@ -438,7 +438,7 @@ static void test_crash_safety(void) {
     const char *base = "crash.ckpt";
     size_t bl = strlen(base);
     uint8_t *buf = malloc(CRASH_BYTES);
-    af_ckpt *c = af_ckpt_new();
+    ckpt *c = ckpt_new();
     /* Kill delays scale with how long one save takes here (sanitizers, slow disks). */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -466,13 +466,13 @@ static void test_crash_safety(void) {
         CHECK(waitpid(pid, &ws, 0) == pid, "waitpid");
         CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL, "round %d: child ended by itself (status 0x%x)", round, ws);
 
-        af_ckpt *d = NULL;
-        af_status st = af_ckpt_load(path, &d);
+        ckpt *d = NULL;
+        af_status st = ckpt_load(path, &d);
         int64_t gen = -1, n = 0;
         const uint8_t *big = NULL;
         if (st == AF_OK) {
-            af_ckpt_get_i64(d, "gen", &gen);
-            big = af_ckpt_get(d, "big", &n);
+            ckpt_get_i64(d, "gen", &gen);
+            big = ckpt_get(d, "big", &n);
         }
         int from_child = gen / 1000000 == round + 1;
         int ok = st == AF_OK && (gen == known || (from_child && gen >= known)) && big &&
@@ -482,7 +482,7 @@ static void test_crash_safety(void) {
             fprintf(stderr, "round %d (killed after %.1f ms): status %s '%s', gen %lld (known %lld)\n", round, ms,
                     af_status_name(st), af_error_message(), (long long)gen, (long long)known);
         }
-        af_ckpt_free(d);
+        ckpt_free(d);
         if (gen != known && gen >= 0) saw_new++;
         if (gen >= 0) known = gen;
 
@@ -522,7 +522,7 @@ static void test_crash_safety(void) {
     CHECK(left == 0, "%d temp files left after a clean save", left);
     printf("crash safety: %d rounds (one save %.1f ms), %d saw a new version, %d killed mid-save (own temp file left)\n",
            CRASH_ROUNDS, save_ms, saw_new, saw_temp);
-    af_ckpt_free(c);
+    ckpt_free(c);
     free(buf);
 }
 

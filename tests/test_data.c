@@ -437,17 +437,17 @@ static void test_npy(void) {
 static void check_digest(const void *msg, size_t n, const char *want) {
     uint8_t dg[32];
     char hex[65];
-    af_sha256(msg, n, dg);
-    af_sha256_hex(dg, hex);
+    data_sha256(msg, n, dg);
+    data_sha256_hex(dg, hex);
     CHECK(strcmp(hex, want) == 0, "sha256 of %zu bytes: %s", n, hex);
     /* Streaming in uneven pieces gives the same digest. */
-    af_sha256_ctx c;
-    af_sha256_init(&c);
+    data_sha256_ctx c;
+    data_sha256_init(&c);
     const uint8_t *p = msg;
     for (size_t off = 0, step = 1; off < n; off += step, step = step * 3 % 97 + 1)
-        af_sha256_update(&c, p + off, step < n - off ? step : n - off);
-    af_sha256_final(&c, dg);
-    af_sha256_hex(dg, hex);
+        data_sha256_update(&c, p + off, step < n - off ? step : n - off);
+    data_sha256_final(&c, dg);
+    data_sha256_hex(dg, hex);
     CHECK(strcmp(hex, want) == 0, "streamed sha256 of %zu bytes: %s", n, hex);
 }
 
@@ -464,10 +464,10 @@ static void test_sha256(void) {
     const char *p = tpath("million-a");
     write_bytes(p, ma, 1000000);
     char hex[65];
-    CHECK(af_sha256_file(p, hex) == AF_OK &&
+    CHECK(data_sha256_file(p, hex) == AF_OK &&
           strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0, "file digest");
     remove(p);
-    CHECK(af_sha256_file(p, hex) == AF_ERR_IO && strstr(af_error_message(), p), "missing file digest");
+    CHECK(data_sha256_file(p, hex) == AF_ERR_IO && strstr(af_error_message(), p), "missing file digest");
     free(ma);
 }
 

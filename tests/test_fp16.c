@@ -185,9 +185,9 @@ static void test_random(void) {
         memcpy(y, x, sizeof(float) * (size_t)n);
         for (int i = 0; i < n; i += pass ? 7 : n) {
             int len = pass && n - i > 7 ? 7 : n - i;
-            af_round_f16_array(y + i, len);
-            af_f32_to_f16_array(x + i, h + i, len);
-            af_f16_to_f32_array(h + i, z + i, len);
+            ir_round_f16_array(y + i, len);
+            ir_f32_to_f16_array(x + i, h + i, len);
+            ir_f16_to_f32_array(h + i, z + i, len);
         }
         for (int i = 0; i < n; i++) {
             if (bits(y[i]) != bits(af_round_f16(x[i])) && badarr++ < 10)
@@ -198,7 +198,7 @@ static void test_random(void) {
                 fprintf(stderr, "array convert %a\n", (double)x[i]);
         }
     }
-    CHECK(badarr == 0, "%d af_round_f16_array mismatches", badarr);
+    CHECK(badarr == 0, "%d ir_round_f16_array mismatches", badarr);
     CHECK(badconv == 0, "%d array conversion mismatches", badconv);
 out:
     free(x); free(y); free(h); free(z);
@@ -225,14 +225,14 @@ static void test_array_exhaustive(void) {
     x[n++] = from_bits(0xff800001u);
     for (int64_t off = 0; off < 3; off++) {
         memcpy(y, x, sizeof(float) * (size_t)n);
-        af_round_f16_array(y + off, n - off - 1);
+        ir_round_f16_array(y + off, n - off - 1);
         int bad = 0;
         for (int64_t i = off; i < n - 1; i++) bad += bits(y[i]) != bits(af_round_f16(x[i]));
         CHECK(bad == 0, "offset %d: %d mismatches", (int)off, bad);
         CHECK(bits(y[n - 1]) == bits(x[n - 1]), "wrote past the end");
     }
     memcpy(y, x, sizeof(float) * (size_t)n); /* short calls take the portable path */
-    for (int64_t i = 0; i < n; i += 5) af_round_f16_array(y + i, n - i < 5 ? n - i : 5);
+    for (int64_t i = 0; i < n; i += 5) ir_round_f16_array(y + i, n - i < 5 ? n - i : 5);
     int bad = 0;
     for (int64_t i = 0; i < n; i++) bad += bits(y[i]) != bits(af_round_f16(x[i]));
     CHECK(bad == 0, "short calls: %d mismatches", bad);

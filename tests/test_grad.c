@@ -51,7 +51,7 @@ static af_tensor *C_(gcase *c, af_shape s, double lo, double hi) {
 #define CN(c, ...) C_(c, AF_SHAPE(__VA_ARGS__), -1, 1)
 
 typedef af_tensor *(*case_fn)(gcase *c);
-typedef struct { const char *name; af_op op; case_fn fn; } grad_case;
+typedef struct { const char *name; ir_op op; case_fn fn; } grad_case;
 
 /* ------------------------------------------------------------------ cases */
 
@@ -175,32 +175,32 @@ static af_tensor *c_mse(gcase *c) {
 }
 
 static const grad_case cases[] = {
-    { "add", AF_OP_ADD, c_add }, { "add broadcast both", AF_OP_ADD, c_add_b }, { "sub", AF_OP_SUB, c_sub },
-    { "mul", AF_OP_MUL, c_mul }, { "real_div", AF_OP_REAL_DIV, c_div }, { "maximum", AF_OP_MAXIMUM, c_max },
-    { "minimum", AF_OP_MINIMUM, c_min }, { "pow", AF_OP_POW, c_pow }, { "select", AF_OP_SELECT, c_select },
-    { "adds", AF_OP_ADDS, c_adds }, { "muls", AF_OP_MULS, c_muls }, { "neg", AF_OP_NEG, c_neg },
-    { "abs", AF_OP_ABS, c_abs }, { "square", AF_OP_SQUARE, c_square }, { "sqrt", AF_OP_SQRT, c_sqrt },
-    { "rsqrt", AF_OP_RSQRT, c_rsqrt }, { "inverse", AF_OP_INVERSE, c_inverse }, { "exp", AF_OP_EXP, c_exp },
-    { "log", AF_OP_LOG, c_log }, { "tanh", AF_OP_TANH, c_tanh }, { "sigmoid", AF_OP_SIGMOID, c_sigmoid },
-    { "relu", AF_OP_RELU, c_relu }, { "gelu exact", AF_OP_GELU, c_gelu }, { "gelu tanh", AF_OP_GELU, c_gelu_t },
-    { "silu", AF_OP_SILU, c_silu }, { "sin", AF_OP_SIN, c_sin }, { "cos", AF_OP_COS, c_cos },
-    { "erf", AF_OP_ERF, c_erf }, { "matmul_w baked", AF_OP_MATMUL_W, c_matmul_w },
-    { "matmul_w param weight", AF_OP_MATMUL_W, c_matmul_wp }, { "matmul shared rhs", AF_OP_MATMUL, c_matmul },
-    { "matmul transposes", AF_OP_MATMUL, c_matmul_t }, { "matmul broadcast batch", AF_OP_MATMUL, c_matmul_b },
-    { "reduce_sum", AF_OP_REDUCE_SUM, c_rsum }, { "reduce_mean", AF_OP_REDUCE_MEAN, c_rmean },
-    { "reduce_max", AF_OP_REDUCE_MAX, c_rmax }, { "reduce_min", AF_OP_REDUCE_MIN, c_rmin },
-    { "softmax mid axis", AF_OP_SOFTMAX, c_softmax }, { "softmax last axis", AF_OP_SOFTMAX, c_softmax_l },
-    { "transpose", AF_OP_TRANSPOSE, c_transpose }, { "reshape", AF_OP_RESHAPE, c_reshape },
-    { "slice_by_size", AF_OP_SLICE_BY_SIZE, c_slice }, { "concat", AF_OP_CONCAT, c_concat },
-    { "split", AF_OP_SPLIT, c_split }, { "rms_norm", AF_OP_RMS_NORM, c_rms }, { "layer_norm", AF_OP_LAYER_NORM, c_ln },
-    { "channel_layer_norm", AF_OP_CHANNEL_LAYER_NORM, c_cln }, { "group_norm", AF_OP_GROUP_NORM, c_gn },
-    { "avg_pool", AF_OP_AVG_POOL, c_avgpool }, { "max_pool", AF_OP_MAX_POOL, c_maxpool },
-    { "conv pad 1", AF_OP_CONV, c_conv }, { "conv dilation", AF_OP_CONV, c_conv_d },
-    { "conv_transpose stride 2", AF_OP_CONV_TRANSPOSE, c_convt }, { "cast", AF_OP_CAST, c_cast },
-    { "layer: linear", AF_OP_INPUT, c_linear }, { "layer: conv2d pad 1", AF_OP_INPUT, c_conv2d },
-    { "layer: conv2d native (cpu)", AF_OP_INPUT, c_conv2d_cpu }, { "conv param weight", AF_OP_CONV, c_conv_wparam },
-    { "layer: mha causal", AF_OP_INPUT, c_mha }, { "loss: cross-entropy", AF_OP_INPUT, c_ce },
-    { "loss: mse", AF_OP_INPUT, c_mse },
+    { "add", IR_OP_ADD, c_add }, { "add broadcast both", IR_OP_ADD, c_add_b }, { "sub", IR_OP_SUB, c_sub },
+    { "mul", IR_OP_MUL, c_mul }, { "real_div", IR_OP_REAL_DIV, c_div }, { "maximum", IR_OP_MAXIMUM, c_max },
+    { "minimum", IR_OP_MINIMUM, c_min }, { "pow", IR_OP_POW, c_pow }, { "select", IR_OP_SELECT, c_select },
+    { "adds", IR_OP_ADDS, c_adds }, { "muls", IR_OP_MULS, c_muls }, { "neg", IR_OP_NEG, c_neg },
+    { "abs", IR_OP_ABS, c_abs }, { "square", IR_OP_SQUARE, c_square }, { "sqrt", IR_OP_SQRT, c_sqrt },
+    { "rsqrt", IR_OP_RSQRT, c_rsqrt }, { "inverse", IR_OP_INVERSE, c_inverse }, { "exp", IR_OP_EXP, c_exp },
+    { "log", IR_OP_LOG, c_log }, { "tanh", IR_OP_TANH, c_tanh }, { "sigmoid", IR_OP_SIGMOID, c_sigmoid },
+    { "relu", IR_OP_RELU, c_relu }, { "gelu exact", IR_OP_GELU, c_gelu }, { "gelu tanh", IR_OP_GELU, c_gelu_t },
+    { "silu", IR_OP_SILU, c_silu }, { "sin", IR_OP_SIN, c_sin }, { "cos", IR_OP_COS, c_cos },
+    { "erf", IR_OP_ERF, c_erf }, { "matmul_w baked", IR_OP_MATMUL_W, c_matmul_w },
+    { "matmul_w param weight", IR_OP_MATMUL_W, c_matmul_wp }, { "matmul shared rhs", IR_OP_MATMUL, c_matmul },
+    { "matmul transposes", IR_OP_MATMUL, c_matmul_t }, { "matmul broadcast batch", IR_OP_MATMUL, c_matmul_b },
+    { "reduce_sum", IR_OP_REDUCE_SUM, c_rsum }, { "reduce_mean", IR_OP_REDUCE_MEAN, c_rmean },
+    { "reduce_max", IR_OP_REDUCE_MAX, c_rmax }, { "reduce_min", IR_OP_REDUCE_MIN, c_rmin },
+    { "softmax mid axis", IR_OP_SOFTMAX, c_softmax }, { "softmax last axis", IR_OP_SOFTMAX, c_softmax_l },
+    { "transpose", IR_OP_TRANSPOSE, c_transpose }, { "reshape", IR_OP_RESHAPE, c_reshape },
+    { "slice_by_size", IR_OP_SLICE_BY_SIZE, c_slice }, { "concat", IR_OP_CONCAT, c_concat },
+    { "split", IR_OP_SPLIT, c_split }, { "rms_norm", IR_OP_RMS_NORM, c_rms }, { "layer_norm", IR_OP_LAYER_NORM, c_ln },
+    { "channel_layer_norm", IR_OP_CHANNEL_LAYER_NORM, c_cln }, { "group_norm", IR_OP_GROUP_NORM, c_gn },
+    { "avg_pool", IR_OP_AVG_POOL, c_avgpool }, { "max_pool", IR_OP_MAX_POOL, c_maxpool },
+    { "conv pad 1", IR_OP_CONV, c_conv }, { "conv dilation", IR_OP_CONV, c_conv_d },
+    { "conv_transpose stride 2", IR_OP_CONV_TRANSPOSE, c_convt }, { "cast", IR_OP_CAST, c_cast },
+    { "layer: linear", IR_OP_INPUT, c_linear }, { "layer: conv2d pad 1", IR_OP_INPUT, c_conv2d },
+    { "layer: conv2d native (cpu)", IR_OP_INPUT, c_conv2d_cpu }, { "conv param weight", IR_OP_CONV, c_conv_wparam },
+    { "layer: mha causal", IR_OP_INPUT, c_mha }, { "loss: cross-entropy", IR_OP_INPUT, c_ce },
+    { "loss: mse", IR_OP_INPUT, c_mse },
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -303,12 +303,12 @@ static void run_case(const grad_case *gc, int seed) {
 
 /* Every differentiable op of the table has a case here. */
 static void check_coverage(void) {
-    for (int op = 0; op < AF_OP_COUNT; op++) {
-        if (!(af_ops[op].flags & OPF_DIFF)) continue;
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        if (!(ir_ops[op].flags & OPF_DIFF)) continue;
         bool found = false;
-        for (int i = 0; i < NCASES; i++) found |= cases[i].op == (af_op)op;
-        CHECK(found, "op %s is differentiable but has no gradient check", af_ops[op].name);
-        CHECK(af_op_has_vjp(op), "op %s is differentiable but has no VJP rule", af_ops[op].name);
+        for (int i = 0; i < NCASES; i++) found |= cases[i].op == (ir_op)op;
+        CHECK(found, "op %s is differentiable but has no gradient check", ir_ops[op].name);
+        CHECK(af_op_has_vjp(op), "op %s is differentiable but has no VJP rule", ir_ops[op].name);
     }
 }
 

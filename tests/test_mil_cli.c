@@ -80,8 +80,8 @@ static void test_emit_run(const char *tmp) {
     snprintf(dir, sizeof dir, "%s/conv", tmp);
     const char *args[] = { "emit", "conv", "--out", dir };
     CHECK(mil(4, args) == 0, "mil emit conv failed");
-    af_mil_sample s;
-    if (af_mil_sample_build("conv", &s)) { CHECK(0, "%s", af_error_message()); return; }
+    mil_sample s;
+    if (mil_sample_build("conv", &s)) { CHECK(0, "%s", af_error_message()); return; }
     int64_t n = af_shape_count(s.in[0]->shape), no = af_shape_count(s.out[0]->shape);
     float *x = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)no), *got = NULL;
     for (int64_t i = 0; i < n; i++) x[i] = (float)sin(0.37 * (double)i);

@@ -14,19 +14,19 @@
 
 static void hex(double v, const char *want) {
     char buf[40];
-    af_mil_hexfloat(v, buf);
+    mil_hexfloat(v, buf);
     CHECK(!strcmp(buf, want), "hexfloat(%.17g) = %s, want %s", v, buf, want);
     CHECK(isnan(v) || strtod(buf, NULL) == v, "hexfloat(%.17g) = %s does not read back", v, buf);
 }
 
-static char *emit(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, af_milblob_writer **w) {
+static char *emit(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, milblob_writer **w) {
     char *text = NULL;
     size_t len;
-    af_milblob_writer *tmp = NULL;
-    af_status st = af_mil_emit_mem(g, nin, in, nout, out, &text, &len, w ? w : &tmp, NULL);
+    milblob_writer *tmp = NULL;
+    af_status st = mil_emit_mem(g, nin, in, nout, out, &text, &len, w ? w : &tmp, NULL);
     CHECK(st == AF_OK, "emit: %s", af_error_message());
     CHECK(!text || strlen(text) == len, "emit: length %zu but strlen %zu", len, text ? strlen(text) : 0);
-    af_milblob_writer_free(tmp);
+    milblob_writer_free(tmp);
     return text;
 }
 
@@ -58,7 +58,7 @@ static void test_layout(void) {
     af_tensor *y = af_add(a, b);
     af_tensor *outs[5] = { af_muls(y, 0.5f), af_matmul(c9, c9, 0, 0), af_reshape(c10, AF_SHAPE(2, 5)), af_adds(c10b, 1.0f), af_neg(c5) };
     af_tensor *in[2] = { b, a };
-    af_milblob_writer *w = NULL;
+    milblob_writer *w = NULL;
     char *t = emit(g, 2, in, 5, outs, &w);
     if (!t) { af_graph_free(g); return; }
     const char *head = "program(1.3)\n[buildInfo = dict<string, string>({{\"coremlc-component-MIL\", \"" AF_MIL_BUILD_MIL
@@ -75,11 +75,11 @@ static void test_layout(void) {
     CHECK(strstr(t, "> v_1_bad_name = const()[name = string(\"v_1_bad_name\")") != NULL, "name sanitising: %s", t);
     CHECK(strstr(t, "        } -> (") != NULL && strlen(t) >= 5 && strcmp(t + strlen(t) - 5, ");\n}\n") == 0, "closing");
     size_t nb;
-    const uint8_t *bytes = af_milblob_bytes(w, &nb);
-    CHECK(af_milblob_writer_count(w) == 2 && nb == 192 + 64 + 20, "weight file: %d records, %zu bytes", af_milblob_writer_count(w), nb);
+    const uint8_t *bytes = milblob_bytes(w, &nb);
+    CHECK(milblob_writer_count(w) == 2 && nb == 192 + 64 + 20, "weight file: %d records, %zu bytes", milblob_writer_count(w), nb);
     CHECK(nb >= 130 && bytes[64] == 0xEF && bytes[68] == 1 && bytes[128] == 0x00 && bytes[129] == 0x38, "fp16 record 0 (0.5 = 0x3800)");
     free(t);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
     af_graph_free(g);
 }
 
@@ -92,28 +92,28 @@ static void test_outputs_and_names(void) {
     if (t) {
         CHECK(strstr(t, "tensor<fp16, [4]> tensor_)") != NULL, "reserved name kept: %s", t);
         CHECK(strstr(t, "identity(x = relu_0)") && strstr(t, "identity(x = tensor_)"), "repeats and inputs get an identity: %s", t);
-        af_mil_module m;
+        mil_module m;
         size_t len = strlen(t);
-        CHECK(af_mil_parse(t, len, NULL, &m) == AF_OK && m.nout == 3, "reparse: %s", af_error_message());
+        CHECK(mil_parse(t, len, NULL, &m) == AF_OK && m.nout == 3, "reparse: %s", af_error_message());
         af_graph_free(m.g);
     }
     free(t);
     /* A missing input is an error, not a crash. */
     char *text;
     size_t len;
-    af_milblob_writer *w;
+    milblob_writer *w;
     af_tensor *y = af_input(g, "y", AF_F32, AF_SHAPE(4));
     af_tensor *s = af_add(x, y);
-    CHECK(af_mil_emit_mem(g, 1, &x, 1, &s, &text, &len, &w, NULL) == AF_ERR_INVALID && strstr(af_error_message(), "'y'"),
+    CHECK(mil_emit_mem(g, 1, &x, 1, &s, &text, &len, &w, NULL) == AF_ERR_INVALID && strstr(af_error_message(), "'y'"),
           "an unlisted input must be refused: %s", af_error_message());
-    CHECK(af_mil_emit_mem(NULL, 0, NULL, 1, &s, &text, &len, &w, NULL) == AF_ERR_INVALID, "NULL graph");
+    CHECK(mil_emit_mem(NULL, 0, NULL, 1, &s, &text, &len, &w, NULL) == AF_ERR_INVALID, "NULL graph");
     af_graph_free(g);
 }
 
 static void test_opinfo(void) {
-    for (int op = 0; op < AF_OP_COUNT; op++)
-        CHECK(af_mil_op_lowering(op) != NULL, "op '%s' has no MIL lowering: add it to mil_lower.c and mil_opinfo.c", af_ops[op].name);
-    CHECK(af_mil_op_lowering(-1) == NULL && af_mil_op_lowering(AF_OP_COUNT) == NULL, "out-of-range ops");
+    for (int op = 0; op < IR_OP_COUNT; op++)
+        CHECK(mil_op_lowering(op) != NULL, "op '%s' has no MIL lowering: add it to mil_lower.c and mil_opinfo.c", ir_ops[op].name);
+    CHECK(mil_op_lowering(-1) == NULL && mil_op_lowering(IR_OP_COUNT) == NULL, "out-of-range ops");
 }
 
 int main(void) {

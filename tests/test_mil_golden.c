@@ -62,14 +62,14 @@ static void run_fp16(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
 }
 
 static void check_sample(const char *name) {
-    af_mil_sample s;
-    CHECK(af_mil_sample_build(name, &s) == AF_OK, "%s: build: %s", name, af_error_message());
+    mil_sample s;
+    CHECK(mil_sample_build(name, &s) == AF_OK, "%s: build: %s", name, af_error_message());
     if (!s.g) return;
     char *text;
     size_t len, nb;
-    af_milblob_writer *w;
-    CHECK(af_mil_emit_mem(s.g, s.nin, s.in, s.nout, s.out, &text, &len, &w, NULL) == AF_OK, "%s: emit: %s", name, af_error_message());
-    const uint8_t *blob = af_milblob_bytes(w, &nb);
+    milblob_writer *w;
+    CHECK(mil_emit_mem(s.g, s.nin, s.in, s.nout, s.out, &text, &len, &w, NULL) == AF_OK, "%s: emit: %s", name, af_error_message());
+    const uint8_t *blob = milblob_bytes(w, &nb);
     char path[1024], wpath[1024];
     snprintf(path, sizeof path, "%s/tests/golden/%s/model.mil", AF_SOURCE_DIR, name);
     snprintf(wpath, sizeof wpath, "%s/tests/golden/%s/weights/weight.bin", AF_SOURCE_DIR, name);
@@ -83,17 +83,17 @@ static void check_sample(const char *name) {
     if (goldw) CHECK(gw == nb && !memcmp(goldw, blob, nb), "%s: weight.bin differs from the golden (%zu vs %zu bytes)", name, gw, nb);
 
     /* Every BLOBFILE cites a record whose size fits its constant; the counts agree. */
-    af_milblob *b = NULL;
-    CHECK(af_milblob_open(blob, nb, &b) == AF_OK, "%s: weight file does not reopen: %s", name, af_error_message());
+    milblob *b = NULL;
+    CHECK(milblob_open(blob, nb, &b) == AF_OK, "%s: weight file does not reopen: %s", name, af_error_message());
     int cites = 0;
     for (const char *p = text; (p = strstr(p, "offset = uint64(")) != NULL; p++) {
         unsigned long long off = strtoull(p + 16, NULL, 10);
         int64_t bytes = 0;
-        CHECK(af_milblob_get(b, off, NULL, NULL, &bytes) == AF_OK && bytes > 0 && off % 64 == 0, "%s: BLOBFILE offset %llu names no record", name, off);
+        CHECK(milblob_get(b, off, NULL, NULL, &bytes) == AF_OK && bytes > 0 && off % 64 == 0, "%s: BLOBFILE offset %llu names no record", name, off);
         cites++;
     }
-    CHECK(cites == af_milblob_count(b), "%s: %d BLOBFILE constants but %d records", name, cites, af_milblob_count(b));
-    af_milblob_free(b);
+    CHECK(cites == milblob_count(b), "%s: %d BLOBFILE constants but %d records", name, cites, milblob_count(b));
+    milblob_free(b);
 
     /* The golden, read from disk, computes exactly what the graph computes. */
     af_graph *g2 = NULL;
@@ -130,11 +130,11 @@ static void check_sample(const char *name) {
     free(gold);
     free(goldw);
     free(text);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
     af_graph_free(s.g);
 }
 
 int main(void) {
-    for (int i = 0; af_mil_sample_names[i]; i++) check_sample(af_mil_sample_names[i]);
+    for (int i = 0; mil_sample_names[i]; i++) check_sample(mil_sample_names[i]);
     return check_finish("mil_golden");
 }

@@ -242,13 +242,13 @@ static void check_emitter(const hand_case *c, const char *golden) {
     CHECK(y != NULL, "%s: building the graph: %s", c->file, af_graph_error(g));
     char *text = NULL;
     size_t len = 0;
-    af_milblob_writer *w = NULL;
-    af_status st = y ? af_mil_emit_mem(g, 1, &x, 1, &y, &text, &len, &w, NULL) : AF_ERR_INVALID;
+    milblob_writer *w = NULL;
+    af_status st = y ? mil_emit_mem(g, 1, &x, 1, &y, &text, &len, &w, NULL) : AF_ERR_INVALID;
     CHECK(st == AF_OK, "%s: emit: %s", c->file, af_error_message());
     if (st == AF_OK) {
         size_t nb = 0;
-        af_milblob_bytes(w, &nb);
-        CHECK(af_milblob_writer_count(w) == 0, "%s: every constant is small enough to be inline, yet %zu weight bytes were written", c->file, nb);
+        milblob_bytes(w, &nb);
+        CHECK(milblob_writer_count(w) == 0, "%s: every constant is small enough to be inline, yet %zu weight bytes were written", c->file, nb);
         char *want = canonical(golden), *got = canonical(text), line[400];
         bool same = want && got && !strcmp(want, got);
         int at = same ? 0 : first_diff(want ? want : "", got ? got : "", line, sizeof line);
@@ -258,15 +258,15 @@ static void check_emitter(const hand_case *c, const char *golden) {
         free(got);
     }
     free(text);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
     af_graph_free(g);
 }
 
 /* 2. The reader parses the golden and computes the reference's numbers. */
 static void check_reader(const hand_case *c, const char *golden, size_t len) {
-    af_mil_read_opts ro = { .source_name = c->file };
-    af_mil_module m;
-    af_status st = af_mil_parse(golden, len, &ro, &m);
+    mil_read_opts ro = { .source_name = c->file };
+    mil_module m;
+    af_status st = mil_parse(golden, len, &ro, &m);
     CHECK(st == AF_OK, "%s: parse: %s", c->file, af_error_message());
     if (st) return;
     CHECK(m.nin == 1 && m.nout == 1, "%s: %d arguments, %d results; want 1 and 1", c->file, m.nin, m.nout);

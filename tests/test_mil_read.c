@@ -32,7 +32,7 @@ static const char *apple_v10 =
     "        } -> (var_10, var_7);\n"
     "}\n";
 
-static void run1(const af_mil_module *m, const float *const *in, float **out) {
+static void run1(const mil_module *m, const float *const *in, float **out) {
     af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP16, .threads = 1 };
     af_model *model = af_compile(m->g, m->nin, m->in, m->nout, m->out, &o);
     CHECK(model != NULL, "compile: %s", af_error_message());
@@ -45,8 +45,8 @@ static void run1(const af_mil_module *m, const float *const *in, float **out) {
 }
 
 static void test_apple_v10(void) {
-    af_mil_module m;
-    af_status st = af_mil_parse(apple_v10, strlen(apple_v10), NULL, &m);
+    mil_module m;
+    af_status st = mil_parse(apple_v10, strlen(apple_v10), NULL, &m);
     CHECK(st == AF_OK, "program(1.0): %s", af_error_message());
     if (st) return;
     CHECK(m.nin == 2 && m.nout == 2 && !strcmp(m.in_names[0], "x") && !strcmp(m.out_names[1], "var_7"), "arguments/results");
@@ -73,8 +73,8 @@ static void test_handwritten_ios18(void) {
         "    // a comment\n"
         "    tensor<fp16, [1, 4]> e = expand_dims(x = f, axes = tensor<int32, [1]>([0]));\n"
         "  } -> (e);\n}\n";
-    af_mil_module m;
-    af_status st = af_mil_parse(t, strlen(t), NULL, &m);
+    mil_module m;
+    af_status st = mil_parse(t, strlen(t), NULL, &m);
     CHECK(st == AF_OK, "ios18 hand-written: %s", af_error_message());
     if (st) return;
     float a[4] = { 1, 2, 3, -4 }, r[4];
@@ -118,8 +118,8 @@ static const bad_case bad[] = {
 
 static void test_errors(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        af_mil_module m;
-        af_status st = af_mil_parse(bad[i].text, strlen(bad[i].text), NULL, &m);
+        mil_module m;
+        af_status st = mil_parse(bad[i].text, strlen(bad[i].text), NULL, &m);
         const char *msg = af_error_message();
         CHECK(st == bad[i].st, "bad case %zu: status %s, want %s (%s)", i, af_status_name(st), af_status_name(bad[i].st), msg);
         CHECK(st != AF_OK && strstr(msg, bad[i].where) && strstr(msg, bad[i].what), "bad case %zu: message '%s' lacks '%s' / '%s'", i, msg,
@@ -129,14 +129,14 @@ static void test_errors(void) {
     }
 }
 
-static char *emitted(size_t *len, af_milblob_writer **w) {
+static char *emitted(size_t *len, milblob_writer **w) {
     af_graph *g = af_graph_new();
     af_tensor *x = af_input(g, "x", AF_F32, AF_SHAPE(3, 16));
     float v[16];
     for (int i = 0; i < 16; i++) v[i] = 0.5f + 0.125f * (float)i;
     af_tensor *y = af_layer_norm(af_rms_norm(x, af_const(g, "gamma", AF_SHAPE(16), v), 1e-5f), NULL, NULL, 1e-5f);
     char *text = NULL;
-    CHECK(af_mil_emit_mem(g, 1, &x, 1, &y, &text, len, w, NULL) == AF_OK, "emit: %s", af_error_message());
+    CHECK(mil_emit_mem(g, 1, &x, 1, &y, &text, len, w, NULL) == AF_OK, "emit: %s", af_error_message());
     af_graph_free(g);
     return text;
 }
@@ -144,41 +144,41 @@ static char *emitted(size_t *len, af_milblob_writer **w) {
 /* Every strict prefix fails cleanly (no crash, no graph), with a position. */
 static void test_prefixes(void) {
     size_t len, nb;
-    af_milblob_writer *w;
+    milblob_writer *w;
     char *text = emitted(&len, &w);
     if (!text) return;
-    af_mil_blobsrc b = { AF_MIL_WEIGHT_PATH, af_milblob_bytes(w, &nb), 0 };
+    mil_blobsrc b = { AF_MIL_WEIGHT_PATH, milblob_bytes(w, &nb), 0 };
     b.n = nb;
-    af_mil_read_opts o = { .nblobs = 1, .blobs = &b };
+    mil_read_opts o = { .nblobs = 1, .blobs = &b };
     int bad_prefix = 0;
     for (size_t n = 0; n < len - 1; n++) {
-        af_mil_module m;
-        if (af_mil_parse(text, n, &o, &m) == AF_OK) { bad_prefix++; af_graph_free(m.g); }
+        mil_module m;
+        if (mil_parse(text, n, &o, &m) == AF_OK) { bad_prefix++; af_graph_free(m.g); }
         else if (!strstr(af_error_message(), "<mil>:")) bad_prefix++;
     }
     CHECK(bad_prefix == 0, "%d prefixes were accepted or reported without a position", bad_prefix);
-    af_mil_module m;
-    CHECK(af_mil_parse(text, len, &o, &m) == AF_OK, "whole text: %s", af_error_message());
+    mil_module m;
+    CHECK(mil_parse(text, len, &o, &m) == AF_OK, "whole text: %s", af_error_message());
     af_graph_free(m.g);
 
     /* Weight-file problems. */
-    const uint8_t *bytes = af_milblob_bytes(w, &nb);
+    const uint8_t *bytes = milblob_bytes(w, &nb);
     b.n = nb - 1; /* truncated */
-    CHECK(af_mil_parse(text, len, &o, &m) == AF_ERR_CORRUPT && strstr(af_error_message(), "weight file"), "truncated weights: %s", af_error_message());
+    CHECK(mil_parse(text, len, &o, &m) == AF_ERR_CORRUPT && strstr(af_error_message(), "weight file"), "truncated weights: %s", af_error_message());
     b.n = nb;
     char *t2 = malloc(len + 8);
     strcpy(t2, text);
     char *off = strstr(t2, "offset = uint64(64)");
     if (off) memcpy(off, "offset = uint64(65)", 19);
-    CHECK(off && af_mil_parse(t2, len, &o, &m) == AF_ERR_CORRUPT && strstr(af_error_message(), "no weight record at offset 65"), "bad offset: %s", af_error_message());
+    CHECK(off && mil_parse(t2, len, &o, &m) == AF_ERR_CORRUPT && strstr(af_error_message(), "no weight record at offset 65"), "bad offset: %s", af_error_message());
     strcpy(t2, text);
     char *dt = strstr(t2, "tensor<fp16, [16]> gamma = const()[name = string(\"gamma\"), val = tensor<fp16, [16]>");
     if (dt) memcpy(strstr(dt, "val = tensor<fp16") + 13, "fp32", 4), memcpy(dt + 7, "fp32", 4);
-    CHECK(dt && af_mil_parse(t2, len, &o, &m) == AF_ERR_CORRUPT && strstr(af_error_message(), "holds 32 bytes of fp16"), "dtype mismatch: %s", af_error_message());
+    CHECK(dt && mil_parse(t2, len, &o, &m) == AF_ERR_CORRUPT && strstr(af_error_message(), "holds 32 bytes of fp16"), "dtype mismatch: %s", af_error_message());
     (void)bytes;
     free(t2);
     free(text);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
 }
 
 static void test_no_fusion_when_shared(void) {
@@ -190,19 +190,19 @@ static void test_no_fusion_when_shared(void) {
         "    tensor<fp16, [2, 4]> xn = mul(x = x, y = rs);\n"
         "    tensor<fp16, [2, 4]> y = mul(x = xn, y = g);\n"
         "  } -> (y, rs);\n}\n";
-    af_mil_module m;
-    CHECK(af_mil_parse(t, strlen(t), NULL, &m) == AF_OK, "%s", af_error_message());
+    mil_module m;
+    CHECK(mil_parse(t, strlen(t), NULL, &m) == AF_OK, "%s", af_error_message());
     if (!m.g) return;
     bool fused = false;
-    for (int i = 0; i < m.g->n; i++) fused |= m.g->t[i]->op == AF_OP_RMS_NORM;
+    for (int i = 0; i < m.g->n; i++) fused |= m.g->t[i]->op == IR_OP_RMS_NORM;
     CHECK(!fused, "rs is also returned, so the chain must not fuse");
     af_graph_free(m.g);
     const char *u = strstr(t, "  } -> (y, rs)");
     char t2[2048];
     snprintf(t2, sizeof t2, "%.*s  } -> (y);\n}\n", (int)(u - t), t);
-    CHECK(af_mil_parse(t2, strlen(t2), NULL, &m) == AF_OK, "%s", af_error_message());
+    CHECK(mil_parse(t2, strlen(t2), NULL, &m) == AF_OK, "%s", af_error_message());
     fused = false;
-    for (int i = 0; m.g && i < m.g->n; i++) fused |= m.g->t[i]->op == AF_OP_RMS_NORM && m.g->t[i]->a.eps == 0x1p-20f;
+    for (int i = 0; m.g && i < m.g->n; i++) fused |= m.g->t[i]->op == IR_OP_RMS_NORM && m.g->t[i]->a.eps == 0x1p-20f;
     CHECK(fused, "the unshared chain must fuse into rms_norm with its fp32 epsilon");
     af_graph_free(m.g);
 }

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool covered[AF_OP_COUNT];
+static bool covered[IR_OP_COUNT];
 static int ncases, nbits;
 
-static unsigned long long seed_of(const char *label, af_op op) {
+static unsigned long long seed_of(const char *label, ir_op op) {
     unsigned long long h = 1469598103934665603ULL ^ (unsigned long long)op;
     for (const char *p = label; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     return h;
@@ -35,18 +35,18 @@ static af_status run(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
 }
 
 /* Whether the graph computes op somewhere the outputs need (norms must fuse back). */
-static bool has_op(const af_mil_module *m, af_op op) {
+static bool has_op(const mil_module *m, ir_op op) {
     for (int i = 0; i < m->g->n; i++)
         if (m->g->t[i]->op == op) return true;
     return false;
 }
 
-static void run_case(const corpus_case *base, af_op op) {
+static void run_case(const corpus_case *base, ir_op op) {
     corpus_case c = *base;
     c.op = op;
     corpus_graph cg = { .g = af_graph_new(), .rng = { seed_of(c.label, op) } };
     char desc[200];
-    snprintf(desc, sizeof desc, "%s/%s", af_ops[op].name, c.label);
+    snprintf(desc, sizeof desc, "%s/%s", ir_ops[op].name, c.label);
     c.build(&cg, &c);
     ncases++;
     bool ok = !af_graph_error(cg.g) && cg.nout > 0;
@@ -54,8 +54,8 @@ static void run_case(const corpus_case *base, af_op op) {
     CHECK(ok, "%s: building failed: %s", desc, af_graph_error(cg.g) ? af_graph_error(cg.g) : "no outputs");
     if (!ok) { corpus_graph_free(&cg); return; }
 
-    af_mil_module m;
-    af_status st = af_mil_roundtrip(cg.g, cg.nin, cg.in, cg.nout, cg.out, &m);
+    mil_module m;
+    af_status st = mil_roundtrip(cg.g, cg.nin, cg.in, cg.nout, cg.out, &m);
     CHECK(st == AF_OK, "%s: emit -> parse failed: %s", desc, af_error_message());
     if (st) { corpus_graph_free(&cg); return; }
     float *want[CORPUS_MAX_IO] = { 0 }, *got[CORPUS_MAX_IO] = { 0 };
@@ -63,7 +63,7 @@ static void run_case(const corpus_case *base, af_op op) {
         size_t n = (size_t)af_shape_count(cg.out[k]->shape);
         want[k] = calloc(n + 1, sizeof(float));
         got[k] = calloc(n + 1, sizeof(float));
-        CHECK(af_shape_eq(cg.out[k]->shape, m.out[k]->shape), "%s: output %d changed shape", desc, k);
+        CHECK(ir_shape_eq(cg.out[k]->shape, m.out[k]->shape), "%s: output %d changed shape", desc, k);
     }
     st = run(cg.g, cg.nin, cg.in, cg.nout, cg.out, cg.data, want);
     CHECK(st == AF_OK, "%s: direct run failed: %s", desc, af_error_message());
@@ -81,9 +81,9 @@ static void run_case(const corpus_case *base, af_op op) {
             nbits++;
         }
     }
-    if (op == AF_OP_RMS_NORM || op == AF_OP_LAYER_NORM || op == AF_OP_GROUP_NORM || op == AF_OP_CHANNEL_LAYER_NORM) {
-        bool back = has_op(&m, op) || (op == AF_OP_CHANNEL_LAYER_NORM && cg.in[0]->shape.rank == 2 && has_op(&m, AF_OP_LAYER_NORM));
-        CHECK(back, "%s: the decomposition did not fuse back into %s", desc, af_ops[op].name);
+    if (op == IR_OP_RMS_NORM || op == IR_OP_LAYER_NORM || op == IR_OP_GROUP_NORM || op == IR_OP_CHANNEL_LAYER_NORM) {
+        bool back = has_op(&m, op) || (op == IR_OP_CHANNEL_LAYER_NORM && cg.in[0]->shape.rank == 2 && has_op(&m, IR_OP_LAYER_NORM));
+        CHECK(back, "%s: the decomposition did not fuse back into %s", desc, ir_ops[op].name);
         same &= back;
     }
     if (same)
@@ -96,8 +96,8 @@ static void run_case(const corpus_case *base, af_op op) {
 static void run_table(const corpus_case *t, int n) {
     for (int i = 0; i < n; i++) {
         if (!t[i].sweep) { run_case(&t[i], t[i].op); continue; }
-        for (int op = 0; op < AF_OP_COUNT; op++)
-            if (af_ops[op].family == af_ops[t[i].op].family) run_case(&t[i], (af_op)op);
+        for (int op = 0; op < IR_OP_COUNT; op++)
+            if (ir_ops[op].kind == ir_ops[t[i].op].kind) run_case(&t[i], (ir_op)op);
     }
 }
 
@@ -105,8 +105,8 @@ int main(void) {
     run_table(corpus_elementwise, corpus_elementwise_count);
     run_table(corpus_tensor, corpus_tensor_count);
     run_table(corpus_nn, corpus_nn_count);
-    for (int op = 0; op < AF_OP_COUNT; op++)
-        CHECK(covered[op], "op '%s' has no corpus case that survives the MIL round trip bit for bit", af_ops[op].name);
+    for (int op = 0; op < IR_OP_COUNT; op++)
+        CHECK(covered[op], "op '%s' has no corpus case that survives the MIL round trip bit for bit", ir_ops[op].name);
     printf("mil_roundtrip: %d cases, %d output values compared bit for bit\n", ncases, nbits);
     return check_finish("mil_roundtrip");
 }

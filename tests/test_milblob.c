@@ -22,12 +22,12 @@ static void f32_le(float f, uint8_t *out) { uint32_t u; memcpy(&u, &f, 4); wr32(
 static void test_two_fp32_constants(void) {
     float a[500], b[500];
     for (int i = 0; i < 500; i++) { a[i] = (float)i * 0.25f; b[i] = -(float)i; }
-    af_milblob_writer *w = af_milblob_writer_new();
-    int64_t o1 = af_milblob_add(w, AF_MILBLOB_FP32, a, sizeof a);
-    int64_t o2 = af_milblob_add(w, AF_MILBLOB_FP32, b, sizeof b);
+    milblob_writer *w = milblob_writer_new();
+    int64_t o1 = milblob_add(w, AF_MILBLOB_FP32, a, sizeof a);
+    int64_t o2 = milblob_add(w, AF_MILBLOB_FP32, b, sizeof b);
     CHECK(o1 == 64 && o2 == 2176, "offsets %lld %lld, want 64 2176", (long long)o1, (long long)o2);
     size_t n;
-    const uint8_t *p = af_milblob_bytes(w, &n);
+    const uint8_t *p = milblob_bytes(w, &n);
     CHECK(n == 2240 + 2000, "file size %zu, want 4240 (no trailing padding)", n);
 
     /* An independent expected image, field by field. */
@@ -46,17 +46,17 @@ static void test_two_fp32_constants(void) {
     CHECK(rd64(p + 64 + 16) == 128 && rd64(p + 2176 + 16) == 2240, "data offsets 128, 2240");
     CHECK(rd64(p + 64 + 24) == 0 && all_zero(p + 64 + 32, 32), "record 0 padding/reserved zero");
     CHECK(all_zero(p + 2128, 48), "gap 2128..2175 is zero-filled");
-    CHECK(af_milblob_writer_count(w) == 2, "writer count");
+    CHECK(milblob_writer_count(w) == 2, "writer count");
 
-    af_milblob *rb = NULL;
-    CHECK(af_milblob_open(p, n, &rb) == AF_OK, "reopen: %s", af_error_message());
-    af_milblob_dtype dt = (af_milblob_dtype)0; const void *d = NULL; int64_t nb = 0;
-    CHECK(af_milblob_get(rb, 2176, &dt, &d, &nb) == AF_OK && dt == AF_MILBLOB_FP32 && nb == 2000 &&
+    milblob *rb = NULL;
+    CHECK(milblob_open(p, n, &rb) == AF_OK, "reopen: %s", af_error_message());
+    milblob_dtype dt = (milblob_dtype)0; const void *d = NULL; int64_t nb = 0;
+    CHECK(milblob_get(rb, 2176, &dt, &d, &nb) == AF_OK && dt == AF_MILBLOB_FP32 && nb == 2000 &&
           memcmp(d, want + 2240, 2000) == 0, "get 2176");
     CHECK(((uintptr_t)d % 4) == 0, "payload pointer is float-aligned");
-    af_milblob_free(rb);
+    milblob_free(rb);
     free(want);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
 }
 
 /* Reference §3.5: fp16 [1, 2, -0.5], fp32 i*0.25 (500), int8 x7, uint4 [1,2,3,4,15]
@@ -68,48 +68,48 @@ static void test_four_blob_reference(void) {
     const int8_t i8[7] = {-3, -2, -1, 0, 1, 2, 127};
     const uint8_t u4[5] = {1, 2, 3, 4, 15};
     uint8_t packed[3];
-    af_milblob_pack_bits(u4, 5, 4, packed);
+    milblob_pack_bits(u4, 5, 4, packed);
     CHECK(packed[0] == 0x21 && packed[1] == 0x43 && packed[2] == 0x0F, "uint4 packing %02x %02x %02x",
           packed[0], packed[1], packed[2]);
-    af_milblob_writer *w = af_milblob_writer_new();
-    int64_t o[4] = {af_milblob_add(w, AF_MILBLOB_FP16, hb, 6), af_milblob_add(w, AF_MILBLOB_FP32, fb, 2000),
-                    af_milblob_add(w, AF_MILBLOB_INT8, i8, 7), af_milblob_add_packed(w, AF_MILBLOB_UINT4, packed, 5)};
+    milblob_writer *w = milblob_writer_new();
+    int64_t o[4] = {milblob_add(w, AF_MILBLOB_FP16, hb, 6), milblob_add(w, AF_MILBLOB_FP32, fb, 2000),
+                    milblob_add(w, AF_MILBLOB_INT8, i8, 7), milblob_add_packed(w, AF_MILBLOB_UINT4, packed, 5)};
     CHECK(o[0] == 64 && o[1] == 192 && o[2] == 2304 && o[3] == 2432, "offsets %lld %lld %lld %lld",
           (long long)o[0], (long long)o[1], (long long)o[2], (long long)o[3]);
     size_t n;
-    const uint8_t *p = af_milblob_bytes(w, &n);
+    const uint8_t *p = milblob_bytes(w, &n);
     CHECK(n == 2499, "file size %zu, want 2499", n);
     CHECK(rd32(p) == 4 && rd32(p + 2432 + 4) == 11 && rd64(p + 2432 + 8) == 3 && rd64(p + 2432 + 24) == 4,
           "uint4 record: dtype 11, size 3, padding 4");
     CHECK(p[2496] == 0x21 && p[2497] == 0x43 && p[2498] == 0x0F, "uint4 payload 21 43 0f");
     CHECK(rd32(p + 68) == 1 && rd32(p + 196) == 2 && rd32(p + 2308) == 4, "dtype codes 1 2 4 (not MIL.proto's)");
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
 }
 
-static void roundtrip_one(af_milblob_dtype dt, int64_t nbytes, const char *path) {
+static void roundtrip_one(milblob_dtype dt, int64_t nbytes, const char *path) {
     int64_t cap = nbytes + 64; /* also feeds the short neighbour blobs */
     uint8_t *data = malloc((size_t)cap);
     for (int64_t i = 0; i < cap; i++) data[i] = (uint8_t)(i * 37 + (int)dt);
-    af_milblob_writer *w = af_milblob_writer_new();
-    int64_t pre = af_milblob_add(w, AF_MILBLOB_UINT8, data, nbytes % 61 + 1); /* shifts alignment */
-    int64_t off = af_milblob_add(w, dt, data, nbytes);
-    int64_t post = af_milblob_add(w, AF_MILBLOB_INT8, data, 3);
-    CHECK(pre == 64 && off > 0 && off % 64 == 0 && post % 64 == 0, "%s x%lld: offsets", af_milblob_dtype_name(dt),
+    milblob_writer *w = milblob_writer_new();
+    int64_t pre = milblob_add(w, AF_MILBLOB_UINT8, data, nbytes % 61 + 1); /* shifts alignment */
+    int64_t off = milblob_add(w, dt, data, nbytes);
+    int64_t post = milblob_add(w, AF_MILBLOB_INT8, data, 3);
+    CHECK(pre == 64 && off > 0 && off % 64 == 0 && post % 64 == 0, "%s x%lld: offsets", milblob_dtype_name(dt),
           (long long)nbytes);
-    CHECK(af_milblob_write_file(w, path) == AF_OK, "write: %s", af_error_message());
-    af_milblob *b = NULL;
-    CHECK(af_milblob_read_file(path, &b) == AF_OK, "%s x%lld: read: %s", af_milblob_dtype_name(dt),
+    CHECK(milblob_write_file(w, path) == AF_OK, "write: %s", af_error_message());
+    milblob *b = NULL;
+    CHECK(milblob_read_file(path, &b) == AF_OK, "%s x%lld: read: %s", milblob_dtype_name(dt),
           (long long)nbytes, af_error_message());
-    af_milblob_dtype got = (af_milblob_dtype)0; const void *d = NULL; int64_t nb = -1;
-    CHECK(b && af_milblob_count(b) == 3, "count");
-    CHECK(b && af_milblob_get(b, (uint64_t)off, &got, &d, &nb) == AF_OK && got == dt && nb == nbytes &&
-          (nbytes == 0 || memcmp(d, data, (size_t)nbytes) == 0), "%s x%lld: payload", af_milblob_dtype_name(dt),
+    milblob_dtype got = (milblob_dtype)0; const void *d = NULL; int64_t nb = -1;
+    CHECK(b && milblob_count(b) == 3, "count");
+    CHECK(b && milblob_get(b, (uint64_t)off, &got, &d, &nb) == AF_OK && got == dt && nb == nbytes &&
+          (nbytes == 0 || memcmp(d, data, (size_t)nbytes) == 0), "%s x%lld: payload", milblob_dtype_name(dt),
           (long long)nbytes);
-    af_milblob_record r;
-    CHECK(b && af_milblob_record_at(b, 2, &r) == AF_OK && r.offset == (uint64_t)post && r.nbytes == 3 &&
+    milblob_record r;
+    CHECK(b && milblob_record_at(b, 2, &r) == AF_OK && r.offset == (uint64_t)post && r.nbytes == 3 &&
           r.data_offset == r.offset + 64 && r.padding_bits == 0, "record_at 2");
-    af_milblob_free(b);
-    af_milblob_writer_free(w);
+    milblob_free(b);
+    milblob_writer_free(w);
     free(data);
 }
 
@@ -123,26 +123,26 @@ static void test_roundtrips(const char *path) {
         roundtrip_one(AF_MILBLOB_FP32, 4 * odd[i], path);
         roundtrip_one(AF_MILBLOB_INT32, 4 * odd[i], path);
     }
-    const af_milblob_dtype wide[] = {AF_MILBLOB_BF16, AF_MILBLOB_INT16, AF_MILBLOB_UINT16, AF_MILBLOB_UINT32,
+    const milblob_dtype wide[] = {AF_MILBLOB_BF16, AF_MILBLOB_INT16, AF_MILBLOB_UINT16, AF_MILBLOB_UINT32,
                                      AF_MILBLOB_FP8E5M2, AF_MILBLOB_UINT1, AF_MILBLOB_UINT2, AF_MILBLOB_UINT4,
                                      AF_MILBLOB_INT4};
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) roundtrip_one(wide[i], 12, path);
     remove(path);
 
     /* Sub-byte types with every element count: padding bits and LSB-first packing. */
-    const af_milblob_dtype sub[] = {AF_MILBLOB_UINT1, AF_MILBLOB_UINT2, AF_MILBLOB_UINT3, AF_MILBLOB_INT4,
+    const milblob_dtype sub[] = {AF_MILBLOB_UINT1, AF_MILBLOB_UINT2, AF_MILBLOB_UINT3, AF_MILBLOB_INT4,
                                     AF_MILBLOB_UINT4, AF_MILBLOB_UINT6};
     for (size_t s = 0; s < sizeof sub / sizeof sub[0]; s++) {
-        int bits = af_milblob_dtype_bits(sub[s]);
+        int bits = milblob_dtype_bits(sub[s]);
         for (int64_t ne = 0; ne <= 17; ne++) {
             uint8_t vals[17], packed[17];
             for (int i = 0; i < ne; i++) vals[i] = (uint8_t)((i * 5 + 3) & ((1 << bits) - 1));
-            af_milblob_pack_bits(vals, ne, bits, packed);
-            af_milblob_writer *w = af_milblob_writer_new();
-            int64_t off = af_milblob_add_packed(w, sub[s], packed, ne);
-            size_t n; const uint8_t *p = af_milblob_bytes(w, &n);
-            af_milblob *b = NULL; af_milblob_record r = {0};
-            int ok = off == 64 && af_milblob_open(p, n, &b) == AF_OK && af_milblob_record_at(b, 0, &r) == AF_OK;
+            milblob_pack_bits(vals, ne, bits, packed);
+            milblob_writer *w = milblob_writer_new();
+            int64_t off = milblob_add_packed(w, sub[s], packed, ne);
+            size_t n; const uint8_t *p = milblob_bytes(w, &n);
+            milblob *b = NULL; milblob_record r = {0};
+            int ok = off == 64 && milblob_open(p, n, &b) == AF_OK && milblob_record_at(b, 0, &r) == AF_OK;
             int64_t nbits = ne * bits;
             ok = ok && r.nbytes == (nbits + 7) / 8 && r.padding_bits == (uint32_t)((8 - nbits % 8) % 8);
             for (int i = 0; ok && i < ne; i++) { /* unpack and compare */
@@ -150,51 +150,51 @@ static void test_roundtrips(const char *path) {
                 if (pos % 8 + (unsigned)bits > 8) v |= (unsigned)p[r.data_offset + pos / 8 + 1] << 8;
                 ok = ((v >> pos % 8) & ((1u << bits) - 1)) == vals[i];
             }
-            CHECK(ok, "%s x%lld: packed round trip (%s)", af_milblob_dtype_name(sub[s]), (long long)ne,
+            CHECK(ok, "%s x%lld: packed round trip (%s)", milblob_dtype_name(sub[s]), (long long)ne,
                   af_error_message());
-            af_milblob_free(b);
-            af_milblob_writer_free(w);
+            milblob_free(b);
+            milblob_writer_free(w);
         }
     }
 }
 
 static void test_writer_errors(void) {
     uint8_t d[16] = {0};
-    CHECK(af_milblob_add(NULL, AF_MILBLOB_FP16, d, 2) == -1 && has("NULL writer"), "NULL writer");
-    af_milblob_writer *w = af_milblob_writer_new();
-    CHECK(af_milblob_add(w, (af_milblob_dtype)0, d, 2) == -1 && has("BlobDataType 0"), "dtype 0");
-    CHECK(af_milblob_add(w, (af_milblob_dtype)18, d, 2) == -1 && has("BlobDataType 18"), "dtype 18");
-    CHECK(af_milblob_add(w, AF_MILBLOB_FP32, d, -4) == -1 && has("negative"), "negative size");
-    CHECK(af_milblob_add(w, AF_MILBLOB_FP32, NULL, 4) == -1 && has("NULL data"), "NULL data");
-    CHECK(af_milblob_add(w, AF_MILBLOB_FP16, d, 3) == -1 && has("whole number"), "odd fp16 bytes");
-    CHECK(af_milblob_add(w, AF_MILBLOB_UINT3, d, 1) == -1 && has("af_milblob_add_packed"), "uint3 byte count");
-    CHECK(af_milblob_add_packed(w, AF_MILBLOB_UINT4, d, INT64_MAX) == -1 && has("overflow"), "huge count");
-    CHECK(af_milblob_writer_count(w) == 0 && af_milblob_add(w, AF_MILBLOB_UINT3, d, 3) == 64,
+    CHECK(milblob_add(NULL, AF_MILBLOB_FP16, d, 2) == -1 && has("NULL writer"), "NULL writer");
+    milblob_writer *w = milblob_writer_new();
+    CHECK(milblob_add(w, (milblob_dtype)0, d, 2) == -1 && has("BlobDataType 0"), "dtype 0");
+    CHECK(milblob_add(w, (milblob_dtype)18, d, 2) == -1 && has("BlobDataType 18"), "dtype 18");
+    CHECK(milblob_add(w, AF_MILBLOB_FP32, d, -4) == -1 && has("negative"), "negative size");
+    CHECK(milblob_add(w, AF_MILBLOB_FP32, NULL, 4) == -1 && has("NULL data"), "NULL data");
+    CHECK(milblob_add(w, AF_MILBLOB_FP16, d, 3) == -1 && has("whole number"), "odd fp16 bytes");
+    CHECK(milblob_add(w, AF_MILBLOB_UINT3, d, 1) == -1 && has("milblob_add_packed"), "uint3 byte count");
+    CHECK(milblob_add_packed(w, AF_MILBLOB_UINT4, d, INT64_MAX) == -1 && has("overflow"), "huge count");
+    CHECK(milblob_writer_count(w) == 0 && milblob_add(w, AF_MILBLOB_UINT3, d, 3) == 64,
           "errors leave the writer usable; 3 uint3 bytes = 8 elements");
-    CHECK(af_milblob_write_file(w, "/nonexistent-dir/x/weight.bin") == AF_ERR_IO && has("/nonexistent-dir"),
+    CHECK(milblob_write_file(w, "/nonexistent-dir/x/weight.bin") == AF_ERR_IO && has("/nonexistent-dir"),
           "unwritable path: %s", af_error_message());
-    af_milblob_writer_free(w);
-    w = af_milblob_writer_new(); /* an empty file is just the header, and it reads back */
-    size_t n; const uint8_t *p = af_milblob_bytes(w, &n);
-    af_milblob *b = NULL;
-    CHECK(n == 64 && rd32(p) == 0 && rd32(p + 4) == 2 && af_milblob_open(p, n, &b) == AF_OK &&
-          af_milblob_count(b) == 0, "empty file");
-    af_milblob_free(b);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
+    w = milblob_writer_new(); /* an empty file is just the header, and it reads back */
+    size_t n; const uint8_t *p = milblob_bytes(w, &n);
+    milblob *b = NULL;
+    CHECK(n == 64 && rd32(p) == 0 && rd32(p + 4) == 2 && milblob_open(p, n, &b) == AF_OK &&
+          milblob_count(b) == 0, "empty file");
+    milblob_free(b);
+    milblob_writer_free(w);
 }
 
 /* Base for corruption: uint8 x10 at 64 (data 128), uint8 x200 at 192 (data 256..456),
  * uint4 x5 at 512 (data 576, 3 bytes): 579 bytes. */
 static uint8_t *base_file(size_t *n) {
     uint8_t d[200]; for (int i = 0; i < 200; i++) d[i] = (uint8_t)(i + 1);
-    af_milblob_writer *w = af_milblob_writer_new();
-    af_milblob_add(w, AF_MILBLOB_UINT8, d, 10);
-    af_milblob_add(w, AF_MILBLOB_UINT8, d, 200);
-    af_milblob_add_packed(w, AF_MILBLOB_UINT4, d, 5);
-    const uint8_t *p = af_milblob_bytes(w, n);
+    milblob_writer *w = milblob_writer_new();
+    milblob_add(w, AF_MILBLOB_UINT8, d, 10);
+    milblob_add(w, AF_MILBLOB_UINT8, d, 200);
+    milblob_add_packed(w, AF_MILBLOB_UINT4, d, 5);
+    const uint8_t *p = milblob_bytes(w, n);
     uint8_t *copy = malloc(*n + 128);
     memcpy(copy, p, *n);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
     return copy;
 }
 
@@ -253,11 +253,11 @@ static void test_corruptions(void) {
         if (c->width == 1) buf[c->field] = (uint8_t)c->value;
         if (c->width == 4) wr32(buf + c->field, (uint32_t)c->value);
         if (c->width == 8) wr64(buf + c->field, c->value);
-        af_milblob *b = (af_milblob *)1;
-        af_status st = af_milblob_open(n ? buf : NULL, n, &b);
+        milblob *b = (milblob *)1;
+        af_status st = milblob_open(n ? buf : NULL, n, &b);
         if (c->want == AF_OK) {
-            CHECK(st == AF_OK && b && af_milblob_count(b) == 3, "%s: %s", c->what, af_error_message());
-            af_milblob_free(b);
+            CHECK(st == AF_OK && b && milblob_count(b) == 3, "%s: %s", c->what, af_error_message());
+            milblob_free(b);
             continue;
         }
         CHECK(st == c->want && b == NULL, "%s: status %s, want %s", c->what, af_status_name(st),
@@ -271,13 +271,13 @@ static void test_corruptions(void) {
     memcpy(buf + 138, base + 192, 64);
     wr64(buf + 138 + 16, 202);
     memcpy(buf + 202, base + 256, 200);
-    af_milblob *b = NULL;
-    CHECK(af_milblob_open(buf, 402, &b) != AF_OK && has("offset 192: sentinel") &&
+    milblob *b = NULL;
+    CHECK(milblob_open(buf, 402, &b) != AF_OK && has("offset 192: sentinel") &&
           has("a record starts unaligned right after the previous payload"), "unaligned records: %s",
           af_error_message());
 
     /* Offsets that name no record. */
-    CHECK(af_milblob_open(base, n0, &b) == AF_OK, "base opens: %s", af_error_message());
+    CHECK(milblob_open(base, n0, &b) == AF_OK, "base opens: %s", af_error_message());
     const struct { uint64_t off; const char *msg; } bad[] = {
         {128, "offset 128 names no record (it is a payload; cite its record"},
         {65, "offset 65 names no record (it is not 64-aligned"},
@@ -290,47 +290,47 @@ static void test_corruptions(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const void *d = (const void *)1;
-        CHECK(af_milblob_get(b, bad[i].off, NULL, &d, NULL) == AF_ERR_INVALID && d == (const void *)1 &&
+        CHECK(milblob_get(b, bad[i].off, NULL, &d, NULL) == AF_ERR_INVALID && d == (const void *)1 &&
               has(bad[i].msg), "get %llu: \"%s\"", (unsigned long long)bad[i].off, af_error_message());
     }
-    af_milblob_record r;
-    CHECK(af_milblob_record_at(b, 3, &r) == AF_ERR_INVALID && af_milblob_record_at(b, -1, &r) == AF_ERR_INVALID,
+    milblob_record r;
+    CHECK(milblob_record_at(b, 3, &r) == AF_ERR_INVALID && milblob_record_at(b, -1, &r) == AF_ERR_INVALID,
           "record_at out of range");
-    CHECK(af_milblob_get(NULL, 64, NULL, NULL, NULL) == AF_ERR_INVALID && af_milblob_count(NULL) == 0, "NULL blob");
-    af_milblob_free(b);
+    CHECK(milblob_get(NULL, 64, NULL, NULL, NULL) == AF_ERR_INVALID && milblob_count(NULL) == 0, "NULL blob");
+    milblob_free(b);
 
     /* Files: I/O errors and corrupt files name the path. */
-    CHECK(af_milblob_read_file("/nonexistent-dir/weight.bin", &b) == AF_ERR_IO && b == NULL &&
+    CHECK(milblob_read_file("/nonexistent-dir/weight.bin", &b) == AF_ERR_IO && b == NULL &&
           has("/nonexistent-dir/weight.bin"), "missing file: %s", af_error_message());
     const char *path = "test_milblob_corrupt.bin";
     FILE *f = fopen(path, "wb");
     if (f) { fwrite(base, 1, 300, f); fclose(f); }
-    CHECK(af_milblob_read_file(path, &b) == AF_ERR_CORRUPT && has("milblob test_milblob_corrupt.bin:"),
+    CHECK(milblob_read_file(path, &b) == AF_ERR_CORRUPT && has("milblob test_milblob_corrupt.bin:"),
           "corrupt file names its path: %s", af_error_message());
     remove(path);
 
     /* Every prefix and every single-byte flip: an error or a consistent file, never a crash. */
     int prefix_ok = 1;
     for (size_t len = 0; len < n0; len++) {
-        if (af_milblob_open(base, len, &b) != AF_OK) continue;
+        if (milblob_open(base, len, &b) != AF_OK) continue;
         prefix_ok = 0;
-        af_milblob_free(b);
+        milblob_free(b);
     }
     CHECK(prefix_ok, "every proper prefix of the file is rejected");
     int flips_ok = 1;
     for (size_t pos = 0; pos < n0; pos++) {
         memcpy(buf, base, n0);
         buf[pos] ^= 0xFF;
-        if (af_milblob_open(buf, n0, &b) != AF_OK) continue;
-        for (int i = 0; i < af_milblob_count(b); i++) {
+        if (milblob_open(buf, n0, &b) != AF_OK) continue;
+        for (int i = 0; i < milblob_count(b); i++) {
             const void *d; int64_t nb;
-            if (af_milblob_record_at(b, i, &r) != AF_OK || af_milblob_get(b, r.offset, NULL, &d, &nb) != AF_OK ||
+            if (milblob_record_at(b, i, &r) != AF_OK || milblob_get(b, r.offset, NULL, &d, &nb) != AF_OK ||
                 r.data_offset + (uint64_t)nb > n0)
                 flips_ok = 0;
         }
         if (pos < 512 + 32 && (pos < 8 || (pos >= 64 && pos < 96) || (pos >= 192 && pos < 224) || pos >= 512))
             flips_ok = 0; /* a flipped count, sentinel, dtype, size or data offset must not pass */
-        af_milblob_free(b);
+        milblob_free(b);
     }
     CHECK(flips_ok, "byte flips in structural fields are rejected; others read consistently");
     free(buf);

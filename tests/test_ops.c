@@ -21,24 +21,24 @@
 
 #define FP16_ULPS 2.0
 
-static bool covered[AF_OP_COUNT];
+static bool covered[IR_OP_COUNT];
 static int ncases, nruns;
 /* The largest error seen per mode, as a fraction of the tolerance, for the summary. */
 static double worst_ratio[2];
 static char worst_desc[2][300];
 
 /* FNV-1a of the case's label and op: each case gets its own data, whatever the order. */
-static unsigned long long seed_of(const char *label, af_op op) {
+static unsigned long long seed_of(const char *label, ir_op op) {
     unsigned long long h = 1469598103934665603ULL ^ (unsigned long long)op;
     for (const char *p = label; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     return h;
 }
 
-static void describe(const corpus_case *c, af_op op, const corpus_graph *cg, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "%s/%s", af_ops[op].name, c->label);
+static void describe(const corpus_case *c, ir_op op, const corpus_graph *cg, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "%s/%s", ir_ops[op].name, c->label);
     for (int i = 0; i < cg->nin && k < n; i++) {
         k += (size_t)snprintf(buf + k, n - k, i ? " " : " in ");
-        if (k < n) k += (size_t)af_shape_str(cg->in[i]->shape, buf + k, n - k);
+        if (k < n) k += (size_t)ir_shape_str(cg->in[i]->shape, buf + k, n - k);
     }
 }
 
@@ -63,19 +63,19 @@ static double **ref_graph(const corpus_graph *cg, bool fp16, const char *desc) {
         bool round = fp16 || t->dtype == AF_F16;
         v[id] = malloc((size_t)n * sizeof **v + sizeof **v);
         if (!v[id]) goto fail;
-        if (t->op == AF_OP_INPUT) {
+        if (t->op == IR_OP_INPUT) {
             int k = 0;
             while (k < cg->nin && cg->in[k] != t) k++;
             if (k == cg->nin) goto fail; /* an input the case does not feed */
             for (int64_t i = 0; i < n; i++) v[id][i] = round ? af_round_f16(cg->data[k][i]) : cg->data[k][i];
-        } else if (t->op == AF_OP_CONST) {
+        } else if (t->op == IR_OP_CONST) {
             for (int64_t i = 0; i < n; i++) v[id][i] = fp16 ? af_round_f16(t->data[i]) : t->data[i];
         } else {
             const double *src[8];
             if (t->nsrc > 8) goto fail;
             for (int k = 0; k < t->nsrc; k++) src[k] = v[t->src[k]->id];
             if (ref_eval(t, src, v[id]) != 0) {
-                CHECK(0, "%s: the reference does not know op %s", desc, af_ops[t->op].name);
+                CHECK(0, "%s: the reference does not know op %s", desc, ir_ops[t->op].name);
                 goto fail;
             }
             if (round)
@@ -190,7 +190,7 @@ done:
     for (int k = 0; k < CORPUS_MAX_IO; k++) { free(got[k]); free(got2[k]); free(hin[k]); free(hout[k]); }
 }
 
-static void run_case(const corpus_case *base, af_op op) {
+static void run_case(const corpus_case *base, ir_op op) {
     corpus_case c = *base;
     c.op = op;
     corpus_graph cg = { .g = af_graph_new(), .rng = { seed_of(c.label, op) } };
@@ -208,11 +208,11 @@ static void run_case(const corpus_case *base, af_op op) {
         if (!cg.out[k]) { corpus_graph_free(&cg); return; }
     }
     for (int id = 0; id < cg.g->n; id++) found |= cg.g->t[id]->op == op;
-    CHECK(cg.nout > 0 && found, "%s: the case builds no %s node", desc, af_ops[op].name);
+    CHECK(cg.nout > 0 && found, "%s: the case builds no %s node", desc, ir_ops[op].name);
     if (err || !found) { corpus_graph_free(&cg); return; }
     for (int id = 0; id < cg.g->n; id++) {
-        af_op o = cg.g->t[id]->op;
-        if (!(af_ops[o].flags & OPF_LEAF) && !cpu_kernels[o]) kernels = false;
+        ir_op o = cg.g->t[id]->op;
+        if (!(ir_ops[o].flags & OPF_LEAF) && !cpu_kernels[o]) kernels = false;
     }
     CHECK(kernels, "%s: the graph holds an op without a CPU kernel", desc);
     if (!kernels) { corpus_graph_free(&cg); return; }
@@ -244,18 +244,18 @@ static void run_table(const corpus_case *t, int n) {
             run_case(&t[i], t[i].op);
             continue;
         }
-        for (int op = 0; op < AF_OP_COUNT; op++)
-            if (af_ops[op].family == af_ops[t[i].op].family) run_case(&t[i], (af_op)op);
+        for (int op = 0; op < IR_OP_COUNT; op++)
+            if (ir_ops[op].kind == ir_ops[t[i].op].kind) run_case(&t[i], (ir_op)op);
     }
 }
 
 /* Every row of the op table needs a case; INPUT and CONST count as covered by any case
  * that feeds an input or bakes a constant. */
 static void check_coverage(void) {
-    for (int op = 0; op < AF_OP_COUNT; op++) {
-        bool leaf = af_ops[op].flags & OPF_LEAF;
-        CHECK(leaf || cpu_kernels[op], "op '%s' has no CPU kernel", af_ops[op].name);
-        CHECK(covered[op], "op '%s' has no passing corpus case: add rows to tests/support/corpus_*.c", af_ops[op].name);
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        bool leaf = ir_ops[op].flags & OPF_LEAF;
+        CHECK(leaf || cpu_kernels[op], "op '%s' has no CPU kernel", ir_ops[op].name);
+        CHECK(covered[op], "op '%s' has no passing corpus case: add rows to tests/support/corpus_*.c", ir_ops[op].name);
     }
 }
 

@@ -191,16 +191,16 @@ static void test_conv_guard(void) {
     af_tensor *k3 = af_conv_param(g, "k3", 4, 2, 3, 3, NULL), *k1 = af_conv_param(g, "k1", 4, 2, 1, 1, NULL);
     af_tensor *lin = af_parameter(g, "lin", AF_SHAPE(4, 4), NULL);
     af_tensor *both[2] = { lin, k3 }, *pointwise[2] = { lin, k1 };
-    CHECK(af_ane_guard_warnings() == 0, "no warning yet");
-    CHECK(af_ane_guard_conv_loss_scale(AF_FAMILY_A16, 2, both, 65536) == 0, "A16 has a clean route: no warning");
-    CHECK(af_ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, both, 128) == 0, "loss_scale 128 is within the A13 ceiling");
-    CHECK(af_ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, pointwise, 1024) == 0, "a 1x1 conv has no width-offset slice");
-    CHECK(af_ane_guard_warnings() == 0, "nothing printed so far");
-    CHECK(af_ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, both, 1024) == 1, "A13, 3x3 conv, loss_scale 1024 must warn");
-    CHECK(af_ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, both, 512) == 1, "the warning still applies");
-    CHECK(af_ane_guard_warnings() == 1, "the warning is printed once per process, not %d times", af_ane_guard_warnings());
-    CHECK(af_ane_guard_conv_loss_scale(AF_FAMILY_A14, 2, both, 1024) == 1, "A14 shares the crop-DMA saturation");
-    CHECK(af_ane_guard_conv_loss_scale(AF_FAMILY_A13, 0, NULL, 1024) == 0, "no params");
+    CHECK(ane_guard_warnings() == 0, "no warning yet");
+    CHECK(ane_guard_conv_loss_scale(AF_FAMILY_A16, 2, both, 65536) == 0, "A16 has a clean route: no warning");
+    CHECK(ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, both, 128) == 0, "loss_scale 128 is within the A13 ceiling");
+    CHECK(ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, pointwise, 1024) == 0, "a 1x1 conv has no width-offset slice");
+    CHECK(ane_guard_warnings() == 0, "nothing printed so far");
+    CHECK(ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, both, 1024) == 1, "A13, 3x3 conv, loss_scale 1024 must warn");
+    CHECK(ane_guard_conv_loss_scale(AF_FAMILY_A13, 2, both, 512) == 1, "the warning still applies");
+    CHECK(ane_guard_warnings() == 1, "the warning is printed once per process, not %d times", ane_guard_warnings());
+    CHECK(ane_guard_conv_loss_scale(AF_FAMILY_A14, 2, both, 1024) == 1, "A14 shares the crop-DMA saturation");
+    CHECK(ane_guard_conv_loss_scale(AF_FAMILY_A13, 0, NULL, 1024) == 0, "no params");
     af_graph_free(g);
 }
 
@@ -232,20 +232,20 @@ static void test_compile_time(void) {
         for (int f = 0; f < 4; f++) {
             af_graph *g = af_graph_new();
             int64_t want;
-            int64_t flags = af_ane_compile_time_flags();
+            int64_t flags = ane_compile_time_flags();
             af_model *m = conv_program(g, batches[b], fams[f], &want);
             if (m) {
-                int64_t got = af_program_largest_tensor(&m->plan, NULL);
+                int64_t got = ane_program_largest_tensor(&m->plan, NULL);
                 CHECK(got == want, "largest tensor at N = %lld: %lld, want %lld", (long long)batches[b], (long long)got, (long long)want);
-                est[f][b] = af_ane_compile_estimate_us(fams[f], &m->plan);
-                double mel = (double)want / 1e6, k = af_ane_calibration_of(fams[f])->compile_k_us;
+                est[f][b] = ane_compile_estimate_us(fams[f], &m->plan);
+                double mel = (double)want / 1e6, k = ane_calibration_of(fams[f])->compile_k_us;
                 CHECK_NEAR(est[f][b], 38000.0 + k * mel * mel, 1e-6 * est[f][b], "compile estimate: 38 ms + k * (Melements)^2");
                 bool warn = fams[f] == AF_FAMILY_A13 && batches[b] == 1000;
-                CHECK(af_ane_compile_time_flags() == flags + warn, "%s, N = %lld: the compile-time guard should %s", af_family_name_of(fams[f]),
+                CHECK(ane_compile_time_flags() == flags + warn, "%s, N = %lld: the compile-time guard should %s", af_family_name_of(fams[f]),
                       (long long)batches[b], warn ? "warn" : "stay silent");
                 /* Recompiling the same program hits the cache: no compile, no new warning. */
                 af_model *again = conv_program(g, batches[b], fams[f], &want);
-                CHECK(af_ane_compile_time_flags() == flags + warn, "a cache hit is not a compile");
+                CHECK(ane_compile_time_flags() == flags + warn, "a cache hit is not a compile");
                 af_model_free(again);
             }
             af_model_free(m);

@@ -178,7 +178,7 @@ static sweep_result sweep(net_cfg c) {
             af_compile_opts o = { .target = AF_TARGET_ANE_SIM, .family = families[f % 4], .threads = 1, .via_mil = f == 4 ? 1 : -1 };
             bool ok = net_run(&n, &o, p.x, p.t, s, g, NULL);
             if (f == 0) { /* the guard, asked as the trainer asks it */
-                warns = af_ane_guard_conv_loss_scale(AF_FAMILY_A13, 3, n.w, s);
+                warns = ane_guard_conv_loss_scale(AF_FAMILY_A13, 3, n.w, s);
                 CHECK(warns == (c.k > 1 && s > AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX), "%dx%d guard at loss scale %g says %d", c.k, c.k,
                       (double)s, warns);
             }

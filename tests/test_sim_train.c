@@ -208,7 +208,7 @@ static void guard_on_growth(void) {
     af_trainer *t = af_trainer_new(&net, &o);
     CHECK(t != NULL, "guard trainer: %s", af_error_message());
     if (!t) return;
-    CHECK(af_ane_guard_warnings() == 0, "loss scale 128 is within the ceiling: no warning at creation");
+    CHECK(ane_guard_warnings() == 0, "loss scale 128 is within the ceiling: no warning at creation");
     float x[4 * 64], y[4 * C];
     test_rng r = { 9 };
     af_step_info info = { 0 };
@@ -220,7 +220,7 @@ static void guard_on_growth(void) {
     }
     CHECK(info.loss_scale > AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX && info.skipped == 0, "the dynamic scale should have grown past the ceiling, is %g (%lld skipped)",
           (double)info.loss_scale, (long long)info.skipped);
-    CHECK(af_ane_guard_warnings() == 1, "the scale grew past %g on A13 with a 3x3 conv: the guard must warn",
+    CHECK(ane_guard_warnings() == 1, "the scale grew past %g on A13 with a 3x3 conv: the guard must warn",
           (double)AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX);
     af_trainer_free(t);
 }

@@ -4,7 +4,7 @@
  * of the direct run's), and training must have moved the weights, or identical results
  * would prove nothing. (test_mil_roundtrip covers every corpus op the same way.) */
 #include "aneforge.h"
-#include "sim/backend.h" /* af_sim_via_mil_count */
+#include "sim/backend.h" /* sim_via_mil_count */
 #include "support/check.h"
 
 #include <stdlib.h>
@@ -38,7 +38,7 @@ static long long sim_compiles(void) {
 static void train_plan(af_plan plan) {
     float after[2][C * D];
     for (int k = 0; k < 2; k++) {
-        long long mil0 = af_sim_via_mil_count(), sim0 = sim_compiles();
+        long long mil0 = sim_via_mil_count(), sim0 = sim_compiles();
         af_net net = { .make_params = params, .forward = forward, .sample = AF_SHAPE(D), .out_dim = C };
         af_train_opts o = af_train_defaults();
         o.plan = plan;
@@ -62,7 +62,7 @@ static void train_plan(af_plan plan) {
         free(x);
         free(y);
         af_trainer_free(t);
-        long long via_mil = af_sim_via_mil_count() - mil0, programs = sim_compiles() - sim0;
+        long long via_mil = sim_via_mil_count() - mil0, programs = sim_compiles() - sim0;
         CHECK(programs > 0, "%s via_mil %d: no ane-sim program was compiled", af_plan_name(plan), k);
         CHECK(via_mil == (k ? programs : 0), "%s via_mil %d: %lld of %lld programs went through MIL, want %s",
               af_plan_name(plan), k, via_mil, programs, k ? "all" : "none");

@@ -308,12 +308,12 @@ static void test_targets(void) {
 
 static void test_ops_column(void) {
     int n = 0;
-    for (int op = 0; op < af_op_count(); op++) n += af_sim_op_restrictions(op) != NULL;
+    for (int op = 0; op < af_op_count(); op++) n += ane_rules_op_restrictions(op) != NULL;
     CHECK(n >= 10, "only %d ops carry ane-sim restrictions", n);
-    const char *s = af_sim_op_restrictions(AF_OP_SLICE_BY_SIZE), *c = af_sim_op_restrictions(AF_OP_CONV);
+    const char *s = ane_rules_op_restrictions(IR_OP_SLICE_BY_SIZE), *c = ane_rules_op_restrictions(IR_OP_CONV);
     CHECK(s && strstr(s, "4094"), "slice_by_size restriction: %s", s ? s : "(none)");
     CHECK(c && strstr(c, "const"), "conv restriction: %s", c ? c : "(none)");
-    CHECK(af_sim_op_restrictions(-1) == NULL && af_sim_op_restrictions(af_op_count()) == NULL, "out-of-range ops");
+    CHECK(ane_rules_op_restrictions(-1) == NULL && ane_rules_op_restrictions(af_op_count()) == NULL, "out-of-range ops");
 }
 
 int main(void) {

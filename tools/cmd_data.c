@@ -54,7 +54,7 @@ static int is_file(const char *p) {
 static int check_file(const char *path, const char *want, int verbose) {
     char hex[65];
     if (!is_file(path)) return 0;
-    if (af_sha256_file(path, hex) != AF_OK) return -1;
+    if (data_sha256_file(path, hex) != AF_OK) return -1;
     if (strcmp(hex, want) != 0) {
         if (verbose) fprintf(stderr, "  %s: sha256 %s, expected %s\n", path, hex, want);
         return -1;

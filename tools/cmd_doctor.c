@@ -33,7 +33,7 @@ static int failed(const char *step, const char *what, const char *try_this) {
 }
 
 static void print_device(const ane_rt_device *d) {
-    const af_family_info *fi = af_family_info_of(d->family);
+    const ane_family_info *fi = ane_family_info_of(d->family);
     if (d->chip[0]) printf("%-10s %s%s%s%s\n", "chip", d->chip, d->model[0] ? " (" : "", d->model, d->model[0] ? ")" : "");
     else printf("%-10s not reported (not macOS)\n", "chip");
     printf("%-10s %s\n", "engine", d->subtype[0] ? d->subtype : "subtype not reported");
@@ -46,9 +46,9 @@ static af_status one_op(char **mil, size_t *len, ane_rt_ports *ports, int order[
     af_graph *g = af_graph_new();
     af_tensor *in[2] = { af_input(g, "a", AF_F16, AF_SHAPE(1, C, 1, S)), af_input(g, "b", AF_F16, AF_SHAPE(1, C, 1, S)) };
     af_tensor *out[1] = { af_add(in[0], in[1]) };
-    af_milblob_writer *blob = NULL;
-    af_status st = g ? af_mil_emit_mem(g, 2, in, 1, out, mil, len, &blob, order) : AF_ERR_NOMEM;
-    af_milblob_writer_free(blob);
+    milblob_writer *blob = NULL;
+    af_status st = g ? mil_emit_mem(g, 2, in, 1, out, mil, len, &blob, order) : AF_ERR_NOMEM;
+    milblob_writer_free(blob);
     af_graph_free(g);
     *ports = (ane_rt_ports){ .nin = 2, .nout = 1, .in_count = { C * S, C * S }, .out_count = { C * S } };
     return st;
@@ -98,8 +98,8 @@ static int run_checks(const char *path, const char *source) {
         a[i] = (float)(i % 29 - 14) * 0.25f;
         b[i] = (float)(i % 11) * 0.5f;
     }
-    af_f32_to_f16_array(a, ha, C * S);
-    af_f32_to_f16_array(b, hb, C * S);
+    ir_f32_to_f16_array(a, ha, C * S);
+    ir_f32_to_f16_array(b, hb, C * S);
     const uint16_t *in[2] = { order[0] == 0 ? ha : hb, order[0] == 0 ? hb : ha };
     uint16_t *out[1] = { hy };
     st = ane_rt_eval(p, in, out);
@@ -108,7 +108,7 @@ static int run_checks(const char *path, const char *source) {
         return failed("run", af_error_message(),
                       "the program compiled and loaded but did not run: report this output; surfaces of a few KiB "
                       "are known to work, so this points at the framework or its daemon");
-    af_f16_to_f32_array(hy, y, C * S);
+    ir_f16_to_f32_array(hy, y, C * S);
     int wrong = 0, first = -1;
     for (int i = 0; i < C * S; i++)
         if ((double)y[i] != (double)a[i] + (double)b[i] && wrong++ == 0) first = i;

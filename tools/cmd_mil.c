@@ -24,7 +24,7 @@ static void usage(FILE *f) {
                "       aneforge mil check MODEL.mil [--weights DIR]\n\n"
                "emit   writes a built-in program as DIR/model.mil and DIR/weights/weight.bin;\n"
                "       NAME is one of:");
-    for (int i = 0; af_mil_sample_names[i]; i++) fprintf(f, " %s", af_mil_sample_names[i]);
+    for (int i = 0; mil_sample_names[i]; i++) fprintf(f, " %s", mil_sample_names[i]);
     fprintf(f, " (mlp-step is a whole training step:\n"
                "       forward, cross-entropy, backward and the SGD update)\n"
                "run    parses a MIL program (Apple's program(1.0)..(1.3) spellings) and its weight files,\n"
@@ -35,7 +35,7 @@ static void usage(FILE *f) {
                "check  parses a program and lists its arguments and results\n");
 }
 
-static void shape_text(af_shape s, char *buf, size_t n) { af_shape_str(s, buf, n); }
+static void shape_text(af_shape s, char *buf, size_t n) { ir_shape_str(s, buf, n); }
 
 static char *read_text(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -56,15 +56,15 @@ static char *read_text(const char *path, size_t *len) {
 }
 
 /* Parses path; prints the error and returns 1 on failure. */
-static int load(const char *path, const char *weights, af_mil_module *m) {
+static int load(const char *path, const char *weights, mil_module *m) {
     size_t len;
     char *text = read_text(path, &len);
     if (!text) { fprintf(stderr, "aneforge mil: cannot read %s: %s\n", path, strerror(errno)); return 1; }
-    char *dir = af_strdup(path);
+    char *dir = ir_strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = 0;
-    af_mil_read_opts o = { .source_name = path, .model_dir = slash ? dir : ".", .weights_dir = weights };
-    af_status st = af_mil_parse(text, len, &o, m);
+    mil_read_opts o = { .source_name = path, .model_dir = slash ? dir : ".", .weights_dir = weights };
+    af_status st = mil_parse(text, len, &o, m);
     free(text);
     free(dir);
     if (st) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
@@ -79,8 +79,8 @@ static int cmd_emit(int argc, char **argv) {
         else { fprintf(stderr, "aneforge mil emit: unexpected '%s' (try --help)\n", argv[i]); return 2; }
     }
     if (!name || !out) { usage(stderr); return 2; }
-    af_mil_sample s;
-    if (af_mil_sample_build(name, &s)) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
+    mil_sample s;
+    if (mil_sample_build(name, &s)) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
     af_status st = af_mil_emit(s.g, s.nin, s.in, s.nout, s.out, out);
     af_graph_free(s.g);
     if (st) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
@@ -96,7 +96,7 @@ static int cmd_check(int argc, char **argv) {
         else { fprintf(stderr, "aneforge mil check: unexpected '%s' (try --help)\n", argv[i]); return 2; }
     }
     if (!path) { usage(stderr); return 2; }
-    af_mil_module m;
+    mil_module m;
     if (load(path, weights, &m)) return 1;
     char s[160];
     for (int i = 0; i < m.nin; i++) { shape_text(m.in[i]->shape, s, sizeof s); printf("argument %s %s\n", m.in_names[i], s); }
@@ -121,7 +121,7 @@ static int cmd_run(int argc, char **argv) {
         else { fprintf(stderr, "aneforge mil run: unexpected '%s' (try --help)\n", argv[i]); free(feeds); return 2; }
     }
     if (!path || !outdir) { usage(stderr); free(feeds); return 2; }
-    af_mil_module m;
+    mil_module m;
     if (load(path, weights, &m)) { free(feeds); return 1; }
     int rc = 1;
     af_model *model = NULL;

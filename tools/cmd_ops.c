@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *vjp_text(int op) {
-    unsigned f = af_ops[op].flags;
+    unsigned f = ir_ops[op].flags;
     if (f & OPF_LEAF) return "leaf";
     if (f & OPF_ZEROGRAD) return "zero";
     return af_op_has_vjp(op) ? "yes" : "MISSING";
@@ -42,19 +42,19 @@ int cmd_ops(int argc, char **argv) {
     }
     if (json) printf("[\n");
     else printf("%-19s %-5s %-7s %-4s %-4s %-5s %-22s %-6s %s\n", "op", "arity", "family", "fp32", "fp16", "vjp", "mil", "bridge", "target restrictions");
-    for (int op = 0; op < AF_OP_COUNT; op++) {
-        const af_op_info *o = &af_ops[op];
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        const ir_op_info *o = &ir_ops[op];
         bool k = (o->flags & OPF_LEAF) || cpu_kernels[op];
-        const char *mil = af_mil_op_lowering(op), *rule = af_sim_op_restrictions(op);
+        const char *mil = mil_op_lowering(op), *rule = ane_rules_op_restrictions(op);
         if (json) {
             printf("  {\"name\": \"%s\", \"arity\": %d, \"family\": \"%s\", \"fp32\": %s, \"fp16\": %s, \"vjp\": \"%s\", \"mil\": ",
-                   o->name, o->arity, af_family_name(o->family), k ? "true" : "false", k ? "true" : "false", vjp_text(op));
+                   o->name, o->arity, ir_op_kind_name(o->kind), k ? "true" : "false", k ? "true" : "false", vjp_text(op));
             json_str(mil);
             printf(", \"bridge\": null, \"target\": ");
             json_str(rule);
-            printf("}%s\n", op + 1 < AF_OP_COUNT ? "," : "");
+            printf("}%s\n", op + 1 < IR_OP_COUNT ? "," : "");
         } else {
-            printf("%-19s %-5d %-7s %-4s %-4s %-5s %-22s %-6s %s\n", o->name, o->arity, af_family_name(o->family), k ? "yes" : "-",
+            printf("%-19s %-5d %-7s %-4s %-4s %-5s %-22s %-6s %s\n", o->name, o->arity, ir_op_kind_name(o->kind), k ? "yes" : "-",
                    k ? "yes" : "-", vjp_text(op), mil ? mil : "-", "-", rule ? rule : "-");
         }
     }

@@ -201,34 +201,34 @@ typedef struct {
 } run_pos;
 
 static int save_ckpt(const char *path, af_trainer *t, const train_args *a, run_pos p) {
-    af_ckpt *c = af_ckpt_new();
+    ckpt *c = ckpt_new();
     af_status st = c ? tr_export(t, c) : AF_ERR_NOMEM;
-    if (!st) st = af_ckpt_put_str(c, "cli.model", a->model);
-    if (!st) st = af_ckpt_put_str(c, "cli.data", a->data);
-    if (!st) st = af_ckpt_put_i64(c, "cli.epoch", p.epoch);
-    if (!st) st = af_ckpt_put_i64(c, "cli.pos", p.pos);
-    if (!st) st = af_ckpt_put(c, "cli.rng_epoch", &p.rng_epoch, sizeof p.rng_epoch);
-    if (!st) st = af_ckpt_save(c, path);
-    af_ckpt_free(c);
+    if (!st) st = ckpt_put_str(c, "cli.model", a->model);
+    if (!st) st = ckpt_put_str(c, "cli.data", a->data);
+    if (!st) st = ckpt_put_i64(c, "cli.epoch", p.epoch);
+    if (!st) st = ckpt_put_i64(c, "cli.pos", p.pos);
+    if (!st) st = ckpt_put(c, "cli.rng_epoch", &p.rng_epoch, sizeof p.rng_epoch);
+    if (!st) st = ckpt_save(c, path);
+    ckpt_free(c);
     if (st) fprintf(stderr, "aneforge train: could not save %s: %s\n", path, af_error_message());
     return st ? 1 : 0;
 }
 
 static int load_ckpt(const char *path, af_trainer *t, const train_args *a, run_pos *p) {
-    af_ckpt *c = NULL;
-    af_status st = af_ckpt_load(path, &c);
-    const char *model = c ? af_ckpt_get_str(c, "cli.model") : NULL, *data = c ? af_ckpt_get_str(c, "cli.data") : NULL;
+    ckpt *c = NULL;
+    af_status st = ckpt_load(path, &c);
+    const char *model = c ? ckpt_get_str(c, "cli.model") : NULL, *data = c ? ckpt_get_str(c, "cli.data") : NULL;
     if (!st && (!model || strcmp(model, a->model) || !data || strcmp(data, a->data)))
-        st = af_fail(AF_ERR_INVALID, "%s was saved by 'train %s --data %s'; resume it with the same model and data", path,
+        st = ir_fail(AF_ERR_INVALID, "%s was saved by 'train %s --data %s'; resume it with the same model and data", path,
                      model ? model : "?", data ? data : "?");
     int64_t bytes = 0;
-    const void *r = c ? af_ckpt_get(c, "cli.rng_epoch", &bytes) : NULL;
-    if (!st && (!r || bytes != sizeof p->rng_epoch)) st = af_fail(AF_ERR_CORRUPT, "%s: record cli.rng_epoch is missing", path);
+    const void *r = c ? ckpt_get(c, "cli.rng_epoch", &bytes) : NULL;
+    if (!st && (!r || bytes != sizeof p->rng_epoch)) st = ir_fail(AF_ERR_CORRUPT, "%s: record cli.rng_epoch is missing", path);
     if (!st) memcpy(&p->rng_epoch, r, sizeof p->rng_epoch);
-    if (!st) st = af_ckpt_get_i64(c, "cli.epoch", &p->epoch);
-    if (!st) st = af_ckpt_get_i64(c, "cli.pos", &p->pos);
+    if (!st) st = ckpt_get_i64(c, "cli.epoch", &p->epoch);
+    if (!st) st = ckpt_get_i64(c, "cli.pos", &p->pos);
     if (!st) st = tr_import(t, c);
-    af_ckpt_free(c);
+    ckpt_free(c);
     if (st) fprintf(stderr, "aneforge train: cannot resume: %s\n", af_error_message());
     return st ? 1 : 0;
 }

@@ -66,7 +66,7 @@ static af_status ane_validate(const backend_cfg *cfg, const compile_plan *p, cha
                  "several programs", p->nin, p->nout, ANE_RT_MAX_PORTS);
         return AF_ERR_UNSUPPORTED;
     }
-    af_status st = af_sim_validate(p, cfg->family, msg, n); /* the walls the real compiler has */
+    af_status st = ane_rules_validate(p, cfg->family, msg, n); /* the walls the real compiler has */
     if (st && !strncmp(msg, "ane-sim ", 8)) memmove(msg, msg + 4, strlen(msg + 4) + 1); /* "ane A13 (M1): ..." */
     return st;
 }
@@ -97,8 +97,8 @@ static af_status ane_init(const backend_cfg *cfg, const compile_plan *p, void **
     }
     char *text = NULL;
     size_t len = 0;
-    af_milblob_writer *blob = NULL;
-    af_status st = af_mil_emit_mem(p->g, p->nin, p->in, p->nout, p->out, &text, &len, &blob, arg_order);
+    milblob_writer *blob = NULL;
+    af_status st = mil_emit_mem(p->g, p->nin, p->in, p->nout, p->out, &text, &len, &blob, arg_order);
     if (st) { free(arg_order); return fail(s, msg, n, st, "lowering to MIL"); }
     ane_rt_ports ports = { .nin = p->nin, .nout = p->nout };
     for (int k = 0; k < p->nin; k++) {
@@ -108,11 +108,11 @@ static af_status ane_init(const backend_cfg *cfg, const compile_plan *p, void **
     for (int i = 0; i < p->nout; i++) ports.out_count[i] = af_shape_count(p->out[i]->shape);
     free(arg_order);
     size_t wlen = 0;
-    const uint8_t *w = af_milblob_writer_count(blob) ? af_milblob_bytes(blob, &wlen) : NULL;
+    const uint8_t *w = milblob_writer_count(blob) ? milblob_bytes(blob, &wlen) : NULL;
     int64_t before = ane_rt_compile_count();
     st = ane_rt_compile(text, len, w, wlen, &ports, &s->prog);
     free(text);
-    af_milblob_writer_free(blob);
+    milblob_writer_free(blob);
     if (st) return fail(s, msg, n, st, "compiling for the Neural Engine");
     stats->compiles += ane_rt_compile_count() - before;
     for (int k = 0; k < p->nin; k++)
@@ -134,7 +134,7 @@ static af_status ane_run(void *state, const af_buffer *in, af_buffer *out, af_st
         int k = s->port_of_in[i];
         if (s->is_state[i]) continue; /* lives in its surface */
         if (in[i].dtype == AF_F16) ins[k] = in[i].data;
-        else { af_f32_to_f16_array(in[i].data, s->in16[k], in[i].count); ins[k] = s->in16[k]; }
+        else { ir_f32_to_f16_array(in[i].data, s->in16[k], in[i].count); ins[k] = s->in16[k]; }
         stats->bytes_in += 2 * in[i].count;
     }
     for (int i = 0; i < p->nout; i++)
@@ -143,7 +143,7 @@ static af_status ane_run(void *state, const af_buffer *in, af_buffer *out, af_st
     if (st) return st;
     for (int i = 0; i < p->nout; i++) {
         if (!out[i].data) continue;
-        if (out[i].dtype == AF_F32) af_f16_to_f32_array(s->out16[i], out[i].data, out[i].count);
+        if (out[i].dtype == AF_F32) ir_f16_to_f32_array(s->out16[i], out[i].data, out[i].count);
         stats->bytes_out += 2 * out[i].count;
     }
     stats->dispatches++;
@@ -161,7 +161,7 @@ static af_status ane_bind(void *state, int i, int o) {
 static af_status ane_write(void *state, int i, const float *src) {
     ane_state *s = state;
     int k = s->port_of_in[i];
-    af_f32_to_f16_array(src, s->in16[k], af_shape_count(s->p->in[i]->shape));
+    ir_f32_to_f16_array(src, s->in16[k], af_shape_count(s->p->in[i]->shape));
     return ane_rt_input_io(s->prog, k, s->in16[k], 0);
 }
 
@@ -169,7 +169,7 @@ static af_status ane_read(void *state, int i, float *dst) {
     ane_state *s = state;
     int k = s->port_of_in[i];
     af_status st = ane_rt_input_io(s->prog, k, s->in16[k], 1);
-    if (!st) af_f16_to_f32_array(s->in16[k], dst, af_shape_count(s->p->in[i]->shape));
+    if (!st) ir_f16_to_f32_array(s->in16[k], dst, af_shape_count(s->p->in[i]->shape));
     return st;
 }
 

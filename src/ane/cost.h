@@ -11,7 +11,7 @@ typedef struct {
     double dispatch_us;  /* fixed cost of one program execution */
     int calibrated;      /* 1: measured (ANEForge); 0: interpolated between M1 and M5 */
     double compile_k_us; /* compile-time growth: us per (million elements of the largest tensor)^2 */
-} af_ane_calibration;
+} ane_calibration;
 
 /* Compiling a program costs a fixed compile + load (Path A, about 38 ms: ane-formats.md
  * section 4) plus a tiling term that grows with the largest tensor the program
@@ -24,11 +24,11 @@ typedef struct {
 #define AF_ANE_COMPILE_WARN_US 60e6
 
 /* The row for a concrete family, or NULL. */
-const af_ane_calibration *af_ane_calibration_of(af_family_id fam);
+const ane_calibration *ane_calibration_of(af_family_id fam);
 /* The largest tensor m's schedule materialises (reshapes are views): its element
  * count, and the node in *which when which is not NULL. */
-int64_t af_program_largest_tensor(const compile_plan *m, const af_tensor **which);
+int64_t ane_program_largest_tensor(const compile_plan *m, const af_tensor **which);
 /* Estimated microseconds to compile m's program for fam (resolved if
  * AF_FAMILY_DEFAULT): AF_ANE_COMPILE_BASE_US + compile_k_us * (largest / 1e6)^2. */
-double af_ane_compile_estimate_us(af_family_id fam, const compile_plan *m);
+double ane_compile_estimate_us(af_family_id fam, const compile_plan *m);
 #endif

@@ -16,14 +16,14 @@
  * for the same last-axis crop, so A14 shares it. M3 (A15) is named by no source and
  * stays clean, as seed 000 reports for M5 (A16). compile_hangs_on_large_batch: seed 000
  * reports it on M1 only (M5 is fine; M2 and M3 are not reported either way). */
-static const af_family_info families[] = {
+static const ane_family_info families[] = {
     { AF_FAMILY_A13, "A13", "M1", 16384, 65536, 5, 13, 1, 1 },
     { AF_FAMILY_A14, "A14", "M2", 16384, 65536, 5, 15, 1, 0 },
     { AF_FAMILY_A15, "A15", "M3", 16384, 65536, 5, 15, 0, 0 },
     { AF_FAMILY_A16, "A16", "M4/M5", 65536, 65536, 5, 15, 0, 0 },
 };
 
-const af_family_info *af_family_info_of(af_family_id fam) {
+const ane_family_info *ane_family_info_of(af_family_id fam) {
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         if (families[i].id == fam) return &families[i];
     return NULL;
@@ -35,7 +35,7 @@ static bool ieq(const char *a, const char *b) {
     return *a == *b;
 }
 
-af_status af_family_parse(const char *s, af_family_id *out) {
+af_status ane_family_parse(const char *s, af_family_id *out) {
     static const struct { const char *name; af_family_id id; } names[] = {
         { "m1", AF_FAMILY_A13 }, { "m2", AF_FAMILY_A14 }, { "m3", AF_FAMILY_A15 }, { "m4", AF_FAMILY_A16 },
         { "m5", AF_FAMILY_A16 }, { "a13", AF_FAMILY_A13 }, { "a14", AF_FAMILY_A14 }, { "a15", AF_FAMILY_A15 },
@@ -46,11 +46,11 @@ af_status af_family_parse(const char *s, af_family_id *out) {
             if (out) *out = names[i].id;
             return AF_OK;
         }
-    return af_fail(AF_ERR_INVALID, "unknown Neural Engine family '%s'; use m1, m2, m3, m4, m5 or a13, a14, a15, a16", s ? s : "(null)");
+    return ir_fail(AF_ERR_INVALID, "unknown Neural Engine family '%s'; use m1, m2, m3, m4, m5 or a13, a14, a15, a16", s ? s : "(null)");
 }
 
 af_status af_target_parse(const char *spec, af_target *t, af_family_id *fam) {
-    if (!spec) return af_fail(AF_ERR_INVALID, "af_target_parse: spec is NULL");
+    if (!spec) return ir_fail(AF_ERR_INVALID, "af_target_parse: spec is NULL");
     char head[16];
     const char *colon = strchr(spec, ':');
     size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
@@ -62,10 +62,10 @@ af_status af_target_parse(const char *spec, af_target *t, af_family_id *fam) {
     if (ieq(head, "cpu")) tt = AF_TARGET_CPU;
     else if (ieq(head, "ane-sim")) tt = AF_TARGET_ANE_SIM;
     else if (ieq(head, "ane")) tt = AF_TARGET_ANE;
-    else return af_fail(AF_ERR_INVALID, "unknown target '%s'; use cpu, ane-sim[:m1..m5|a13..a16] or ane[:...]", spec);
+    else return ir_fail(AF_ERR_INVALID, "unknown target '%s'; use cpu, ane-sim[:m1..m5|a13..a16] or ane[:...]", spec);
     if (colon) {
-        if (tt == AF_TARGET_CPU) return af_fail(AF_ERR_INVALID, "target '%s': the cpu target has no family; use plain 'cpu'", spec);
-        if (af_family_parse(colon + 1, &ff)) return af_fail(AF_ERR_INVALID, "target '%s': %s", spec, af_error_message());
+        if (tt == AF_TARGET_CPU) return ir_fail(AF_ERR_INVALID, "target '%s': the cpu target has no family; use plain 'cpu'", spec);
+        if (ane_family_parse(colon + 1, &ff)) return ir_fail(AF_ERR_INVALID, "target '%s': %s", spec, af_error_message());
     }
     if (t) *t = tt;
     if (fam) *fam = ff;
@@ -82,7 +82,7 @@ static af_family_id family_of_brand(const char *b) {
 }
 #endif
 
-af_family_id af_family_detect(void) {
+af_family_id ane_family_detect(void) {
 #if defined(__APPLE__)
     char brand[128] = { 0 };
     size_t len = sizeof brand - 1;
@@ -93,16 +93,16 @@ af_family_id af_family_detect(void) {
 
 af_status af_family_resolve(af_family_id fam, af_family_id *out) {
     if (fam != AF_FAMILY_DEFAULT) {
-        if (!af_family_info_of(fam))
-            return af_fail(AF_ERR_INVALID, "unknown Neural Engine family %d; use AF_FAMILY_A13 .. AF_FAMILY_A16 or AF_FAMILY_DEFAULT", (int)fam);
+        if (!ane_family_info_of(fam))
+            return ir_fail(AF_ERR_INVALID, "unknown Neural Engine family %d; use AF_FAMILY_A13 .. AF_FAMILY_A16 or AF_FAMILY_DEFAULT", (int)fam);
         if (out) *out = fam;
         return AF_OK;
     }
     const char *env = getenv("ANEFORGE_TARGET");
     af_family_id f = AF_FAMILY_DEFAULT;
     if (env && *env && af_target_parse(env, NULL, &f))
-        return af_fail(AF_ERR_INVALID, "ANEFORGE_TARGET='%s' is not a target spec; use e.g. ane-sim:m1 (or unset it)", env);
-    if (f == AF_FAMILY_DEFAULT) f = af_family_detect();
+        return ir_fail(AF_ERR_INVALID, "ANEFORGE_TARGET='%s' is not a target spec; use e.g. ane-sim:m1 (or unset it)", env);
+    if (f == AF_FAMILY_DEFAULT) f = ane_family_detect();
     if (f == AF_FAMILY_DEFAULT) f = AF_FAMILY_A16; /* no hardware to ask: the newest family */
     if (out) *out = f;
     return AF_OK;
@@ -111,7 +111,7 @@ af_status af_family_resolve(af_family_id fam, af_family_id *out) {
 const char *af_family_name_of(af_family_id fam) {
     af_family_id f = fam;
     if (fam == AF_FAMILY_DEFAULT && af_family_resolve(fam, &f)) return "?";
-    const af_family_info *fi = af_family_info_of(f);
+    const ane_family_info *fi = ane_family_info_of(f);
     return fi ? fi->name : "?";
 }
 

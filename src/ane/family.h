@@ -17,12 +17,12 @@ typedef struct {
     int crop_dma_saturates;  /* slice with a last-axis begin != 0 saturates past 4094, and so do
                               * conv weight gradients (A13 per seed 000, A14 per ane-formats.md) */
     int compile_hangs_on_large_batch; /* large-batch programs compile for minutes or hang (A13, seed 000) */
-} af_family_info;
+} ane_family_info;
 
 /* The row for a concrete family, or NULL (AF_FAMILY_DEFAULT and unknown values). */
-const af_family_info *af_family_info_of(af_family_id fam);
+const ane_family_info *ane_family_info_of(af_family_id fam);
 /* "m1".."m5" or "a13".."a16", case-insensitive. */
-af_status af_family_parse(const char *s, af_family_id *out);
+af_status ane_family_parse(const char *s, af_family_id *out);
 /* The family of the machine we run on (Apple Silicon), or AF_FAMILY_DEFAULT elsewhere. */
-af_family_id af_family_detect(void);
+af_family_id ane_family_detect(void);
 #endif

@@ -12,14 +12,14 @@
 static atomic_int conv_warned;
 static atomic_llong precision_flags;
 
-int af_ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *params, float loss_scale) {
+int ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *params, float loss_scale) {
     af_family_id f;
     if (af_family_resolve(fam, &f) != AF_OK) return 0;
-    const af_family_info *fi = af_family_info_of(f);
+    const ane_family_info *fi = ane_family_info_of(f);
     if (!fi || !fi->crop_dma_saturates || !(loss_scale > AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX) || !params) return 0;
     const af_tensor *conv = NULL;
     for (int i = 0; i < nparams && !conv; i++)
-        if (params[i] && (params[i]->flags & AF_TF_CONV) && params[i]->a.kernel[1] > 1) conv = params[i];
+        if (params[i] && (params[i]->flags & IR_TF_CONV) && params[i]->a.kernel[1] > 1) conv = params[i];
     if (!conv) return 0;
     if (atomic_exchange(&conv_warned, 1) == 0)
         fprintf(stderr,
@@ -32,33 +32,33 @@ int af_ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const
     return 1;
 }
 
-int af_ane_guard_warnings(void) { return atomic_load(&conv_warned); }
+int ane_guard_warnings(void) { return atomic_load(&conv_warned); }
 
 static atomic_int compile_warned;
 static atomic_llong compile_flags;
 
-int af_ane_guard_compile_time(const compile_plan *m, af_family_id family) {
-    const af_family_info *fi = m ? af_family_info_of(family) : NULL;
+int ane_guard_compile_time(const compile_plan *m, af_family_id family) {
+    const ane_family_info *fi = m ? ane_family_info_of(family) : NULL;
     if (!fi || !fi->compile_hangs_on_large_batch) return 0;
-    double us = af_ane_compile_estimate_us(family, m);
+    double us = ane_compile_estimate_us(family, m);
     if (us < AF_ANE_COMPILE_WARN_US) return 0;
     atomic_fetch_add(&compile_flags, 1);
     if (atomic_exchange(&compile_warned, 1) == 0) {
         const af_tensor *big;
-        int64_t n = af_program_largest_tensor(m, &big);
+        int64_t n = ane_program_largest_tensor(m, &big);
         char shape[100];
-        af_shape_str(big->shape, shape, sizeof shape);
+        ir_shape_str(big->shape, shape, sizeof shape);
         fprintf(stderr,
                 "aneforge: warning: compiling for %s (%s) a program whose largest tensor, %s %s, holds %.1fM elements (batch %lld): "
                 "compile time grows with the batch, and on this family a full batch near 1000 over 28x28 can take minutes or hang "
                 "the compiler (estimated %.0f s here; M4/M5 compile it in seconds). Train in mini-batches (e.g. batch <= 128). "
                 "Reported once per process.\n",
-                fi->name, fi->chips, af_ops[big->op].name, shape, (double)n / 1e6, (long long)big->shape.dim[0], us / 1e6);
+                fi->name, fi->chips, ir_ops[big->op].name, shape, (double)n / 1e6, (long long)big->shape.dim[0], us / 1e6);
     }
     return 1;
 }
 
-int64_t af_ane_compile_time_flags(void) { return (int64_t)atomic_load(&compile_flags); }
+int64_t ane_compile_time_flags(void) { return (int64_t)atomic_load(&compile_flags); }
 
 int64_t af_ane_precision_flags(void) { return (int64_t)atomic_load(&precision_flags); }
 
@@ -68,15 +68,15 @@ int64_t af_ane_precision_flags(void) { return (int64_t)atomic_load(&precision_fl
 
 /* Flags a user's subtraction when at least a quarter of its elements cancel
  * catastrophically. Exact zeros (t - t, a deliberate construction) do not count. The
- * library's own vouched kernels (AF_TF_VOUCHED) never get the quirk bit. */
-bool af_sim_precision_check(const af_tensor *t, const float *const *ins) {
+ * library's own vouched kernels (IR_TF_VOUCHED) never get the quirk bit. */
+bool ane_precision_check(const af_tensor *t, const float *const *ins) {
     af_shape os = t->shape;
     int r = os.rank;
     int64_t st[2][AF_MAX_RANK], idx[AF_MAX_RANK] = { 0 }, off[2] = { 0, 0 };
     for (int k = 0; k < 2; k++) {
         af_shape xs = t->src[k]->shape;
         int64_t xst[AF_MAX_RANK];
-        af_strides(xs, xst);
+        ir_strides(xs, xst);
         for (int d = 0; d < r; d++) {
             int j = d - (r - xs.rank);
             st[k][d] = (j < 0 || xs.dim[j] == 1) ? 0 : xst[j];
@@ -99,7 +99,7 @@ bool af_sim_precision_check(const af_tensor *t, const float *const *ins) {
     if (cancel == 0 || cancel * 4 < n) return false;
     atomic_fetch_add(&precision_flags, 1);
     char shape[100];
-    af_shape_str(os, shape, sizeof shape);
+    ir_shape_str(os, shape, sizeof shape);
     const char *nm = af_tensor_name(t);
     fprintf(stderr,
             "aneforge: precision check: sub %s%s%s(node %d) %s subtracts near-equal values (%lld of %lld elements keep fewer than 4 of "

@@ -43,12 +43,12 @@
  * NUL-terminated MIL program of *len bytes and *blob a weight-file writer (never NULL,
  * possibly with no records); the caller frees both. arg_order (nin entries, may be
  * NULL) receives, for each function argument in MIL order, its index in `in`. */
-af_status af_mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
-                          char **text, size_t *len, af_milblob_writer **blob, int *arg_order);
+af_status mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                          char **text, size_t *len, milblob_writer **blob, int *arg_order);
 
 /* Writes a C99 hex float ("0x1.8p+1", "-0x0p+0", "inf", "nan") into buf (>= 32 bytes),
  * the same text on every platform. Returns buf. */
-char *af_mil_hexfloat(double v, char *buf);
+char *mil_hexfloat(double v, char *buf);
 
 /* ---------------------------------------------------------------- reader */
 
@@ -57,15 +57,15 @@ typedef struct {
     const char *path;       /* e.g. AF_MIL_WEIGHT_PATH */
     const uint8_t *bytes;
     size_t n;
-} af_mil_blobsrc;
+} mil_blobsrc;
 
 typedef struct {
     const char *source_name; /* for messages ("model.mil"); NULL = "<mil>" */
     const char *model_dir;   /* what @model_path names; NULL = no files on disk */
     const char *weights_dir; /* what @model_path/weights names; NULL = model_dir/weights */
     int nblobs;              /* in-memory weight files, looked up before the disk */
-    const af_mil_blobsrc *blobs;
-} af_mil_read_opts;
+    const mil_blobsrc *blobs;
+} mil_read_opts;
 
 typedef struct {
     af_graph *g;            /* the caller frees it with af_graph_free */
@@ -73,19 +73,19 @@ typedef struct {
     af_tensor **in, **out;  /* owned by g: function arguments and returned values */
     char **in_names;        /* owned by g: the MIL names, in the same order */
     char **out_names;
-} af_mil_module;
+} mil_module;
 
 /* Parses MIL text into a new graph. On failure *m is zeroed, nothing leaks, and
  * af_error_message() says "<source>:<line>:<col>: ..." (AF_ERR_CORRUPT for malformed
  * text or weights, AF_ERR_UNSUPPORTED for ops or forms the IR cannot express,
  * AF_ERR_IO for missing weight files). */
-af_status af_mil_parse(const char *text, size_t len, const af_mil_read_opts *opts, af_mil_module *m);
+af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil_module *m);
 
 /* Emits the subgraph to MIL text and weights in memory and parses that back into a new
  * graph (*m): what the ane-sim target runs to prove every program survives the trip.
  * m->in is reordered to match `in` (m->in[i] stands for in[i]); m->out matches `out`. */
-af_status af_mil_roundtrip(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
-                           af_mil_module *m);
+af_status mil_roundtrip(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                           mil_module *m);
 
 /* ---------------------------------------------------------------- built-in programs
  * Small graphs `aneforge mil emit` writes and the golden tests pin: "mlp-step" (an MLP
@@ -95,11 +95,11 @@ typedef struct {
     af_graph *g;             /* the caller frees it */
     int nin, nout;
     af_tensor *in[16], *out[16];
-} af_mil_sample;
+} mil_sample;
 
 /* Builds the sample called name; AF_ERR_INVALID for an unknown name. */
-af_status af_mil_sample_build(const char *name, af_mil_sample *s);
+af_status mil_sample_build(const char *name, mil_sample *s);
 /* The sample names, NULL-terminated. */
-extern const char *const af_mil_sample_names[];
+extern const char *const mil_sample_names[];
 
 #endif

@@ -141,7 +141,7 @@ enum { MIL_FUSE_NONE = 0, MIL_FUSE_ABSORBED, MIL_FUSE_RMS, MIL_FUSE_LN, MIL_FUSE
 typedef struct mil_mapper {
     mil_arena *arena;
     mil_diag *diag;
-    const af_mil_read_opts *opts;
+    const mil_read_opts *opts;
     const mil_func *f;
     af_graph *g;
     mil_sym *syms;
@@ -151,7 +151,7 @@ typedef struct mil_mapper {
     mil_fused *fuse;    /* per statement */
     struct mil_blobfile *files;
     int nfiles, capfiles;
-    af_mil_module *mod; /* filled by mil_map_function */
+    mil_module *mod; /* filled by mil_map_function */
 } mil_mapper;
 
 mil_sym *mil_lookup(mil_mapper *M, const char *name);
@@ -170,7 +170,7 @@ void mil_fuse(mil_mapper *M);
 /* Builds the graph for function f; false with the diagnostic set on error. */
 bool mil_map_function(mil_mapper *M);
 /* Blob files (mil_read.c): the payload of the record at offset in the file `path`. */
-bool mil_blob_get(mil_mapper *M, const char *path, uint64_t offset, af_milblob_dtype *dt, const void **data,
+bool mil_blob_get(mil_mapper *M, const char *path, uint64_t offset, milblob_dtype *dt, const void **data,
                   int64_t *nbytes, int line, int col);
 
 #endif

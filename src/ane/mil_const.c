@@ -38,7 +38,7 @@ mil_sym *mil_define(mil_mapper *M, const char *name, int def, const mil_type *ty
 
 /* ---------------------------------------------------------------- constants */
 
-static int blob_code_bytes(mil_dtype dt, af_milblob_dtype *code) {
+static int blob_code_bytes(mil_dtype dt, milblob_dtype *code) {
     switch (dt) {
     case MIL_FP16: *code = AF_MILBLOB_FP16; return 2;
     case MIL_FP32: *code = AF_MILBLOB_FP32; return 4;
@@ -60,7 +60,7 @@ static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
         return f;
     }
     if (!lit->blob) { mil_error(M->diag, AF_ERR_INVALID, line, col, "a %s constant has no numeric value", mil_dtype_name(lit->type.dt)); return NULL; }
-    af_milblob_dtype want, got;
+    milblob_dtype want, got;
     int size = blob_code_bytes(lit->type.dt, &want);
     const void *data;
     int64_t nbytes;
@@ -68,7 +68,7 @@ static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
     if (!mil_blob_get(M, lit->blob_path, lit->blob_offset, &got, &data, &nbytes, lit->line, lit->col)) return NULL;
     if (got != want || nbytes != lit->count * size) {
         mil_error(M->diag, AF_ERR_CORRUPT, lit->line, lit->col, "the weight record at offset %llu holds %lld bytes of %s but the constant is %lld elements of %s",
-                  (unsigned long long)lit->blob_offset, (long long)nbytes, af_milblob_dtype_name(got), (long long)lit->count,
+                  (unsigned long long)lit->blob_offset, (long long)nbytes, milblob_dtype_name(got), (long long)lit->count,
                   mil_dtype_name(lit->type.dt));
         return NULL;
     }

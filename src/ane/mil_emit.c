@@ -33,7 +33,7 @@ void mil_sb_printf(mil_sb *b, const char *fmt, ...) {
     }
 }
 
-char *af_mil_hexfloat(double v, char *buf) {
+char *mil_hexfloat(double v, char *buf) {
     if (isnan(v)) { strcpy(buf, "nan"); return buf; }
     if (isinf(v)) { strcpy(buf, v < 0 ? "-inf" : "inf"); return buf; }
     const char *sign = signbit(v) ? "-" : "";
@@ -104,7 +104,7 @@ void mil_type_str(char *buf, size_t n, const char *dt, af_shape s) {
 static void nested(mil_emitter *e, af_shape s, int axis, const float *v, const int64_t *iv, int64_t *at) {
     if (axis == s.rank) {
         char h[40];
-        if (v) mil_sb_printf(&e->text, "%s", af_mil_hexfloat(af_f16_to_f32(af_f32_to_f16(v[*at])), h));
+        if (v) mil_sb_printf(&e->text, "%s", mil_hexfloat(af_f16_to_f32(af_f32_to_f16(v[*at])), h));
         else mil_sb_printf(&e->text, "%lld", (long long)iv[*at]);
         (*at)++;
         return;
@@ -131,14 +131,14 @@ const char *mil_const_f16(mil_emitter *e, const char *base, af_shape s, const fl
         uint16_t *h = malloc((size_t)n * sizeof *h);
         if (!h) { e->st = AF_ERR_NOMEM; return name; }
         for (int64_t i = 0; i < n; i++) h[i] = af_f32_to_f16(v[i]);
-        int64_t off = af_milblob_add(e->blob, AF_MILBLOB_FP16, h, n * 2); /* little-endian hosts only */
+        int64_t off = milblob_add(e->blob, AF_MILBLOB_FP16, h, n * 2); /* little-endian hosts only */
         free(h);
         if (off < 0) { e->st = AF_ERR_NOMEM; return name; }
         mil_sb_printf(&e->text, "%s(BLOBFILE(path = string(\"%s\"), offset = uint64(%lld)))];\n", type, AF_MIL_WEIGHT_PATH,
                       (long long)off);
     } else if (s.rank == 0) {
         char h[40];
-        mil_sb_printf(&e->text, "fp16(%s)];\n", af_mil_hexfloat(af_f16_to_f32(af_f32_to_f16(v[0])), h));
+        mil_sb_printf(&e->text, "fp16(%s)];\n", mil_hexfloat(af_f16_to_f32(af_f32_to_f16(v[0])), h));
     } else {
         int64_t at = 0;
         mil_sb_printf(&e->text, "%s(", type);
@@ -156,7 +156,7 @@ const char *mil_const_f32_scalar(mil_emitter *e, const char *base, float v) {
     const char *name = mil_unique_name(e, base);
     char h[40];
     const_head(e, "fp32", name);
-    mil_sb_printf(&e->text, "fp32(%s)];\n", af_mil_hexfloat(v, h));
+    mil_sb_printf(&e->text, "fp32(%s)];\n", mil_hexfloat(v, h));
     return name;
 }
 
@@ -207,7 +207,7 @@ void mil_stmt(mil_emitter *e, const char *type, const char *var, const char *op,
 
 const char *mil_operand(mil_emitter *e, af_tensor *t) {
     if (e->var[t->id]) return e->var[t->id];
-    if (t->op != AF_OP_CONST) { /* the schedule is topological, so only consts get here */
+    if (t->op != IR_OP_CONST) { /* the schedule is topological, so only consts get here */
         e->st = AF_ERR_INVALID;
         return "_";
     }
@@ -226,7 +226,7 @@ static void emitter_free(mil_emitter *e) {
     free(e->names);
     free(e->var);
     free(e->text.s);
-    af_milblob_writer_free(e->blob);
+    milblob_writer_free(e->blob);
 }
 
 static af_status fail_emit(mil_emitter *e, af_status st, const char *fmt, ...) {
@@ -236,41 +236,41 @@ static af_status fail_emit(mil_emitter *e, af_status st, const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     emitter_free(e);
-    return af_fail(st, "af_mil_emit: %s", buf);
+    return ir_fail(st, "af_mil_emit: %s", buf);
 }
 
-af_status af_mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
-                          char **text, size_t *len, af_milblob_writer **blob, int *arg_order) {
+af_status mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                          char **text, size_t *len, milblob_writer **blob, int *arg_order) {
     mil_emitter e = { .g = g };
     if (text) *text = NULL;
     if (blob) *blob = NULL;
-    if (!g || !text || !blob) return af_fail(AF_ERR_INVALID, "af_mil_emit: graph or result pointer is NULL");
-    if (g->error) return af_fail(AF_ERR_INVALID, "af_mil_emit: the graph has an error: %s", g->error);
-    if (nout < 1 || !out || nin < 0 || (nin && !in)) return af_fail(AF_ERR_INVALID, "af_mil_emit: needs at least one output and valid input arrays");
+    if (!g || !text || !blob) return ir_fail(AF_ERR_INVALID, "af_mil_emit: graph or result pointer is NULL");
+    if (g->error) return ir_fail(AF_ERR_INVALID, "af_mil_emit: the graph has an error: %s", g->error);
+    if (nout < 1 || !out || nin < 0 || (nin && !in)) return ir_fail(AF_ERR_INVALID, "af_mil_emit: needs at least one output and valid input arrays");
     e.var = calloc((size_t)g->n, sizeof *e.var);
     bool *need = calloc((size_t)g->n + 1, sizeof *need);
     mil_arg_entry *args = calloc((size_t)nin + 1, sizeof *args);
-    e.blob = af_milblob_writer_new();
+    e.blob = milblob_writer_new();
     if (!e.var || !need || !args || !e.blob) { free(need); free(args); return fail_emit(&e, AF_ERR_NOMEM, "out of memory"); }
     af_status st = AF_OK;
     for (int i = 0; i < nout && !st; i++) {
-        if (!out[i] || out[i]->g != g) st = af_fail(AF_ERR_INVALID, "output %d is NULL or from another graph", i);
+        if (!out[i] || out[i]->g != g) st = ir_fail(AF_ERR_INVALID, "output %d is NULL or from another graph", i);
         else need[out[i]->id] = true;
     }
     for (int i = 0; i < nin && !st; i++) {
-        if (!in[i] || in[i]->g != g || in[i]->op != AF_OP_INPUT) st = af_fail(AF_ERR_INVALID, "input %d is not an af_input or af_parameter of this graph", i);
+        if (!in[i] || in[i]->g != g || in[i]->op != IR_OP_INPUT) st = ir_fail(AF_ERR_INVALID, "input %d is not an af_input or af_parameter of this graph", i);
         for (int j = 0; j < i && !st; j++)
-            if (in[j] == in[i]) st = af_fail(AF_ERR_INVALID, "input '%s' is listed twice", af_tensor_name(in[i]));
+            if (in[j] == in[i]) st = ir_fail(AF_ERR_INVALID, "input '%s' is listed twice", af_tensor_name(in[i]));
     }
     for (int id = g->n - 1; id >= 0 && !st; id--)
         if (need[id])
             for (int k = 0; k < g->t[id]->nsrc; k++) need[g->t[id]->src[k]->id] = true;
     for (int id = 0; id < g->n && !st; id++) {
         af_tensor *t = g->t[id];
-        if (!need[id] || t->op != AF_OP_INPUT) continue;
+        if (!need[id] || t->op != IR_OP_INPUT) continue;
         bool listed = false;
         for (int i = 0; i < nin; i++) listed |= in[i] == t;
-        if (!listed) st = af_fail(AF_ERR_INVALID, "the outputs depend on '%s', which is not in the input list", af_tensor_name(t));
+        if (!listed) st = ir_fail(AF_ERR_INVALID, "the outputs depend on '%s', which is not in the input list", af_tensor_name(t));
     }
     if (st) { free(need); free(args); return fail_emit(&e, st, "%s", af_error_message()); }
 
@@ -320,7 +320,7 @@ af_status af_mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, 
                 continue;
             }
             sp -= 2;
-            if (!(af_ops[t->op].flags & OPF_LEAF)) order[norder++] = t->id;
+            if (!(ir_ops[t->op].flags & OPF_LEAF)) order[norder++] = t->id;
         }
     }
     free(stack);
@@ -329,12 +329,12 @@ af_status af_mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, 
         int id = order[oi];
         af_tensor *t = g->t[id];
         char base[80];
-        snprintf(base, sizeof base, "%s_%d", af_ops[t->op].name, oi);
+        snprintf(base, sizeof base, "%s_%d", ir_ops[t->op].name, oi);
         const char *v = mil_unique_name(&e, t->name ? t->name : base);
         if (!mil_lower(&e, t, v) && !e.st) {
             free(need);
             free(order);
-            return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s has no MIL lowering", af_ops[t->op].name);
+            return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s has no MIL lowering", ir_ops[t->op].name);
         }
         e.var[id] = v;
     }
@@ -347,7 +347,7 @@ af_status af_mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, 
     for (int i = 0; i < nout && !e.st; i++) {
         af_tensor *t = out[i];
         const char *v = mil_operand(&e, t);
-        bool repeat = af_ops[t->op].flags & OPF_LEAF;
+        bool repeat = ir_ops[t->op].flags & OPF_LEAF;
         for (int j = 0; j < i; j++) repeat |= ret[j] == v;
         if (repeat) {
             char base[200], type[200];
@@ -378,14 +378,14 @@ af_status af_mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, 
 
 /* mkdir -p */
 static af_status make_dir(const char *path) {
-    char *p = af_strdup(path);
-    if (!p) return af_fail(AF_ERR_NOMEM, "af_mil_emit: out of memory");
+    char *p = ir_strdup(path);
+    if (!p) return ir_fail(AF_ERR_NOMEM, "af_mil_emit: out of memory");
     for (char *q = p + 1;; q++) {
         if (*q && *q != '/') continue;
         char c = *q;
         *q = 0;
         if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            af_status st = af_fail(AF_ERR_IO, "af_mil_emit: cannot create directory %s: %s", p, strerror(errno));
+            af_status st = ir_fail(AF_ERR_IO, "af_mil_emit: cannot create directory %s: %s", p, strerror(errno));
             free(p);
             return st;
         }
@@ -397,15 +397,15 @@ static af_status make_dir(const char *path) {
 }
 
 af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out, const char *dir) {
-    if (!dir || !*dir) return af_fail(AF_ERR_INVALID, "af_mil_emit: dir is NULL or empty");
+    if (!dir || !*dir) return ir_fail(AF_ERR_INVALID, "af_mil_emit: dir is NULL or empty");
     char *text;
     size_t len;
-    af_milblob_writer *w;
-    af_status st = af_mil_emit_mem(g, nin, in, nout, out, &text, &len, &w, NULL);
+    milblob_writer *w;
+    af_status st = mil_emit_mem(g, nin, in, nout, out, &text, &len, &w, NULL);
     if (st) return st;
     size_t n = strlen(dir) + 64;
     char *path = malloc(n);
-    if (!path) { free(text); af_milblob_writer_free(w); return af_fail(AF_ERR_NOMEM, "af_mil_emit: out of memory"); }
+    if (!path) { free(text); milblob_writer_free(w); return ir_fail(AF_ERR_NOMEM, "af_mil_emit: out of memory"); }
     st = make_dir(dir);
     if (!st) {
         snprintf(path, n, "%s/weights", dir);
@@ -413,20 +413,20 @@ af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_t
     }
     if (!st) {
         snprintf(path, n, "%s/weights/%s", dir, AF_MIL_WEIGHT_FILE);
-        st = af_milblob_write_file(w, path);
+        st = milblob_write_file(w, path);
     }
     if (!st) {
         snprintf(path, n, "%s/model.mil", dir);
         FILE *f = fopen(path, "wb");
-        if (!f) st = af_fail(AF_ERR_IO, "af_mil_emit: cannot open %s: %s", path, strerror(errno));
+        if (!f) st = ir_fail(AF_ERR_IO, "af_mil_emit: cannot open %s: %s", path, strerror(errno));
         else {
             bool ok = fwrite(text, 1, len, f) == len;
             ok &= fclose(f) == 0;
-            if (!ok) { remove(path); st = af_fail(AF_ERR_IO, "af_mil_emit: cannot write %s", path); }
+            if (!ok) { remove(path); st = ir_fail(AF_ERR_IO, "af_mil_emit: cannot write %s", path); }
         }
     }
     free(path);
     free(text);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
     return st;
 }

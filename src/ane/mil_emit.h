@@ -10,7 +10,7 @@ void mil_sb_printf(mil_sb *b, const char *fmt, ...);
 typedef struct {
     af_graph *g;
     mil_sb text;
-    af_milblob_writer *blob;
+    milblob_writer *blob;
     const char **var;   /* per tensor id: its MIL variable, once emitted */
     char **names;       /* every name in use (owned) */
     int nnames, capnames;

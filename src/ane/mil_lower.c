@@ -27,8 +27,8 @@ static const char *cname(const char *v, const char *arg, char *buf, size_t n) {
  * for the channel axis. A constant is re-emitted in that shape; a computed one reshaped. */
 static const char *affine(mil_emitter *e, const char *v, const char *what, af_tensor *p, af_shape want) {
     char nb[300];
-    if (af_shape_eq(p->shape, want)) return mil_operand(e, p);
-    if (p->op == AF_OP_CONST) return mil_const_f16(e, cname(v, what, nb, sizeof nb), want, p->data);
+    if (ir_shape_eq(p->shape, want)) return mil_operand(e, p);
+    if (p->op == IR_OP_CONST) return mil_const_f16(e, cname(v, what, nb, sizeof nb), want, p->data);
     const char *x = mil_operand(e, p);
     const char *shape = mil_const_ints(e, cname(v, what, nb, sizeof nb), want.rank, want.dim, false);
     const char *r = sub(e, v, what);
@@ -49,7 +49,7 @@ static void norm_affine(mil_emitter *e, af_tensor *t, const char *v, const char 
     TYPE(ty, "fp16", xs);
     mil_kv kv[3] = { { "axes", axes }, { "epsilon", eps }, { "x", x } };
     mil_stmt(e, ty, ln, "layer_norm", 3, kv);
-    if (t->op == AF_OP_GROUP_NORM) { /* back to x's shape */
+    if (t->op == IR_OP_GROUP_NORM) { /* back to x's shape */
         const char *shape = mil_const_ints(e, CN("shape"), t->shape.rank, t->shape.dim, false);
         const char *r = sub(e, v, "ungrouped");
         TYPE(tx, "fp16", t->shape);
@@ -71,14 +71,14 @@ static void lower_norm(mil_emitter *e, af_tensor *t, const char *v, const char *
     char nb[300];
     af_shape xs = t->shape, want = { .rank = 1 };
     int r = xs.rank;
-    bool channel = t->op == AF_OP_CHANNEL_LAYER_NORM || t->op == AF_OP_GROUP_NORM;
+    bool channel = t->op == IR_OP_CHANNEL_LAYER_NORM || t->op == IR_OP_GROUP_NORM;
     want.dim[0] = channel ? xs.dim[1] : xs.dim[r - 1];
     if (channel) {
         want.rank = r - 1;
         for (int i = 1; i < want.rank; i++) want.dim[i] = 1;
     }
     TYPE(tx, "fp16", xs);
-    if (t->op == AF_OP_RMS_NORM) { /* x * rsqrt(mean(x*x) + eps) * gamma */
+    if (t->op == IR_OP_RMS_NORM) { /* x * rsqrt(mean(x*x) + eps) * gamma */
         const char *sq = sub(e, v, "sq");
         mil_kv k1[2] = { { "x", x }, { "y", x } };
         mil_stmt(e, tx, sq, "mul", 2, k1);
@@ -103,8 +103,8 @@ static void lower_norm(mil_emitter *e, af_tensor *t, const char *v, const char *
         mil_stmt(e, tx, v, "mul", 2, k5);
         return;
     }
-    if (t->op != AF_OP_GROUP_NORM) {
-        norm_affine(e, t, v, x, xs, t->op == AF_OP_LAYER_NORM ? r - 1 : 1, want);
+    if (t->op != IR_OP_GROUP_NORM) {
+        norm_affine(e, t, v, x, xs, t->op == IR_OP_LAYER_NORM ? r - 1 : 1, want);
         return;
     }
     /* group_norm: [N, C, ...] -> [N, G, C/G * ...], layer_norm over the last axis. */
@@ -124,24 +124,24 @@ static void lower_pool_conv(mil_emitter *e, af_tensor *t, const char *v, const c
     int64_t st[2] = { t->a.stride[0], t->a.stride[1] };
     mil_kv kv[9];
     int n = 0;
-    if (t->op == AF_OP_AVG_POOL || t->op == AF_OP_MAX_POOL) {
+    if (t->op == IR_OP_AVG_POOL || t->op == IR_OP_MAX_POOL) {
         int64_t k[2] = { t->a.kernel[0], t->a.kernel[1] };
         kv[n++] = (mil_kv){ "kernel_sizes", mil_const_ints(e, CN("kernel_sizes"), 2, k, false) };
     } else {
         int64_t d[2] = { t->a.dilation[0], t->a.dilation[1] };
         kv[n++] = (mil_kv){ "dilations", mil_const_ints(e, CN("dilations"), 2, d, false) };
-        kv[n++] = (mil_kv){ "groups", mil_const_int(e, CN("groups"), t->op == AF_OP_CONV ? t->a.groups : 1) };
+        kv[n++] = (mil_kv){ "groups", mil_const_int(e, CN("groups"), t->op == IR_OP_CONV ? t->a.groups : 1) };
         kv[n++] = (mil_kv){ "weight", y };
     }
     kv[n++] = (mil_kv){ "pad", mil_const_ints(e, CN("pad"), 4, pad, false) };
     kv[n++] = (mil_kv){ "pad_type", mil_const_string(e, CN("pad_type"), "custom") };
     kv[n++] = (mil_kv){ "strides", mil_const_ints(e, CN("strides"), 2, st, false) };
-    if (t->op == AF_OP_AVG_POOL || t->op == AF_OP_MAX_POOL)
+    if (t->op == IR_OP_AVG_POOL || t->op == IR_OP_MAX_POOL)
         kv[n++] = (mil_kv){ "ceil_mode", mil_const_bool(e, CN("ceil_mode"), false) };
-    if (t->op == AF_OP_AVG_POOL)
+    if (t->op == IR_OP_AVG_POOL)
         kv[n++] = (mil_kv){ "exclude_padding_from_average", mil_const_bool(e, CN("exclude_padding_from_average"), false) };
     kv[n++] = (mil_kv){ "x", x };
-    mil_stmt(e, ty, v, af_ops[t->op].name, n, kv);
+    mil_stmt(e, ty, v, ir_ops[t->op].name, n, kv);
 }
 
 bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
@@ -149,16 +149,16 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
     TYPE(ty, "fp16", t->shape);
     const char *x = t->nsrc > 0 ? mil_operand(e, t->src[0]) : NULL;
     /* norms place gamma/beta themselves (affine) */
-    const char *y = t->nsrc > 1 && af_ops[t->op].family != AF_FAM_NORM ? mil_operand(e, t->src[1]) : NULL;
-    const char *name = af_ops[t->op].name;
+    const char *y = t->nsrc > 1 && ir_ops[t->op].kind != IR_KIND_NORM ? mil_operand(e, t->src[1]) : NULL;
+    const char *name = ir_ops[t->op].name;
     mil_kv kv[6];
     switch (t->op) {
-    case AF_OP_ADD: case AF_OP_SUB: case AF_OP_MUL: case AF_OP_REAL_DIV:
-    case AF_OP_MAXIMUM: case AF_OP_MINIMUM: case AF_OP_POW:
+    case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_REAL_DIV:
+    case IR_OP_MAXIMUM: case IR_OP_MINIMUM: case IR_OP_POW:
         kv[0] = (mil_kv){ "x", x }, kv[1] = (mil_kv){ "y", y };
         mil_stmt(e, ty, v, name, 2, kv);
         return true;
-    case AF_OP_GREATER: case AF_OP_LESS: case AF_OP_EQUAL: { /* bool result, cast back to fp16 */
+    case IR_OP_GREATER: case IR_OP_LESS: case IR_OP_EQUAL: { /* bool result, cast back to fp16 */
         TYPE(tb, "bool", t->shape);
         const char *b = sub(e, v, "bool");
         kv[0] = (mil_kv){ "x", x }, kv[1] = (mil_kv){ "y", y };
@@ -167,7 +167,7 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         mil_stmt(e, ty, v, "cast", 2, kv);
         return true;
     }
-    case AF_OP_SELECT: { /* cond != 0 as a bool, then select */
+    case IR_OP_SELECT: { /* cond != 0 as a bool, then select */
         TYPE(tb, "bool", t->src[0]->shape);
         const char *a = y, *b = mil_operand(e, t->src[2]);
         const char *zero = mil_const_f16_scalar(e, CN("zero"), 0.0f);
@@ -178,27 +178,27 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         mil_stmt(e, ty, v, "select", 3, kv);
         return true;
     }
-    case AF_OP_ADDS: case AF_OP_MULS: case AF_OP_NEG:
+    case IR_OP_ADDS: case IR_OP_MULS: case IR_OP_NEG:
         kv[0] = (mil_kv){ "x", x };
-        kv[1] = (mil_kv){ "y", mil_const_f16_scalar(e, CN("y"), t->op == AF_OP_NEG ? -1.0f : t->a.scalar) };
-        mil_stmt(e, ty, v, t->op == AF_OP_ADDS ? "add" : "mul", 2, kv);
+        kv[1] = (mil_kv){ "y", mil_const_f16_scalar(e, CN("y"), t->op == IR_OP_NEG ? -1.0f : t->a.scalar) };
+        mil_stmt(e, ty, v, t->op == IR_OP_ADDS ? "add" : "mul", 2, kv);
         return true;
-    case AF_OP_ABS: case AF_OP_SQUARE: case AF_OP_SQRT: case AF_OP_EXP: case AF_OP_TANH: case AF_OP_SIGMOID:
-    case AF_OP_RELU: case AF_OP_SILU: case AF_OP_SIN: case AF_OP_COS: case AF_OP_ERF:
+    case IR_OP_ABS: case IR_OP_SQUARE: case IR_OP_SQRT: case IR_OP_EXP: case IR_OP_TANH: case IR_OP_SIGMOID:
+    case IR_OP_RELU: case IR_OP_SILU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_ERF:
         kv[0] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, name, 1, kv);
         return true;
-    case AF_OP_RSQRT: case AF_OP_INVERSE: case AF_OP_LOG: /* exact: epsilon 0, not the MIL default */
+    case IR_OP_RSQRT: case IR_OP_INVERSE: case IR_OP_LOG: /* exact: epsilon 0, not the MIL default */
         kv[0] = (mil_kv){ "epsilon", mil_const_f16_scalar(e, CN("epsilon"), 0.0f) }, kv[1] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, name, 2, kv);
         return true;
-    case AF_OP_GELU:
+    case IR_OP_GELU:
         kv[0] = (mil_kv){ "mode", mil_const_string(e, CN("mode"), t->a.mode == AF_GELU_TANH ? "TANH_APPROXIMATION" : "EXACT") };
         kv[1] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, "gelu", 2, kv);
         return true;
-    case AF_OP_MATMUL_W:
-        if (t->src[1]->op == AF_OP_CONST && t->src[0]->shape.rank <= 3) {
+    case IR_OP_MATMUL_W:
+        if (t->src[1]->op == IR_OP_CONST && t->src[0]->shape.rank <= 3) {
             kv[0] = (mil_kv){ "weight", y }, kv[1] = (mil_kv){ "x", x };
             mil_stmt(e, ty, v, "linear", 2, kv);
             return true;
@@ -208,13 +208,13 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         kv[2] = (mil_kv){ "x", x }, kv[3] = (mil_kv){ "y", y };
         mil_stmt(e, ty, v, "matmul", 4, kv);
         return true;
-    case AF_OP_MATMUL:
+    case IR_OP_MATMUL:
         kv[0] = (mil_kv){ "transpose_x", mil_const_bool(e, CN("transpose_x"), t->a.ta) };
         kv[1] = (mil_kv){ "transpose_y", mil_const_bool(e, CN("transpose_y"), t->a.tb) };
         kv[2] = (mil_kv){ "x", x }, kv[3] = (mil_kv){ "y", y };
         mil_stmt(e, ty, v, "matmul", 4, kv);
         return true;
-    case AF_OP_REDUCE_SUM: case AF_OP_REDUCE_MEAN: case AF_OP_REDUCE_MAX: case AF_OP_REDUCE_MIN: {
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: {
         int64_t axes[AF_MAX_RANK];
         int n = 0;
         for (int i = 0; i < t->src[0]->shape.rank; i++)
@@ -225,22 +225,22 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         mil_stmt(e, ty, v, name, 3, kv);
         return true;
     }
-    case AF_OP_SOFTMAX:
+    case IR_OP_SOFTMAX:
         kv[0] = (mil_kv){ "axis", mil_const_int(e, CN("axis"), t->a.axis) }, kv[1] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, "softmax", 2, kv);
         return true;
-    case AF_OP_TRANSPOSE:
+    case IR_OP_TRANSPOSE:
         kv[0] = (mil_kv){ "perm", mil_const_ints(e, CN("perm"), t->shape.rank, t->a.ints, false) }, kv[1] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, "transpose", 2, kv);
         return true;
-    case AF_OP_RESHAPE:
+    case IR_OP_RESHAPE:
         kv[0] = (mil_kv){ "shape", mil_const_ints(e, CN("shape"), t->shape.rank, t->shape.dim, false) }, kv[1] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, "reshape", 2, kv);
         return true;
-    case AF_OP_SLICE_BY_SIZE: case AF_OP_SPLIT: {
+    case IR_OP_SLICE_BY_SIZE: case IR_OP_SPLIT: {
         int r = t->shape.rank;
         int64_t begin[AF_MAX_RANK] = { 0 };
-        if (t->op == AF_OP_SLICE_BY_SIZE) memcpy(begin, t->a.ints, sizeof(int64_t) * (size_t)r);
+        if (t->op == IR_OP_SLICE_BY_SIZE) memcpy(begin, t->a.ints, sizeof(int64_t) * (size_t)r);
         else begin[t->a.axis] = t->a.ints[0];
         kv[0] = (mil_kv){ "begin", mil_const_ints(e, CN("begin"), r, begin, false) };
         kv[1] = (mil_kv){ "size", mil_const_ints(e, CN("size"), r, t->shape.dim, false) };
@@ -248,7 +248,7 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         mil_stmt(e, ty, v, "slice_by_size", 3, kv);
         return true;
     }
-    case AF_OP_CONCAT: {
+    case IR_OP_CONCAT: {
         mil_sb tuple = { 0 };
         for (int k = 0; k < t->nsrc; k++) mil_sb_printf(&tuple, "%s%s", k ? ", " : "(", mil_operand(e, t->src[k]));
         mil_sb_printf(&tuple, ")");
@@ -260,13 +260,13 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         free(tuple.s);
         return true;
     }
-    case AF_OP_RMS_NORM: case AF_OP_LAYER_NORM: case AF_OP_CHANNEL_LAYER_NORM: case AF_OP_GROUP_NORM:
+    case IR_OP_RMS_NORM: case IR_OP_LAYER_NORM: case IR_OP_CHANNEL_LAYER_NORM: case IR_OP_GROUP_NORM:
         lower_norm(e, t, v, x);
         return true;
-    case AF_OP_AVG_POOL: case AF_OP_MAX_POOL: case AF_OP_CONV: case AF_OP_CONV_TRANSPOSE:
+    case IR_OP_AVG_POOL: case IR_OP_MAX_POOL: case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE:
         lower_pool_conv(e, t, v, x, y);
         return true;
-    case AF_OP_CAST: /* the engine is fp16 throughout: a cast is a rename */
+    case IR_OP_CAST: /* the engine is fp16 throughout: a cast is a rename */
         kv[0] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, "identity", 1, kv);
         return true;

@@ -1,5 +1,5 @@
 /* MIL -> IR: the per-op mapping and the function driver (symbols and constants live in
- * mil_const.c). Each MIL op becomes IR nodes built with af_build, so shape inference and
+ * mil_const.c). Each MIL op becomes IR nodes built with ir_build, so shape inference and
  * its checks apply; the canonical decompositions found by mil_fuse.c become their fused
  * IR op. A MIL bool is an IR tensor holding 0/1 (comparisons already produce that). */
 #include "ane/mil_ast.h"
@@ -157,10 +157,10 @@ static bool out(call *c, int k, af_tensor *t, bool is_bool) {
     for (int i = 0; same && i < ty->rank; i++) same = ty->dim[i] == t->shape.dim[i];
     if (!same) {
         char got[120];
-        af_shape_str(t->shape, got, sizeof got);
+        ir_shape_str(t->shape, got, sizeof got);
         return cfail(c, AF_ERR_SHAPE, NULL, "output '%s' is declared with another shape than the op gives (%s)", s->name, got);
     }
-    if (!t->name) t->name = af_strdup(s->name);
+    if (!t->name) t->name = ir_strdup(s->name);
     s->t = t;
     s->is_bool = is_bool;
     return true;
@@ -171,9 +171,9 @@ static bool out(call *c, int k, af_tensor *t, bool is_bool) {
 
 /* ---------------------------------------------------------------- handlers */
 
-static af_tensor *b2(af_op op, af_tensor *a, af_tensor *b) {
+static af_tensor *b2(ir_op op, af_tensor *a, af_tensor *b) {
     af_tensor *s[2] = { a, b };
-    return af_build(op, 2, s, NULL);
+    return ir_build(op, 2, s, NULL);
 }
 
 static af_tensor *one_minus(af_tensor *x) {
@@ -183,7 +183,7 @@ static af_tensor *one_minus(af_tensor *x) {
 static bool h_binary(call *c, int op) {
     af_tensor *x = X_("x"), *y = x ? X_("y") : NULL;
     NEED(y);
-    return out(c, 0, b2((af_op)op, x, y), false);
+    return out(c, 0, b2((ir_op)op, x, y), false);
 }
 
 enum { CMP_NE = 1000, CMP_GE, CMP_LE, LOG_AND, LOG_OR, LOG_NOT };
@@ -196,12 +196,12 @@ static bool h_compare(call *c, int op) {
     NEED(y);
     af_tensor *r;
     switch (op) {
-    case CMP_NE: r = one_minus(b2(AF_OP_EQUAL, x, y)); break;
-    case CMP_GE: r = b2(AF_OP_MAXIMUM, b2(AF_OP_GREATER, x, y), b2(AF_OP_EQUAL, x, y)); break;
-    case CMP_LE: r = b2(AF_OP_MAXIMUM, b2(AF_OP_LESS, x, y), b2(AF_OP_EQUAL, x, y)); break;
-    case LOG_AND: r = b2(AF_OP_MUL, x, y); break;
-    case LOG_OR: r = b2(AF_OP_MAXIMUM, x, y); break;
-    default: r = b2((af_op)op, x, y); break;
+    case CMP_NE: r = one_minus(b2(IR_OP_EQUAL, x, y)); break;
+    case CMP_GE: r = b2(IR_OP_MAXIMUM, b2(IR_OP_GREATER, x, y), b2(IR_OP_EQUAL, x, y)); break;
+    case CMP_LE: r = b2(IR_OP_MAXIMUM, b2(IR_OP_LESS, x, y), b2(IR_OP_EQUAL, x, y)); break;
+    case LOG_AND: r = b2(IR_OP_MUL, x, y); break;
+    case LOG_OR: r = b2(IR_OP_MAXIMUM, x, y); break;
+    default: r = b2((ir_op)op, x, y); break;
     }
     return out(c, 0, r, true);
 }
@@ -211,22 +211,22 @@ static bool h_select(call *c, int op) {
     af_tensor *cond = X_("cond"), *a = cond ? T(c, "a", true, &ba) : NULL, *b = a ? T(c, "b", true, &bb) : NULL;
     NEED(b);
     af_tensor *s[3] = { cond, a, b };
-    return out(c, 0, af_build(AF_OP_SELECT, 3, s, NULL), ba && bb);
+    return out(c, 0, ir_build(IR_OP_SELECT, 3, s, NULL), ba && bb);
 }
 
 static bool h_unary(call *c, int op) {
     af_tensor *x = X_("x");
     NEED(x);
-    return out(c, 0, af_build((af_op)op, 1, &x, NULL), false);
+    return out(c, 0, ir_build((ir_op)op, 1, &x, NULL), false);
 }
 
 /* rsqrt / inverse / log take an epsilon added first (MIL defaults 1e-12, 1e-4, 1e-45). */
 static bool h_eps_unary(call *c, int op) {
     double eps;
     af_tensor *x = X_("x");
-    NEED(x && get_float(c, "epsilon", &eps, op == AF_OP_RSQRT ? 1e-12 : op == AF_OP_INVERSE ? 1e-4 : 1e-45));
+    NEED(x && get_float(c, "epsilon", &eps, op == IR_OP_RSQRT ? 1e-12 : op == IR_OP_INVERSE ? 1e-4 : 1e-45));
     if (eps != 0) x = af_adds(x, (float)eps);
-    return out(c, 0, x ? af_build((af_op)op, 1, &x, NULL) : NULL, false);
+    return out(c, 0, x ? ir_build((ir_op)op, 1, &x, NULL) : NULL, false);
 }
 
 static bool h_gelu(call *c, int op) {
@@ -283,8 +283,8 @@ static bool h_reduce(call *c, int op) {
     if (n < 0) { n = x->shape.rank; for (int i = 0; i < n; i++) ax[i] = i; }
     if (n == 0) return out(c, 0, x, false);
     for (int i = 0; i < n; i++) axes[i] = (int)ax[i];
-    af_tensor *r = op == AF_OP_REDUCE_SUM ? af_reduce_sum(x, n, axes, keep) : op == AF_OP_REDUCE_MEAN ? af_reduce_mean(x, n, axes, keep)
-                 : op == AF_OP_REDUCE_MAX ? af_reduce_max(x, n, axes, keep) : af_reduce_min(x, n, axes, keep);
+    af_tensor *r = op == IR_OP_REDUCE_SUM ? af_reduce_sum(x, n, axes, keep) : op == IR_OP_REDUCE_MEAN ? af_reduce_mean(x, n, axes, keep)
+                 : op == IR_OP_REDUCE_MAX ? af_reduce_max(x, n, axes, keep) : af_reduce_min(x, n, axes, keep);
     return out(c, 0, r, false);
 }
 
@@ -499,7 +499,7 @@ static bool h_pool(call *c, int op) {
     if (ceil_mode) return cfail(c, AF_ERR_UNSUPPORTED, find(c, "ceil_mode"), "ceil_mode = true is not supported");
     if (excl && (pad[0] || pad[1])) return cfail(c, AF_ERR_UNSUPPORTED, find(c, "exclude_padding_from_average"), "padded cells always count in the average");
     for (int i = 0; i < 2; i++) { ki[i] = (int)k[i]; si[i] = (int)st[i]; }
-    return out(c, 0, op == AF_OP_AVG_POOL ? af_avg_pool(x, ki, si, pad) : af_max_pool(x, ki, si, pad), false);
+    return out(c, 0, op == IR_OP_AVG_POOL ? af_avg_pool(x, ki, si, pad) : af_max_pool(x, ki, si, pad), false);
 }
 
 static bool h_conv(call *c, int op) {
@@ -512,10 +512,10 @@ static bool h_conv(call *c, int op) {
     if (x->shape.rank != 4 || w->shape.rank != 4) return cfail(c, AF_ERR_UNSUPPORTED, NULL, "only 2-D convolution of [N, C, H, W] is supported");
     if (groups < 1 || groups > 65536) return cfail(c, AF_ERR_INVALID, find(c, "groups"), "groups must be >= 1");
     int64_t keff[2] = { dl[0] * (w->shape.dim[2] - 1) + 1, dl[1] * (w->shape.dim[3] - 1) + 1 };
-    NEED(pads(c, x, keff, st, op == AF_OP_CONV, pad));
+    NEED(pads(c, x, keff, st, op == IR_OP_CONV, pad));
     for (int i = 0; i < 2; i++) { si[i] = (int)st[i]; di[i] = (int)dl[i]; }
     af_tensor *y;
-    if (op == AF_OP_CONV) {
+    if (op == IR_OP_CONV) {
         y = af_conv(x, w, si, pad, di, (int)groups);
     } else {
         if (groups != 1) return cfail(c, AF_ERR_UNSUPPORTED, find(c, "groups"), "grouped conv_transpose is not supported");
@@ -578,28 +578,28 @@ static bool h_sdpa(call *c, int op) {
 
 typedef bool (*op_fn)(call *c, int op);
 static const struct { const char *name; op_fn fn; int op; } optab[] = {
-    { "add", h_binary, AF_OP_ADD }, { "sub", h_binary, AF_OP_SUB }, { "mul", h_binary, AF_OP_MUL },
-    { "real_div", h_binary, AF_OP_REAL_DIV }, { "maximum", h_binary, AF_OP_MAXIMUM }, { "minimum", h_binary, AF_OP_MINIMUM },
-    { "pow", h_binary, AF_OP_POW },
-    { "greater", h_compare, AF_OP_GREATER }, { "less", h_compare, AF_OP_LESS }, { "equal", h_compare, AF_OP_EQUAL },
+    { "add", h_binary, IR_OP_ADD }, { "sub", h_binary, IR_OP_SUB }, { "mul", h_binary, IR_OP_MUL },
+    { "real_div", h_binary, IR_OP_REAL_DIV }, { "maximum", h_binary, IR_OP_MAXIMUM }, { "minimum", h_binary, IR_OP_MINIMUM },
+    { "pow", h_binary, IR_OP_POW },
+    { "greater", h_compare, IR_OP_GREATER }, { "less", h_compare, IR_OP_LESS }, { "equal", h_compare, IR_OP_EQUAL },
     { "not_equal", h_compare, CMP_NE }, { "greater_equal", h_compare, CMP_GE }, { "less_equal", h_compare, CMP_LE },
     { "logical_and", h_compare, LOG_AND }, { "logical_or", h_compare, LOG_OR }, { "logical_not", h_compare, LOG_NOT },
     { "select", h_select, 0 },
-    { "abs", h_unary, AF_OP_ABS }, { "square", h_unary, AF_OP_SQUARE }, { "sqrt", h_unary, AF_OP_SQRT },
-    { "exp", h_unary, AF_OP_EXP }, { "tanh", h_unary, AF_OP_TANH }, { "sigmoid", h_unary, AF_OP_SIGMOID },
-    { "relu", h_unary, AF_OP_RELU }, { "silu", h_unary, AF_OP_SILU }, { "sin", h_unary, AF_OP_SIN },
-    { "cos", h_unary, AF_OP_COS }, { "erf", h_unary, AF_OP_ERF },
-    { "rsqrt", h_eps_unary, AF_OP_RSQRT }, { "inverse", h_eps_unary, AF_OP_INVERSE }, { "log", h_eps_unary, AF_OP_LOG },
+    { "abs", h_unary, IR_OP_ABS }, { "square", h_unary, IR_OP_SQUARE }, { "sqrt", h_unary, IR_OP_SQRT },
+    { "exp", h_unary, IR_OP_EXP }, { "tanh", h_unary, IR_OP_TANH }, { "sigmoid", h_unary, IR_OP_SIGMOID },
+    { "relu", h_unary, IR_OP_RELU }, { "silu", h_unary, IR_OP_SILU }, { "sin", h_unary, IR_OP_SIN },
+    { "cos", h_unary, IR_OP_COS }, { "erf", h_unary, IR_OP_ERF },
+    { "rsqrt", h_eps_unary, IR_OP_RSQRT }, { "inverse", h_eps_unary, IR_OP_INVERSE }, { "log", h_eps_unary, IR_OP_LOG },
     { "gelu", h_gelu, 0 }, { "linear", h_linear, 0 }, { "matmul", h_matmul, 0 },
-    { "reduce_sum", h_reduce, AF_OP_REDUCE_SUM }, { "reduce_mean", h_reduce, AF_OP_REDUCE_MEAN },
-    { "reduce_max", h_reduce, AF_OP_REDUCE_MAX }, { "reduce_min", h_reduce, AF_OP_REDUCE_MIN },
+    { "reduce_sum", h_reduce, IR_OP_REDUCE_SUM }, { "reduce_mean", h_reduce, IR_OP_REDUCE_MEAN },
+    { "reduce_max", h_reduce, IR_OP_REDUCE_MAX }, { "reduce_min", h_reduce, IR_OP_REDUCE_MIN },
     { "softmax", h_softmax, 0 }, { "transpose", h_transpose, 0 }, { "reshape", h_reshape, 0 },
     { "expand_dims", h_squeeze_expand, 1 }, { "squeeze", h_squeeze_expand, 0 },
     { "slice_by_size", h_slice_by_size, 0 }, { "slice_by_index", h_slice_by_index, 0 },
     { "concat", h_concat, 0 }, { "split", h_split, 0 },
     { "layer_norm", h_layer_norm, 0 }, { "instance_norm", h_instance_norm, 0 },
-    { "avg_pool", h_pool, AF_OP_AVG_POOL }, { "max_pool", h_pool, AF_OP_MAX_POOL },
-    { "conv", h_conv, AF_OP_CONV }, { "conv_transpose", h_conv, AF_OP_CONV_TRANSPOSE },
+    { "avg_pool", h_pool, IR_OP_AVG_POOL }, { "max_pool", h_pool, IR_OP_MAX_POOL },
+    { "conv", h_conv, IR_OP_CONV }, { "conv_transpose", h_conv, IR_OP_CONV_TRANSPOSE },
     { "cast", h_cast, 0 }, { "identity", h_identity, 0 }, { "clip", h_clip, 0 },
     { "scaled_dot_product_attention", h_sdpa, 0 },
 };
@@ -707,13 +707,13 @@ bool mil_map_function(mil_mapper *M) {
             if (!mil_lookup(M, s->out_names[j])->t) return cfail(&c, AF_ERR_INVALID, NULL, "output '%s' is not produced", s->out_names[j]);
     }
 
-    af_mil_module *m = M->mod;
+    mil_module *m = M->mod;
     m->nin = f->nparams;
     m->nout = f->nret;
-    m->in = af_graph_own(M->g, calloc((size_t)m->nin + 1, sizeof *m->in));
-    m->in_names = af_graph_own(M->g, calloc((size_t)m->nin + 1, sizeof *m->in_names));
-    m->out = af_graph_own(M->g, calloc((size_t)m->nout + 1, sizeof *m->out));
-    m->out_names = af_graph_own(M->g, calloc((size_t)m->nout + 1, sizeof *m->out_names));
+    m->in = ir_graph_own(M->g, calloc((size_t)m->nin + 1, sizeof *m->in));
+    m->in_names = ir_graph_own(M->g, calloc((size_t)m->nin + 1, sizeof *m->in_names));
+    m->out = ir_graph_own(M->g, calloc((size_t)m->nout + 1, sizeof *m->out));
+    m->out_names = ir_graph_own(M->g, calloc((size_t)m->nout + 1, sizeof *m->out_names));
     if (!m->in || !m->in_names || !m->out || !m->out_names) return mil_error(M->diag, AF_ERR_NOMEM, f->line, f->col, "out of memory");
     for (int i = 0; i < m->nin; i++) {
         m->in[i] = mil_lookup(M, f->params[i].name)->t;
@@ -729,7 +729,7 @@ bool mil_map_function(mil_mapper *M) {
         if (s->type.kind != MIL_TY_TENSOR || !(s->type.dt == MIL_FP16 || s->type.dt == MIL_FP32 || s->type.dt == MIL_BOOL))
             return mil_error(M->diag, AF_ERR_UNSUPPORTED, r->line, r->col, "returned '%s' is not an fp16, fp32 or bool tensor", r->name);
         m->out[i] = s->t;
-        m->out_names[i] = af_graph_own(M->g, af_strdup(r->name));
+        m->out_names[i] = ir_graph_own(M->g, ir_strdup(r->name));
         if (!m->out_names[i]) return mil_error(M->diag, AF_ERR_NOMEM, r->line, r->col, "out of memory");
     }
     if (af_graph_error(M->g)) return mil_error(M->diag, AF_ERR_INVALID, f->line, f->col, "%s", af_graph_error(M->g));

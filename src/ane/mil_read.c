@@ -1,4 +1,4 @@
-/* The MIL reader's front: af_mil_parse / af_mil_load, function selection and the
+/* The MIL reader's front: mil_parse / af_mil_load, function selection and the
  * weight files BLOBFILE constants cite (in memory first, then @model_path on disk). */
 #include "ane/mil_ast.h"
 
@@ -8,7 +8,7 @@
 
 struct mil_blobfile {
     char *path;
-    af_milblob *b;
+    milblob *b;
 };
 
 static bool unsafe_path(const char *rest) {
@@ -18,11 +18,11 @@ static bool unsafe_path(const char *rest) {
     return false;
 }
 
-static bool open_blob(mil_mapper *M, const char *path, af_milblob **out, int line, int col) {
-    const af_mil_read_opts *o = M->opts;
+static bool open_blob(mil_mapper *M, const char *path, milblob **out, int line, int col) {
+    const mil_read_opts *o = M->opts;
     for (int i = 0; o && i < o->nblobs; i++) {
         if (!o->blobs[i].path || strcmp(o->blobs[i].path, path)) continue;
-        if (af_milblob_open(o->blobs[i].bytes, o->blobs[i].n, out) != AF_OK)
+        if (milblob_open(o->blobs[i].bytes, o->blobs[i].n, out) != AF_OK)
             return mil_error(M->diag, AF_ERR_CORRUPT, line, col, "weight file %s: %s", path, af_error_message());
         return true;
     }
@@ -39,15 +39,15 @@ static bool open_blob(mil_mapper *M, const char *path, af_milblob **out, int lin
     char *file = malloc(n);
     if (!file) return mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory");
     snprintf(file, n, "%s/%s", dir, rest);
-    af_status st = af_milblob_read_file(file, out);
+    af_status st = milblob_read_file(file, out);
     free(file);
     if (st) return mil_error(M->diag, st, line, col, "weight file for \"%s\": %s", path, af_error_message());
     return true;
 }
 
-bool mil_blob_get(mil_mapper *M, const char *path, uint64_t offset, af_milblob_dtype *dt, const void **data,
+bool mil_blob_get(mil_mapper *M, const char *path, uint64_t offset, milblob_dtype *dt, const void **data,
                   int64_t *nbytes, int line, int col) {
-    af_milblob *b = NULL;
+    milblob *b = NULL;
     for (int i = 0; i < M->nfiles && !b; i++)
         if (!strcmp(M->files[i].path, path)) b = M->files[i].b;
     if (!b) {
@@ -62,17 +62,17 @@ bool mil_blob_get(mil_mapper *M, const char *path, uint64_t offset, af_milblob_d
         M->files[M->nfiles++] = (struct mil_blobfile){ mil_strndup(M->arena, path, strlen(path)), b };
         if (!M->files[M->nfiles - 1].path) return mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory");
     }
-    if (af_milblob_get(b, offset, dt, data, nbytes) != AF_OK)
+    if (milblob_get(b, offset, dt, data, nbytes) != AF_OK)
         return mil_error(M->diag, AF_ERR_CORRUPT, line, col, "no weight record at offset %llu in %s", (unsigned long long)offset, path);
     return true;
 }
 
-af_status af_mil_parse(const char *text, size_t len, const af_mil_read_opts *opts, af_mil_module *m) {
-    if (!m) return af_fail(AF_ERR_INVALID, "af_mil_parse: module is NULL");
+af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil_module *m) {
+    if (!m) return ir_fail(AF_ERR_INVALID, "mil_parse: module is NULL");
     memset(m, 0, sizeof *m);
-    if (!text && len) return af_fail(AF_ERR_INVALID, "af_mil_parse: text is NULL");
+    if (!text && len) return ir_fail(AF_ERR_INVALID, "mil_parse: text is NULL");
     const char *src = opts && opts->source_name ? opts->source_name : "<mil>";
-    if (len > AF_MIL_MAX_TEXT) return af_fail(AF_ERR_UNSUPPORTED, "%s: the text is larger than %zu bytes", src, AF_MIL_MAX_TEXT);
+    if (len > AF_MIL_MAX_TEXT) return ir_fail(AF_ERR_UNSUPPORTED, "%s: the text is larger than %zu bytes", src, AF_MIL_MAX_TEXT);
     mil_arena arena = { 0 };
     mil_diag diag = { .source = src };
     mil_program prog;
@@ -85,13 +85,13 @@ af_status af_mil_parse(const char *text, size_t len, const af_mil_read_opts *opt
         else if (!(M.g = af_graph_new())) mil_error(&diag, AF_ERR_NOMEM, 1, 1, "out of memory");
         else mil_map_function(&M);
     }
-    for (int i = 0; i < M.nfiles; i++) af_milblob_free(M.files[i].b);
+    for (int i = 0; i < M.nfiles; i++) milblob_free(M.files[i].b);
     free(M.files);
     mil_arena_free(&arena);
     if (diag.st) {
         af_graph_free(M.g);
         memset(m, 0, sizeof *m);
-        return af_fail(diag.st, "%s", diag.msg);
+        return ir_fail(diag.st, "%s", diag.msg);
     }
     m->g = M.g;
     return AF_OK;
@@ -100,13 +100,13 @@ af_status af_mil_parse(const char *text, size_t len, const af_mil_read_opts *opt
 af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
                       int *nout, af_tensor ***out) {
     if (g) *g = NULL;
-    if (!mil_path || !g) return af_fail(AF_ERR_INVALID, "af_mil_load: mil_path or g is NULL");
+    if (!mil_path || !g) return ir_fail(AF_ERR_INVALID, "af_mil_load: mil_path or g is NULL");
     FILE *f = fopen(mil_path, "rb");
-    if (!f) return af_fail(AF_ERR_IO, "af_mil_load: cannot open %s", mil_path);
+    if (!f) return ir_fail(AF_ERR_IO, "af_mil_load: cannot open %s", mil_path);
     size_t cap = 1 << 16, n = 0;
     char *text = malloc(cap);
     for (;;) {
-        if (!text) { fclose(f); return af_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
+        if (!text) { fclose(f); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
         n += fread(text + n, 1, cap - n, f);
         if (n < cap || cap > AF_MIL_MAX_TEXT) break;
         char *nt = realloc(text, cap * 2);
@@ -116,16 +116,16 @@ af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **
     }
     bool err = ferror(f);
     fclose(f);
-    if (err) { free(text); return af_fail(AF_ERR_IO, "af_mil_load: cannot read %s", mil_path); }
+    if (err) { free(text); return ir_fail(AF_ERR_IO, "af_mil_load: cannot read %s", mil_path); }
     char *dir = malloc(strlen(mil_path) + 2);
-    if (!dir) { free(text); return af_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
+    if (!dir) { free(text); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
     strcpy(dir, mil_path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     else strcpy(dir, ".");
-    af_mil_read_opts o = { .source_name = mil_path, .model_dir = dir, .weights_dir = weights_dir };
-    af_mil_module m;
-    af_status st = af_mil_parse(text, n, &o, &m);
+    mil_read_opts o = { .source_name = mil_path, .model_dir = dir, .weights_dir = weights_dir };
+    mil_module m;
+    af_status st = mil_parse(text, n, &o, &m);
     free(text);
     free(dir);
     if (st) return st;
@@ -137,30 +137,30 @@ af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **
     return AF_OK;
 }
 
-af_status af_mil_roundtrip(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
-                           af_mil_module *m) {
-    if (!m) return af_fail(AF_ERR_INVALID, "af_mil_roundtrip: module is NULL");
+af_status mil_roundtrip(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                           mil_module *m) {
+    if (!m) return ir_fail(AF_ERR_INVALID, "mil_roundtrip: module is NULL");
     memset(m, 0, sizeof *m);
     char *text;
     size_t len, nb;
-    af_milblob_writer *w;
+    milblob_writer *w;
     int *order = malloc(sizeof *order * (size_t)(nin > 0 ? nin : 1));
-    if (!order) return af_fail(AF_ERR_NOMEM, "af_mil_roundtrip: out of memory");
-    af_status st = af_mil_emit_mem(g, nin, in, nout, out, &text, &len, &w, order);
+    if (!order) return ir_fail(AF_ERR_NOMEM, "mil_roundtrip: out of memory");
+    af_status st = mil_emit_mem(g, nin, in, nout, out, &text, &len, &w, order);
     if (st) { free(order); return st; }
-    af_mil_blobsrc blob = { AF_MIL_WEIGHT_PATH, af_milblob_bytes(w, &nb), 0 };
+    mil_blobsrc blob = { AF_MIL_WEIGHT_PATH, milblob_bytes(w, &nb), 0 };
     blob.n = nb;
-    af_mil_read_opts o = { .source_name = "<roundtrip>", .nblobs = 1, .blobs = &blob };
-    st = af_mil_parse(text, len, &o, m);
+    mil_read_opts o = { .source_name = "<roundtrip>", .nblobs = 1, .blobs = &blob };
+    st = mil_parse(text, len, &o, m);
     if (!st && (m->nin != nin || m->nout != nout)) {
         af_graph_free(m->g);
         memset(m, 0, sizeof *m);
-        st = af_fail(AF_ERR_INVALID, "af_mil_roundtrip: the program came back with other arguments or results");
+        st = ir_fail(AF_ERR_INVALID, "mil_roundtrip: the program came back with other arguments or results");
     }
     if (!st) { /* MIL order (alphabetical) back to the caller's order */
-        af_tensor **t = af_graph_own(m->g, calloc((size_t)nin + 1, sizeof *t));
-        char **nm = af_graph_own(m->g, calloc((size_t)nin + 1, sizeof *nm));
-        if (!t || !nm) st = af_fail(AF_ERR_NOMEM, "af_mil_roundtrip: out of memory");
+        af_tensor **t = ir_graph_own(m->g, calloc((size_t)nin + 1, sizeof *t));
+        char **nm = ir_graph_own(m->g, calloc((size_t)nin + 1, sizeof *nm));
+        if (!t || !nm) st = ir_fail(AF_ERR_NOMEM, "mil_roundtrip: out of memory");
         for (int k = 0; !st && k < nin; k++) {
             t[order[k]] = m->in[k];
             nm[order[k]] = m->in_names[k];
@@ -170,6 +170,6 @@ af_status af_mil_roundtrip(af_graph *g, int nin, af_tensor *const *in, int nout,
     }
     free(order);
     free(text);
-    af_milblob_writer_free(w);
+    milblob_writer_free(w);
     return st;
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const af_mil_sample_names[] = { "mlp-step", "conv", "attention", NULL };
+const char *const mil_sample_names[] = { "mlp-step", "conv", "attention", NULL };
 
 static float *values(int64_t n, float scale, int salt) {
     float *v = malloc(sizeof *v * (size_t)(n ? n : 1));
@@ -33,7 +33,7 @@ static af_tensor *konst(af_graph *g, const char *name, af_shape s, int salt) {
 /* Gives an output its MIL name. */
 static af_tensor *named(af_tensor *t, const char *name) {
     if (t) {
-        char *n = af_strdup(name);
+        char *n = ir_strdup(name);
         if (n) { free(t->name); t->name = n; }
     }
     return t;
@@ -42,7 +42,7 @@ static af_tensor *named(af_tensor *t, const char *name) {
 /* One SGD step of a 2-layer MLP on centred inputs: forward, softmax cross-entropy,
  * backward, p - lr * g. The parameters are inputs: the host (or resident state) feeds
  * them and takes the *_next results back. */
-static void mlp_step(af_mil_sample *s) {
+static void mlp_step(mil_sample *s) {
     af_graph *g = s->g;
     af_tensor *x = af_input(g, "x", AF_F32, AF_SHAPE(4, 12));
     af_tensor *y = af_input(g, "onehot", AF_F32, AF_SHAPE(4, 3));
@@ -64,7 +64,7 @@ static void mlp_step(af_mil_sample *s) {
 }
 
 /* conv 3x3 (baked weight, pad 1) + bias, relu, 2x2 max pool. */
-static void conv_block(af_mil_sample *s) {
+static void conv_block(mil_sample *s) {
     af_graph *g = s->g;
     af_tensor *x = af_input(g, "image", AF_F32, AF_SHAPE(1, 3, 8, 8));
     int pad[2] = { 1, 1 }, k[2] = { 2, 2 };
@@ -75,7 +75,7 @@ static void conv_block(af_mil_sample *s) {
 }
 
 /* Causal 2-head self-attention on [1, 4, 8] with baked projections, then layer norm. */
-static void attention(af_mil_sample *s) {
+static void attention(mil_sample *s) {
     af_graph *g = s->g;
     af_tensor *x = af_input(g, "tokens", AF_F32, AF_SHAPE(1, 4, 8));
     af_tensor *a = af_mha(x, 2, konst(g, "wq", AF_SHAPE(8, 8), 7), konst(g, "wk", AF_SHAPE(8, 8), 8),
@@ -84,13 +84,13 @@ static void attention(af_mil_sample *s) {
     s->out[s->nout++] = named(af_layer_norm(af_add(x, a), NULL, NULL, 1e-5f), "hidden");
 }
 
-af_status af_mil_sample_build(const char *name, af_mil_sample *s) {
-    if (!s) return af_fail(AF_ERR_INVALID, "af_mil_sample_build: s is NULL");
+af_status mil_sample_build(const char *name, mil_sample *s) {
+    if (!s) return ir_fail(AF_ERR_INVALID, "mil_sample_build: s is NULL");
     memset(s, 0, sizeof *s);
     int k = 0;
-    while (af_mil_sample_names[k] && (!name || strcmp(af_mil_sample_names[k], name))) k++;
-    if (!af_mil_sample_names[k]) return af_fail(AF_ERR_INVALID, "unknown built-in program '%s'; use mlp-step, conv or attention", name ? name : "(null)");
-    if (!(s->g = af_graph_new())) return af_fail(AF_ERR_NOMEM, "out of memory");
+    while (mil_sample_names[k] && (!name || strcmp(mil_sample_names[k], name))) k++;
+    if (!mil_sample_names[k]) return ir_fail(AF_ERR_INVALID, "unknown built-in program '%s'; use mlp-step, conv or attention", name ? name : "(null)");
+    if (!(s->g = af_graph_new())) return ir_fail(AF_ERR_NOMEM, "out of memory");
     if (k == 0) mlp_step(s);
     else if (k == 1) conv_block(s);
     else attention(s);
@@ -98,7 +98,7 @@ af_status af_mil_sample_build(const char *name, af_mil_sample *s) {
     bool ok = !err && s->nout > 0;
     for (int i = 0; i < s->nout; i++) ok &= s->out[i] != NULL;
     if (!ok) {
-        af_status st = af_fail(AF_ERR_INVALID, "building '%s' failed: %s", name, err ? err : af_error_message());
+        af_status st = ir_fail(AF_ERR_INVALID, "building '%s' failed: %s", name, err ? err : af_error_message());
         af_graph_free(s->g);
         memset(s, 0, sizeof *s);
         return st;

@@ -20,12 +20,12 @@ static const char *const dtype_names[] = {
 static const unsigned char dtype_bits[] = {0, 16, 32, 8, 8, 16, 16, 16, 4, 1, 2, 4, 3, 6, 32, 32, 8, 8};
 #define NDTYPES (sizeof dtype_bits / sizeof dtype_bits[0])
 
-int af_milblob_dtype_bits(af_milblob_dtype dt) {
+int milblob_dtype_bits(milblob_dtype dt) {
     return ((unsigned)dt < NDTYPES) ? dtype_bits[dt] : 0;
 }
 
-const char *af_milblob_dtype_name(af_milblob_dtype dt) {
-    return af_milblob_dtype_bits(dt) ? dtype_names[dt] : "?";
+const char *milblob_dtype_name(milblob_dtype dt) {
+    return milblob_dtype_bits(dt) ? dtype_names[dt] : "?";
 }
 
 /* Callers pass values bounded by a real buffer size, so x + 63 cannot wrap. */
@@ -33,26 +33,26 @@ static uint64_t align_up(uint64_t x) { return (x + (AF_MILBLOB_ALIGN - 1)) & ~(u
 
 /* ---------------------------------------------------------------- writer */
 
-struct af_milblob_writer {
+struct milblob_writer {
     uint8_t *buf;
     size_t len, cap;
     uint32_t count;
 };
 
-af_milblob_writer *af_milblob_writer_new(void) {
-    af_milblob_writer *w = calloc(1, sizeof *w);
+milblob_writer *milblob_writer_new(void) {
+    milblob_writer *w = calloc(1, sizeof *w);
     if (w) w->buf = calloc(1, HDR);
     if (!w || !w->buf) {
         free(w);
-        af_fail(AF_ERR_NOMEM, "milblob: out of memory creating a writer");
+        ir_fail(AF_ERR_NOMEM, "milblob: out of memory creating a writer");
         return NULL;
     }
     w->len = w->cap = HDR;
-    af_put_u32(w->buf + 4, AF_MILBLOB_VERSION); /* count 0 and reserved 0 from calloc */
+    ir_put_u32(w->buf + 4, AF_MILBLOB_VERSION); /* count 0 and reserved 0 from calloc */
     return w;
 }
 
-void af_milblob_writer_free(af_milblob_writer *w) {
+void milblob_writer_free(milblob_writer *w) {
     if (!w) return;
     free(w->buf);
     free(w);
@@ -60,16 +60,16 @@ void af_milblob_writer_free(af_milblob_writer *w) {
 
 /* Appends one record + payload at the next 64-aligned offset, zero-filling the gap as
  * coremltools' FileWriter does when it seeks past the end. */
-static int64_t add_record(af_milblob_writer *w, af_milblob_dtype dt, const void *data, int64_t nbytes,
+static int64_t add_record(milblob_writer *w, milblob_dtype dt, const void *data, int64_t nbytes,
                           uint32_t pad_bits) {
     if (w->count == UINT32_MAX) {
-        af_fail(AF_ERR_UNSUPPORTED, "milblob: a file holds at most %u records (u32 count)", UINT32_MAX);
+        ir_fail(AF_ERR_UNSUPPORTED, "milblob: a file holds at most %u records (u32 count)", UINT32_MAX);
         return -1;
     }
     uint64_t rec = align_up(w->len);
     if ((uint64_t)nbytes > (uint64_t)SIZE_MAX - rec - REC || rec + REC + (uint64_t)nbytes > (uint64_t)INT64_MAX) {
-        af_fail(AF_ERR_NOMEM, "milblob: a %lld-byte %s payload at offset %llu overflows the file size",
-                (long long)nbytes, af_milblob_dtype_name(dt), (unsigned long long)rec);
+        ir_fail(AF_ERR_NOMEM, "milblob: a %lld-byte %s payload at offset %llu overflows the file size",
+                (long long)nbytes, milblob_dtype_name(dt), (unsigned long long)rec);
         return -1;
     }
     size_t need = (size_t)(rec + REC + (uint64_t)nbytes);
@@ -78,7 +78,7 @@ static int64_t add_record(af_milblob_writer *w, af_milblob_dtype dt, const void 
         while (cap < need) cap = (cap > SIZE_MAX / 2) ? need : cap * 2;
         uint8_t *nb = realloc(w->buf, cap);
         if (!nb) {
-            af_fail(AF_ERR_NOMEM, "milblob: out of memory growing the file to %zu bytes", need);
+            ir_fail(AF_ERR_NOMEM, "milblob: out of memory growing the file to %zu bytes", need);
             return -1;
         }
         w->buf = nb;
@@ -86,52 +86,52 @@ static int64_t add_record(af_milblob_writer *w, af_milblob_dtype dt, const void 
     }
     uint8_t *r = w->buf + rec;
     memset(w->buf + w->len, 0, (size_t)(rec - w->len) + REC); /* gap + record's reserved fields */
-    af_put_u32(r, AF_MILBLOB_SENTINEL);
-    af_put_u32(r + 4, (uint32_t)dt);
-    af_put_u64(r + 8, (uint64_t)nbytes);
-    af_put_u64(r + 16, rec + REC);
-    af_put_u64(r + 24, pad_bits);
+    ir_put_u32(r, AF_MILBLOB_SENTINEL);
+    ir_put_u32(r + 4, (uint32_t)dt);
+    ir_put_u64(r + 8, (uint64_t)nbytes);
+    ir_put_u64(r + 16, rec + REC);
+    ir_put_u64(r + 24, pad_bits);
     if (nbytes > 0) memcpy(r + REC, data, (size_t)nbytes);
     w->len = need;
-    af_put_u32(w->buf, ++w->count); /* like StorageWriter, the header always holds the count */
+    ir_put_u32(w->buf, ++w->count); /* like StorageWriter, the header always holds the count */
     return (int64_t)rec;
 }
 
-static int check_add(const af_milblob_writer *w, af_milblob_dtype dt, const void *data, int64_t n,
+static int check_add(const milblob_writer *w, milblob_dtype dt, const void *data, int64_t n,
                      const char *what) {
-    if (!w) return af_fail(AF_ERR_INVALID, "milblob: NULL writer"), 0;
-    if (!af_milblob_dtype_bits(dt))
-        return af_fail(AF_ERR_INVALID, "milblob: unknown BlobDataType %d (known: 1..%d)", (int)dt,
+    if (!w) return ir_fail(AF_ERR_INVALID, "milblob: NULL writer"), 0;
+    if (!milblob_dtype_bits(dt))
+        return ir_fail(AF_ERR_INVALID, "milblob: unknown BlobDataType %d (known: 1..%d)", (int)dt,
                        (int)NDTYPES - 1), 0;
     if (n < 0)
-        return af_fail(AF_ERR_INVALID, "milblob: negative %s (%lld) for a %s blob", what, (long long)n,
-                       af_milblob_dtype_name(dt)), 0;
+        return ir_fail(AF_ERR_INVALID, "milblob: negative %s (%lld) for a %s blob", what, (long long)n,
+                       milblob_dtype_name(dt)), 0;
     if (n > 0 && !data)
-        return af_fail(AF_ERR_INVALID, "milblob: NULL data for a %lld-%s %s blob", (long long)n, what,
-                       af_milblob_dtype_name(dt)), 0;
+        return ir_fail(AF_ERR_INVALID, "milblob: NULL data for a %lld-%s %s blob", (long long)n, what,
+                       milblob_dtype_name(dt)), 0;
     return 1;
 }
 
-int64_t af_milblob_add(af_milblob_writer *w, af_milblob_dtype dt, const void *data, int64_t nbytes) {
+int64_t milblob_add(milblob_writer *w, milblob_dtype dt, const void *data, int64_t nbytes) {
     if (!check_add(w, dt, data, nbytes, "byte count")) return -1;
-    int bits = af_milblob_dtype_bits(dt);
+    int bits = milblob_dtype_bits(dt);
     /* Whole elements only: the reader derives the element count from the byte count. */
     if (bits >= 8 ? nbytes % (bits / 8) != 0 : (8 * (nbytes % bits)) % bits != 0) {
-        af_fail(AF_ERR_INVALID,
+        ir_fail(AF_ERR_INVALID,
                 "milblob: %lld bytes is not a whole number of %s elements (%d bits each)%s",
-                (long long)nbytes, af_milblob_dtype_name(dt), bits,
-                bits < 8 ? "; use af_milblob_add_packed with an element count" : "");
+                (long long)nbytes, milblob_dtype_name(dt), bits,
+                bits < 8 ? "; use milblob_add_packed with an element count" : "");
         return -1;
     }
     return add_record(w, dt, data, nbytes, 0);
 }
 
-int64_t af_milblob_add_packed(af_milblob_writer *w, af_milblob_dtype dt, const void *packed, int64_t nelems) {
+int64_t milblob_add_packed(milblob_writer *w, milblob_dtype dt, const void *packed, int64_t nelems) {
     if (!check_add(w, dt, packed, nelems, "element count")) return -1;
-    int bits = af_milblob_dtype_bits(dt);
+    int bits = milblob_dtype_bits(dt);
     if (nelems > INT64_MAX / 32) {
-        af_fail(AF_ERR_INVALID, "milblob: %lld %s elements overflow the size field", (long long)nelems,
-                af_milblob_dtype_name(dt));
+        ir_fail(AF_ERR_INVALID, "milblob: %lld %s elements overflow the size field", (long long)nelems,
+                milblob_dtype_name(dt));
         return -1;
     }
     int64_t nbits = nelems * bits;
@@ -139,7 +139,7 @@ int64_t af_milblob_add_packed(af_milblob_writer *w, af_milblob_dtype dt, const v
     return add_record(w, dt, packed, (nbits + 7) / 8, (uint32_t)((8 - nbits % 8) % 8));
 }
 
-void af_milblob_pack_bits(const uint8_t *vals, int64_t n, int bits, uint8_t *out) {
+void milblob_pack_bits(const uint8_t *vals, int64_t n, int bits, uint8_t *out) {
     if (bits < 1 || bits > 8 || n <= 0) return;
     memset(out, 0, (size_t)((n * bits + 7) / 8));
     unsigned mask = (1u << bits) - 1;
@@ -151,39 +151,39 @@ void af_milblob_pack_bits(const uint8_t *vals, int64_t n, int bits, uint8_t *out
     }
 }
 
-const uint8_t *af_milblob_bytes(const af_milblob_writer *w, size_t *n) {
+const uint8_t *milblob_bytes(const milblob_writer *w, size_t *n) {
     if (n) *n = w ? w->len : 0;
     return w ? w->buf : NULL;
 }
 
-int af_milblob_writer_count(const af_milblob_writer *w) {
+int milblob_writer_count(const milblob_writer *w) {
     return w ? (int)(w->count > INT_MAX ? INT_MAX : w->count) : 0;
 }
 
-af_status af_milblob_write_file(const af_milblob_writer *w, const char *path) {
-    if (!w || !path) return af_fail(AF_ERR_INVALID, "milblob: NULL %s", w ? "path" : "writer");
+af_status milblob_write_file(const milblob_writer *w, const char *path) {
+    if (!w || !path) return ir_fail(AF_ERR_INVALID, "milblob: NULL %s", w ? "path" : "writer");
     FILE *f = fopen(path, "wb");
-    if (!f) return af_fail(AF_ERR_IO, "milblob %s: cannot create: %s", path, strerror(errno));
+    if (!f) return ir_fail(AF_ERR_IO, "milblob %s: cannot create: %s", path, strerror(errno));
     size_t put = fwrite(w->buf, 1, w->len, f);
     int err = (put != w->len) ? errno : 0;
     if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
     if (put != w->len || err)
-        return af_fail(AF_ERR_IO, "milblob %s: wrote %zu of %zu bytes: %s", path, put, w->len,
+        return ir_fail(AF_ERR_IO, "milblob %s: wrote %zu of %zu bytes: %s", path, put, w->len,
                        strerror(err ? err : EIO));
     return AF_OK;
 }
 
 /* ---------------------------------------------------------------- reader */
 
-struct af_milblob {
+struct milblob {
     uint8_t *bytes; /* owned copy of the file */
     size_t n;
     char *name;     /* path, or "<memory>" */
     int count;
-    af_milblob_record *rec;
+    milblob_record *rec;
 };
 
-void af_milblob_free(af_milblob *b) {
+void milblob_free(milblob *b) {
     if (!b) return;
     free(b->bytes);
     free(b->name);
@@ -192,17 +192,17 @@ void af_milblob_free(af_milblob *b) {
 }
 
 /* Records the error and returns its status from parse (the caller frees b). */
-#define BAD(...) return af_fail(__VA_ARGS__)
+#define BAD(...) return ir_fail(__VA_ARGS__)
 
-/* Validates the whole file so that af_milblob_get needs no further checks. */
-static af_status parse(af_milblob *b) {
+/* Validates the whole file so that milblob_get needs no further checks. */
+static af_status parse(milblob *b) {
     const uint8_t *p = b->bytes;
     const char *nm = b->name;
     uint64_t n = b->n;
     if (n < HDR)
         BAD(AF_ERR_CORRUPT, "milblob %s: %llu bytes is shorter than the 64-byte header", nm,
             (unsigned long long)n);
-    uint32_t version = af_get_u32(p + 4), count = af_get_u32(p);
+    uint32_t version = ir_get_u32(p + 4), count = ir_get_u32(p);
     if (version != AF_MILBLOB_VERSION)
         BAD(AF_ERR_CORRUPT, "milblob %s: header version %u at offset 4, want 2%s", nm, version,
             version == 1 ? " (1 is Espresso blob_v1, not MILBlob)" : "");
@@ -218,14 +218,14 @@ static af_status parse(af_milblob *b) {
     for (uint32_t i = 0; i < count; i++) {
         off = align_up(end); /* always 64-aligned, so no record can be misplaced */
         /* ANEForge-style files put the next record right after the payload (ref. §1.7). */
-        const char *hint = (off != end && end + 4 <= n && af_get_u32(p + end) == AF_MILBLOB_SENTINEL)
+        const char *hint = (off != end && end + 4 <= n && ir_get_u32(p + end) == AF_MILBLOB_SENTINEL)
                                ? "; a record starts unaligned right after the previous payload" : "";
         if (off > n || n - off < REC)
             BAD(AF_ERR_CORRUPT, "milblob %s: record %u of %u at offset %llu: 64-byte record runs past the end (%llu bytes)%s",
                 nm, i, count, (unsigned long long)off, (unsigned long long)n, hint);
         const uint8_t *r = p + off;
-        uint32_t sentinel = af_get_u32(r), code = af_get_u32(r + 4);
-        uint64_t size = af_get_u64(r + 8), data = af_get_u64(r + 16), pad = af_get_u64(r + 24);
+        uint32_t sentinel = ir_get_u32(r), code = ir_get_u32(r + 4);
+        uint64_t size = ir_get_u64(r + 8), data = ir_get_u64(r + 16), pad = ir_get_u64(r + 24);
         if (sentinel != AF_MILBLOB_SENTINEL)
             BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: sentinel 0x%08X, want 0xDEADBEEF%s",
                 nm, i, (unsigned long long)off, sentinel, hint);
@@ -248,8 +248,8 @@ static af_status parse(af_milblob *b) {
         if (!whole)
             BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: %llu bytes with %llu padding bits is not a whole number of %s elements",
                 nm, i, (unsigned long long)off, (unsigned long long)size, (unsigned long long)pad,
-                af_milblob_dtype_name((af_milblob_dtype)code));
-        b->rec[i] = (af_milblob_record){off, (af_milblob_dtype)code, (int64_t)size, data, (uint32_t)pad};
+                milblob_dtype_name((milblob_dtype)code));
+        b->rec[i] = (milblob_record){off, (milblob_dtype)code, (int64_t)size, data, (uint32_t)pad};
         end = data + size;
     }
     /* coremltools writes nothing after the last payload; allow only alignment zeros so
@@ -257,7 +257,7 @@ static af_status parse(af_milblob *b) {
     for (uint64_t k = end; k < n; k++) {
         if (p[k] != 0 || k >= align_up(end)) {
             uint64_t next = align_up(end);
-            int rec_follows = next + 4 <= n && af_get_u32(p + next) == AF_MILBLOB_SENTINEL;
+            int rec_follows = next + 4 <= n && ir_get_u32(p + next) == AF_MILBLOB_SENTINEL;
             BAD(AF_ERR_CORRUPT, "milblob %s: %llu stray bytes after the last payload (ends at %llu)%s", nm,
                 (unsigned long long)(n - end), (unsigned long long)end,
                 rec_follows ? "; a record follows that the header count does not include" : "");
@@ -268,15 +268,15 @@ static af_status parse(af_milblob *b) {
 }
 
 /* Takes ownership of bytes (freed on failure too). */
-static af_status open_owned(uint8_t *bytes, size_t n, const char *name, af_milblob **out) {
-    af_milblob *b = calloc(1, sizeof *b);
+static af_status open_owned(uint8_t *bytes, size_t n, const char *name, milblob **out) {
+    milblob *b = calloc(1, sizeof *b);
     size_t len = strlen(name);
     char *nm = malloc(len + 1);
     if (!b || !nm) {
         free(b);
         free(nm);
         free(bytes);
-        return af_fail(AF_ERR_NOMEM, "milblob %s: out of memory", name);
+        return ir_fail(AF_ERR_NOMEM, "milblob %s: out of memory", name);
     }
     memcpy(nm, name, len + 1);
     b->bytes = bytes;
@@ -284,29 +284,29 @@ static af_status open_owned(uint8_t *bytes, size_t n, const char *name, af_milbl
     b->name = nm;
     af_status st = parse(b);
     if (st != AF_OK) {
-        af_milblob_free(b);
+        milblob_free(b);
         return st;
     }
     *out = b;
     return AF_OK;
 }
 
-af_status af_milblob_open(const uint8_t *bytes, size_t n, af_milblob **out) {
-    if (!out) return af_fail(AF_ERR_INVALID, "milblob: NULL out pointer");
+af_status milblob_open(const uint8_t *bytes, size_t n, milblob **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "milblob: NULL out pointer");
     *out = NULL;
-    if (!bytes && n) return af_fail(AF_ERR_INVALID, "milblob <memory>: NULL bytes with length %zu", n);
+    if (!bytes && n) return ir_fail(AF_ERR_INVALID, "milblob <memory>: NULL bytes with length %zu", n);
     uint8_t *copy = malloc(n ? n : 1); /* malloc alignment keeps 64-aligned payloads typed-aligned */
-    if (!copy) return af_fail(AF_ERR_NOMEM, "milblob <memory>: out of memory copying %zu bytes", n);
+    if (!copy) return ir_fail(AF_ERR_NOMEM, "milblob <memory>: out of memory copying %zu bytes", n);
     if (n) memcpy(copy, bytes, n);
     return open_owned(copy, n, "<memory>", out);
 }
 
-af_status af_milblob_read_file(const char *path, af_milblob **out) {
-    if (!out) return af_fail(AF_ERR_INVALID, "milblob: NULL out pointer");
+af_status milblob_read_file(const char *path, milblob **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "milblob: NULL out pointer");
     *out = NULL;
-    if (!path) return af_fail(AF_ERR_INVALID, "milblob: NULL path");
+    if (!path) return ir_fail(AF_ERR_INVALID, "milblob: NULL path");
     FILE *f = fopen(path, "rb");
-    if (!f) return af_fail(AF_ERR_IO, "milblob %s: cannot open: %s", path, strerror(errno));
+    if (!f) return ir_fail(AF_ERR_IO, "milblob %s: cannot open: %s", path, strerror(errno));
     /* Read in growing chunks: no reliance on ftell, which is a long. */
     size_t n = 0, cap = 1 << 16;
     uint8_t *buf = malloc(cap);
@@ -323,26 +323,26 @@ af_status af_milblob_read_file(const char *path, af_milblob **out) {
     }
     int rerr = ferror(f);
     fclose(f);
-    if (!buf) return af_fail(AF_ERR_NOMEM, "milblob %s: out of memory reading %zu bytes", path, n);
+    if (!buf) return ir_fail(AF_ERR_NOMEM, "milblob %s: out of memory reading %zu bytes", path, n);
     if (rerr) {
         free(buf);
-        return af_fail(AF_ERR_IO, "milblob %s: read error after %zu bytes", path, n);
+        return ir_fail(AF_ERR_IO, "milblob %s: read error after %zu bytes", path, n);
     }
     return open_owned(buf, n, path, out);
 }
 
-int af_milblob_count(const af_milblob *b) { return b ? b->count : 0; }
+int milblob_count(const milblob *b) { return b ? b->count : 0; }
 
-af_status af_milblob_record_at(const af_milblob *b, int i, af_milblob_record *out) {
-    if (!b || !out) return af_fail(AF_ERR_INVALID, "milblob: NULL %s", b ? "out pointer" : "blob");
+af_status milblob_record_at(const milblob *b, int i, milblob_record *out) {
+    if (!b || !out) return ir_fail(AF_ERR_INVALID, "milblob: NULL %s", b ? "out pointer" : "blob");
     if (i < 0 || i >= b->count)
-        return af_fail(AF_ERR_INVALID, "milblob %s: record index %d out of range (file has %d)", b->name, i,
+        return ir_fail(AF_ERR_INVALID, "milblob %s: record index %d out of range (file has %d)", b->name, i,
                        b->count);
     *out = b->rec[i];
     return AF_OK;
 }
 
-static int find(const af_milblob *b, uint64_t off) {
+static int find(const milblob *b, uint64_t off) {
     int lo = 0, hi = b->count - 1; /* records are in increasing offset order */
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
@@ -352,9 +352,9 @@ static int find(const af_milblob *b, uint64_t off) {
     return -1;
 }
 
-af_status af_milblob_get(const af_milblob *b, uint64_t record_offset, af_milblob_dtype *dt,
+af_status milblob_get(const milblob *b, uint64_t record_offset, milblob_dtype *dt,
                          const void **data, int64_t *nbytes) {
-    if (!b) return af_fail(AF_ERR_INVALID, "milblob: NULL blob");
+    if (!b) return ir_fail(AF_ERR_INVALID, "milblob: NULL blob");
     unsigned long long o = record_offset;
     int i = find(b, record_offset);
     if (i < 0) {
@@ -364,10 +364,10 @@ af_status af_milblob_get(const af_milblob *b, uint64_t record_offset, af_milblob
                         : record_offset < HDR            ? "it is the file header"
                         : find(b, record_offset - REC) >= 0 ? "it is a payload; cite its record, 64 bytes earlier"
                                                           : "no record starts there";
-        return af_fail(AF_ERR_INVALID, "milblob %s: offset %llu names no record (%s; %d records, first at 64)",
+        return ir_fail(AF_ERR_INVALID, "milblob %s: offset %llu names no record (%s; %d records, first at 64)",
                        b->name, o, why, b->count);
     }
-    const af_milblob_record *r = &b->rec[i];
+    const milblob_record *r = &b->rec[i];
     if (dt) *dt = r->dtype;
     if (data) *data = b->bytes + r->data_offset;
     if (nbytes) *nbytes = r->nbytes;

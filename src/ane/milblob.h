@@ -40,71 +40,71 @@ typedef enum {
     AF_MILBLOB_UINT32 = 15,
     AF_MILBLOB_FP8E4M3FN = 16,
     AF_MILBLOB_FP8E5M2 = 17
-} af_milblob_dtype;
+} milblob_dtype;
 
 #define AF_MILBLOB_ALIGN 64
 #define AF_MILBLOB_SENTINEL 0xDEADBEEFu
 #define AF_MILBLOB_VERSION 2
 
 /* Bits per element (1..32), or 0 for a code this format does not define. */
-int af_milblob_dtype_bits(af_milblob_dtype dt);
+int milblob_dtype_bits(milblob_dtype dt);
 /* "fp16", "uint4", ...; "?" for an unknown code. */
-const char *af_milblob_dtype_name(af_milblob_dtype dt);
+const char *milblob_dtype_name(milblob_dtype dt);
 
 /* ---------------------------------------------------------------- writer
  * Builds the file in memory; byte-identical to coremltools' StorageWriter. */
-typedef struct af_milblob_writer af_milblob_writer;
+typedef struct milblob_writer milblob_writer;
 
-af_milblob_writer *af_milblob_writer_new(void);   /* NULL when out of memory */
-void af_milblob_writer_free(af_milblob_writer *w);
+milblob_writer *milblob_writer_new(void);   /* NULL when out of memory */
+void milblob_writer_free(milblob_writer *w);
 
 /* Appends nbytes of raw little-endian payload (data may be NULL when nbytes is 0) and
  * returns the record offset that MIL cites as `offset = uint64(...)`, or -1 on error.
  * padding_size_in_bits is 0, so for a sub-byte dtype nbytes * 8 must be a whole
- * number of elements; use af_milblob_add_packed for other element counts. */
-int64_t af_milblob_add(af_milblob_writer *w, af_milblob_dtype dt, const void *data, int64_t nbytes);
-/* Appends nelems sub-byte elements already packed LSB-first (af_milblob_pack_bits):
+ * number of elements; use milblob_add_packed for other element counts. */
+int64_t milblob_add(milblob_writer *w, milblob_dtype dt, const void *data, int64_t nbytes);
+/* Appends nelems sub-byte elements already packed LSB-first (milblob_pack_bits):
  * ceil(nelems*bits/8) bytes, with padding_size_in_bits set to the unused high bits of
  * the last byte. Works for byte-sized dtypes too (padding 0). Returns as above. */
-int64_t af_milblob_add_packed(af_milblob_writer *w, af_milblob_dtype dt, const void *packed,
+int64_t milblob_add_packed(milblob_writer *w, milblob_dtype dt, const void *packed,
                               int64_t nelems);
 /* Packs n values of `bits` bits each (1..8; the low bits of vals[i]) LSB-first into
  * out, which must hold ceil(n*bits/8) bytes; element i starts at bit i*bits. */
-void af_milblob_pack_bits(const uint8_t *vals, int64_t n, int bits, uint8_t *out);
+void milblob_pack_bits(const uint8_t *vals, int64_t n, int bits, uint8_t *out);
 
 /* The file as built so far (valid until the next add or free). */
-const uint8_t *af_milblob_bytes(const af_milblob_writer *w, size_t *n);
-int af_milblob_writer_count(const af_milblob_writer *w);
-af_status af_milblob_write_file(const af_milblob_writer *w, const char *path);
+const uint8_t *milblob_bytes(const milblob_writer *w, size_t *n);
+int milblob_writer_count(const milblob_writer *w);
+af_status milblob_write_file(const milblob_writer *w, const char *path);
 
 /* ---------------------------------------------------------------- reader
  * Treats the file as untrusted: open validates the header and walks every record
  * (alignment, sentinel, dtype, data offset and size inside the file, padding bits,
  * nothing but alignment zeros after the last payload), so later gets only look up. */
-typedef struct af_milblob af_milblob;
+typedef struct milblob milblob;
 
 typedef struct {
     uint64_t offset;        /* record offset, what MIL cites */
-    af_milblob_dtype dtype;
+    milblob_dtype dtype;
     int64_t nbytes;         /* payload bytes */
     uint64_t data_offset;   /* absolute; always offset + 64 in an accepted file */
     uint32_t padding_bits;  /* unused bits in the last byte (sub-byte dtypes) */
-} af_milblob_record;
+} milblob_record;
 
 /* Copies the n bytes (the caller may free them at once). AF_ERR_CORRUPT for a
  * malformed file, AF_ERR_UNSUPPORTED for a dtype code this reader does not know. */
-af_status af_milblob_open(const uint8_t *bytes, size_t n, af_milblob **out);
-/* Reads the whole file; AF_ERR_IO when it cannot be read, else as af_milblob_open. */
-af_status af_milblob_read_file(const char *path, af_milblob **out);
-void af_milblob_free(af_milblob *b);
+af_status milblob_open(const uint8_t *bytes, size_t n, milblob **out);
+/* Reads the whole file; AF_ERR_IO when it cannot be read, else as milblob_open. */
+af_status milblob_read_file(const char *path, milblob **out);
+void milblob_free(milblob *b);
 
-int af_milblob_count(const af_milblob *b);  /* records; 0 for NULL */
+int milblob_count(const milblob *b);  /* records; 0 for NULL */
 /* Record i (0-based, file order). AF_ERR_INVALID when out of range. */
-af_status af_milblob_record_at(const af_milblob *b, int i, af_milblob_record *out);
+af_status milblob_record_at(const milblob *b, int i, milblob_record *out);
 /* The payload of the record at record_offset (the MIL offset). data points into b and
  * lives as long as b. AF_ERR_INVALID when record_offset names no record (for example
  * a data offset, a misaligned or an out-of-file offset). Any out pointer may be NULL. */
-af_status af_milblob_get(const af_milblob *b, uint64_t record_offset, af_milblob_dtype *dt,
+af_status milblob_get(const milblob *b, uint64_t record_offset, milblob_dtype *dt,
                          const void **data, int64_t *nbytes);
 
 #endif

@@ -2,7 +2,7 @@
 #ifndef AF_ANE_OPINFO_H
 #define AF_ANE_OPINFO_H
 /* Short text of the ane-sim target restrictions on op, or NULL when none. */
-const char *af_sim_op_restrictions(int op);
+const char *ane_rules_op_restrictions(int op);
 /* The MIL op(s) op lowers to ("add", "matmul", "decomposed: mul,reduce_mean,..."), or NULL. */
-const char *af_mil_op_lowering(int op);
+const char *mil_op_lowering(int op);
 #endif

@@ -54,7 +54,7 @@ static void mix_const(hash128 *h, const af_tensor *t) {
     mix(h, w);
 }
 
-static void mix_attrs(hash128 *h, const af_attrs *a) {
+static void mix_attrs(hash128 *h, const ir_attrs *a) {
     for (int i = 0; i < AF_MAX_RANK; i++) { mix(h, (uint64_t)a->ints[i]); mix(h, (uint64_t)a->sizes[i]); }
     int v[] = { a->naxes, a->axis, a->keep_dims, a->ta, a->tb, a->mode, a->groups, a->kernel[0], a->kernel[1],
                 a->stride[0], a->stride[1], a->pad[0], a->pad[1], a->dilation[0], a->dilation[1], (int)a->to };
@@ -67,13 +67,13 @@ static void mix_attrs(hash128 *h, const af_attrs *a) {
  * in another graph (other ids, other names) hashes the same. Names are not content. */
 static int64_t local_id(hash128 *h, int64_t *loc, int64_t *next, const af_tensor *t) {
     if (loc[t->id] < 0) {
-        if (t->op == AF_OP_CONST) mix_const(h, t);
+        if (t->op == IR_OP_CONST) mix_const(h, t);
         loc[t->id] = (*next)++;
     }
     return loc[t->id];
 }
 
-void af_sim_program_key(const compile_plan *m, af_family_id family, uint64_t key[2]) {
+void ane_program_key(const compile_plan *m, af_family_id family, uint64_t key[2]) {
     hash128 h = { 0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL };
     int64_t *loc = malloc(sizeof *loc * (size_t)(m->ntensors + 1)), next = 0;
     mix(&h, (uint64_t)family);
@@ -163,10 +163,10 @@ static void load(int i) {
     B.loads++;
 }
 
-af_status af_sim_program_acquire(af_sim_program *prog, const compile_plan *m, af_family_id family, bool *compiled,
+af_status ane_program_acquire(ane_program *prog, const compile_plan *m, af_family_id family, bool *compiled,
                                  char *msg, size_t n) {
     *compiled = false;
-    af_sim_program_key(m, family, prog->key);
+    ane_program_key(m, family, prog->key);
     pthread_mutex_lock(&B.lock);
     int i = find(prog->key);
     if (i >= 0) {
@@ -195,11 +195,11 @@ af_status af_sim_program_acquire(af_sim_program *prog, const compile_plan *m, af
     prog->gen = B.gen;
     prog->held = 1;
     pthread_mutex_unlock(&B.lock);
-    if (*compiled) af_ane_guard_compile_time(m, family); /* a real compile: warn if it may take minutes */
+    if (*compiled) ane_guard_compile_time(m, family); /* a real compile: warn if it may take minutes */
     return AF_OK;
 }
 
-void af_sim_program_use(af_sim_program *prog) {
+void ane_program_use(ane_program *prog) {
     if (!prog->held) return;
     pthread_mutex_lock(&B.lock);
     int i = find(prog->key);
@@ -212,7 +212,7 @@ void af_sim_program_use(af_sim_program *prog) {
     pthread_mutex_unlock(&B.lock);
 }
 
-void af_sim_program_release(af_sim_program *prog) {
+void ane_program_release(ane_program *prog) {
     if (!prog || !prog->held) return;
     pthread_mutex_lock(&B.lock);
     int i = prog->gen == B.gen ? find(prog->key) : -1;

@@ -5,23 +5,23 @@
 #include "ir/ir.h"
 #include <stddef.h>
 
-static const char *const text[AF_OP_COUNT] = {
-    [AF_OP_INPUT] = "fp16 ports only (fp32 input rejected: declare AF_F16; params fed as fp16); rank<=5; W,H<=16384 (65536 on A16); any axis<=65536",
-    [AF_OP_CONST] = "baked as fp16; any axis<=65536",
-    [AF_OP_SUB] = "user sub of near-equal values flagged at run time (precision check; vouched kernels skip it)",
-    [AF_OP_MUL] = "reduce_sum/mean output * zero const: reduce*0 fusion wall (use (t-t)+c)",
-    [AF_OP_MULS] = "reduce_sum/mean output * 0: reduce*0 fusion wall (use (t-t)+c)",
-    [AF_OP_MATMUL_W] = "K<=16384 (65536 on A16); accumulates wide, +-inf beyond +-32752",
-    [AF_OP_MATMUL] = "K<=16384 (65536 on A16); accumulates wide, +-inf beyond +-32752; A13/A14 conv weight gradient: width-offset (v>0) rows see loss-scaled dy through the crop DMA (|dy|>4094 -> +-inf)",
-    [AF_OP_REDUCE_SUM] = "accumulates in fp16 (use x @ ones for long sums); *0 of its output: fusion wall",
-    [AF_OP_REDUCE_MEAN] = "*0 of its output: reduce*0 fusion wall",
-    [AF_OP_RESHAPE] = "to one row wider than 16384 feeding concat: wide-row wall (stack on axis 0)",
-    [AF_OP_SLICE_BY_SIZE] = "A13/A14: last-axis begin != 0 saturates |v|>4094 to +-inf (crop DMA)",
-    [AF_OP_CONCAT] = "of a reshaped single wide row (>16384): wide-row wall",
-    [AF_OP_SPLIT] = "A13/A14: parts at a last-axis offset != 0 saturate |v|>4094 to +-inf (crop DMA)",
-    [AF_OP_CONV] = "weight must be const (else af_conv_param+af_conv2d); kW<=13 on A13, 15 later; +-inf beyond +-32752",
-    [AF_OP_CONV_TRANSPOSE] = "weight must be const; stride 1 only; kW<=13 on A13, 15 later; +-inf beyond +-32752",
-    [AF_OP_CAST] = "fp16 compute only: an fp32 cast reaching an output is rejected",
+static const char *const text[IR_OP_COUNT] = {
+    [IR_OP_INPUT] = "fp16 ports only (fp32 input rejected: declare AF_F16; params fed as fp16); rank<=5; W,H<=16384 (65536 on A16); any axis<=65536",
+    [IR_OP_CONST] = "baked as fp16; any axis<=65536",
+    [IR_OP_SUB] = "user sub of near-equal values flagged at run time (precision check; vouched kernels skip it)",
+    [IR_OP_MUL] = "reduce_sum/mean output * zero const: reduce*0 fusion wall (use (t-t)+c)",
+    [IR_OP_MULS] = "reduce_sum/mean output * 0: reduce*0 fusion wall (use (t-t)+c)",
+    [IR_OP_MATMUL_W] = "K<=16384 (65536 on A16); accumulates wide, +-inf beyond +-32752",
+    [IR_OP_MATMUL] = "K<=16384 (65536 on A16); accumulates wide, +-inf beyond +-32752; A13/A14 conv weight gradient: width-offset (v>0) rows see loss-scaled dy through the crop DMA (|dy|>4094 -> +-inf)",
+    [IR_OP_REDUCE_SUM] = "accumulates in fp16 (use x @ ones for long sums); *0 of its output: fusion wall",
+    [IR_OP_REDUCE_MEAN] = "*0 of its output: reduce*0 fusion wall",
+    [IR_OP_RESHAPE] = "to one row wider than 16384 feeding concat: wide-row wall (stack on axis 0)",
+    [IR_OP_SLICE_BY_SIZE] = "A13/A14: last-axis begin != 0 saturates |v|>4094 to +-inf (crop DMA)",
+    [IR_OP_CONCAT] = "of a reshaped single wide row (>16384): wide-row wall",
+    [IR_OP_SPLIT] = "A13/A14: parts at a last-axis offset != 0 saturate |v|>4094 to +-inf (crop DMA)",
+    [IR_OP_CONV] = "weight must be const (else af_conv_param+af_conv2d); kW<=13 on A13, 15 later; +-inf beyond +-32752",
+    [IR_OP_CONV_TRANSPOSE] = "weight must be const; stride 1 only; kW<=13 on A13, 15 later; +-inf beyond +-32752",
+    [IR_OP_CAST] = "fp16 compute only: an fp32 cast reaching an output is rejected",
 };
 
-const char *af_sim_op_restrictions(int op) { return op >= 0 && op < AF_OP_COUNT ? text[op] : NULL; }
+const char *ane_rules_op_restrictions(int op) { return op >= 0 && op < IR_OP_COUNT ? text[op] : NULL; }

@@ -13,7 +13,7 @@
 
 typedef struct {
     const compile_plan *m;
-    const af_family_info *fi;
+    const ane_family_info *fi;
     char *msg;
     size_t n;
 } ctx;
@@ -25,28 +25,28 @@ static af_status wall(ctx *c, af_status st, const af_tensor *t, const char *name
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    af_shape_str(t->shape, shape, sizeof shape);
+    ir_shape_str(t->shape, shape, sizeof shape);
     const char *tn = af_tensor_name(t);
     snprintf(c->msg, c->n, "ane-sim %s (%s): the %s at %s %s%s%s(node %d) %s: %s. Remedy: %s", c->fi->name, c->fi->chips, name,
-             af_ops[t->op].name, *tn ? "'" : "", tn, *tn ? "' " : "", t->id, shape, detail, remedy);
+             ir_ops[t->op].name, *tn ? "'" : "", tn, *tn ? "' " : "", t->id, shape, detail, remedy);
     return st;
 }
 
 /* Layout ops are free re-indexings; the compiler sees through them when fusing. */
 static const af_tensor *through_layout(const af_tensor *t) {
-    while (t->op == AF_OP_RESHAPE || t->op == AF_OP_TRANSPOSE) t = t->src[0];
+    while (t->op == IR_OP_RESHAPE || t->op == IR_OP_TRANSPOSE) t = t->src[0];
     return t;
 }
 
 static bool is_reduce_sum_or_mean(const af_tensor *t) {
     t = through_layout(t);
-    return t->op == AF_OP_REDUCE_SUM || t->op == AF_OP_REDUCE_MEAN;
+    return t->op == IR_OP_REDUCE_SUM || t->op == IR_OP_REDUCE_MEAN;
 }
 
 /* A baked constant that is all zeros once stored as fp16. */
 static bool is_zero_const(const af_tensor *t) {
     t = through_layout(t);
-    if (t->op != AF_OP_CONST || !t->data) return false;
+    if (t->op != IR_OP_CONST || !t->data) return false;
     for (int64_t i = 0, n = af_shape_count(t->shape); i < n; i++)
         if (af_round_f16(t->data[i]) != 0.0f) return false;
     return true;
@@ -56,21 +56,21 @@ static const char *const fusion_remedy =
     "build constants as (t - t) + c rather than t * 0 + c (the library's const_like), or zero a reduce output with r - r";
 
 static af_status check_fusion(ctx *c, const af_tensor *t) {
-    if (t->op == AF_OP_MULS && is_reduce_sum_or_mean(t->src[0]) && af_round_f16(t->a.scalar) == 0.0f)
+    if (t->op == IR_OP_MULS && is_reduce_sum_or_mean(t->src[0]) && af_round_f16(t->a.scalar) == 0.0f)
         return wall(c, AF_ERR_UNSUPPORTED, t, "reduce*0 fusion wall", fusion_remedy,
-                    "a %s output multiplied by 0 fails to fuse in ANECCompile", af_ops[through_layout(t->src[0])->op].name);
-    if (t->op == AF_OP_MUL)
+                    "a %s output multiplied by 0 fails to fuse in ANECCompile", ir_ops[through_layout(t->src[0])->op].name);
+    if (t->op == IR_OP_MUL)
         for (int k = 0; k < 2; k++)
             if (is_reduce_sum_or_mean(t->src[k]) && is_zero_const(t->src[1 - k]))
                 return wall(c, AF_ERR_UNSUPPORTED, t, "reduce*0 fusion wall", fusion_remedy,
                             "a %s output multiplied by a zero constant fails to fuse in ANECCompile",
-                            af_ops[through_layout(t->src[k])->op].name);
+                            ir_ops[through_layout(t->src[k])->op].name);
     return AF_OK;
 }
 
 /* A reshape that flattens several rows into one row wider than the envelope. */
 static bool is_wide_row(const af_tensor *t) {
-    if (t->op != AF_OP_RESHAPE || t->shape.rank < 1) return false;
+    if (t->op != IR_OP_RESHAPE || t->shape.rank < 1) return false;
     int r = t->shape.rank;
     for (int i = 0; i < r - 1; i++)
         if (t->shape.dim[i] != 1) return false;
@@ -84,7 +84,7 @@ static af_status check_wide_row(ctx *c, int s) {
     if (!is_wide_row(t)) return AF_OK;
     for (int u = s + 1; u < c->m->nsched; u++) {
         const af_tensor *user = c->m->sched[u];
-        if (user->op != AF_OP_CONCAT) continue;
+        if (user->op != IR_OP_CONCAT) continue;
         for (int k = 0; k < user->nsrc; k++)
             if (user->src[k] == t)
                 return wall(c, AF_ERR_UNSUPPORTED, t, "wide-row wall",
@@ -97,14 +97,14 @@ static af_status check_wide_row(ctx *c, int s) {
 }
 
 static af_status check_conv(ctx *c, const af_tensor *t) {
-    if (t->op != AF_OP_CONV && t->op != AF_OP_CONV_TRANSPOSE) return AF_OK;
+    if (t->op != IR_OP_CONV && t->op != IR_OP_CONV_TRANSPOSE) return AF_OK;
     const af_tensor *w = t->src[1];
-    if (through_layout(w)->op != AF_OP_CONST)
+    if (through_layout(w)->op != IR_OP_CONST)
         return wall(c, AF_ERR_UNSUPPORTED, t, "conv-weight wall",
                     "bake the weight with af_const, or train it with af_conv_param + af_conv2d (im2col and a matmul)",
                     "the weight '%s' is a %s, but the native conv needs a constant weight (a runtime weight is "
-                    "\"not supported on any backend\")", af_tensor_name(w), af_ops[w->op].name);
-    if (t->op == AF_OP_CONV_TRANSPOSE && (t->a.stride[0] > 1 || t->a.stride[1] > 1))
+                    "\"not supported on any backend\")", af_tensor_name(w), ir_ops[w->op].name);
+    if (t->op == IR_OP_CONV_TRANSPOSE && (t->a.stride[0] > 1 || t->a.stride[1] > 1))
         return wall(c, AF_ERR_UNSUPPORTED, t, "conv_transpose stride wall",
                     "use stride 1 and upsample by another route (e.g. concat/reshape nearest-neighbour) first",
                     "stride %dx%d needs an output_padding the engine's conv_transpose lacks", t->a.stride[0], t->a.stride[1]);
@@ -118,10 +118,10 @@ static af_status check_conv(ctx *c, const af_tensor *t) {
 
 static af_status check_matmul_k(ctx *c, const af_tensor *t) {
     int64_t k = 0;
-    if (t->op == AF_OP_MATMUL) {
+    if (t->op == IR_OP_MATMUL) {
         af_shape a = t->src[0]->shape;
         k = a.rank < 2 ? a.dim[0] : t->a.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
-    } else if (t->op == AF_OP_MATMUL_W) {
+    } else if (t->op == IR_OP_MATMUL_W) {
         k = t->src[1]->shape.dim[1];
     }
     if (k > c->fi->max_spatial)
@@ -136,7 +136,7 @@ static af_status check_matmul_k(ctx *c, const af_tensor *t) {
  * (the one before) within the spatial limit; constants are laid out by the compiler. */
 static af_status check_shape(ctx *c, const af_tensor *t, bool activation) {
     af_shape s = t->shape;
-    const af_family_info *fi = c->fi;
+    const ane_family_info *fi = c->fi;
     if (s.rank > fi->max_rank)
         return wall(c, AF_ERR_UNSUPPORTED, t, "rank limit", "fold leading axes together with af_reshape",
                     "rank %d exceeds %d (the engine is NCHW plus depth)", s.rank, fi->max_rank);
@@ -164,13 +164,13 @@ static af_status check_shape(ctx *c, const af_tensor *t, bool activation) {
 static const char *const io_remedy_in =
     "declare the input AF_F16 (af_run still takes fp32 host buffers and rounds them to fp16; parameters keep their fp32 master on the host)";
 
-af_status af_sim_validate(const compile_plan *m, af_family_id family, char *msg, size_t n) {
-    ctx c = { .m = m, .fi = af_family_info_of(family), .msg = msg, .n = n };
+af_status ane_rules_validate(const compile_plan *m, af_family_id family, char *msg, size_t n) {
+    ctx c = { .m = m, .fi = ane_family_info_of(family), .msg = msg, .n = n };
     if (!c.fi) { snprintf(msg, n, "ane-sim: unknown family %d", (int)family); return AF_ERR_INVALID; }
     af_status st = AF_OK;
     for (int i = 0; i < m->nin && !st; i++) {
         const af_tensor *t = m->in[i];
-        if (t->dtype == AF_F32 && !(t->flags & AF_TF_PARAM))
+        if (t->dtype == AF_F32 && !(t->flags & IR_TF_PARAM))
             st = wall(&c, AF_ERR_UNSUPPORTED, t, "fp16-only I/O rule", io_remedy_in,
                       "input %d is fp32, but engine programs take fp16 inputs (no fp32 or int32 ports)", i);
         if (!st) st = check_shape(&c, t, true);
@@ -178,7 +178,7 @@ af_status af_sim_validate(const compile_plan *m, af_family_id family, char *msg,
     for (int s = 0; s < m->nsched && !st; s++) {
         const af_tensor *t = m->sched[s];
         for (int k = 0; k < t->nsrc && !st; k++)
-            if (t->src[k]->op == AF_OP_CONST) st = check_shape(&c, t->src[k], false);
+            if (t->src[k]->op == IR_OP_CONST) st = check_shape(&c, t->src[k], false);
         if (!st) st = check_fusion(&c, t);
         if (!st) st = check_wide_row(&c, s);
         if (!st) st = check_conv(&c, t);
@@ -190,10 +190,10 @@ af_status af_sim_validate(const compile_plan *m, af_family_id family, char *msg,
      * through nodes that stay fp32. */
     bool *wide = calloc((size_t)m->ntensors + 1, sizeof *wide);
     if (!wide) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
-    for (int i = 0; i < m->nin; i++) wide[m->in[i]->id] = m->in[i]->dtype == AF_F32 && !(m->in[i]->flags & AF_TF_PARAM);
+    for (int i = 0; i < m->nin; i++) wide[m->in[i]->id] = m->in[i]->dtype == AF_F32 && !(m->in[i]->flags & IR_TF_PARAM);
     for (int s = 0; s < m->nsched; s++) {
         const af_tensor *t = m->sched[s];
-        bool w = t->op == AF_OP_CAST && t->a.to == AF_F32;
+        bool w = t->op == IR_OP_CAST && t->a.to == AF_F32;
         for (int k = 0; k < t->nsrc && !w && t->dtype == AF_F32; k++) w = wide[t->src[k]->id];
         wide[t->id] = w;
     }
@@ -206,8 +206,8 @@ af_status af_sim_validate(const compile_plan *m, af_family_id family, char *msg,
     return st;
 }
 
-unsigned char *af_sim_quirks(const compile_plan *m, af_family_id family, bool prec) {
-    const af_family_info *fi = af_family_info_of(family);
+unsigned char *ane_rules_quirks(const compile_plan *m, af_family_id family, bool prec) {
+    const ane_family_info *fi = ane_family_info_of(family);
     unsigned char *quirk = calloc((size_t)m->nsched + 1, 1);
     if (!fi || !quirk) { free(quirk); return NULL; }
     for (int s = 0; s < m->nsched; s++) {
@@ -215,19 +215,19 @@ unsigned char *af_sim_quirks(const compile_plan *m, af_family_id family, bool pr
         int last = t->src && t->nsrc ? t->src[0]->shape.rank - 1 : -1;
         unsigned q = 0;
         switch (t->op) {
-        case AF_OP_MATMUL:
+        case IR_OP_MATMUL:
             q = AF_QUIRK_ACC_SAT;
-            if (fi->crop_dma_saturates && af_sim_wgrad_operand(t) >= 0) q |= AF_QUIRK_WGRAD_CROP;
+            if (fi->crop_dma_saturates && ane_wgrad_operand(t) >= 0) q |= AF_QUIRK_WGRAD_CROP;
             break;
-        case AF_OP_MATMUL_W: case AF_OP_CONV: case AF_OP_CONV_TRANSPOSE: q = AF_QUIRK_ACC_SAT; break;
-        case AF_OP_SLICE_BY_SIZE:
+        case IR_OP_MATMUL_W: case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: q = AF_QUIRK_ACC_SAT; break;
+        case IR_OP_SLICE_BY_SIZE:
             if (fi->crop_dma_saturates && last >= 0 && t->a.ints[last] != 0) q = AF_QUIRK_CROP_SAT;
             break;
-        case AF_OP_SPLIT:
+        case IR_OP_SPLIT:
             if (fi->crop_dma_saturates && t->a.axis == last && t->a.ints[0] != 0) q = AF_QUIRK_CROP_SAT;
             break;
-        case AF_OP_SUB:
-            if (prec && !(t->flags & AF_TF_VOUCHED)) q = AF_QUIRK_PRECISION;
+        case IR_OP_SUB:
+            if (prec && !(t->flags & IR_TF_VOUCHED)) q = AF_QUIRK_PRECISION;
             break;
         default: break;
         }

@@ -1,6 +1,6 @@
 /* The engine's compiler walls and per-family numerics, as the engine backends enforce
- * them: af_sim_validate checks a plan against a family's walls and limits;
- * af_sim_quirks says which nodes' numerics differ on the family (the ane-sim backend
+ * them: ane_rules_validate checks a plan against a family's walls and limits;
+ * ane_rules_quirks says which nodes' numerics differ on the family (the ane-sim backend
  * applies them after the CPU kernel, before fp16 rounding). */
 #ifndef AF_ANE_SIM_RULES_H
 #define AF_ANE_SIM_RULES_H
@@ -24,8 +24,8 @@ enum {
 
 /* Checks the plan m against the family's compiler walls and limits. On failure writes a
  * message naming the wall and its remedy to msg and returns the status. */
-af_status af_sim_validate(const compile_plan *m, af_family_id family, char *msg, size_t n);
+af_status ane_rules_validate(const compile_plan *m, af_family_id family, char *msg, size_t n);
 /* The AF_QUIRK_* bits of each schedule entry for the family (malloc'd, nsched + 1
  * bytes), or NULL when out of memory. check_precision: mark user subs for the check. */
-unsigned char *af_sim_quirks(const compile_plan *m, af_family_id family, bool check_precision);
+unsigned char *ane_rules_quirks(const compile_plan *m, af_family_id family, bool check_precision);
 #endif

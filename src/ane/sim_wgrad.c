@@ -16,8 +16,8 @@
 /* Whether a window comes through a slice at a nonzero begin on its last axis. */
 static bool width_offset_window(const af_tensor *t) {
     for (;;) {
-        if (t->op == AF_OP_SLICE_BY_SIZE && t->a.ints[t->src[0]->shape.rank - 1] != 0) return true;
-        if (t->op != AF_OP_SLICE_BY_SIZE && t->op != AF_OP_RESHAPE) return false;
+        if (t->op == IR_OP_SLICE_BY_SIZE && t->a.ints[t->src[0]->shape.rank - 1] != 0) return true;
+        if (t->op != IR_OP_SLICE_BY_SIZE && t->op != IR_OP_RESHAPE) return false;
         t = t->src[0];
     }
 }
@@ -27,18 +27,18 @@ static bool width_offset_window(const af_tensor *t) {
  * axis, so row r of x (counted over all leading axes) is window r mod period. NULL
  * when x is not such a matrix or none of its windows is width-offset. */
 static const af_tensor *patch_concat(const af_tensor *x) {
-    if (x->op != AF_OP_RESHAPE || x->shape.rank < 2) return NULL;
+    if (x->op != IR_OP_RESHAPE || x->shape.rank < 2) return NULL;
     const af_tensor *c = x->src[0];
     int r = c->shape.rank;
-    if (c->op != AF_OP_CONCAT || r < 3 || c->a.axis != r - 2 || c->shape.dim[r - 1] != x->shape.dim[x->shape.rank - 1])
+    if (c->op != IR_OP_CONCAT || r < 3 || c->a.axis != r - 2 || c->shape.dim[r - 1] != x->shape.dim[x->shape.rank - 1])
         return NULL;
     for (int k = 0; k < c->nsrc; k++)
         if (width_offset_window(c->src[k])) return c;
     return NULL;
 }
 
-int af_sim_wgrad_operand(const af_tensor *t) {
-    if (t->op != AF_OP_MATMUL) return -1;
+int ane_wgrad_operand(const af_tensor *t) {
+    if (t->op != IR_OP_MATMUL) return -1;
     /* The patch rows must survive into the product (a weight gradient), not be
      * contracted away (the forward conv). */
     if (!t->a.ta && patch_concat(t->src[0])) return 0;
@@ -62,8 +62,8 @@ static int64_t batch_count(af_shape s) {
     return n;
 }
 
-void af_sim_wgrad_crop(const af_tensor *t, float *out, const float *const *ins) {
-    int k = af_sim_wgrad_operand(t);
+void ane_wgrad_crop(const af_tensor *t, float *out, const float *const *ins) {
+    int k = ane_wgrad_operand(t);
     if (k < 0 || t->src[0]->shape.rank < 2 || t->src[1]->shape.rank < 2) return;
     const af_tensor *c = patch_concat(t->src[k]);
     int64_t period = c->shape.dim[c->shape.rank - 2];

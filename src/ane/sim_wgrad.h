@@ -7,8 +7,8 @@
 /* For a matmul that computes a conv weight gradient from an im2col patch matrix with
  * width-offset windows (af_conv2d with kW > 1): which operand (0 or 1) is the patch
  * matrix. -1 for every other node. */
-int af_sim_wgrad_operand(const af_tensor *t);
+int ane_wgrad_operand(const af_tensor *t);
 /* Recomputes the width-offset rows of such a matmul t (its result in out, its sources
  * ins) with its loss-scaled dy saturated past AF_ANE_CROP_MAX. */
-void af_sim_wgrad_crop(const af_tensor *t, float *out, const float *const *ins);
+void ane_wgrad_crop(const af_tensor *t, float *out, const float *const *ins);
 #endif

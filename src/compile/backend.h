@@ -36,7 +36,7 @@ typedef struct {
     af_status (*init)(const backend_cfg *cfg, const compile_plan *p, void **state, af_stats *stats, char *msg, size_t n);
     /* Runs once. Buffers are already checked against the plan's shapes; an output with
      * NULL data is not delivered, an input bound as state is not read. Adds what the run
-     * cost to stats. Errors go through af_fail. */
+     * cost to stats. Errors go through ir_fail. */
     af_status (*run)(void *state, const af_buffer *in, af_buffer *out, af_stats *stats);
     /* Resident state (indices already checked): after each run output o is copied onto
      * input i; write/read move count(shape) floats in and out of it. */

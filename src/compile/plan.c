@@ -27,10 +27,10 @@ static af_status check_request(compile_plan *p, af_graph *g, int nin, af_tensor 
     for (int i = 0; i < nin; i++) {
         if (!in[i]) return refuse(msg, n, AF_ERR_INVALID, "input %d is NULL", i);
         if (in[i]->g != g) return refuse(msg, n, AF_ERR_INVALID, "input %d belongs to another graph", i);
-        if (in[i]->op != AF_OP_INPUT)
+        if (in[i]->op != IR_OP_INPUT)
             return refuse(msg, n, AF_ERR_INVALID,
                           "input %d ('%s') is a %s node, not an af_input or af_parameter; only leaves can be fed", i,
-                          af_tensor_name(in[i]), af_ops[in[i]->op].name);
+                          af_tensor_name(in[i]), ir_ops[in[i]->op].name);
         for (int j = 0; j < i; j++)
             if (in[j] == in[i]) return refuse(msg, n, AF_ERR_INVALID, "input '%s' is listed twice", af_tensor_name(in[i]));
     }
@@ -41,12 +41,12 @@ static af_status check_request(compile_plan *p, af_graph *g, int nin, af_tensor 
     }
     for (int id = 0; id < g->n; id++) {
         af_tensor *t = g->t[id];
-        if (!need[id] || t->op != AF_OP_INPUT) continue;
+        if (!need[id] || t->op != IR_OP_INPUT) continue;
         bool listed = false;
         for (int i = 0; i < nin; i++) listed |= in[i] == t;
         if (!listed)
             return refuse(msg, n, AF_ERR_INVALID, "the outputs depend on %s '%s', which is not in the input list; add it to `in`",
-                          (t->flags & AF_TF_PARAM) ? "parameter" : "input", af_tensor_name(t));
+                          (t->flags & IR_TF_PARAM) ? "parameter" : "input", af_tensor_name(t));
     }
     return AF_OK;
 }
@@ -70,7 +70,7 @@ af_status plan_build(compile_plan *p, af_graph *g, int nin, af_tensor *const *in
     for (int id = 0; id < g->n; id++) {
         p->last_read[id] = -1;
         af_tensor *t = g->t[id];
-        if (p->need[id] && !(af_ops[t->op].flags & OPF_LEAF)) p->sched[p->nsched++] = t;
+        if (p->need[id] && !(ir_ops[t->op].flags & OPF_LEAF)) p->sched[p->nsched++] = t;
     }
     for (int s = 0; s < p->nsched; s++) {
         af_tensor *t = p->sched[s];
@@ -93,22 +93,22 @@ void plan_free(compile_plan *p) {
 int64_t plan_node_flops(const af_tensor *t) {
     int64_t out = af_shape_count(t->shape), in = t->nsrc ? af_shape_count(t->src[0]->shape) : 0;
     switch (t->op) {
-    case AF_OP_MATMUL: {
+    case IR_OP_MATMUL: {
         af_shape a = t->src[0]->shape;
         int64_t k = a.rank < 2 ? a.dim[0] : t->a.ta ? a.dim[a.rank - 2] : a.dim[a.rank - 1];
         return 2 * out * k;
     }
-    case AF_OP_MATMUL_W: return 2 * out * t->src[1]->shape.dim[1];
-    case AF_OP_CONV: { /* w [Cout, Cin/groups, kH, kW] */
+    case IR_OP_MATMUL_W: return 2 * out * t->src[1]->shape.dim[1];
+    case IR_OP_CONV: { /* w [Cout, Cin/groups, kH, kW] */
         af_shape w = t->src[1]->shape;
         return 2 * out * w.dim[1] * w.dim[2] * w.dim[3];
     }
-    case AF_OP_CONV_TRANSPOSE: { /* w [Cin, Cout, kH, kW]: every input scatters Cout*kH*kW products */
+    case IR_OP_CONV_TRANSPOSE: { /* w [Cin, Cout, kH, kW]: every input scatters Cout*kH*kW products */
         af_shape w = t->src[1]->shape;
         return 2 * in * w.dim[1] * w.dim[2] * w.dim[3];
     }
-    case AF_OP_TRANSPOSE: case AF_OP_RESHAPE: case AF_OP_SLICE_BY_SIZE: case AF_OP_CONCAT: case AF_OP_SPLIT:
-    case AF_OP_CAST: case AF_OP_INPUT: case AF_OP_CONST:
+    case IR_OP_TRANSPOSE: case IR_OP_RESHAPE: case IR_OP_SLICE_BY_SIZE: case IR_OP_CONCAT: case IR_OP_SPLIT:
+    case IR_OP_CAST: case IR_OP_INPUT: case IR_OP_CONST:
         return 0;
     default: return out > in ? out : in;
     }

@@ -64,14 +64,14 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
     if (!e->offset || !e->val || !e->baked || !e->srcptr) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
     for (int id = 0; id < p->ntensors; id++) {
         af_tensor *t = p->g->t[id];
-        if (!p->need[id] || t->op != AF_OP_CONST) continue;
+        if (!p->need[id] || t->op != IR_OP_CONST) continue;
         /* Constants are baked as compiled (fp16 when the program stores fp16): changing
          * one afterwards affects later compiles only, at every precision. */
         int64_t cnt = af_shape_count(t->shape);
         e->baked[id] = malloc((size_t)cnt * sizeof(float) + 1);
         if (!e->baked[id]) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
         memcpy(e->baked[id], t->data, (size_t)cnt * sizeof(float));
-        if (e->o.fp16) af_round_f16_array(e->baked[id], cnt);
+        if (e->o.fp16) ir_round_f16_array(e->baked[id], cnt);
         e->val[id] = e->baked[id];
     }
     if (!cpu_plan_memory(p, e->o.threads, e->offset, &e->arena_floats, &e->scratch_floats))
@@ -116,11 +116,11 @@ static void feed_inputs(cpu_exec *e, const af_buffer *in) {
         if (is_state(e, i)) {
             e->val[t->id] = slot;
         } else if (in[i].dtype == AF_F16) {
-            af_f16_to_f32_array(in[i].data, slot, n);
+            ir_f16_to_f32_array(in[i].data, slot, n);
             e->val[t->id] = slot;
         } else if (needs_rounding(e, t)) {
             memcpy(slot, in[i].data, (size_t)n * sizeof(float));
-            af_round_f16_array(slot, n);
+            ir_round_f16_array(slot, n);
             e->val[t->id] = slot;
         } else {
             e->val[t->id] = in[i].data; /* fed directly, no copy */
@@ -138,7 +138,7 @@ static void place_outputs(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     const compile_plan *p = e->p;
     for (int i = 0; i < p->nout; i++) {
         const af_tensor *t = p->out[i];
-        if (e->offset[t->id] < 0 || t->op == AF_OP_INPUT) continue;
+        if (e->offset[t->id] < 0 || t->op == IR_OP_INPUT) continue;
         e->val[t->id] = e->arena + e->offset[t->id];
         if (!out[i].data || out[i].dtype != AF_F32) continue;
         if (out[i].count < DIRECT_MIN_FLOATS || out[i].count < 4 * (int64_t)(p->ntensors + p->nout + p->nin)) continue;
@@ -148,7 +148,7 @@ static void place_outputs(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         for (int j = 0; j < p->nin && direct; j++)
             if (!is_state(e, j) && overlaps(&out[i], &in[j])) direct = false;
         for (int id = 0; id < p->ntensors && direct; id++) /* constants' values */
-            if (e->val[id] && p->g->t[id]->op == AF_OP_CONST) {
+            if (e->val[id] && p->g->t[id]->op == IR_OP_CONST) {
                 af_buffer cb = AF_BUF_F32(e->val[id], af_shape_count(p->g->t[id]->shape));
                 if (overlaps(&out[i], &cb)) direct = false;
             }
@@ -172,12 +172,12 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
                        .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16 };
         cpu_kernels[t->op](&c);
         if (e->o.after_node && (!e->o.hook_at || e->o.hook_at[s])) e->o.after_node(e->o.hook_ctx, s, t, e->val[t->id], ins);
-        if (needs_rounding(e, t)) af_round_f16_array(e->val[t->id], af_shape_count(t->shape));
+        if (needs_rounding(e, t)) ir_round_f16_array(e->val[t->id], af_shape_count(t->shape));
     }
     for (int i = 0; i < p->nout; i++) {
         const float *v = e->val[p->out[i]->id];
         if (!out[i].data) continue;
-        if (out[i].dtype == AF_F16) af_f32_to_f16_array(v, out[i].data, out[i].count);
+        if (out[i].dtype == AF_F16) ir_f32_to_f16_array(v, out[i].data, out[i].count);
         else if (out[i].data != v) memmove(out[i].data, v, (size_t)out[i].count * sizeof(float));
     }
     /* Resident state advances last, so every node above read the pre-run value. */
@@ -193,7 +193,7 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
 af_status cpu_exec_bind_state(cpu_exec *e, int in_index, int out_index) {
     if (!e->state_out) {
         e->state_out = malloc(sizeof *e->state_out * (size_t)(e->p->nin + 1));
-        if (!e->state_out) return af_fail(AF_ERR_NOMEM, "af_model_bind_state: out of memory");
+        if (!e->state_out) return ir_fail(AF_ERR_NOMEM, "af_model_bind_state: out of memory");
         for (int i = 0; i < e->p->nin; i++) e->state_out[i] = -1;
     }
     e->state_out[in_index] = out_index;
@@ -205,7 +205,7 @@ af_status cpu_exec_write_state(cpu_exec *e, int in_index, const float *src) {
     float *slot = e->arena + e->offset[t->id];
     int64_t n = af_shape_count(t->shape);
     memcpy(slot, src, (size_t)n * sizeof(float));
-    if (needs_rounding(e, t)) af_round_f16_array(slot, n); /* the program holds fp16 */
+    if (needs_rounding(e, t)) ir_round_f16_array(slot, n); /* the program holds fp16 */
     return AF_OK;
 }
 

@@ -6,7 +6,7 @@
 
 int64_t cpu_conv_scratch(const af_tensor *t) {
     af_shape x = t->src[0]->shape, w = t->src[1]->shape, o = t->shape;
-    if (t->op == AF_OP_CONV) {
+    if (t->op == IR_OP_CONV) {
         int64_t cin_g = w.dim[1];
         return cin_g * w.dim[2] * w.dim[3] * o.dim[2] * o.dim[3];
     }
@@ -71,7 +71,7 @@ static void run_images(const cpu_call *c, void (*image)(const cpu_call *, int64_
 
 static void conv_image(const cpu_call *c, int64_t b, float *scratch) {
     const af_tensor *t = c->t;
-    const af_attrs *a = &t->a;
+    const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, ws = t->src[1]->shape, os = t->shape;
     int64_t cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
     int64_t cout = ws.dim[0], cin_g = ws.dim[1], kh = ws.dim[2], kw = ws.dim[3];
@@ -94,7 +94,7 @@ void cpu_k_conv(const cpu_call *c) { run_images(c, conv_image); }
 
 static void conv_transpose_image(const cpu_call *c, int64_t b, float *scratch) {
     const af_tensor *t = c->t;
-    const af_attrs *a = &t->a;
+    const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, ws = t->src[1]->shape, os = t->shape;
     int64_t cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
     int64_t cout = ws.dim[1], kh = ws.dim[2], kw = ws.dim[3], ho = os.dim[2], wo = os.dim[3];

@@ -26,18 +26,18 @@
         }                                                                               \
     } while (0)
 
-static void bin_inner(af_op op, const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n) {
+static void bin_inner(ir_op op, const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n) {
     switch (op) {
-    case AF_OP_ADD: BIN_LOOP(x + y); break;
-    case AF_OP_SUB: BIN_LOOP(x - y); break;
-    case AF_OP_MUL: BIN_LOOP(x * y); break;
-    case AF_OP_REAL_DIV: BIN_LOOP(x / y); break;
-    case AF_OP_MAXIMUM: BIN_LOOP(x > y ? x : y); break;
-    case AF_OP_MINIMUM: BIN_LOOP(x < y ? x : y); break;
-    case AF_OP_POW: BIN_LOOP(powf(x, y)); break;
-    case AF_OP_GREATER: BIN_LOOP(x > y ? 1.0f : 0.0f); break;
-    case AF_OP_LESS: BIN_LOOP(x < y ? 1.0f : 0.0f); break;
-    case AF_OP_EQUAL: BIN_LOOP(x == y ? 1.0f : 0.0f); break;
+    case IR_OP_ADD: BIN_LOOP(x + y); break;
+    case IR_OP_SUB: BIN_LOOP(x - y); break;
+    case IR_OP_MUL: BIN_LOOP(x * y); break;
+    case IR_OP_REAL_DIV: BIN_LOOP(x / y); break;
+    case IR_OP_MAXIMUM: BIN_LOOP(x > y ? x : y); break;
+    case IR_OP_MINIMUM: BIN_LOOP(x < y ? x : y); break;
+    case IR_OP_POW: BIN_LOOP(powf(x, y)); break;
+    case IR_OP_GREATER: BIN_LOOP(x > y ? 1.0f : 0.0f); break;
+    case IR_OP_LESS: BIN_LOOP(x < y ? 1.0f : 0.0f); break;
+    case IR_OP_EQUAL: BIN_LOOP(x == y ? 1.0f : 0.0f); break;
     default: break;
     }
 }
@@ -122,29 +122,29 @@ static void unary_range(void *p, int64_t b, int64_t e) {
     int64_t n = e - b;
     float s = c->fp16 ? af_round_f16(c->t->a.scalar) : c->t->a.scalar; /* as the engine stores it */
     switch (c->t->op) {
-    case AF_OP_ADDS: UN_LOOP(x + s); break;
-    case AF_OP_MULS: UN_LOOP(x * s); break;
-    case AF_OP_NEG: UN_LOOP(-x); break;
-    case AF_OP_ABS: UN_LOOP(fabsf(x)); break;
-    case AF_OP_SQUARE: UN_LOOP(x * x); break;
-    case AF_OP_SQRT: UN_LOOP(sqrtf(x)); break;
-    case AF_OP_RSQRT: UN_LOOP(1.0f / sqrtf(x)); break;
-    case AF_OP_INVERSE: UN_LOOP(1.0f / x); break;
-    case AF_OP_EXP: UN_LOOP(expf(x)); break;
-    case AF_OP_LOG: UN_LOOP(logf(x)); break;
-    case AF_OP_TANH: UN_LOOP(tanhf(x)); break;
-    case AF_OP_SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-x))); break;
-    case AF_OP_RELU: UN_LOOP(x > 0.0f ? x : 0.0f); break;
-    case AF_OP_GELU:
+    case IR_OP_ADDS: UN_LOOP(x + s); break;
+    case IR_OP_MULS: UN_LOOP(x * s); break;
+    case IR_OP_NEG: UN_LOOP(-x); break;
+    case IR_OP_ABS: UN_LOOP(fabsf(x)); break;
+    case IR_OP_SQUARE: UN_LOOP(x * x); break;
+    case IR_OP_SQRT: UN_LOOP(sqrtf(x)); break;
+    case IR_OP_RSQRT: UN_LOOP(1.0f / sqrtf(x)); break;
+    case IR_OP_INVERSE: UN_LOOP(1.0f / x); break;
+    case IR_OP_EXP: UN_LOOP(expf(x)); break;
+    case IR_OP_LOG: UN_LOOP(logf(x)); break;
+    case IR_OP_TANH: UN_LOOP(tanhf(x)); break;
+    case IR_OP_SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-x))); break;
+    case IR_OP_RELU: UN_LOOP(x > 0.0f ? x : 0.0f); break;
+    case IR_OP_GELU:
         if (c->t->a.mode == AF_GELU_TANH) { UN_LOOP(gelu_tanh(x)); }
         else { UN_LOOP(gelu_exact(x)); }
         break;
-    case AF_OP_SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
-    case AF_OP_SIN: UN_LOOP(sinf(x)); break;
-    case AF_OP_COS: UN_LOOP(cosf(x)); break;
-    case AF_OP_ERF: UN_LOOP(erff(x)); break;
-    case AF_OP_CAST:
-        if (c->t->a.to == AF_F16) af_round_f16_array(memmove(o, a, (size_t)n * sizeof *o), n);
+    case IR_OP_SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
+    case IR_OP_SIN: UN_LOOP(sinf(x)); break;
+    case IR_OP_COS: UN_LOOP(cosf(x)); break;
+    case IR_OP_ERF: UN_LOOP(erff(x)); break;
+    case IR_OP_CAST:
+        if (c->t->a.to == AF_F16) ir_round_f16_array(memmove(o, a, (size_t)n * sizeof *o), n);
         else memmove(o, a, (size_t)n * sizeof *o);
         break;
     default: break;

@@ -62,7 +62,7 @@ static void strided_copy(cpu_pool *pool, const float *x, int64_t base, const int
 void cpu_k_transpose(const cpu_call *c) {
     af_shape xs = c->t->src[0]->shape;
     int64_t xst[AF_MAX_RANK], st[AF_MAX_RANK];
-    af_strides(xs, xst);
+    ir_strides(xs, xst);
     for (int i = 0; i < xs.rank; i++) st[i] = xst[c->t->a.ints[i]];
     strided_copy(c->pool, c->in[0], 0, st, c->t->shape, c->out);
 }
@@ -71,8 +71,8 @@ void cpu_k_slice(const cpu_call *c) {
     const af_tensor *t = c->t;
     af_shape xs = t->src[0]->shape;
     int64_t st[AF_MAX_RANK], base = 0;
-    af_strides(xs, st);
-    if (t->op == AF_OP_SPLIT) base = t->a.ints[0] * st[t->a.axis];
+    ir_strides(xs, st);
+    if (t->op == IR_OP_SPLIT) base = t->a.ints[0] * st[t->a.axis];
     else for (int i = 0; i < xs.rank; i++) base += t->a.ints[i] * st[i];
     strided_copy(c->pool, c->in[0], base, st, t->shape, c->out);
 }

@@ -40,7 +40,7 @@ static bool left_shared(const af_tensor *t, int64_t *batches) {
 
 int64_t cpu_matmul_scratch(const af_tensor *t) {
     int64_t batches;
-    if (t->op != AF_OP_MATMUL || !left_shared(t, &batches)) return 0;
+    if (t->op != IR_OP_MATMUL || !left_shared(t, &batches)) return 0;
     af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
     int64_t k = t->a.ta ? sa.dim[sa.rank - 2] : sa.dim[sa.rank - 1];
     if (so.dim[so.rank - 2] * so.dim[so.rank - 1] * k >= (1 << 16)) return 0;

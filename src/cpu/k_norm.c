@@ -48,10 +48,10 @@ static void norm_range(void *p, int64_t t0, int64_t t1) {
     const float *x = c->in[0];
     float eps = t->a.eps;
     for (int64_t i = t0; i < t1; i++) {
-        if (t->op == AF_OP_RMS_NORM || t->op == AF_OP_LAYER_NORM) {
+        if (t->op == IR_OP_RMS_NORM || t->op == IR_OP_LAYER_NORM) {
             int64_t d = s->ch;
-            norm_group(x + i * d, c->out + i * d, d, 1, 1, s->gamma, s->beta, eps, t->op == AF_OP_LAYER_NORM);
-        } else if (t->op == AF_OP_CHANNEL_LAYER_NORM) {
+            norm_group(x + i * d, c->out + i * d, d, 1, 1, s->gamma, s->beta, eps, t->op == IR_OP_LAYER_NORM);
+        } else if (t->op == IR_OP_CHANNEL_LAYER_NORM) {
             int64_t b = i / s->sp, sp = i % s->sp, off = b * s->ch * s->sp + sp;
             norm_group(x + off, c->out + off, s->ch, s->sp, 1, s->gamma, s->beta, eps, true);
         } else {
@@ -65,17 +65,17 @@ static void norm_range(void *p, int64_t t0, int64_t t1) {
 void cpu_k_norm(const cpu_call *c) {
     const af_tensor *t = c->t;
     af_shape xs = t->shape;
-    norm_ctx s = { .c = c, .gamma = c->in[1], .beta = t->op == AF_OP_RMS_NORM ? NULL : c->in[2] };
+    norm_ctx s = { .c = c, .gamma = c->in[1], .beta = t->op == IR_OP_RMS_NORM ? NULL : c->in[2] };
     int64_t total = af_shape_count(xs), tasks;
-    if (t->op == AF_OP_RMS_NORM || t->op == AF_OP_LAYER_NORM) {
+    if (t->op == IR_OP_RMS_NORM || t->op == IR_OP_LAYER_NORM) {
         s.ch = xs.dim[xs.rank - 1];
         tasks = total / s.ch;
     } else {
         s.n = xs.dim[0];
         s.ch = xs.dim[1];
         s.sp = total / (s.n * s.ch);
-        s.groups = t->op == AF_OP_GROUP_NORM ? t->a.groups : 1;
-        tasks = t->op == AF_OP_CHANNEL_LAYER_NORM ? s.n * s.sp : s.n * s.groups;
+        s.groups = t->op == IR_OP_GROUP_NORM ? t->a.groups : 1;
+        tasks = t->op == IR_OP_CHANNEL_LAYER_NORM ? s.n * s.sp : s.n * s.groups;
     }
     if (tasks <= 0) return;
     int64_t per_task = total / tasks;

@@ -6,10 +6,10 @@
 
 void cpu_k_pool(const cpu_call *c) {
     const af_tensor *t = c->t;
-    const af_attrs *a = &t->a;
+    const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, os = t->shape;
     int64_t planes = xs.dim[0] * xs.dim[1], h = xs.dim[2], w = xs.dim[3], ho = os.dim[2], wo = os.dim[3];
-    bool avg = t->op == AF_OP_AVG_POOL;
+    bool avg = t->op == IR_OP_AVG_POOL;
     float inv = 1.0f / (float)(a->kernel[0] * a->kernel[1]);
     if (avg && a->pad[0] == 0 && a->pad[1] == 0 && a->kernel[0] == 2 && a->kernel[1] == 2 && a->stride[0] == 2 && a->stride[1] == 2) {
         /* 2x2 average, stride 2: the CNN's downsampling, worth its own loop */

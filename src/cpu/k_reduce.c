@@ -7,26 +7,26 @@
 #include <math.h>
 #include <string.h>
 
-static float combine(af_op op, float acc, float x) {
+static float combine(ir_op op, float acc, float x) {
     switch (op) {
-    case AF_OP_REDUCE_MAX: return x > acc ? x : acc;
-    case AF_OP_REDUCE_MIN: return x < acc ? x : acc;
+    case IR_OP_REDUCE_MAX: return x > acc ? x : acc;
+    case IR_OP_REDUCE_MIN: return x < acc ? x : acc;
     default: return acc + x;
     }
 }
 
-static float identity(af_op op) {
-    return op == AF_OP_REDUCE_MAX ? -INFINITY : op == AF_OP_REDUCE_MIN ? INFINITY : 0.0f;
+static float identity(ir_op op) {
+    return op == IR_OP_REDUCE_MAX ? -INFINITY : op == IR_OP_REDUCE_MIN ? INFINITY : 0.0f;
 }
 
 /* Reduced axes contiguous: out[o, i] = reduce_r x[o, r, i]. */
-static void reduce_block(af_op op, const float *x, float *out, int64_t outer, int64_t red, int64_t inner) {
+static void reduce_block(ir_op op, const float *x, float *out, int64_t outer, int64_t red, int64_t inner) {
     for (int64_t o = 0; o < outer; o++) {
         const float *xo = x + o * red * inner;
         float *oo = out + o * inner;
         if (inner == 1) {
             float acc = identity(op);
-            if (op == AF_OP_REDUCE_SUM || op == AF_OP_REDUCE_MEAN) {
+            if (op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN) {
                 double s = 0.0; /* wide accumulation keeps long sums accurate */
                 for (int64_t r = 0; r < red; r++) s += xo[r];
                 acc = (float)s;
@@ -40,8 +40,8 @@ static void reduce_block(af_op op, const float *x, float *out, int64_t outer, in
         for (int64_t r = 1; r < red; r++) {
             const float *row = xo + r * inner;
             switch (op) {
-            case AF_OP_REDUCE_MAX: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] > oo[i] ? row[i] : oo[i]; break;
-            case AF_OP_REDUCE_MIN: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] < oo[i] ? row[i] : oo[i]; break;
+            case IR_OP_REDUCE_MAX: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] > oo[i] ? row[i] : oo[i]; break;
+            case IR_OP_REDUCE_MIN: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] < oo[i] ? row[i] : oo[i]; break;
             default: for (int64_t i = 0; i < inner; i++) oo[i] += row[i]; break;
             }
         }
@@ -49,7 +49,7 @@ static void reduce_block(af_op op, const float *x, float *out, int64_t outer, in
 }
 
 /* Any axis set, optionally rounding the running sum to fp16 after every add. */
-static void reduce_general(af_op op, const float *x, float *out, af_shape xs, unsigned mask, int fp16) {
+static void reduce_general(ir_op op, const float *x, float *out, af_shape xs, unsigned mask, int fp16) {
     int64_t ostride[AF_MAX_RANK], idx[AF_MAX_RANK] = { 0 }, s = 1;
     for (int i = xs.rank - 1; i >= 0; i--) {
         ostride[i] = (mask & (1u << i)) ? 0 : s;
@@ -72,7 +72,7 @@ static void reduce_general(af_op op, const float *x, float *out, af_shape xs, un
 /* Any axis set, in blocks: adjacent axes with the same reduced-ness are merged and the
  * innermost run is handled contiguously (a row sum when it is reduced, a vector add into
  * the output when it is kept), so the multi-index bookkeeping runs once per block. */
-static void reduce_blocked(af_op op, const float *x, float *out, af_shape xs, unsigned mask) {
+static void reduce_blocked(ir_op op, const float *x, float *out, af_shape xs, unsigned mask) {
     int64_t dim[AF_MAX_RANK], ost[AF_MAX_RANK], idx[AF_MAX_RANK] = { 0 };
     bool red[AF_MAX_RANK];
     int r = 0;
@@ -91,7 +91,7 @@ static void reduce_blocked(af_op op, const float *x, float *out, af_shape xs, un
     for (int64_t i = 0; i < nout; i++) out[i] = identity(op);
     if (r == 0) { out[0] = combine(op, out[0], x[0]); return; }
     int64_t inner = dim[r - 1], blocks = af_shape_count(xs) / inner, off = 0;
-    bool sum = op == AF_OP_REDUCE_SUM || op == AF_OP_REDUCE_MEAN;
+    bool sum = op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN;
     for (int64_t b = 0; b < blocks; b++) {
         const float *xb = x + b * inner;
         if (red[r - 1]) {
@@ -107,8 +107,8 @@ static void reduce_blocked(af_op op, const float *x, float *out, af_shape xs, un
         } else {
             float *o = out + off;
             switch (op) {
-            case AF_OP_REDUCE_MAX: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] > o[j] ? xb[j] : o[j]; break;
-            case AF_OP_REDUCE_MIN: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] < o[j] ? xb[j] : o[j]; break;
+            case IR_OP_REDUCE_MAX: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] > o[j] ? xb[j] : o[j]; break;
+            case IR_OP_REDUCE_MIN: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] < o[j] ? xb[j] : o[j]; break;
             default: for (int64_t j = 0; j < inner; j++) o[j] += xb[j]; break;
             }
         }
@@ -136,7 +136,7 @@ void cpu_k_reduce(const cpu_call *c) {
     bool contiguous = true;
     for (int i = first; i <= last; i++)
         if (!(mask & (1u << i)) && xs.dim[i] != 1) contiguous = false;
-    bool fp16 = c->fp16_accum && t->op == AF_OP_REDUCE_SUM;
+    bool fp16 = c->fp16_accum && t->op == IR_OP_REDUCE_SUM;
     if (contiguous && !fp16) {
         int64_t outer = 1, inner = 1;
         for (int i = 0; i < first; i++) outer *= xs.dim[i];
@@ -147,7 +147,7 @@ void cpu_k_reduce(const cpu_call *c) {
     } else {
         reduce_general(t->op, c->in[0], c->out, xs, mask, fp16);
     }
-    if (t->op == AF_OP_REDUCE_MEAN) {
+    if (t->op == IR_OP_REDUCE_MEAN) {
         int64_t n = af_shape_count(t->shape);
         float inv = 1.0f / (float)red;
         for (int64_t i = 0; i < n; i++) c->out[i] *= inv;

@@ -17,7 +17,7 @@ typedef struct {
 
 typedef void (*cpu_kernel_fn)(const cpu_call *c);
 
-extern const cpu_kernel_fn cpu_kernels[AF_OP_COUNT];
+extern const cpu_kernel_fn cpu_kernels[IR_OP_COUNT];
 /* Scratch memory a node's kernel needs (im2col columns and the like). */
 /* Scratch a node's kernel needs when it may split work over `threads` threads. */
 int64_t cpu_scratch_floats(const af_tensor *t, int threads);

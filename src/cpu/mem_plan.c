@@ -48,7 +48,7 @@ static bool alloc_give(allocator *a, int64_t off, int64_t size) {
     return true;
 }
 
-bool cpu_is_alias(const af_tensor *t) { return t->op == AF_OP_RESHAPE && t->src[0]->op != AF_OP_CONST; }
+bool cpu_is_alias(const af_tensor *t) { return t->op == IR_OP_RESHAPE && t->src[0]->op != IR_OP_CONST; }
 
 bool cpu_plan_memory(const compile_plan *p, int threads, int64_t *offset, int64_t *arena_floats, int64_t *scratch_floats) {
     af_graph *g = p->g;
@@ -79,7 +79,7 @@ bool cpu_plan_memory(const compile_plan *p, int threads, int64_t *offset, int64_
             af_tensor *src = g->t[root[t->src[k]->id]];
             bool dup = false; /* the same buffer twice must be freed once */
             for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;
-            if (!dup && last[src->id] == s && !keep[src->id] && src->op != AF_OP_CONST && src->op != AF_OP_INPUT)
+            if (!dup && last[src->id] == s && !keep[src->id] && src->op != IR_OP_CONST && src->op != IR_OP_INPUT)
                 ok = alloc_give(&al, offset[src->id], af_shape_count(src->shape));
         }
     }

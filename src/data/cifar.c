@@ -8,14 +8,14 @@
 
 enum { CIFAR_PIX = 3 * 32 * 32, CIFAR_REC = 1 + CIFAR_PIX };
 
-af_status af_cifar_read(int nfiles, const char *const *paths, const char *hint,
+af_status data_cifar_read(int nfiles, const char *const *paths, const char *hint,
                         uint8_t **out_pixels, uint8_t **out_labels, int64_t *out_count) {
     *out_pixels = NULL;
     *out_labels = NULL;
     *out_count = 0;
-    if (nfiles < 1 || !paths) return af_fail(AF_ERR_INVALID, "CIFAR-10: need at least one file (got %d)", nfiles);
+    if (nfiles < 1 || !paths) return ir_fail(AF_ERR_INVALID, "CIFAR-10: need at least one file (got %d)", nfiles);
     for (int f = 0; f < nfiles; f++)
-        if (!paths[f]) return af_fail(AF_ERR_INVALID, "CIFAR-10: path %d is NULL", f);
+        if (!paths[f]) return ir_fail(AF_ERR_INVALID, "CIFAR-10: path %d is NULL", f);
 
     uint8_t *pixels = NULL, *labels = NULL;
     size_t count = 0;
@@ -24,22 +24,22 @@ af_status af_cifar_read(int nfiles, const char *const *paths, const char *hint,
         const char *path = paths[f];
         uint8_t *buf;
         size_t len;
-        st = af_data_read_file(path, hint, &buf, &len);
+        st = data_read_file(path, hint, &buf, &len);
         if (st != AF_OK) break;
         st = AF_ERR_CORRUPT;
         if (len == 0) {
-            af_fail(st, "%s: file is empty (expected CIFAR-10 records of %d bytes)", path, CIFAR_REC);
+            ir_fail(st, "%s: file is empty (expected CIFAR-10 records of %d bytes)", path, CIFAR_REC);
         } else if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
-            af_fail(st, "%s is gzip-compressed: gunzip it first (and untar cifar-10-binary.tar.gz)", path);
+            ir_fail(st, "%s is gzip-compressed: gunzip it first (and untar cifar-10-binary.tar.gz)", path);
         } else if (len % CIFAR_REC != 0) {
-            af_fail(st, "%s: size %zu is not a whole number of %d-byte records (truncated?)",
+            ir_fail(st, "%s: size %zu is not a whole number of %d-byte records (truncated?)",
                     path, len, CIFAR_REC);
         } else {
             size_t n = len / CIFAR_REC;
             /* A valid file fits in memory, so n * CIFAR_PIX < len cannot overflow; only
              * the running total across files needs a check. */
             if (count > (SIZE_MAX / CIFAR_PIX) - n) {
-                af_fail(st, "%s: total record count overflows", path);
+                ir_fail(st, "%s: total record count overflows", path);
                 free(buf);
                 break;
             }
@@ -47,7 +47,7 @@ af_status af_cifar_read(int nfiles, const char *const *paths, const char *hint,
             for (size_t i = 0; i < n; i++)
                 if (buf[i * CIFAR_REC] >= 10) { bad = i; break; }
             if (bad < n) {
-                af_fail(st, "%s: record %zu has label %u (must be 0..9)", path, bad,
+                ir_fail(st, "%s: record %zu has label %u (must be 0..9)", path, bad,
                         (unsigned)buf[bad * CIFAR_REC]);
             } else {
                 uint8_t *p = realloc(pixels, (count + n) * CIFAR_PIX);
@@ -55,7 +55,7 @@ af_status af_cifar_read(int nfiles, const char *const *paths, const char *hint,
                 uint8_t *l = p ? realloc(labels, count + n) : NULL;
                 if (l) labels = l;
                 if (!p || !l) {
-                    af_fail(st = AF_ERR_NOMEM, "%s: out of memory for %zu records", path, count + n);
+                    ir_fail(st = AF_ERR_NOMEM, "%s: out of memory for %zu records", path, count + n);
                 } else {
                     for (size_t i = 0; i < n; i++) {
                         labels[count + i] = buf[i * CIFAR_REC];

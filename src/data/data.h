@@ -1,6 +1,6 @@
 /* Data layer: MNIST / Fashion-MNIST (IDX), CIFAR-10 (binary batches) and NumPy .npy.
  *
- * Depends only on the C standard library, POSIX and af_status/af_fail. Every loader
+ * Depends only on the C standard library, POSIX and af_status/ir_fail. Every loader
  * reads whole files with bounds checks and never aborts: failures return NULL (or an
  * af_status) and af_error_message() names the file and the problem.
  *
@@ -24,18 +24,18 @@ extern "C" {
 /* Reads the whole regular file at path into a malloc'd buffer (*buf, *len; *buf is
  * non-NULL even for an empty file). Missing files fail with AF_ERR_IO naming path;
  * `hint` (may be NULL) is appended to that message, e.g. the fetch command to run. */
-af_status af_data_read_file(const char *path, const char *hint, uint8_t **buf, size_t *len);
+af_status data_read_file(const char *path, const char *hint, uint8_t **buf, size_t *len);
 
 /* Reads an IDX ubyte file of exactly `rank` dims (1 or 3). On success *buf owns the
  * whole file, *data points at the payload inside it, dims[0..rank) (room for 3) are
  * filled and
  * the payload size equals prod(dims). */
-af_status af_idx_read(const char *path, const char *hint, int rank, int64_t *dims,
+af_status data_idx_read(const char *path, const char *hint, int rank, int64_t *dims,
                       uint8_t **buf, const uint8_t **data);
 
 /* Reads CIFAR-10 binary files in order into malloc'd *pixels ([count, 3072] CHW bytes)
  * and *labels ([count]); labels are checked < 10. */
-af_status af_cifar_read(int nfiles, const char *const *paths, const char *hint,
+af_status data_cifar_read(int nfiles, const char *const *paths, const char *hint,
                         uint8_t **pixels, uint8_t **labels, int64_t *count);
 
 #ifdef __cplusplus

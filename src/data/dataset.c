@@ -27,30 +27,30 @@ const char *af_data_dir(void) {
     return (e && *e) ? e : "./data";
 }
 
-af_status af_data_read_file(const char *path, const char *hint, uint8_t **out, size_t *out_len) {
+af_status data_read_file(const char *path, const char *hint, uint8_t **out, size_t *out_len) {
     *out = NULL;
     *out_len = 0;
-    if (!path) return af_fail(AF_ERR_INVALID, "data file path is NULL");
+    if (!path) return ir_fail(AF_ERR_INVALID, "data file path is NULL");
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
         int e = errno;
-        return af_fail(AF_ERR_IO, "cannot open %s: %s%s%s", path, strerror(e),
+        return ir_fail(AF_ERR_IO, "cannot open %s: %s%s%s", path, strerror(e),
                        hint ? "; " : "", hint ? hint : "");
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return af_fail(AF_ERR_IO, "%s: not a regular file", path);
+        return ir_fail(AF_ERR_IO, "%s: not a regular file", path);
     }
     if (sb.st_size < 0 || (uintmax_t)sb.st_size > (uintmax_t)(SIZE_MAX / 2)) {
         close(fd);
-        return af_fail(AF_ERR_IO, "%s: size %jd is too large to load", path, (intmax_t)sb.st_size);
+        return ir_fail(AF_ERR_IO, "%s: size %jd is too large to load", path, (intmax_t)sb.st_size);
     }
     size_t len = (size_t)sb.st_size;
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) {
         close(fd);
-        return af_fail(AF_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, len);
+        return ir_fail(AF_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, len);
     }
     size_t got = 0;
     errno = 0;
@@ -64,7 +64,7 @@ af_status af_data_read_file(const char *path, const char *hint, uint8_t **out, s
     close(fd);
     if (got != len) {
         free(buf);
-        return af_fail(AF_ERR_IO, "%s: read %zu of %zu bytes (%s)", path, got, len,
+        return ir_fail(AF_ERR_IO, "%s: read %zu of %zu bytes (%s)", path, got, len,
                        got < len && err ? strerror(err) : "file changed while reading");
     }
     *out = buf;
@@ -74,33 +74,33 @@ af_status af_data_read_file(const char *path, const char *hint, uint8_t **out, s
 
 static af_dataset *idx_load(const char *images, const char *labels, const char *hint) {
     if (!images || !labels) {
-        af_fail(AF_ERR_INVALID, "af_dataset_load_idx: images and labels paths are required");
+        ir_fail(AF_ERR_INVALID, "af_dataset_load_idx: images and labels paths are required");
         return NULL;
     }
     int64_t idim[3], ldim[1];
     uint8_t *ibuf = NULL, *lbuf = NULL;
     const uint8_t *ipix, *llab;
-    if (af_idx_read(images, hint, 3, idim, &ibuf, &ipix) != AF_OK) return NULL;
-    if (af_idx_read(labels, hint, 1, ldim, &lbuf, &llab) != AF_OK) goto fail;
+    if (data_idx_read(images, hint, 3, idim, &ibuf, &ipix) != AF_OK) return NULL;
+    if (data_idx_read(labels, hint, 1, ldim, &lbuf, &llab) != AF_OK) goto fail;
     if (idim[0] != ldim[0]) {
-        af_fail(AF_ERR_SHAPE, "%s has %lld images but %s has %lld labels", images,
+        ir_fail(AF_ERR_SHAPE, "%s has %lld images but %s has %lld labels", images,
                 (long long)idim[0], labels, (long long)ldim[0]);
         goto fail;
     }
     for (int64_t i = 0; i < ldim[0]; i++)
         if (llab[i] >= 10) {
-            af_fail(AF_ERR_CORRUPT, "%s: label %lld is %u (must be 0..9)", labels, (long long)i,
+            ir_fail(AF_ERR_CORRUPT, "%s: label %lld is %u (must be 0..9)", labels, (long long)i,
                     (unsigned)llab[i]);
             goto fail;
         }
     if (idim[1] > 65536 || idim[2] > 65536) {
-        af_fail(AF_ERR_CORRUPT, "%s: image size %lldx%lld is implausible", images,
+        ir_fail(AF_ERR_CORRUPT, "%s: image size %lldx%lld is implausible", images,
                 (long long)idim[1], (long long)idim[2]);
         goto fail;
     }
     af_dataset *d = calloc(1, sizeof *d);
     if (!d) {
-        af_fail(AF_ERR_NOMEM, "%s: out of memory", images);
+        ir_fail(AF_ERR_NOMEM, "%s: out of memory", images);
         goto fail;
     }
     *d = (af_dataset){ .n = idim[0], .c = 1, .h = (int)idim[1], .w = (int)idim[2], .classes = 10,
@@ -119,12 +119,12 @@ af_dataset *af_dataset_load_idx(const char *images_path, const char *labels_path
 static af_dataset *cifar_load(int nfiles, const char *const *paths, const char *hint) {
     uint8_t *pix, *lab;
     int64_t n;
-    if (af_cifar_read(nfiles, paths, hint, &pix, &lab, &n) != AF_OK) return NULL;
+    if (data_cifar_read(nfiles, paths, hint, &pix, &lab, &n) != AF_OK) return NULL;
     af_dataset *d = calloc(1, sizeof *d);
     if (!d) {
         free(pix);
         free(lab);
-        af_fail(AF_ERR_NOMEM, "%s: out of memory", paths[0]);
+        ir_fail(AF_ERR_NOMEM, "%s: out of memory", paths[0]);
         return NULL;
     }
     *d = (af_dataset){ .n = n, .c = 3, .h = 32, .w = 32, .classes = 10,
@@ -140,7 +140,7 @@ af_dataset *af_dataset_load_cifar(int nfiles, const char *const *paths) {
 static int join(char *out, const char *a, const char *b, const char *c) {
     int r = snprintf(out, PATH_CAP, "%s/%s%s", a, b, c);
     if (r < 0 || r >= PATH_CAP) {
-        af_fail(AF_ERR_INVALID, "data path too long: %s/%s%s", a, b, c);
+        ir_fail(AF_ERR_INVALID, "data path too long: %s/%s%s", a, b, c);
         return 0;
     }
     return 1;
@@ -168,14 +168,14 @@ af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
         d = idx_load(img, lab, hint);
         want = train ? 60000 : 10000;
         if (d && (d->h != 28 || d->w != 28)) {
-            af_fail(AF_ERR_CORRUPT, "%s: images are %dx%d, expected 28x28", img, d->h, d->w);
+            ir_fail(AF_ERR_CORRUPT, "%s: images are %dx%d, expected 28x28", img, d->h, d->w);
             af_dataset_free(d);
             return NULL;
         }
         /* A subset (the first n samples, as tests/data/mnist-subset ships) is fine; more
          * than the split has is not this dataset. */
         if (d && d->n > want) {
-            af_fail(AF_ERR_CORRUPT, "%s: %lld samples, but the %s %s split has %lld", img, (long long)d->n, name,
+            ir_fail(AF_ERR_CORRUPT, "%s: %lld samples, but the %s %s split has %lld", img, (long long)d->n, name,
                     train ? "training" : "test", (long long)want);
             af_dataset_free(d);
             return NULL;
@@ -183,7 +183,7 @@ af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
         return d;
     }
     if (kind != AF_DATA_CIFAR10) {
-        af_fail(AF_ERR_INVALID, "af_dataset_load: unknown dataset kind %d", (int)kind);
+        ir_fail(AF_ERR_INVALID, "af_dataset_load: unknown dataset kind %d", (int)kind);
         return NULL;
     }
     /* The official tarball unpacks into cifar-10-batches-bin/; accept either layout. */
@@ -210,7 +210,7 @@ af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
     d = cifar_load(nf, pp, hint);
     want = train ? 50000 : 10000;
     if (d && d->n != want) {
-        af_fail(AF_ERR_CORRUPT, "%s: %lld CIFAR-10 records in total, expected %lld", base,
+        ir_fail(AF_ERR_CORRUPT, "%s: %lld CIFAR-10 records in total, expected %lld", base,
                 (long long)d->n, (long long)want);
         af_dataset_free(d);
         return NULL;
@@ -232,7 +232,7 @@ const uint8_t *af_dataset_labels(const af_dataset *d) { return d ? d->labels : N
 
 void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot) {
     if (!d || n <= 0 || !idx) {
-        if (n > 0) af_fail(AF_ERR_INVALID, "af_dataset_batch: NULL dataset or index array");
+        if (n > 0) ir_fail(AF_ERR_INVALID, "af_dataset_batch: NULL dataset or index array");
         return;
     }
     size_t sz = (size_t)d->c * (size_t)d->h * (size_t)d->w;
@@ -243,7 +243,7 @@ void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, 
         int64_t k = idx[i];
         int ok = k >= 0 && k < d->n;
         if (!ok && !reported) {
-            af_fail(AF_ERR_INVALID, "af_dataset_batch: index %lld out of range [0, %lld)",
+            ir_fail(AF_ERR_INVALID, "af_dataset_batch: index %lld out of range [0, %lld)",
                     (long long)k, (long long)d->n);
             reported = 1;
         }

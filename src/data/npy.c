@@ -108,66 +108,66 @@ static float f16_to_f32(uint16_t h) {
 static af_status parse_header(const char *path, const char *h, size_t hlen, int *itemsize,
                               int *rank, int64_t dims[NPY_MAX_RANK]) {
     if (hlen == 0 || h[hlen - 1] != '\n')
-        return af_fail(AF_ERR_CORRUPT, "%s: npy header does not end with a newline", path);
+        return ir_fail(AF_ERR_CORRUPT, "%s: npy header does not end with a newline", path);
     for (size_t i = 0; i < hlen; i++)
         if ((unsigned char)h[i] < 0x20 && h[i] != '\n' && h[i] != '\t')
-            return af_fail(AF_ERR_CORRUPT, "%s: npy header has a control character at byte %zu", path, i);
+            return ir_fail(AF_ERR_CORRUPT, "%s: npy header has a control character at byte %zu", path, i);
     cursor c = { h, h + hlen - 1, path };
     int seen_descr = 0, seen_fo = 0, seen_shape = 0;
     char key[32], descr[32];
-    if (!eat(&c, '{')) return af_fail(AF_ERR_CORRUPT, "%s: npy header is not a dict", path);
+    if (!eat(&c, '{')) return ir_fail(AF_ERR_CORRUPT, "%s: npy header is not a dict", path);
     while (!eat(&c, '}')) {
         if (!parse_str(&c, key, sizeof key) || !eat(&c, ':'))
-            return af_fail(AF_ERR_CORRUPT, "%s: malformed npy header near byte %td", path, c.p - h);
+            return ir_fail(AF_ERR_CORRUPT, "%s: malformed npy header near byte %td", path, c.p - h);
         if (!strcmp(key, "descr") && !seen_descr) {
             seen_descr = 1;
             if (!parse_str(&c, descr, sizeof descr))
-                return af_fail(AF_ERR_CORRUPT, "%s: npy 'descr' is not a string", path);
+                return ir_fail(AF_ERR_CORRUPT, "%s: npy 'descr' is not a string", path);
             if (!strcmp(descr, "<f4")) *itemsize = 4;
             else if (!strcmp(descr, "<f2")) *itemsize = 2;
-            else return af_fail(AF_ERR_UNSUPPORTED, "%s: npy dtype '%s' not supported (only '<f4' and '<f2')",
+            else return ir_fail(AF_ERR_UNSUPPORTED, "%s: npy dtype '%s' not supported (only '<f4' and '<f2')",
                                 path, descr);
         } else if (!strcmp(key, "fortran_order") && !seen_fo) {
             seen_fo = 1;
             if (parse_word(&c, "True"))
-                return af_fail(AF_ERR_UNSUPPORTED, "%s: Fortran-order npy arrays are not supported "
+                return ir_fail(AF_ERR_UNSUPPORTED, "%s: Fortran-order npy arrays are not supported "
                                "(save with np.ascontiguousarray)", path);
             if (!parse_word(&c, "False"))
-                return af_fail(AF_ERR_CORRUPT, "%s: npy 'fortran_order' must be True or False", path);
+                return ir_fail(AF_ERR_CORRUPT, "%s: npy 'fortran_order' must be True or False", path);
         } else if (!strcmp(key, "shape") && !seen_shape) {
             seen_shape = 1;
             if (!parse_shape(&c, rank, dims))
-                return af_fail(AF_ERR_CORRUPT, "%s: npy 'shape' must be a tuple of at most %d "
+                return ir_fail(AF_ERR_CORRUPT, "%s: npy 'shape' must be a tuple of at most %d "
                                "non-negative ints", path, NPY_MAX_RANK);
         } else {
-            return af_fail(AF_ERR_CORRUPT, "%s: unexpected or repeated npy header key '%s'", path, key);
+            return ir_fail(AF_ERR_CORRUPT, "%s: unexpected or repeated npy header key '%s'", path, key);
         }
         if (eat(&c, '}')) break;
         if (!eat(&c, ','))
-            return af_fail(AF_ERR_CORRUPT, "%s: malformed npy header near byte %td", path, c.p - h);
+            return ir_fail(AF_ERR_CORRUPT, "%s: malformed npy header near byte %td", path, c.p - h);
     }
     skip_ws(&c);
-    if (c.p != c.end) return af_fail(AF_ERR_CORRUPT, "%s: junk after the npy header dict", path);
+    if (c.p != c.end) return ir_fail(AF_ERR_CORRUPT, "%s: junk after the npy header dict", path);
     if (!seen_descr || !seen_fo || !seen_shape)
-        return af_fail(AF_ERR_CORRUPT, "%s: npy header lacks '%s'", path,
+        return ir_fail(AF_ERR_CORRUPT, "%s: npy header lacks '%s'", path,
                        !seen_descr ? "descr" : !seen_fo ? "fortran_order" : "shape");
     return AF_OK;
 }
 
 af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]) {
-    if (!data || !rank || !dims) return af_fail(AF_ERR_INVALID, "af_npy_read: NULL output argument");
+    if (!data || !rank || !dims) return ir_fail(AF_ERR_INVALID, "af_npy_read: NULL output argument");
     *data = NULL;
     *rank = 0;
     uint8_t *buf;
     size_t len;
-    af_status st = af_data_read_file(path, NULL, &buf, &len);
+    af_status st = data_read_file(path, NULL, &buf, &len);
     if (st != AF_OK) return st;
     st = AF_ERR_CORRUPT;
     size_t hstart, hlen;
     int itemsize = 0, r = 0;
     int64_t d[NPY_MAX_RANK];
     if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
-        af_fail(st, len < 10 ? "%s: too short for a .npy file" : "%s: not a .npy file (bad magic)", path);
+        ir_fail(st, len < 10 ? "%s: too short for a .npy file" : "%s: not a .npy file (bad magic)", path);
         goto fail;
     }
     if (buf[6] == 1 && buf[7] == 0) {
@@ -177,12 +177,12 @@ af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]
         hstart = 12;
         hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
     } else {
-        af_fail(st = AF_ERR_UNSUPPORTED, "%s: npy version %u.%u not supported (only 1.0 and 2.0)",
+        ir_fail(st = AF_ERR_UNSUPPORTED, "%s: npy version %u.%u not supported (only 1.0 and 2.0)",
                 path, buf[6], buf[7]);
         goto fail;
     }
     if (hlen > len - hstart) {
-        af_fail(st, "%s: npy header length %zu runs past the end of the file", path, hlen);
+        ir_fail(st, "%s: npy header length %zu runs past the end of the file", path, hlen);
         goto fail;
     }
     if ((st = parse_header(path, (const char *)buf + hstart, hlen, &itemsize, &r, d)) != AF_OK) goto fail;
@@ -193,20 +193,20 @@ af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]
     for (int i = 0; i < r && !empty; i++) {
         /* count * itemsize must equal payload, so bounding by it prevents overflow. */
         if (count > payload / itemsize / (uint64_t)d[i]) {
-            af_fail(st, "%s: shape needs more than the %zu data bytes present (truncated?)", path, payload);
+            ir_fail(st, "%s: shape needs more than the %zu data bytes present (truncated?)", path, payload);
             goto fail;
         }
         count *= (size_t)d[i];
     }
     if (empty) count = 0;
     if (count * itemsize != payload) {
-        af_fail(st, "%s: shape holds %zu bytes of data but the file has %zu", path,
+        ir_fail(st, "%s: shape holds %zu bytes of data but the file has %zu", path,
                 count * itemsize, payload);
         goto fail;
     }
     float *out = malloc((count ? count : 1) * sizeof *out);
     if (!out) {
-        af_fail(st = AF_ERR_NOMEM, "%s: cannot allocate %zu floats", path, count);
+        ir_fail(st = AF_ERR_NOMEM, "%s: cannot allocate %zu floats", path, count);
         goto fail;
     }
     const uint8_t *p = buf + hstart + hlen;
@@ -230,23 +230,23 @@ fail:
 }
 
 af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims) {
-    if (!path) return af_fail(AF_ERR_INVALID, "af_npy_write: path is NULL");
+    if (!path) return ir_fail(AF_ERR_INVALID, "af_npy_write: path is NULL");
     if (rank < 0 || rank > NPY_MAX_RANK || (rank > 0 && !dims))
-        return af_fail(AF_ERR_INVALID, "af_npy_write %s: rank %d (must be 0..%d with dims)", path, rank,
+        return ir_fail(AF_ERR_INVALID, "af_npy_write %s: rank %d (must be 0..%d with dims)", path, rank,
                        NPY_MAX_RANK);
     char shape[NPY_MAX_RANK * 24 + 4];
     size_t sl = 0;
     size_t count = 1;
     for (int i = 0; i < rank; i++) {
-        if (dims[i] < 0) return af_fail(AF_ERR_INVALID, "af_npy_write %s: dims[%d] = %lld is negative",
+        if (dims[i] < 0) return ir_fail(AF_ERR_INVALID, "af_npy_write %s: dims[%d] = %lld is negative",
                                         path, i, (long long)dims[i]);
         if (dims[i] != 0 && count > SIZE_MAX / sizeof(float) / (uint64_t)dims[i])
-            return af_fail(AF_ERR_INVALID, "af_npy_write %s: element count overflows", path);
+            return ir_fail(AF_ERR_INVALID, "af_npy_write %s: element count overflows", path);
         count *= (size_t)dims[i];
         sl += (size_t)snprintf(shape + sl, sizeof shape - sl, "%s%lld", i ? ", " : "", (long long)dims[i]);
     }
     if (rank == 1) shape[sl++] = ',', shape[sl] = 0;
-    if (count && !data) return af_fail(AF_ERR_INVALID, "af_npy_write %s: data is NULL", path);
+    if (count && !data) return ir_fail(AF_ERR_INVALID, "af_npy_write %s: data is NULL", path);
 
     /* Pad so the data starts on a 64-byte boundary, as numpy does. */
     char hdr[512];
@@ -261,7 +261,7 @@ af_status af_npy_write(const char *path, const float *data, int rank, const int6
     hdr[9] = (char)((padded - 10) >> 8);
 
     FILE *f = fopen(path, "wb");
-    if (!f) return af_fail(AF_ERR_IO, "cannot create %s", path);
+    if (!f) return ir_fail(AF_ERR_IO, "cannot create %s", path);
     int ok = fwrite(hdr, 1, padded, f) == padded;
     uint8_t chunk[4096];
     for (size_t i = 0; ok && i < count;) {
@@ -278,7 +278,7 @@ af_status af_npy_write(const char *path, const float *data, int rank, const int6
     if (fclose(f) != 0) ok = 0;
     if (!ok) {
         remove(path);
-        return af_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
+        return ir_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
     }
     return AF_OK;
 }

@@ -37,7 +37,7 @@ static void block(uint32_t h[8], const uint8_t *p) {
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
 }
 
-void af_sha256_init(af_sha256_ctx *c) {
+void data_sha256_init(data_sha256_ctx *c) {
     static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
     memcpy(c->h, iv, sizeof iv);
@@ -45,7 +45,7 @@ void af_sha256_init(af_sha256_ctx *c) {
     c->nbuf = 0;
 }
 
-void af_sha256_update(af_sha256_ctx *c, const void *data, size_t len) {
+void data_sha256_update(data_sha256_ctx *c, const void *data, size_t len) {
     const uint8_t *p = data;
     c->bytes += len;
     if (c->nbuf) {
@@ -61,46 +61,46 @@ void af_sha256_update(af_sha256_ctx *c, const void *data, size_t len) {
     c->nbuf = len;
 }
 
-void af_sha256_final(af_sha256_ctx *c, uint8_t digest[32]) {
+void data_sha256_final(data_sha256_ctx *c, uint8_t digest[32]) {
     uint64_t bits = c->bytes * 8;
     uint8_t pad[72] = { 0x80 };
     /* Pad with 0x80, zeros, then the 64-bit length so the total is a multiple of 64. */
     size_t npad = (c->nbuf < 56 ? 56 : 120) - c->nbuf;
     for (int i = 0; i < 8; i++) pad[npad + i] = (uint8_t)(bits >> (56 - 8 * i));
     uint64_t keep = c->bytes;
-    af_sha256_update(c, pad, npad + 8);
+    data_sha256_update(c, pad, npad + 8);
     c->bytes = keep;
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 4; j++) digest[4 * i + j] = (uint8_t)(c->h[i] >> (24 - 8 * j));
 }
 
-void af_sha256(const void *data, size_t len, uint8_t digest[32]) {
-    af_sha256_ctx c;
-    af_sha256_init(&c);
-    af_sha256_update(&c, data, len);
-    af_sha256_final(&c, digest);
+void data_sha256(const void *data, size_t len, uint8_t digest[32]) {
+    data_sha256_ctx c;
+    data_sha256_init(&c);
+    data_sha256_update(&c, data, len);
+    data_sha256_final(&c, digest);
 }
 
-void af_sha256_hex(const uint8_t digest[32], char hex[65]) {
+void data_sha256_hex(const uint8_t digest[32], char hex[65]) {
     static const char xd[] = "0123456789abcdef";
     for (int i = 0; i < 32; i++) hex[2 * i] = xd[digest[i] >> 4], hex[2 * i + 1] = xd[digest[i] & 15];
     hex[64] = 0;
 }
 
-af_status af_sha256_file(const char *path, char hex[65]) {
+af_status data_sha256_file(const char *path, char hex[65]) {
     hex[0] = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return af_fail(AF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    af_sha256_ctx c;
-    af_sha256_init(&c);
+    if (!f) return ir_fail(AF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    data_sha256_ctx c;
+    data_sha256_init(&c);
     uint8_t buf[1 << 16];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) af_sha256_update(&c, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) data_sha256_update(&c, buf, n);
     int bad = ferror(f);
     fclose(f);
-    if (bad) return af_fail(AF_ERR_IO, "error reading %s", path);
+    if (bad) return ir_fail(AF_ERR_IO, "error reading %s", path);
     uint8_t d[32];
-    af_sha256_final(&c, d);
-    af_sha256_hex(d, hex);
+    data_sha256_final(&c, d);
+    data_sha256_hex(d, hex);
     return AF_OK;
 }

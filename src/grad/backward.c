@@ -5,34 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-const grad_vjp_fn grad_vjps[AF_OP_COUNT] = {
-    [AF_OP_ADD] = grad_vjp_binary, [AF_OP_SUB] = grad_vjp_binary, [AF_OP_MUL] = grad_vjp_binary,
-    [AF_OP_REAL_DIV] = grad_vjp_binary, [AF_OP_MAXIMUM] = grad_vjp_binary, [AF_OP_MINIMUM] = grad_vjp_binary,
-    [AF_OP_POW] = grad_vjp_binary,
-    [AF_OP_SELECT] = grad_vjp_select,
-    [AF_OP_ADDS] = grad_vjp_unary, [AF_OP_MULS] = grad_vjp_unary,
-    [AF_OP_NEG] = grad_vjp_unary, [AF_OP_ABS] = grad_vjp_unary, [AF_OP_SQUARE] = grad_vjp_unary,
-    [AF_OP_SQRT] = grad_vjp_unary, [AF_OP_RSQRT] = grad_vjp_unary, [AF_OP_INVERSE] = grad_vjp_unary,
-    [AF_OP_EXP] = grad_vjp_unary, [AF_OP_LOG] = grad_vjp_unary, [AF_OP_TANH] = grad_vjp_unary,
-    [AF_OP_SIGMOID] = grad_vjp_unary, [AF_OP_RELU] = grad_vjp_unary, [AF_OP_GELU] = grad_vjp_unary,
-    [AF_OP_SILU] = grad_vjp_unary, [AF_OP_SIN] = grad_vjp_unary, [AF_OP_COS] = grad_vjp_unary,
-    [AF_OP_ERF] = grad_vjp_unary,
-    [AF_OP_MATMUL_W] = grad_vjp_matmul, [AF_OP_MATMUL] = grad_vjp_matmul,
-    [AF_OP_REDUCE_SUM] = grad_vjp_reduce, [AF_OP_REDUCE_MEAN] = grad_vjp_reduce,
-    [AF_OP_REDUCE_MAX] = grad_vjp_reduce, [AF_OP_REDUCE_MIN] = grad_vjp_reduce,
-    [AF_OP_SOFTMAX] = grad_vjp_softmax,
-    [AF_OP_TRANSPOSE] = grad_vjp_layout, [AF_OP_RESHAPE] = grad_vjp_layout,
-    [AF_OP_SLICE_BY_SIZE] = grad_vjp_layout, [AF_OP_CONCAT] = grad_vjp_layout, [AF_OP_SPLIT] = grad_vjp_layout,
-    [AF_OP_RMS_NORM] = grad_vjp_norm, [AF_OP_LAYER_NORM] = grad_vjp_norm,
-    [AF_OP_CHANNEL_LAYER_NORM] = grad_vjp_norm, [AF_OP_GROUP_NORM] = grad_vjp_norm,
-    [AF_OP_AVG_POOL] = grad_vjp_pool, [AF_OP_MAX_POOL] = grad_vjp_pool,
-    [AF_OP_CONV] = grad_vjp_conv, [AF_OP_CONV_TRANSPOSE] = grad_vjp_conv,
-    [AF_OP_CAST] = grad_vjp_cast,
+const grad_vjp_fn grad_vjps[IR_OP_COUNT] = {
+    [IR_OP_ADD] = grad_vjp_binary, [IR_OP_SUB] = grad_vjp_binary, [IR_OP_MUL] = grad_vjp_binary,
+    [IR_OP_REAL_DIV] = grad_vjp_binary, [IR_OP_MAXIMUM] = grad_vjp_binary, [IR_OP_MINIMUM] = grad_vjp_binary,
+    [IR_OP_POW] = grad_vjp_binary,
+    [IR_OP_SELECT] = grad_vjp_select,
+    [IR_OP_ADDS] = grad_vjp_unary, [IR_OP_MULS] = grad_vjp_unary,
+    [IR_OP_NEG] = grad_vjp_unary, [IR_OP_ABS] = grad_vjp_unary, [IR_OP_SQUARE] = grad_vjp_unary,
+    [IR_OP_SQRT] = grad_vjp_unary, [IR_OP_RSQRT] = grad_vjp_unary, [IR_OP_INVERSE] = grad_vjp_unary,
+    [IR_OP_EXP] = grad_vjp_unary, [IR_OP_LOG] = grad_vjp_unary, [IR_OP_TANH] = grad_vjp_unary,
+    [IR_OP_SIGMOID] = grad_vjp_unary, [IR_OP_RELU] = grad_vjp_unary, [IR_OP_GELU] = grad_vjp_unary,
+    [IR_OP_SILU] = grad_vjp_unary, [IR_OP_SIN] = grad_vjp_unary, [IR_OP_COS] = grad_vjp_unary,
+    [IR_OP_ERF] = grad_vjp_unary,
+    [IR_OP_MATMUL_W] = grad_vjp_matmul, [IR_OP_MATMUL] = grad_vjp_matmul,
+    [IR_OP_REDUCE_SUM] = grad_vjp_reduce, [IR_OP_REDUCE_MEAN] = grad_vjp_reduce,
+    [IR_OP_REDUCE_MAX] = grad_vjp_reduce, [IR_OP_REDUCE_MIN] = grad_vjp_reduce,
+    [IR_OP_SOFTMAX] = grad_vjp_softmax,
+    [IR_OP_TRANSPOSE] = grad_vjp_layout, [IR_OP_RESHAPE] = grad_vjp_layout,
+    [IR_OP_SLICE_BY_SIZE] = grad_vjp_layout, [IR_OP_CONCAT] = grad_vjp_layout, [IR_OP_SPLIT] = grad_vjp_layout,
+    [IR_OP_RMS_NORM] = grad_vjp_norm, [IR_OP_LAYER_NORM] = grad_vjp_norm,
+    [IR_OP_CHANNEL_LAYER_NORM] = grad_vjp_norm, [IR_OP_GROUP_NORM] = grad_vjp_norm,
+    [IR_OP_AVG_POOL] = grad_vjp_pool, [IR_OP_MAX_POOL] = grad_vjp_pool,
+    [IR_OP_CONV] = grad_vjp_conv, [IR_OP_CONV_TRANSPOSE] = grad_vjp_conv,
+    [IR_OP_CAST] = grad_vjp_cast,
 };
 
 int af_op_has_vjp(int op) {
-    if ((unsigned)op >= AF_OP_COUNT) return 0;
-    unsigned f = af_ops[op].flags;
+    if ((unsigned)op >= IR_OP_COUNT) return 0;
+    unsigned f = ir_ops[op].flags;
     return (f & (OPF_LEAF | OPF_ZEROGRAD)) || ((f & OPF_DIFF) && grad_vjps[op]);
 }
 
@@ -44,14 +44,14 @@ static af_status backward_impl(af_tensor *seed, af_tensor *root, int n, af_tenso
     af_tensor **acc = calloc((size_t)n0, sizeof *acc);
     if (!dep || !cut || !acc) {
         free(dep); free(cut); free(acc);
-        return af_fail(AF_ERR_NOMEM, "af_backward: out of memory");
+        return ir_fail(AF_ERR_NOMEM, "af_backward: out of memory");
     }
     /* dep: gradient arriving here reaches some param. It flows through a frontier
      * tensor only when that tensor is itself a param (then it stops there). */
     bool *param = calloc((size_t)n0, sizeof *param);
     if (!param) {
         free(dep); free(cut); free(acc);
-        return af_fail(AF_ERR_NOMEM, "af_backward: out of memory");
+        return ir_fail(AF_ERR_NOMEM, "af_backward: out of memory");
     }
     for (int i = 0; i < n; i++) dep[params[i]->id] = param[params[i]->id] = true;
     for (int i = 0; i < nstop; i++) cut[stop[i]->id] = true;
@@ -73,15 +73,15 @@ static af_status backward_impl(af_tensor *seed, af_tensor *root, int n, af_tenso
         af_tensor **dsrc = t->nsrc <= 64 ? dsrc_small : calloc((size_t)t->nsrc, sizeof *dsrc);
         bool *needp = t->nsrc <= (int)(sizeof need / sizeof need[0]) ? need : calloc((size_t)t->nsrc, sizeof *needp);
         if (!dsrc || !needp) {
-            af_graph_fail(g, "af_backward: out of memory");
+            ir_graph_fail(g, "af_backward: out of memory");
             break;
         }
         bool any = false;
         for (int k = 0; k < t->nsrc; k++) any |= needp[k] = dep[t->src[k]->id];
         /* A repeated source must get its contribution once per use: each slot is summed. */
-        if (any && !(af_ops[t->op].flags & OPF_ZEROGRAD)) {
+        if (any && !(ir_ops[t->op].flags & OPF_ZEROGRAD)) {
             if (!grad_vjps[t->op]) {
-                af_graph_fail(g, "af_backward: op %s has no VJP rule", af_ops[t->op].name);
+                ir_graph_fail(g, "af_backward: op %s has no VJP rule", ir_ops[t->op].name);
             } else {
                 grad_ctx c = { .t = t, .g = acc[id], .need = needp, .dsrc = dsrc };
                 grad_vjps[t->op](&c);
@@ -104,24 +104,24 @@ static af_status backward_impl(af_tensor *seed, af_tensor *root, int n, af_tenso
     free(acc);
     if (g->error) {
         for (int i = 0; i < n; i++) grads[i] = NULL;
-        return af_fail(AF_ERR_INVALID, "%s", g->error);
+        return ir_fail(AF_ERR_INVALID, "%s", g->error);
     }
     return AF_OK;
 }
 
 static af_status check_args(af_graph *g, int n, af_tensor *const *params, af_tensor **grads, int nstop,
                             af_tensor *const *stop) {
-    if (!g) return af_fail(AF_ERR_INVALID, "af_backward: the loss or root is NULL (an earlier builder failed?)");
-    if (g->error) return af_fail(AF_ERR_INVALID, "af_backward: the graph has an error: %s", g->error);
-    if (n < 1 || !params || !grads) return af_fail(AF_ERR_INVALID, "af_backward: pass at least one param and room for its gradient");
+    if (!g) return ir_fail(AF_ERR_INVALID, "af_backward: the loss or root is NULL (an earlier builder failed?)");
+    if (g->error) return ir_fail(AF_ERR_INVALID, "af_backward: the graph has an error: %s", g->error);
+    if (n < 1 || !params || !grads) return ir_fail(AF_ERR_INVALID, "af_backward: pass at least one param and room for its gradient");
     for (int i = 0; i < n; i++) {
         grads[i] = NULL;
         if (!params[i] || params[i]->g != g)
-            return af_fail(AF_ERR_INVALID, "af_backward: param %d is NULL or from another graph", i);
+            return ir_fail(AF_ERR_INVALID, "af_backward: param %d is NULL or from another graph", i);
     }
-    if (nstop < 0 || (nstop > 0 && !stop)) return af_fail(AF_ERR_INVALID, "af_backward: nstop = %d but stop is NULL", nstop);
+    if (nstop < 0 || (nstop > 0 && !stop)) return ir_fail(AF_ERR_INVALID, "af_backward: nstop = %d but stop is NULL", nstop);
     for (int i = 0; i < nstop; i++)
-        if (!stop[i] || stop[i]->g != g) return af_fail(AF_ERR_INVALID, "af_backward: stop tensor %d is NULL or from another graph", i);
+        if (!stop[i] || stop[i]->g != g) return ir_fail(AF_ERR_INVALID, "af_backward: stop tensor %d is NULL or from another graph", i);
     return AF_OK;
 }
 
@@ -129,12 +129,12 @@ af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *c
                            int nstop, af_tensor *const *stop) {
     af_status st = check_args(root ? root->g : NULL, n, params, grads, nstop, stop);
     if (st) return st;
-    if (!seed || seed->g != root->g) return af_fail(AF_ERR_INVALID, "af_backward_from: seed is NULL or from another graph");
-    if (!af_shape_eq(seed->shape, root->shape)) {
+    if (!seed || seed->g != root->g) return ir_fail(AF_ERR_INVALID, "af_backward_from: seed is NULL or from another graph");
+    if (!ir_shape_eq(seed->shape, root->shape)) {
         char a[100], b[100];
-        af_shape_str(seed->shape, a, sizeof a);
-        af_shape_str(root->shape, b, sizeof b);
-        return af_fail(AF_ERR_SHAPE, "af_backward_from: seed shape %s differs from root shape %s", a, b);
+        ir_shape_str(seed->shape, a, sizeof a);
+        ir_shape_str(root->shape, b, sizeof b);
+        return ir_fail(AF_ERR_SHAPE, "af_backward_from: seed shape %s differs from root shape %s", a, b);
     }
     if (nstop == 0) { nstop = n; stop = params; }
     return backward_impl(seed, root, n, params, grads, nstop, stop);
@@ -154,7 +154,7 @@ af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor 
     } else {
         seed = grad_const_like(loss->root, scale); /* dL/dloss folded into the constant */
     }
-    if (!seed) return af_fail(AF_ERR_INVALID, "af_backward: %s", loss->g->error ? loss->g->error : "could not build the seed");
+    if (!seed) return ir_fail(AF_ERR_INVALID, "af_backward: %s", loss->g->error ? loss->g->error : "could not build the seed");
     int nstop = o.nstop;
     af_tensor *const *stop = o.stop;
     if (nstop == 0) { nstop = n; stop = params; }

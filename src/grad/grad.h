@@ -5,11 +5,11 @@
 #define AF_GRAD_H
 #include "ir/ir.h"
 
-typedef enum { AF_LOSS_SCALAR, AF_LOSS_CE } af_loss_kind;
+typedef enum { AF_LOSS_SCALAR, AF_LOSS_CE } nn_loss_kind;
 
 struct af_loss {
     af_graph *g;
-    af_loss_kind kind;
+    nn_loss_kind kind;
     af_tensor *root;   /* the scalar, or the logits for CE */
     af_tensor *target; /* one-hot targets for CE */
     af_tensor *value;  /* the scalar loss, built lazily for CE */
@@ -23,7 +23,7 @@ typedef struct {
 } grad_ctx;
 
 typedef void (*grad_vjp_fn)(grad_ctx *c);
-extern const grad_vjp_fn grad_vjps[AF_OP_COUNT];
+extern const grad_vjp_fn grad_vjps[IR_OP_COUNT];
 
 /* Family rules. */
 void grad_vjp_binary(grad_ctx *c);

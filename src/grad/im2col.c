@@ -34,7 +34,7 @@ static af_tensor *zero_pad(af_tensor *x, int ph, int pw) {
 static af_tensor **windows(af_tensor *x, int kh, int kw, int ph, int pw) {
     af_tensor *xp = zero_pad(x, ph, pw);
     af_tensor **parts = xp ? malloc(sizeof *parts * (size_t)(kh * kw)) : NULL;
-    if (!parts) { af_graph_fail(x->g, "im2col: out of memory"); return NULL; }
+    if (!parts) { ir_graph_fail(x->g, "im2col: out of memory"); return NULL; }
     int64_t a = x->shape.dim[0], b = x->shape.dim[1], hp = xp->shape.dim[2], wp = xp->shape.dim[3];
     int64_t ho = hp - kh + 1, wo = wp - kw + 1;
     for (int v = 0; v < kw; v++) {

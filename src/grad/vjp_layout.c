@@ -22,21 +22,21 @@ static af_tensor *pad_with_zeros(af_tensor *g, af_shape full, const int64_t *beg
 void grad_vjp_layout(grad_ctx *c) {
     af_tensor *t = c->t, *g = c->g, *x = t->src[0];
     switch (t->op) {
-    case AF_OP_TRANSPOSE: {
+    case IR_OP_TRANSPOSE: {
         int inv[AF_MAX_RANK];
         for (int i = 0; i < t->shape.rank; i++) inv[t->a.ints[i]] = i;
         c->dsrc[0] = af_transpose(g, inv);
         break;
     }
-    case AF_OP_RESHAPE: c->dsrc[0] = af_reshape(g, x->shape); break;
-    case AF_OP_SLICE_BY_SIZE: c->dsrc[0] = pad_with_zeros(g, x->shape, t->a.ints); break;
-    case AF_OP_SPLIT: {
+    case IR_OP_RESHAPE: c->dsrc[0] = af_reshape(g, x->shape); break;
+    case IR_OP_SLICE_BY_SIZE: c->dsrc[0] = pad_with_zeros(g, x->shape, t->a.ints); break;
+    case IR_OP_SPLIT: {
         int64_t begin[AF_MAX_RANK] = { 0 };
         begin[t->a.axis] = t->a.ints[0];
         c->dsrc[0] = pad_with_zeros(g, x->shape, begin);
         break;
     }
-    case AF_OP_CONCAT: {
+    case IR_OP_CONCAT: {
         int64_t begin[AF_MAX_RANK] = { 0 }, size[AF_MAX_RANK];
         for (int k = 0; k < t->nsrc; k++) {
             af_shape s = t->src[k]->shape;

@@ -9,7 +9,7 @@
 static af_tensor *transposed_const(af_tensor *wt) {
     int64_t n = wt->shape.dim[0], k = wt->shape.dim[1];
     float *d = malloc((size_t)(n * k) * sizeof *d);
-    if (!d) { af_graph_fail(wt->g, "matmul_w VJP: out of memory"); return NULL; }
+    if (!d) { ir_graph_fail(wt->g, "matmul_w VJP: out of memory"); return NULL; }
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < k; j++) d[j * n + i] = wt->data[i * k + j];
     af_tensor *r = af_const(wt->g, NULL, AF_SHAPE(k, n), d);
@@ -21,14 +21,14 @@ static void vjp_matmul_w(grad_ctx *c) {
     af_tensor *x = c->t->src[0], *wt = c->t->src[1], *g = c->g;
     int64_t n = wt->shape.dim[0], k = wt->shape.dim[1];
     if (c->need[0]) /* gx = g @ wt */
-        c->dsrc[0] = wt->op == AF_OP_CONST ? af_matmul_w(g, transposed_const(wt))
+        c->dsrc[0] = wt->op == IR_OP_CONST ? af_matmul_w(g, transposed_const(wt))
                                            : af_reshape(af_matmul(af_reshape(g, AF_SHAPE(-1, n)), wt, 0, 0), x->shape);
     if (c->need[1]) /* gwt[N, K] = g^T x over all rows */
         c->dsrc[1] = af_matmul(af_reshape(g, AF_SHAPE(-1, n)), af_reshape(x, AF_SHAPE(-1, k)), 1, 0);
 }
 
 void grad_vjp_matmul(grad_ctx *c) {
-    if (c->t->op == AF_OP_MATMUL_W) { vjp_matmul_w(c); return; }
+    if (c->t->op == IR_OP_MATMUL_W) { vjp_matmul_w(c); return; }
     af_tensor *a = c->t->src[0], *b = c->t->src[1], *g = c->g;
     int ta = c->t->a.ta, tb = c->t->a.tb;
     if (c->need[0]) {

@@ -17,8 +17,8 @@ void grad_vjp_reduce(grad_ctx *c) {
     af_tensor *gk = keep_dims_shape(c->g, t);
     int64_t n = af_shape_count(x->shape) / af_shape_count(t->shape);
     switch (t->op) {
-    case AF_OP_REDUCE_SUM: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f)); break;
-    case AF_OP_REDUCE_MEAN: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f / (float)n)); break;
+    case IR_OP_REDUCE_SUM: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f)); break;
+    case IR_OP_REDUCE_MEAN: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f / (float)n)); break;
     default: /* max/min: every position equal to the extreme gets the gradient */
         c->dsrc[0] = af_mul(af_equal(x, keep_dims_shape(t, t)), gk);
         break;
@@ -61,11 +61,11 @@ static af_tensor *param_grad(af_tensor *v, int axis, af_tensor *p) {
 void grad_vjp_norm(grad_ctx *c) {
     af_tensor *t = c->t, *x = t->src[0], *gamma = t->src[1], *g = c->g;
     int rank = x->shape.rank;
-    bool center = t->op != AF_OP_RMS_NORM;
-    int axis = (t->op == AF_OP_CHANNEL_LAYER_NORM || t->op == AF_OP_GROUP_NORM) ? 1 : rank - 1;
+    bool center = t->op != IR_OP_RMS_NORM;
+    int axis = (t->op == IR_OP_CHANNEL_LAYER_NORM || t->op == IR_OP_GROUP_NORM) ? 1 : rank - 1;
     af_tensor *gam = grad_along_axis(gamma, rank, axis);
     af_tensor *xhat, *r, *dxhat = af_mul(g, gam);
-    if (t->op == AF_OP_GROUP_NORM) {
+    if (t->op == IR_OP_GROUP_NORM) {
         /* Statistics over each group: view x as [N, G, C/G * spatial]. */
         int64_t nb = x->shape.dim[0], grp = t->a.groups;
         af_shape s3 = AF_SHAPE(nb, grp, af_shape_count(x->shape) / (nb * grp));

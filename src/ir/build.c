@@ -19,7 +19,7 @@ static char *dup_name(af_graph *g, const char *name, const char *prefix) {
         snprintf(buf, sizeof buf, "%s_%d", prefix, g->anon++);
         name = buf;
     }
-    return af_strdup(name);
+    return ir_strdup(name);
 }
 
 /* Shapes of the operands as "[2,3] and [4]" for messages. */
@@ -28,51 +28,51 @@ static void operand_shapes(int nsrc, af_tensor *const *src, char *buf, size_t n)
     buf[0] = 0;
     for (int i = 0; i < nsrc && i < 4 && k + 1 < n; i++) {
         if (i) k += (size_t)snprintf(buf + k, n - k, i == nsrc - 1 ? " and " : ", ");
-        if (k < n) k += (size_t)af_shape_str(src[i]->shape, buf + k, n - k);
+        if (k < n) k += (size_t)ir_shape_str(src[i]->shape, buf + k, n - k);
     }
     if (nsrc > 4 && k < n) snprintf(buf + k, n - k, ", ...");
 }
 
 /* Constants, parameters and what is computed only from them take their user's dtype. */
 static bool adapts(const af_tensor *t) {
-    return t->op == AF_OP_CONST || (t->flags & (AF_TF_PARAM | AF_TF_HOSTVAL));
+    return t->op == IR_OP_CONST || (t->flags & (IR_TF_PARAM | IR_TF_HOSTVAL));
 }
 
-af_tensor *af_build(af_op op, int nsrc, af_tensor *const *src, af_attrs *a) {
-    const char *name = af_ops[op].name;
+af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a) {
+    const char *name = ir_ops[op].name;
     af_graph *g = NULL;
     for (int i = 0; i < nsrc; i++)
         if (src[i]) { g = src[i]->g; break; }
     for (int i = 0; i < nsrc; i++) {
         if (!src[i]) {
             /* A NULL after an earlier failure is the pass-through; otherwise it is new. */
-            if (!g || !g->error) af_graph_fail(g, "%s: operand %d is NULL; pass a tensor built in this graph", name, i);
+            if (!g || !g->error) ir_graph_fail(g, "%s: operand %d is NULL; pass a tensor built in this graph", name, i);
             return NULL;
         }
         if (src[i]->g != g) {
-            af_graph_fail(g, "%s: operand %d belongs to another graph; build all operands in one graph", name, i);
+            ir_graph_fail(g, "%s: operand %d belongs to another graph; build all operands in one graph", name, i);
             return NULL;
         }
     }
-    if (!g) { af_fail(AF_ERR_INVALID, "%s: no operands", name); return NULL; }
+    if (!g) { ir_fail(AF_ERR_INVALID, "%s: no operands", name); return NULL; }
     if (g->error) return NULL;
     /* Mixed precision needs an explicit cast; baked constants and parameters (fp32
      * masters held on the host) and values computed only from them adapt to their user,
      * so an fp16 input meets an af_parameter without one. */
     for (int i = 1; i < nsrc; i++) {
         if (src[i]->dtype != src[0]->dtype && !adapts(src[i]) && !adapts(src[0])) {
-            af_graph_fail(g, "%s: operand %d is %s but operand 0 is %s; insert af_cast so both match", name, i,
+            ir_graph_fail(g, "%s: operand %d is %s but operand 0 is %s; insert af_cast so both match", name, i,
                           src[i]->dtype == AF_F16 ? "fp16" : "fp32", src[0]->dtype == AF_F16 ? "fp16" : "fp32");
             return NULL;
         }
     }
-    af_attrs local = { 0 };
+    ir_attrs local = { 0 };
     if (!a) a = &local;
     af_shape out;
     char err[400], shapes[200];
-    if (!af_infer_shape(op, nsrc, src, a, &out, err, sizeof err)) {
+    if (!ir_infer_shape(op, nsrc, src, a, &out, err, sizeof err)) {
         operand_shapes(nsrc, src, shapes, sizeof shapes);
-        af_graph_fail(g, "%s: %s (operand shapes %s)", name, err, shapes);
+        ir_graph_fail(g, "%s: %s (operand shapes %s)", name, err, shapes);
         return NULL;
     }
     af_dtype dt = src[0]->dtype;
@@ -80,32 +80,32 @@ af_tensor *af_build(af_op op, int nsrc, af_tensor *const *src, af_attrs *a) {
     for (int i = 0; i < nsrc; i++) host &= adapts(src[i]);
     for (int i = 0; i < nsrc && !host; i++)
         if (!adapts(src[i])) { dt = src[i]->dtype; break; }
-    if (op == AF_OP_CAST) dt = a->to;
-    af_tensor *t = af_node_new(g, op, nsrc, src, out, dt, a);
-    if (t && host && op != AF_OP_CAST) t->flags |= AF_TF_HOSTVAL;
+    if (op == IR_OP_CAST) dt = a->to;
+    af_tensor *t = ir_node_new(g, op, nsrc, src, out, dt, a);
+    if (t && host && op != IR_OP_CAST) t->flags |= IR_TF_HOSTVAL;
     return t;
 }
 
 /* ------------------------------------------------------------------ leaves */
 
-static af_tensor *leaf(af_graph *g, af_op op, const char *name, af_dtype dt, af_shape s, const float *data,
+static af_tensor *leaf(af_graph *g, ir_op op, const char *name, af_dtype dt, af_shape s, const float *data,
                        const char *what) {
-    if (!g) { af_fail(AF_ERR_INVALID, "%s: graph is NULL", what); return NULL; }
+    if (!g) { ir_fail(AF_ERR_INVALID, "%s: graph is NULL", what); return NULL; }
     if (g->error) return NULL;
     if (!shape_valid(s)) {
         char buf[100];
-        af_shape_str(s, buf, sizeof buf);
-        af_graph_fail(g, "%s '%s': shape %s is invalid; use 0..%d dimensions, each >= 1", what, name ? name : "", s.rank < 0 ? "(too many dims)" : buf, AF_MAX_RANK);
+        ir_shape_str(s, buf, sizeof buf);
+        ir_graph_fail(g, "%s '%s': shape %s is invalid; use 0..%d dimensions, each >= 1", what, name ? name : "", s.rank < 0 ? "(too many dims)" : buf, AF_MAX_RANK);
         return NULL;
     }
-    if (dt != AF_F32 && dt != AF_F16) { af_graph_fail(g, "%s: unknown dtype %d; use AF_F32 or AF_F16", what, (int)dt); return NULL; }
-    af_tensor *t = af_node_new(g, op, 0, NULL, s, dt, NULL);
+    if (dt != AF_F32 && dt != AF_F16) { ir_graph_fail(g, "%s: unknown dtype %d; use AF_F32 or AF_F16", what, (int)dt); return NULL; }
+    af_tensor *t = ir_node_new(g, op, 0, NULL, s, dt, NULL);
     if (!t) return NULL;
-    t->name = dup_name(g, name, op == AF_OP_CONST ? "const" : "input");
-    if (data || op == AF_OP_CONST) {
+    t->name = dup_name(g, name, op == IR_OP_CONST ? "const" : "input");
+    if (data || op == IR_OP_CONST) {
         size_t n = (size_t)af_shape_count(s);
         t->data = malloc(n * sizeof(float) + 1);
-        if (!t->data || !t->name) { af_graph_fail(g, "%s: out of memory", what); return NULL; }
+        if (!t->data || !t->name) { ir_graph_fail(g, "%s: out of memory", what); return NULL; }
         if (data) memcpy(t->data, data, n * sizeof(float));
         else memset(t->data, 0, n * sizeof(float));
     }
@@ -113,204 +113,204 @@ static af_tensor *leaf(af_graph *g, af_op op, const char *name, af_dtype dt, af_
 }
 
 af_tensor *af_input(af_graph *g, const char *name, af_dtype dt, af_shape s) {
-    return leaf(g, AF_OP_INPUT, name, dt, s, NULL, "af_input");
+    return leaf(g, IR_OP_INPUT, name, dt, s, NULL, "af_input");
 }
 
 af_tensor *af_const(af_graph *g, const char *name, af_shape s, const float *data) {
-    if (g && !g->error && !data) { af_graph_fail(g, "af_const '%s': data is NULL", name ? name : ""); return NULL; }
-    return leaf(g, AF_OP_CONST, name, AF_F32, s, data, "af_const");
+    if (g && !g->error && !data) { ir_graph_fail(g, "af_const '%s': data is NULL", name ? name : ""); return NULL; }
+    return leaf(g, IR_OP_CONST, name, AF_F32, s, data, "af_const");
 }
 
 af_tensor *af_const_fill(af_graph *g, af_shape s, float value) {
-    af_tensor *t = leaf(g, AF_OP_CONST, NULL, AF_F32, s, NULL, "af_const_fill");
+    af_tensor *t = leaf(g, IR_OP_CONST, NULL, AF_F32, s, NULL, "af_const_fill");
     if (t)
         for (int64_t i = 0, n = af_shape_count(s); i < n; i++) t->data[i] = value;
     return t;
 }
 
 af_tensor *af_parameter(af_graph *g, const char *name, af_shape s, const float *init) {
-    af_tensor *t = leaf(g, AF_OP_INPUT, name, AF_F32, s, NULL, "af_parameter");
+    af_tensor *t = leaf(g, IR_OP_INPUT, name, AF_F32, s, NULL, "af_parameter");
     if (!t) return NULL;
     size_t n = (size_t)af_shape_count(s);
     t->data = calloc(n + 1, sizeof(float));
-    if (!t->data) { af_graph_fail(g, "af_parameter: out of memory"); return NULL; }
+    if (!t->data) { ir_graph_fail(g, "af_parameter: out of memory"); return NULL; }
     if (init) memcpy(t->data, init, n * sizeof(float));
-    t->flags |= AF_TF_PARAM;
+    t->flags |= IR_TF_PARAM;
     return t;
 }
 
 /* ------------------------------------------------------------------ elementwise */
 
-static af_tensor *bin(af_op op, af_tensor *a, af_tensor *b) {
+static af_tensor *bin(ir_op op, af_tensor *a, af_tensor *b) {
     af_tensor *s[2] = { a, b };
-    return af_build(op, 2, s, NULL);
+    return ir_build(op, 2, s, NULL);
 }
-af_tensor *af_add(af_tensor *a, af_tensor *b) { return bin(AF_OP_ADD, a, b); }
-af_tensor *af_sub(af_tensor *a, af_tensor *b) { return bin(AF_OP_SUB, a, b); }
-af_tensor *af_mul(af_tensor *a, af_tensor *b) { return bin(AF_OP_MUL, a, b); }
-af_tensor *af_div(af_tensor *a, af_tensor *b) { return bin(AF_OP_REAL_DIV, a, b); }
-af_tensor *af_maximum(af_tensor *a, af_tensor *b) { return bin(AF_OP_MAXIMUM, a, b); }
-af_tensor *af_minimum(af_tensor *a, af_tensor *b) { return bin(AF_OP_MINIMUM, a, b); }
-af_tensor *af_pow(af_tensor *a, af_tensor *b) { return bin(AF_OP_POW, a, b); }
-af_tensor *af_greater(af_tensor *a, af_tensor *b) { return bin(AF_OP_GREATER, a, b); }
-af_tensor *af_less(af_tensor *a, af_tensor *b) { return bin(AF_OP_LESS, a, b); }
-af_tensor *af_equal(af_tensor *a, af_tensor *b) { return bin(AF_OP_EQUAL, a, b); }
+af_tensor *af_add(af_tensor *a, af_tensor *b) { return bin(IR_OP_ADD, a, b); }
+af_tensor *af_sub(af_tensor *a, af_tensor *b) { return bin(IR_OP_SUB, a, b); }
+af_tensor *af_mul(af_tensor *a, af_tensor *b) { return bin(IR_OP_MUL, a, b); }
+af_tensor *af_div(af_tensor *a, af_tensor *b) { return bin(IR_OP_REAL_DIV, a, b); }
+af_tensor *af_maximum(af_tensor *a, af_tensor *b) { return bin(IR_OP_MAXIMUM, a, b); }
+af_tensor *af_minimum(af_tensor *a, af_tensor *b) { return bin(IR_OP_MINIMUM, a, b); }
+af_tensor *af_pow(af_tensor *a, af_tensor *b) { return bin(IR_OP_POW, a, b); }
+af_tensor *af_greater(af_tensor *a, af_tensor *b) { return bin(IR_OP_GREATER, a, b); }
+af_tensor *af_less(af_tensor *a, af_tensor *b) { return bin(IR_OP_LESS, a, b); }
+af_tensor *af_equal(af_tensor *a, af_tensor *b) { return bin(IR_OP_EQUAL, a, b); }
 
 af_tensor *af_select(af_tensor *cond, af_tensor *a, af_tensor *b) {
     af_tensor *s[3] = { cond, a, b };
-    return af_build(AF_OP_SELECT, 3, s, NULL);
+    return ir_build(IR_OP_SELECT, 3, s, NULL);
 }
 
-static af_tensor *scal(af_op op, af_tensor *x, float v) {
-    af_attrs a = { .scalar = v };
-    return af_build(op, 1, &x, &a);
+static af_tensor *scal(ir_op op, af_tensor *x, float v) {
+    ir_attrs a = { .scalar = v };
+    return ir_build(op, 1, &x, &a);
 }
-af_tensor *af_adds(af_tensor *x, float s) { return scal(AF_OP_ADDS, x, s); }
-af_tensor *af_muls(af_tensor *x, float s) { return scal(AF_OP_MULS, x, s); }
+af_tensor *af_adds(af_tensor *x, float s) { return scal(IR_OP_ADDS, x, s); }
+af_tensor *af_muls(af_tensor *x, float s) { return scal(IR_OP_MULS, x, s); }
 
-static af_tensor *un(af_op op, af_tensor *x) { return af_build(op, 1, &x, NULL); }
-af_tensor *af_neg(af_tensor *x) { return un(AF_OP_NEG, x); }
-af_tensor *af_abs(af_tensor *x) { return un(AF_OP_ABS, x); }
-af_tensor *af_square(af_tensor *x) { return un(AF_OP_SQUARE, x); }
-af_tensor *af_sqrt(af_tensor *x) { return un(AF_OP_SQRT, x); }
-af_tensor *af_rsqrt(af_tensor *x) { return un(AF_OP_RSQRT, x); }
-af_tensor *af_inverse(af_tensor *x) { return un(AF_OP_INVERSE, x); }
-af_tensor *af_exp(af_tensor *x) { return un(AF_OP_EXP, x); }
-af_tensor *af_log(af_tensor *x) { return un(AF_OP_LOG, x); }
-af_tensor *af_tanh(af_tensor *x) { return un(AF_OP_TANH, x); }
-af_tensor *af_sigmoid(af_tensor *x) { return un(AF_OP_SIGMOID, x); }
-af_tensor *af_relu(af_tensor *x) { return un(AF_OP_RELU, x); }
-af_tensor *af_silu(af_tensor *x) { return un(AF_OP_SILU, x); }
-af_tensor *af_sin(af_tensor *x) { return un(AF_OP_SIN, x); }
-af_tensor *af_cos(af_tensor *x) { return un(AF_OP_COS, x); }
-af_tensor *af_erf(af_tensor *x) { return un(AF_OP_ERF, x); }
+static af_tensor *un(ir_op op, af_tensor *x) { return ir_build(op, 1, &x, NULL); }
+af_tensor *af_neg(af_tensor *x) { return un(IR_OP_NEG, x); }
+af_tensor *af_abs(af_tensor *x) { return un(IR_OP_ABS, x); }
+af_tensor *af_square(af_tensor *x) { return un(IR_OP_SQUARE, x); }
+af_tensor *af_sqrt(af_tensor *x) { return un(IR_OP_SQRT, x); }
+af_tensor *af_rsqrt(af_tensor *x) { return un(IR_OP_RSQRT, x); }
+af_tensor *af_inverse(af_tensor *x) { return un(IR_OP_INVERSE, x); }
+af_tensor *af_exp(af_tensor *x) { return un(IR_OP_EXP, x); }
+af_tensor *af_log(af_tensor *x) { return un(IR_OP_LOG, x); }
+af_tensor *af_tanh(af_tensor *x) { return un(IR_OP_TANH, x); }
+af_tensor *af_sigmoid(af_tensor *x) { return un(IR_OP_SIGMOID, x); }
+af_tensor *af_relu(af_tensor *x) { return un(IR_OP_RELU, x); }
+af_tensor *af_silu(af_tensor *x) { return un(IR_OP_SILU, x); }
+af_tensor *af_sin(af_tensor *x) { return un(IR_OP_SIN, x); }
+af_tensor *af_cos(af_tensor *x) { return un(IR_OP_COS, x); }
+af_tensor *af_erf(af_tensor *x) { return un(IR_OP_ERF, x); }
 
 af_tensor *af_gelu(af_tensor *x, af_gelu_mode mode) {
     if (x && mode != AF_GELU_EXACT && mode != AF_GELU_TANH) {
-        af_graph_fail(x->g, "gelu: mode %d is unknown; use AF_GELU_EXACT or AF_GELU_TANH", (int)mode);
+        ir_graph_fail(x->g, "gelu: mode %d is unknown; use AF_GELU_EXACT or AF_GELU_TANH", (int)mode);
         return NULL;
     }
-    af_attrs a = { .mode = mode };
-    return af_build(AF_OP_GELU, 1, &x, &a);
+    ir_attrs a = { .mode = mode };
+    return ir_build(IR_OP_GELU, 1, &x, &a);
 }
 
 af_tensor *af_cast(af_tensor *x, af_dtype to) {
     if (x && to != AF_F32 && to != AF_F16) {
-        af_graph_fail(x->g, "cast: unknown dtype %d; use AF_F32 or AF_F16", (int)to);
+        ir_graph_fail(x->g, "cast: unknown dtype %d; use AF_F32 or AF_F16", (int)to);
         return NULL;
     }
-    af_attrs a = { .to = to };
-    return af_build(AF_OP_CAST, 1, &x, &a);
+    ir_attrs a = { .to = to };
+    return ir_build(IR_OP_CAST, 1, &x, &a);
 }
 
 /* ------------------------------------------------------------------ matmul */
 
 af_tensor *af_matmul_w(af_tensor *x, af_tensor *wt) {
     af_tensor *s[2] = { x, wt };
-    return af_build(AF_OP_MATMUL_W, 2, s, NULL);
+    return ir_build(IR_OP_MATMUL_W, 2, s, NULL);
 }
 
 af_tensor *af_matmul(af_tensor *a, af_tensor *b, int transpose_a, int transpose_b) {
     af_tensor *s[2] = { a, b };
-    af_attrs at = { .ta = !!transpose_a, .tb = !!transpose_b };
-    return af_build(AF_OP_MATMUL, 2, s, &at);
+    ir_attrs at = { .ta = !!transpose_a, .tb = !!transpose_b };
+    return ir_build(IR_OP_MATMUL, 2, s, &at);
 }
 
 /* ------------------------------------------------------------------ reductions */
 
-static af_tensor *reduce(af_op op, af_tensor *x, int naxes, const int *axes, int keep_dims) {
-    if (!x) return af_build(op, 1, &x, NULL);
+static af_tensor *reduce(ir_op op, af_tensor *x, int naxes, const int *axes, int keep_dims) {
+    if (!x) return ir_build(op, 1, &x, NULL);
     if (x->g->error) return NULL;
-    const char *name = af_ops[op].name;
+    const char *name = ir_ops[op].name;
     if (naxes < 1 || !axes) {
-        af_graph_fail(x->g, "%s: give at least one axis (got %d)", name, naxes);
+        ir_graph_fail(x->g, "%s: give at least one axis (got %d)", name, naxes);
         return NULL;
     }
     unsigned mask = 0;
     for (int i = 0; i < naxes; i++) {
-        int ax = af_norm_axis(axes[i], x->shape.rank);
+        int ax = ir_norm_axis(axes[i], x->shape.rank);
         if (ax < 0) {
             char s[100];
-            af_shape_str(x->shape, s, sizeof s);
-            af_graph_fail(x->g, "%s: axis %d is out of range for shape %s; use -%d..%d", name, axes[i], s,
+            ir_shape_str(x->shape, s, sizeof s);
+            ir_graph_fail(x->g, "%s: axis %d is out of range for shape %s; use -%d..%d", name, axes[i], s,
                           x->shape.rank, x->shape.rank - 1);
             return NULL;
         }
         if (mask & (1u << ax)) {
-            af_graph_fail(x->g, "%s: axis %d is listed twice", name, axes[i]);
+            ir_graph_fail(x->g, "%s: axis %d is listed twice", name, axes[i]);
             return NULL;
         }
         mask |= 1u << ax;
     }
-    af_attrs a = { .naxes = naxes, .keep_dims = !!keep_dims };
+    ir_attrs a = { .naxes = naxes, .keep_dims = !!keep_dims };
     a.ints[0] = mask;
-    return af_build(op, 1, &x, &a);
+    return ir_build(op, 1, &x, &a);
 }
-af_tensor *af_reduce_sum(af_tensor *x, int n, const int *ax, int kd) { return reduce(AF_OP_REDUCE_SUM, x, n, ax, kd); }
-af_tensor *af_reduce_mean(af_tensor *x, int n, const int *ax, int kd) { return reduce(AF_OP_REDUCE_MEAN, x, n, ax, kd); }
-af_tensor *af_reduce_max(af_tensor *x, int n, const int *ax, int kd) { return reduce(AF_OP_REDUCE_MAX, x, n, ax, kd); }
-af_tensor *af_reduce_min(af_tensor *x, int n, const int *ax, int kd) { return reduce(AF_OP_REDUCE_MIN, x, n, ax, kd); }
+af_tensor *af_reduce_sum(af_tensor *x, int n, const int *ax, int kd) { return reduce(IR_OP_REDUCE_SUM, x, n, ax, kd); }
+af_tensor *af_reduce_mean(af_tensor *x, int n, const int *ax, int kd) { return reduce(IR_OP_REDUCE_MEAN, x, n, ax, kd); }
+af_tensor *af_reduce_max(af_tensor *x, int n, const int *ax, int kd) { return reduce(IR_OP_REDUCE_MAX, x, n, ax, kd); }
+af_tensor *af_reduce_min(af_tensor *x, int n, const int *ax, int kd) { return reduce(IR_OP_REDUCE_MIN, x, n, ax, kd); }
 
 af_tensor *af_softmax(af_tensor *x, int axis) {
-    af_attrs a = { .axis = axis };
-    return af_build(AF_OP_SOFTMAX, 1, &x, &a);
+    ir_attrs a = { .axis = axis };
+    return ir_build(IR_OP_SOFTMAX, 1, &x, &a);
 }
 
 /* ------------------------------------------------------------------ layout */
 
 af_tensor *af_transpose(af_tensor *x, const int *perm) {
-    af_attrs a = { 0 };
-    if (x && !x->g->error && !perm) { af_graph_fail(x->g, "transpose: perm is NULL"); return NULL; }
+    ir_attrs a = { 0 };
+    if (x && !x->g->error && !perm) { ir_graph_fail(x->g, "transpose: perm is NULL"); return NULL; }
     if (x) for (int i = 0; i < x->shape.rank; i++) a.ints[i] = perm[i];
-    return af_build(AF_OP_TRANSPOSE, 1, &x, &a);
+    return ir_build(IR_OP_TRANSPOSE, 1, &x, &a);
 }
 
 af_tensor *af_reshape(af_tensor *x, af_shape s) {
-    af_attrs a = { .naxes = s.rank };
+    ir_attrs a = { .naxes = s.rank };
     if (s.rank >= 0 && s.rank <= AF_MAX_RANK) memcpy(a.sizes, s.dim, sizeof(int64_t) * (size_t)s.rank);
-    return af_build(AF_OP_RESHAPE, 1, &x, &a);
+    return ir_build(IR_OP_RESHAPE, 1, &x, &a);
 }
 
 af_tensor *af_slice(af_tensor *x, const int64_t *begin, const int64_t *size) {
-    af_attrs a = { 0 };
-    if (x && !x->g->error && (!begin || !size)) { af_graph_fail(x->g, "slice_by_size: begin or size is NULL"); return NULL; }
+    ir_attrs a = { 0 };
+    if (x && !x->g->error && (!begin || !size)) { ir_graph_fail(x->g, "slice_by_size: begin or size is NULL"); return NULL; }
     if (x) for (int i = 0; i < x->shape.rank; i++) { a.ints[i] = begin[i]; a.sizes[i] = size[i]; }
-    return af_build(AF_OP_SLICE_BY_SIZE, 1, &x, &a);
+    return ir_build(IR_OP_SLICE_BY_SIZE, 1, &x, &a);
 }
 
 af_tensor *af_concat(int n, af_tensor *const *xs, int axis) {
-    if (n < 1 || !xs) { af_fail(AF_ERR_INVALID, "concat: needs at least one operand"); return NULL; }
+    if (n < 1 || !xs) { ir_fail(AF_ERR_INVALID, "concat: needs at least one operand"); return NULL; }
     if (n == 1) return xs[0];
-    af_attrs a = { .axis = axis };
-    return af_build(AF_OP_CONCAT, n, xs, &a);
+    ir_attrs a = { .axis = axis };
+    return ir_build(IR_OP_CONCAT, n, xs, &a);
 }
 
 af_status af_split(af_tensor *x, int axis, int n, const int64_t *sizes, af_tensor **out) {
-    if (!out || n < 1) return af_fail(AF_ERR_INVALID, "split: needs n >= 1 and an output array");
+    if (!out || n < 1) return ir_fail(AF_ERR_INVALID, "split: needs n >= 1 and an output array");
     for (int i = 0; i < n; i++) out[i] = NULL;
-    if (!x) return af_fail(AF_ERR_INVALID, "split: x is NULL (an earlier builder failed: see af_graph_error)");
-    if (x->g->error) return af_fail(AF_ERR_INVALID, "split: %s", x->g->error);
-    int ax = af_norm_axis(axis, x->shape.rank);
+    if (!x) return ir_fail(AF_ERR_INVALID, "split: x is NULL (an earlier builder failed: see af_graph_error)");
+    if (x->g->error) return ir_fail(AF_ERR_INVALID, "split: %s", x->g->error);
+    int ax = ir_norm_axis(axis, x->shape.rank);
     if (ax < 0) {
-        af_graph_fail(x->g, "split: axis %d is out of range for rank %d", axis, x->shape.rank);
+        ir_graph_fail(x->g, "split: axis %d is out of range for rank %d", axis, x->shape.rank);
         return AF_ERR_INVALID;
     }
     int64_t extent = x->shape.dim[ax], total = 0;
     if (!sizes && extent % n) {
-        af_graph_fail(x->g, "split: axis %d of extent %lld does not divide into %d equal parts; pass sizes", axis, (long long)extent, n);
+        ir_graph_fail(x->g, "split: axis %d of extent %lld does not divide into %d equal parts; pass sizes", axis, (long long)extent, n);
         return AF_ERR_SHAPE;
     }
     for (int i = 0; i < n; i++) total += sizes ? sizes[i] : extent / n;
     if (total != extent) {
-        af_graph_fail(x->g, "split: sizes add up to %lld but axis %d has extent %lld", (long long)total, axis, (long long)extent);
+        ir_graph_fail(x->g, "split: sizes add up to %lld but axis %d has extent %lld", (long long)total, axis, (long long)extent);
         return AF_ERR_SHAPE;
     }
     int64_t off = 0;
     for (int i = 0; i < n; i++) {
-        af_attrs a = { .axis = ax };
+        ir_attrs a = { .axis = ax };
         a.ints[0] = off;
         a.sizes[0] = sizes ? sizes[i] : extent / n;
-        out[i] = af_build(AF_OP_SPLIT, 1, &x, &a);
+        out[i] = ir_build(IR_OP_SPLIT, 1, &x, &a);
         if (!out[i]) return AF_ERR_SHAPE;
         off += a.sizes[0];
     }
@@ -326,27 +326,27 @@ static af_tensor *affine_default(af_tensor *x, int axis, float v) {
     return af_const_fill(x->g, s, v);
 }
 
-static af_tensor *norm(af_op op, af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps, int groups) {
-    if (!x) { /* af_build records "operand 0 is NULL" unless an earlier error explains it */
+static af_tensor *norm(ir_op op, af_tensor *x, af_tensor *gamma, af_tensor *beta, float eps, int groups) {
+    if (!x) { /* ir_build records "operand 0 is NULL" unless an earlier error explains it */
         af_tensor *s[3] = { x, gamma, beta };
-        return af_build(op, op == AF_OP_RMS_NORM ? 2 : 3, s, NULL);
+        return ir_build(op, op == IR_OP_RMS_NORM ? 2 : 3, s, NULL);
     }
     if (x->g->error) return NULL;
-    int axis = (op == AF_OP_CHANNEL_LAYER_NORM || op == AF_OP_GROUP_NORM) ? 1 : x->shape.rank - 1;
+    int axis = (op == IR_OP_CHANNEL_LAYER_NORM || op == IR_OP_GROUP_NORM) ? 1 : x->shape.rank - 1;
     if (axis < 0 || axis >= x->shape.rank) {
-        af_graph_fail(x->g, "%s: x has rank %d; needs rank >= %d", af_ops[op].name, x->shape.rank, axis + 1);
+        ir_graph_fail(x->g, "%s: x has rank %d; needs rank >= %d", ir_ops[op].name, x->shape.rank, axis + 1);
         return NULL;
     }
     if (!gamma) gamma = affine_default(x, axis, 1.0f);
-    if (!beta && op != AF_OP_RMS_NORM) beta = affine_default(x, axis, 0.0f);
-    af_attrs a = { .eps = eps, .groups = groups };
+    if (!beta && op != IR_OP_RMS_NORM) beta = affine_default(x, axis, 0.0f);
+    ir_attrs a = { .eps = eps, .groups = groups };
     af_tensor *s[3] = { x, gamma, beta };
-    return af_build(op, op == AF_OP_RMS_NORM ? 2 : 3, s, &a);
+    return ir_build(op, op == IR_OP_RMS_NORM ? 2 : 3, s, &a);
 }
-af_tensor *af_rms_norm(af_tensor *x, af_tensor *gamma, float eps) { return norm(AF_OP_RMS_NORM, x, gamma, NULL, eps, 0); }
-af_tensor *af_layer_norm(af_tensor *x, af_tensor *g, af_tensor *b, float eps) { return norm(AF_OP_LAYER_NORM, x, g, b, eps, 0); }
-af_tensor *af_channel_layer_norm(af_tensor *x, af_tensor *g, af_tensor *b, float eps) { return norm(AF_OP_CHANNEL_LAYER_NORM, x, g, b, eps, 0); }
-af_tensor *af_group_norm(af_tensor *x, int groups, af_tensor *g, af_tensor *b, float eps) { return norm(AF_OP_GROUP_NORM, x, g, b, eps, groups); }
+af_tensor *af_rms_norm(af_tensor *x, af_tensor *gamma, float eps) { return norm(IR_OP_RMS_NORM, x, gamma, NULL, eps, 0); }
+af_tensor *af_layer_norm(af_tensor *x, af_tensor *g, af_tensor *b, float eps) { return norm(IR_OP_LAYER_NORM, x, g, b, eps, 0); }
+af_tensor *af_channel_layer_norm(af_tensor *x, af_tensor *g, af_tensor *b, float eps) { return norm(IR_OP_CHANNEL_LAYER_NORM, x, g, b, eps, 0); }
+af_tensor *af_group_norm(af_tensor *x, int groups, af_tensor *g, af_tensor *b, float eps) { return norm(IR_OP_GROUP_NORM, x, g, b, eps, groups); }
 
 /* ------------------------------------------------------------------ pool and conv */
 
@@ -355,32 +355,32 @@ static void pair(int dst[2], const int *src, int dflt) {
     dst[1] = src ? src[1] : dflt;
 }
 
-static af_tensor *pool(af_op op, af_tensor *x, const int k[2], const int s[2], const int p[2]) {
-    if (x && !x->g->error && !k) { af_graph_fail(x->g, "%s: kernel is NULL", af_ops[op].name); return NULL; }
-    af_attrs a = { 0 };
+static af_tensor *pool(ir_op op, af_tensor *x, const int k[2], const int s[2], const int p[2]) {
+    if (x && !x->g->error && !k) { ir_graph_fail(x->g, "%s: kernel is NULL", ir_ops[op].name); return NULL; }
+    ir_attrs a = { 0 };
     pair(a.kernel, k, 1);
     pair(a.stride, s, 1);
     if (!s) pair(a.stride, k, 1);
     pair(a.pad, p, 0);
-    return af_build(op, 1, &x, &a);
+    return ir_build(op, 1, &x, &a);
 }
-af_tensor *af_avg_pool(af_tensor *x, const int k[2], const int s[2], const int p[2]) { return pool(AF_OP_AVG_POOL, x, k, s, p); }
-af_tensor *af_max_pool(af_tensor *x, const int k[2], const int s[2], const int p[2]) { return pool(AF_OP_MAX_POOL, x, k, s, p); }
+af_tensor *af_avg_pool(af_tensor *x, const int k[2], const int s[2], const int p[2]) { return pool(IR_OP_AVG_POOL, x, k, s, p); }
+af_tensor *af_max_pool(af_tensor *x, const int k[2], const int s[2], const int p[2]) { return pool(IR_OP_MAX_POOL, x, k, s, p); }
 
 af_tensor *af_conv(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2], const int dilation[2], int groups) {
-    af_attrs a = { .groups = groups };
+    ir_attrs a = { .groups = groups };
     pair(a.stride, stride, 1);
     pair(a.pad, pad, 0);
     pair(a.dilation, dilation, 1);
     af_tensor *s[2] = { x, w };
-    return af_build(AF_OP_CONV, 2, s, &a);
+    return ir_build(IR_OP_CONV, 2, s, &a);
 }
 
 af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2], const int dilation[2]) {
-    af_attrs a = { .groups = 1 };
+    ir_attrs a = { .groups = 1 };
     pair(a.stride, stride, 1);
     pair(a.pad, pad, 0);
     pair(a.dilation, dilation, 1);
     af_tensor *s[2] = { x, w };
-    return af_build(AF_OP_CONV_TRANSPOSE, 2, s, &a);
+    return ir_build(IR_OP_CONV_TRANSPOSE, 2, s, &a);
 }

@@ -114,7 +114,7 @@ F16C_ATTR static int64_t from_f16_f16c(const uint16_t *h, float *x, int64_t n) {
 }
 #endif
 
-void af_round_f16_array(float *x, int64_t n) {
+void ir_round_f16_array(float *x, int64_t n) {
     int64_t i = 0;
 #ifdef F16C_ATTR
     if (have_f16c()) i = round_f16c(x, n);
@@ -125,7 +125,7 @@ void af_round_f16_array(float *x, int64_t n) {
     for (; i < n; i++) x[i] = round_fast(x[i]);
 }
 
-void af_f32_to_f16_array(const float *x, uint16_t *h, int64_t n) {
+void ir_f32_to_f16_array(const float *x, uint16_t *h, int64_t n) {
     int64_t i = 0;
 #ifdef F16C_ATTR
     if (have_f16c()) i = to_f16_f16c(x, h, n);
@@ -133,7 +133,7 @@ void af_f32_to_f16_array(const float *x, uint16_t *h, int64_t n) {
     for (; i < n; i++) h[i] = to_f16(x[i]);
 }
 
-void af_f16_to_f32_array(const uint16_t *h, float *x, int64_t n) {
+void ir_f16_to_f32_array(const uint16_t *h, float *x, int64_t n) {
     int64_t i = 0;
 #ifdef F16C_ATTR
     if (have_f16c()) i = from_f16_f16c(h, x, n);

@@ -5,7 +5,7 @@
 #include "aneforge.h"
 
 /* Rounds every element of x to the nearest fp16 value, in place. */
-void af_round_f16_array(float *x, int64_t n);
-void af_f32_to_f16_array(const float *x, uint16_t *h, int64_t n);
-void af_f16_to_f32_array(const uint16_t *h, float *x, int64_t n);
+void ir_round_f16_array(float *x, int64_t n);
+void ir_f32_to_f16_array(const float *x, uint16_t *h, int64_t n);
+void ir_f16_to_f32_array(const uint16_t *h, float *x, int64_t n);
 #endif

@@ -5,29 +5,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-const af_op_info af_ops[AF_OP_COUNT] = {
-#define X(id, nm, arity, family, flags) [AF_OP_##id] = { nm, arity, AF_FAM_##family, flags },
+const ir_op_info ir_ops[IR_OP_COUNT] = {
+#define X(id, nm, arity, kind, flags) [IR_OP_##id] = { nm, arity, IR_KIND_##kind, flags },
 #include "ops.def"
 #undef X
 };
 
-static const char *const family_names[AF_FAM_COUNT] = {
+static const char *const kind_names[IR_KIND_COUNT] = {
     "leaf", "binary", "select", "scalar", "unary", "matmul", "reduce",
     "softmax", "layout", "norm", "pool", "conv", "cast",
 };
 
-const char *af_family_name(af_family f) { return (unsigned)f < AF_FAM_COUNT ? family_names[f] : "?"; }
-int af_op_count(void) { return AF_OP_COUNT; }
-const char *af_op_name(int op) { return (unsigned)op < AF_OP_COUNT ? af_ops[op].name : NULL; }
+const char *ir_op_kind_name(ir_op_kind f) { return (unsigned)f < IR_KIND_COUNT ? kind_names[f] : "?"; }
+int af_op_count(void) { return IR_OP_COUNT; }
+const char *af_op_name(int op) { return (unsigned)op < IR_OP_COUNT ? ir_ops[op].name : NULL; }
 
 /* ------------------------------------------------------------------ errors */
 
 static _Thread_local char tls_error[1024];
 
 const char *af_error_message(void) { return tls_error; }
-void af_clear_error(void) { tls_error[0] = 0; }
+void ir_clear_error(void) { tls_error[0] = 0; }
 
-af_status af_fail(af_status st, const char *fmt, ...) {
+af_status ir_fail(af_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(tls_error, sizeof tls_error, fmt, ap);
@@ -35,14 +35,14 @@ af_status af_fail(af_status st, const char *fmt, ...) {
     return st;
 }
 
-void af_graph_fail(af_graph *g, const char *fmt, ...) {
+void ir_graph_fail(af_graph *g, const char *fmt, ...) {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     snprintf(tls_error, sizeof tls_error, "%s", buf);
-    if (g && !g->error) g->error = af_strdup(buf);
+    if (g && !g->error) g->error = ir_strdup(buf);
 }
 
 const char *af_status_name(af_status s) {
@@ -59,7 +59,7 @@ const char *af_status_name(af_status s) {
     return "unknown status";
 }
 
-char *af_strdup(const char *s) {
+char *ir_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = malloc(n);
     if (d) memcpy(d, s, n);
@@ -86,14 +86,14 @@ int64_t af_shape_count(af_shape s) {
     return n;
 }
 
-bool af_shape_eq(af_shape a, af_shape b) {
+bool ir_shape_eq(af_shape a, af_shape b) {
     if (a.rank != b.rank) return false;
     for (int i = 0; i < a.rank; i++)
         if (a.dim[i] != b.dim[i]) return false;
     return true;
 }
 
-int af_shape_str(af_shape s, char *buf, size_t n) {
+int ir_shape_str(af_shape s, char *buf, size_t n) {
     size_t k = 0;
     k += (size_t)snprintf(buf + k, n > k ? n - k : 0, "[");
     for (int i = 0; i < s.rank && k < n; i++)
@@ -102,7 +102,7 @@ int af_shape_str(af_shape s, char *buf, size_t n) {
     return (int)k;
 }
 
-bool af_broadcast_shape(af_shape a, af_shape b, af_shape *out) {
+bool ir_broadcast_shape(af_shape a, af_shape b, af_shape *out) {
     int r = a.rank > b.rank ? a.rank : b.rank;
     af_shape s = { .rank = r };
     for (int i = 0; i < r; i++) {
@@ -115,12 +115,12 @@ bool af_broadcast_shape(af_shape a, af_shape b, af_shape *out) {
     return true;
 }
 
-int af_norm_axis(int axis, int rank) {
+int ir_norm_axis(int axis, int rank) {
     if (axis < 0) axis += rank;
     return axis >= 0 && axis < rank ? axis : -1;
 }
 
-void af_strides(af_shape s, int64_t *strides) {
+void ir_strides(af_shape s, int64_t *strides) {
     int64_t st = 1;
     for (int i = s.rank - 1; i >= 0; i--) {
         strides[i] = st;
@@ -136,7 +136,7 @@ af_graph *af_graph_new(void) {
     return g;
 }
 
-af_graph *af_graph_retain(af_graph *g) {
+af_graph *ir_graph_retain(af_graph *g) {
     if (g) atomic_fetch_add(&g->refs, 1);
     return g;
 }
@@ -158,7 +158,7 @@ void af_graph_free(af_graph *g) {
     free(g);
 }
 
-void *af_graph_own(af_graph *g, void *p) {
+void *ir_graph_own(af_graph *g, void *p) {
     if (!p) return NULL;
     if (g->nowned == g->capowned) {
         int cap = g->capowned ? g->capowned * 2 : 8;
@@ -178,20 +178,20 @@ void af_graph_set_target(af_graph *g, af_target target) {
 const char *af_graph_error(const af_graph *g) { return g ? g->error : "graph is NULL"; }
 int af_graph_size(const af_graph *g) { return g ? g->n : 0; }
 
-af_tensor *af_node_new(af_graph *g, af_op op, int nsrc, af_tensor *const *src, af_shape shape,
-                       af_dtype dt, const af_attrs *attrs) {
+af_tensor *ir_node_new(af_graph *g, ir_op op, int nsrc, af_tensor *const *src, af_shape shape,
+                       af_dtype dt, const ir_attrs *attrs) {
     if (g->n == g->cap) {
         int cap = g->cap ? g->cap * 2 : 64;
         af_tensor **nt = realloc(g->t, (size_t)cap * sizeof *nt);
-        if (!nt) { af_graph_fail(g, "out of memory growing the graph to %d tensors", cap); return NULL; }
+        if (!nt) { ir_graph_fail(g, "out of memory growing the graph to %d tensors", cap); return NULL; }
         g->t = nt;
         g->cap = cap;
     }
     af_tensor *t = calloc(1, sizeof *t);
-    if (!t) { af_graph_fail(g, "out of memory creating a %s node", af_ops[op].name); return NULL; }
+    if (!t) { ir_graph_fail(g, "out of memory creating a %s node", ir_ops[op].name); return NULL; }
     if (nsrc > 0) {
         t->src = malloc((size_t)nsrc * sizeof *t->src);
-        if (!t->src) { free(t); af_graph_fail(g, "out of memory"); return NULL; }
+        if (!t->src) { free(t); ir_graph_fail(g, "out of memory"); return NULL; }
         memcpy(t->src, src, (size_t)nsrc * sizeof *src);
     }
     t->g = g;
@@ -200,7 +200,7 @@ af_tensor *af_node_new(af_graph *g, af_op op, int nsrc, af_tensor *const *src, a
     t->dtype = dt;
     t->shape = shape;
     t->nsrc = nsrc;
-    if (g->vouching > 0) t->flags |= AF_TF_VOUCHED;
+    if (g->vouching > 0) t->flags |= IR_TF_VOUCHED;
     if (attrs) t->a = *attrs;
     g->t[g->n++] = t;
     return t;
@@ -214,7 +214,7 @@ af_shape af_tensor_shape(const af_tensor *t) {
 }
 af_dtype af_tensor_dtype(const af_tensor *t) { return t ? t->dtype : AF_F32; }
 const char *af_tensor_name(const af_tensor *t) { return t && t->name ? t->name : ""; }
-const char *af_tensor_op(const af_tensor *t) { return t ? af_ops[t->op].name : ""; }
+const char *af_tensor_op(const af_tensor *t) { return t ? ir_ops[t->op].name : ""; }
 af_graph *af_tensor_graph(const af_tensor *t) { return t ? t->g : NULL; }
-int af_tensor_is_parameter(const af_tensor *t) { return t && (t->flags & AF_TF_PARAM); }
+int af_tensor_is_parameter(const af_tensor *t) { return t && (t->flags & IR_TF_PARAM); }
 float *af_tensor_value(af_tensor *t) { return t ? t->data : NULL; }

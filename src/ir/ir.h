@@ -9,29 +9,29 @@
 #include <stdatomic.h>
 
 typedef enum {
-#define X(id, name, arity, family, flags) AF_OP_##id,
+#define X(id, name, arity, kind, flags) IR_OP_##id,
 #include "ops.def"
 #undef X
-    AF_OP_COUNT
-} af_op;
+    IR_OP_COUNT
+} ir_op;
 
 typedef enum {
-    AF_FAM_LEAF, AF_FAM_BINARY, AF_FAM_SELECT, AF_FAM_SCALAR, AF_FAM_UNARY, AF_FAM_MATMUL,
-    AF_FAM_REDUCE, AF_FAM_SOFTMAX, AF_FAM_LAYOUT, AF_FAM_NORM, AF_FAM_POOL, AF_FAM_CONV,
-    AF_FAM_CAST, AF_FAM_COUNT
-} af_family;
+    IR_KIND_LEAF, IR_KIND_BINARY, IR_KIND_SELECT, IR_KIND_SCALAR, IR_KIND_UNARY, IR_KIND_MATMUL,
+    IR_KIND_REDUCE, IR_KIND_SOFTMAX, IR_KIND_LAYOUT, IR_KIND_NORM, IR_KIND_POOL, IR_KIND_CONV,
+    IR_KIND_CAST, IR_KIND_COUNT
+} ir_op_kind;
 
 enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2 };
 
 typedef struct {
     const char *name;
     int arity;
-    af_family family;
+    ir_op_kind kind;
     unsigned flags;
-} af_op_info;
+} ir_op_info;
 
-extern const af_op_info af_ops[AF_OP_COUNT];
-const char *af_family_name(af_family f);
+extern const ir_op_info ir_ops[IR_OP_COUNT];
+const char *ir_op_kind_name(ir_op_kind f);
 
 /* Op attributes. One struct for all ops keeps builders and passes simple; each op
  * documents which fields it reads. */
@@ -48,25 +48,25 @@ typedef struct {
     float scalar;              /* adds, muls */
     float eps;                 /* norms */
     af_dtype to;               /* cast */
-} af_attrs;
+} ir_attrs;
 
 /* Tensor flags. */
 enum {
-    AF_TF_PARAM = 1u << 0,    /* trainable input with an fp32 master in data */
-    AF_TF_VOUCHED = 1u << 1,  /* built by the library's own training kernels */
-    AF_TF_CONV = 1u << 2,     /* a conv patch-matrix param; a.kernel = {kH, kW}, a.groups = Cin */
-    AF_TF_HOSTVAL = 1u << 3,  /* computed only from constants and parameters: adapts its dtype like a constant */
+    IR_TF_PARAM = 1u << 0,    /* trainable input with an fp32 master in data */
+    IR_TF_VOUCHED = 1u << 1,  /* built by the library's own training kernels */
+    IR_TF_CONV = 1u << 2,     /* a conv patch-matrix param; a.kernel = {kH, kW}, a.groups = Cin */
+    IR_TF_HOSTVAL = 1u << 3,  /* computed only from constants and parameters: adapts its dtype like a constant */
 };
 
 struct af_tensor {
     af_graph *g;
     int id;                   /* creation index: sources always have smaller ids */
-    af_op op;
+    ir_op op;
     af_dtype dtype;
     af_shape shape;
     int nsrc;
     af_tensor **src;
-    af_attrs a;
+    ir_attrs a;
     float *data;              /* CONST value or parameter master (owned) */
     char *name;               /* owned, may be NULL */
     unsigned flags;
@@ -86,37 +86,37 @@ struct af_graph {
 
 /* A model keeps its graph alive: af_compile retains it, af_model_free releases it, and
  * af_graph_free drops the caller's reference. The graph is freed with the last one. */
-af_graph *af_graph_retain(af_graph *g);
+af_graph *ir_graph_retain(af_graph *g);
 
 /* Hands p to the graph, which frees it with the graph; returns p, or NULL (and frees
  * p) when out of memory. */
-void *af_graph_own(af_graph *g, void *p);
+void *ir_graph_own(af_graph *g, void *p);
 
 /* Records the first error on g (later ones are dropped) and on this thread. */
-void af_graph_fail(af_graph *g, const char *fmt, ...);
-/* Sets this thread's error message; returns st for `return af_fail(...)`. */
-af_status af_fail(af_status st, const char *fmt, ...);
-void af_clear_error(void);
+void ir_graph_fail(af_graph *g, const char *fmt, ...);
+/* Sets this thread's error message; returns st for `return ir_fail(...)`. */
+af_status ir_fail(af_status st, const char *fmt, ...);
+void ir_clear_error(void);
 
 /* Creates a node; the caller has validated operands and computed shape. */
-af_tensor *af_node_new(af_graph *g, af_op op, int nsrc, af_tensor *const *src, af_shape shape,
-                       af_dtype dt, const af_attrs *attrs);
+af_tensor *ir_node_new(af_graph *g, ir_op op, int nsrc, af_tensor *const *src, af_shape shape,
+                       af_dtype dt, const ir_attrs *attrs);
 
 /* Validates operands, infers the shape and adds the node; NULL (with the error
  * recorded on the graph) on failure. Used by every builder and by autograd. */
-af_tensor *af_build(af_op op, int nsrc, af_tensor *const *src, af_attrs *a);
+af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a);
 
 /* Shape inference for op with sources and attributes; writes the result shape, or
  * returns false with a message in err. */
-bool af_infer_shape(af_op op, int nsrc, af_tensor *const *src, af_attrs *a, af_shape *out,
+bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out,
                     char *err, size_t errlen);
 
 /* Helpers shared across layers. */
-char *af_strdup(const char *s);              /* malloc'd copy (strdup is not C11) */
-bool af_shape_eq(af_shape a, af_shape b);
-int  af_shape_str(af_shape s, char *buf, size_t n);   /* "[2,3,4]" */
-bool af_broadcast_shape(af_shape a, af_shape b, af_shape *out);
-int  af_norm_axis(int axis, int rank);                 /* -1 when out of range */
-void af_strides(af_shape s, int64_t *strides);         /* contiguous row-major */
+char *ir_strdup(const char *s);              /* malloc'd copy (strdup is not C11) */
+bool ir_shape_eq(af_shape a, af_shape b);
+int  ir_shape_str(af_shape s, char *buf, size_t n);   /* "[2,3,4]" */
+bool ir_broadcast_shape(af_shape a, af_shape b, af_shape *out);
+int  ir_norm_axis(int axis, int rank);                 /* -1 when out of range */
+void ir_strides(af_shape s, int64_t *strides);         /* contiguous row-major */
 
 #endif

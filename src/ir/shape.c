@@ -1,4 +1,4 @@
-/* Shape inference: one rule per op family. Rules may normalise attributes (resolve
+/* Shape inference: one rule per op kind. Rules may normalise attributes (resolve
  * -1 sizes, negative axes) so later layers see canonical values. */
 #include "ir/ir.h"
 
@@ -7,7 +7,7 @@
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
 
-static bool infer_matmul(af_tensor *const *src, af_attrs *a, af_shape *out, char *err, size_t errlen) {
+static bool infer_matmul(af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     af_shape x = src[0]->shape, y = src[1]->shape;
     if (x.rank < 2 || y.rank < 2) FAIL("both operands need rank >= 2 (reshape a vector to [1,K] or [K,1])");
     int64_t m = a->ta ? x.dim[x.rank - 1] : x.dim[x.rank - 2];
@@ -18,7 +18,7 @@ static bool infer_matmul(af_tensor *const *src, af_attrs *a, af_shape *out, char
     af_shape bx = { .rank = x.rank - 2 }, by = { .rank = y.rank - 2 }, b;
     memcpy(bx.dim, x.dim, sizeof(int64_t) * (size_t)bx.rank);
     memcpy(by.dim, y.dim, sizeof(int64_t) * (size_t)by.rank);
-    if (!af_broadcast_shape(bx, by, &b)) FAIL("batch dimensions do not broadcast");
+    if (!ir_broadcast_shape(bx, by, &b)) FAIL("batch dimensions do not broadcast");
     if (b.rank + 2 > AF_MAX_RANK) FAIL("result rank exceeds %d", AF_MAX_RANK);
     *out = b;
     out->rank = b.rank + 2;
@@ -32,31 +32,31 @@ static bool check_affine(af_shape x, int axis, const af_tensor *p, const char *w
     int64_t c = x.dim[axis];
     if (af_shape_count(p->shape) != c) {
         char s[64];
-        af_shape_str(p->shape, s, sizeof s);
+        ir_shape_str(p->shape, s, sizeof s);
         FAIL("%s has shape %s but needs %lld values (one per element of axis %d)", what, s, (long long)c, axis);
     }
     return true;
 }
 
-static bool infer_norm(af_op op, af_tensor *const *src, af_attrs *a, af_shape *out, char *err, size_t errlen) {
+static bool infer_norm(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     af_shape x = src[0]->shape;
     int axis = x.rank - 1;
-    if (op == AF_OP_CHANNEL_LAYER_NORM || op == AF_OP_GROUP_NORM) {
+    if (op == IR_OP_CHANNEL_LAYER_NORM || op == IR_OP_GROUP_NORM) {
         if (x.rank < 2) FAIL("needs x of rank >= 2 laid out [N, C, ...]");
         axis = 1;
     } else if (x.rank < 1) {
         FAIL("needs x of rank >= 1");
     }
-    if (op == AF_OP_GROUP_NORM && (a->groups <= 0 || x.dim[1] % a->groups))
+    if (op == IR_OP_GROUP_NORM && (a->groups <= 0 || x.dim[1] % a->groups))
         FAIL("groups = %d must be positive and divide the %lld channels", a->groups, (long long)x.dim[1]);
     if (!(a->eps >= 0)) FAIL("eps must be >= 0");
     if (!check_affine(x, axis, src[1], "gamma", err, errlen)) return false;
-    if (op != AF_OP_RMS_NORM && !check_affine(x, axis, src[2], "beta", err, errlen)) return false;
+    if (op != IR_OP_RMS_NORM && !check_affine(x, axis, src[2], "beta", err, errlen)) return false;
     *out = x;
     return true;
 }
 
-static bool infer_pool(af_tensor *const *src, af_attrs *a, af_shape *out, char *err, size_t errlen) {
+static bool infer_pool(af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     af_shape x = src[0]->shape;
     if (x.rank != 4) FAIL("needs x laid out [N, C, H, W] (rank 4)");
     *out = x;
@@ -70,14 +70,14 @@ static bool infer_pool(af_tensor *const *src, af_attrs *a, af_shape *out, char *
     return true;
 }
 
-static bool infer_conv(af_op op, af_tensor *const *src, af_attrs *a, af_shape *out, char *err, size_t errlen) {
+static bool infer_conv(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     af_shape x = src[0]->shape, w = src[1]->shape;
     if (x.rank != 4) FAIL("needs x laid out [N, C, H, W] (rank 4)");
     if (w.rank != 4) FAIL("needs a rank-4 weight");
     for (int i = 0; i < 2; i++)
         if (a->stride[i] < 1 || a->dilation[i] < 1 || a->pad[i] < 0) FAIL("stride and dilation must be >= 1 and pad >= 0");
     *out = x;
-    if (op == AF_OP_CONV) {
+    if (op == IR_OP_CONV) {
         int g = a->groups;
         if (g < 1 || x.dim[1] % g || w.dim[0] % g) FAIL("groups = %d must divide Cin = %lld and Cout = %lld", g, (long long)x.dim[1], (long long)w.dim[0]);
         if (w.dim[1] * g != x.dim[1]) FAIL("weight expects %lld input channels but x has %lld (weight is [Cout, Cin/groups, kH, kW])", (long long)(w.dim[1] * g), (long long)x.dim[1]);
@@ -100,10 +100,10 @@ static bool infer_conv(af_op op, af_tensor *const *src, af_attrs *a, af_shape *o
     return true;
 }
 
-static bool infer_layout(af_op op, int nsrc, af_tensor *const *src, af_attrs *a, af_shape *out, char *err, size_t errlen) {
+static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     af_shape x = src[0]->shape;
     switch (op) {
-    case AF_OP_TRANSPOSE: {
+    case IR_OP_TRANSPOSE: {
         bool seen[AF_MAX_RANK] = { 0 };
         *out = x;
         for (int i = 0; i < x.rank; i++) {
@@ -114,7 +114,7 @@ static bool infer_layout(af_op op, int nsrc, af_tensor *const *src, af_attrs *a,
         }
         return true;
     }
-    case AF_OP_RESHAPE: {
+    case IR_OP_RESHAPE: {
         int r = a->naxes, neg = -1;
         if (r < 0 || r > AF_MAX_RANK) FAIL("target rank %d is out of range 0..%d", r, AF_MAX_RANK);
         int64_t known = 1;
@@ -139,7 +139,7 @@ static bool infer_layout(af_op op, int nsrc, af_tensor *const *src, af_attrs *a,
         memcpy(out->dim, a->sizes, sizeof(int64_t) * (size_t)r);
         return true;
     }
-    case AF_OP_SLICE_BY_SIZE:
+    case IR_OP_SLICE_BY_SIZE:
         *out = x;
         for (int i = 0; i < x.rank; i++) {
             int64_t b = a->ints[i], s = a->sizes[i];
@@ -150,7 +150,7 @@ static bool infer_layout(af_op op, int nsrc, af_tensor *const *src, af_attrs *a,
             out->dim[i] = s;
         }
         return true;
-    case AF_OP_SPLIT: {
+    case IR_OP_SPLIT: {
         int ax = a->axis;
         if (ax < 0 || ax >= x.rank) FAIL("axis out of range");
         if (a->ints[0] < 0 || a->sizes[0] < 1 || a->ints[0] + a->sizes[0] > x.dim[ax]) FAIL("part overruns the axis");
@@ -158,8 +158,8 @@ static bool infer_layout(af_op op, int nsrc, af_tensor *const *src, af_attrs *a,
         out->dim[ax] = a->sizes[0];
         return true;
     }
-    case AF_OP_CONCAT: {
-        int ax = af_norm_axis(a->axis, x.rank);
+    case IR_OP_CONCAT: {
+        int ax = ir_norm_axis(a->axis, x.rank);
         if (ax < 0) FAIL("axis %d is out of range for rank %d", a->axis, x.rank);
         a->axis = ax;
         *out = x;
@@ -177,27 +177,27 @@ static bool infer_layout(af_op op, int nsrc, af_tensor *const *src, af_attrs *a,
     }
 }
 
-bool af_infer_shape(af_op op, int nsrc, af_tensor *const *src, af_attrs *a, af_shape *out,
+bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out,
                     char *err, size_t errlen) {
-    switch (af_ops[op].family) {
-    case AF_FAM_LEAF:
+    switch (ir_ops[op].kind) {
+    case IR_KIND_LEAF:
         FAIL("leaves have no inferred shape");
-    case AF_FAM_BINARY:
-        if (!af_broadcast_shape(src[0]->shape, src[1]->shape, out)) FAIL("shapes do not broadcast (NumPy rules: trailing dims must match or be 1)");
+    case IR_KIND_BINARY:
+        if (!ir_broadcast_shape(src[0]->shape, src[1]->shape, out)) FAIL("shapes do not broadcast (NumPy rules: trailing dims must match or be 1)");
         return true;
-    case AF_FAM_SELECT: {
+    case IR_KIND_SELECT: {
         af_shape t;
-        if (!af_broadcast_shape(src[0]->shape, src[1]->shape, &t) || !af_broadcast_shape(t, src[2]->shape, out))
+        if (!ir_broadcast_shape(src[0]->shape, src[1]->shape, &t) || !ir_broadcast_shape(t, src[2]->shape, out))
             FAIL("cond, a and b do not broadcast together");
         return true;
     }
-    case AF_FAM_SCALAR:
-    case AF_FAM_UNARY:
-    case AF_FAM_CAST:
+    case IR_KIND_SCALAR:
+    case IR_KIND_UNARY:
+    case IR_KIND_CAST:
         *out = src[0]->shape;
         return true;
-    case AF_FAM_MATMUL:
-        if (op == AF_OP_MATMUL_W) {
+    case IR_KIND_MATMUL:
+        if (op == IR_OP_MATMUL_W) {
             af_shape x = src[0]->shape, w = src[1]->shape;
             if (w.rank != 2) FAIL("the baked weight must be [N, K] (stored transposed)");
             if (x.rank < 1 || x.dim[x.rank - 1] != w.dim[1]) FAIL("x's last axis must equal the weight's K = %lld", (long long)w.dim[1]);
@@ -206,7 +206,7 @@ bool af_infer_shape(af_op op, int nsrc, af_tensor *const *src, af_attrs *a, af_s
             return true;
         }
         return infer_matmul(src, a, out, err, errlen);
-    case AF_FAM_REDUCE: {
+    case IR_KIND_REDUCE: {
         af_shape x = src[0]->shape;
         unsigned mask = (unsigned)a->ints[0];
         out->rank = 0;
@@ -219,23 +219,23 @@ bool af_infer_shape(af_op op, int nsrc, af_tensor *const *src, af_attrs *a, af_s
         }
         return true;
     }
-    case AF_FAM_SOFTMAX: {
-        int ax = af_norm_axis(a->axis, src[0]->shape.rank);
+    case IR_KIND_SOFTMAX: {
+        int ax = ir_norm_axis(a->axis, src[0]->shape.rank);
         if (ax < 0) FAIL("axis %d is out of range for rank %d", a->axis, src[0]->shape.rank);
         a->axis = ax;
         *out = src[0]->shape;
         return true;
     }
-    case AF_FAM_LAYOUT:
+    case IR_KIND_LAYOUT:
         return infer_layout(op, nsrc, src, a, out, err, errlen);
-    case AF_FAM_NORM:
+    case IR_KIND_NORM:
         return infer_norm(op, src, a, out, err, errlen);
-    case AF_FAM_POOL:
+    case IR_KIND_POOL:
         return infer_pool(src, a, out, err, errlen);
-    case AF_FAM_CONV:
+    case IR_KIND_CONV:
         return infer_conv(op, src, a, out, err, errlen);
-    case AF_FAM_COUNT:
+    case IR_KIND_COUNT:
         break;
     }
-    FAIL("unknown op family");
+    FAIL("unknown op kind");
 }

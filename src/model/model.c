@@ -23,7 +23,7 @@ static af_model *fail_model(af_model *m, af_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    af_fail(st, "af_compile: %s", buf);
+    ir_fail(st, "af_compile: %s", buf);
     af_model_free(m);
     return NULL;
 }
@@ -48,7 +48,7 @@ static af_status configure(const backend_iface *be, const af_compile_opts *opts,
 
 af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
                      const af_compile_opts *opts) {
-    af_clear_error();
+    ir_clear_error();
     if (!g) return fail_model(NULL, AF_ERR_INVALID, "graph is NULL");
     if (g->error) return fail_model(NULL, AF_ERR_INVALID, "the graph has an error: %s", g->error);
     if (nout < 1 || !out) return fail_model(NULL, AF_ERR_INVALID, "no outputs requested; pass at least one tensor in `out`");
@@ -65,11 +65,11 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     af_status st = configure(be, opts, &m->cfg, msg, sizeof msg);
     if (!st) st = plan_build(&m->plan, g, nin, in, nout, out, msg, sizeof msg);
     if (st) return fail_model(m, st, "%s", msg);
-    af_graph_retain(g); /* the model runs from the graph's nodes: the caller may free it first */
+    ir_graph_retain(g); /* the model runs from the graph's nodes: the caller may free it first */
     for (int s = 0; be->unsupported && s < m->plan.nsched; s++) {
         const char *why = be->unsupported(&m->cfg, m->plan.sched[s]);
         if (why) return fail_model(m, AF_ERR_UNSUPPORTED, "the %s backend cannot run %s '%s' (node %d): %s", be->name,
-                                   af_ops[m->plan.sched[s]->op].name, af_tensor_name(m->plan.sched[s]), m->plan.sched[s]->id, why);
+                                   ir_ops[m->plan.sched[s]->op].name, af_tensor_name(m->plan.sched[s]), m->plan.sched[s]->id, why);
     }
     if (be->validate && (st = be->validate(&m->cfg, &m->plan, msg, sizeof msg))) return fail_model(m, st, "%s", msg);
     msg[0] = 0;
@@ -80,22 +80,22 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
 
 static af_status check_buffer(const af_buffer *b, const af_tensor *t, const char *what, int i) {
     int64_t n = af_shape_count(t->shape);
-    if (!b->data) return af_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has no data", what, i, af_tensor_name(t));
+    if (!b->data) return ir_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has no data", what, i, af_tensor_name(t));
     if (b->dtype != AF_F32 && b->dtype != AF_F16)
-        return af_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has unknown dtype %d", what, i, af_tensor_name(t), (int)b->dtype);
+        return ir_fail(AF_ERR_INVALID, "af_run: %s %d ('%s') has unknown dtype %d", what, i, af_tensor_name(t), (int)b->dtype);
     if (b->count != n) {
         char s[100];
-        af_shape_str(t->shape, s, sizeof s);
-        return af_fail(AF_ERR_SHAPE, "af_run: %s %d ('%s') holds %lld elements but its shape %s needs %lld", what, i,
+        ir_shape_str(t->shape, s, sizeof s);
+        return ir_fail(AF_ERR_SHAPE, "af_run: %s %d ('%s') holds %lld elements but its shape %s needs %lld", what, i,
                        af_tensor_name(t), (long long)b->count, s, (long long)n);
     }
     return AF_OK;
 }
 
 af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
-    if (!m) return af_fail(AF_ERR_INVALID, "af_run: model is NULL");
+    if (!m) return ir_fail(AF_ERR_INVALID, "af_run: model is NULL");
     const compile_plan *p = &m->plan;
-    if ((p->nin && !in) || !out) return af_fail(AF_ERR_INVALID, "af_run: input or output buffer array is NULL");
+    if ((p->nin && !in) || !out) return ir_fail(AF_ERR_INVALID, "af_run: input or output buffer array is NULL");
     for (int i = 0; i < p->nin; i++) {
         if (m->state_bound && m->state_bound[i]) continue; /* resident: not fed */
         af_status st = check_buffer(&in[i], p->in[i], "input", i);
@@ -110,9 +110,9 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
 }
 
 static af_status check_input(const af_model *m, int in_index, const char *fn) {
-    if (!m) return af_fail(AF_ERR_INVALID, "%s: model is NULL", fn);
+    if (!m) return ir_fail(AF_ERR_INVALID, "%s: model is NULL", fn);
     if (in_index < 0 || in_index >= m->plan.nin)
-        return af_fail(AF_ERR_INVALID, "%s: input index %d is out of range (the model has %d inputs)", fn, in_index, m->plan.nin);
+        return ir_fail(AF_ERR_INVALID, "%s: input index %d is out of range (the model has %d inputs)", fn, in_index, m->plan.nin);
     return AF_OK;
 }
 
@@ -120,18 +120,18 @@ af_status af_model_bind_state(af_model *m, int in_index, int out_index, const fl
     af_status st = check_input(m, in_index, "af_model_bind_state");
     if (st) return st;
     if (out_index < 0 || out_index >= m->plan.nout)
-        return af_fail(AF_ERR_INVALID, "af_model_bind_state: output index %d is out of range (the model has %d outputs)", out_index,
+        return ir_fail(AF_ERR_INVALID, "af_model_bind_state: output index %d is out of range (the model has %d outputs)", out_index,
                        m->plan.nout);
     af_tensor *in = m->plan.in[in_index], *out = m->plan.out[out_index];
-    if (!af_shape_eq(in->shape, out->shape)) {
+    if (!ir_shape_eq(in->shape, out->shape)) {
         char a[100], b[100];
-        af_shape_str(in->shape, a, sizeof a);
-        af_shape_str(out->shape, b, sizeof b);
-        return af_fail(AF_ERR_SHAPE, "af_model_bind_state: input '%s' %s and output %d %s differ in shape", af_tensor_name(in), a,
+        ir_shape_str(in->shape, a, sizeof a);
+        ir_shape_str(out->shape, b, sizeof b);
+        return ir_fail(AF_ERR_SHAPE, "af_model_bind_state: input '%s' %s and output %d %s differ in shape", af_tensor_name(in), a,
                        out_index, b);
     }
     if (!m->state_bound && !(m->state_bound = calloc((size_t)m->plan.nin + 1, 1)))
-        return af_fail(AF_ERR_NOMEM, "af_model_bind_state: out of memory");
+        return ir_fail(AF_ERR_NOMEM, "af_model_bind_state: out of memory");
     if ((st = m->be->bind_state(m->state, in_index, out_index))) return st;
     m->state_bound[in_index] = 1;
     return init ? af_model_write_state(m, in_index, init) : AF_OK;
@@ -140,14 +140,14 @@ af_status af_model_bind_state(af_model *m, int in_index, int out_index, const fl
 af_status af_model_write_state(af_model *m, int in_index, const float *src) {
     af_status st = check_input(m, in_index, "af_model_write_state");
     if (st) return st;
-    if (!src) return af_fail(AF_ERR_INVALID, "af_model_write_state: src is NULL");
+    if (!src) return ir_fail(AF_ERR_INVALID, "af_model_write_state: src is NULL");
     return m->be->write_state(m->state, in_index, src);
 }
 
 af_status af_model_read_state(const af_model *m, int in_index, float *dst) {
     af_status st = check_input(m, in_index, "af_model_read_state");
     if (st) return st;
-    if (!dst) return af_fail(AF_ERR_INVALID, "af_model_read_state: dst is NULL");
+    if (!dst) return ir_fail(AF_ERR_INVALID, "af_model_read_state: dst is NULL");
     return m->be->read_state(m->state, in_index, dst);
 }
 

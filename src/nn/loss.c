@@ -3,35 +3,35 @@
 
 #include <stdlib.h>
 
-static af_loss *new_loss(af_graph *g, af_loss_kind kind, af_tensor *root, af_tensor *target) {
-    af_loss *l = af_graph_own(g, calloc(1, sizeof *l));
-    if (!l) { af_graph_fail(g, "loss: out of memory"); return NULL; }
+static af_loss *new_loss(af_graph *g, nn_loss_kind kind, af_tensor *root, af_tensor *target) {
+    af_loss *l = ir_graph_own(g, calloc(1, sizeof *l));
+    if (!l) { ir_graph_fail(g, "loss: out of memory"); return NULL; }
     *l = (af_loss){ .g = g, .kind = kind, .root = root, .target = target, .value = kind == AF_LOSS_SCALAR ? root : NULL };
     return l;
 }
 
 af_loss *af_loss_scalar(af_tensor *scalar) {
-    if (!scalar) { af_fail(AF_ERR_INVALID, "af_loss_scalar: tensor is NULL (an earlier builder failed?)"); return NULL; }
+    if (!scalar) { ir_fail(AF_ERR_INVALID, "af_loss_scalar: tensor is NULL (an earlier builder failed?)"); return NULL; }
     if (scalar->g->error) return NULL;
     if (af_shape_count(scalar->shape) != 1) {
         char s[100];
-        af_shape_str(scalar->shape, s, sizeof s);
-        af_graph_fail(scalar->g, "af_loss_scalar: the loss has shape %s but must hold one element; reduce it with af_reduce_sum or af_reduce_mean", s);
+        ir_shape_str(scalar->shape, s, sizeof s);
+        ir_graph_fail(scalar->g, "af_loss_scalar: the loss has shape %s but must hold one element; reduce it with af_reduce_sum or af_reduce_mean", s);
         return NULL;
     }
     return new_loss(scalar->g, AF_LOSS_SCALAR, scalar, NULL);
 }
 
 af_loss *af_softmax_cross_entropy(af_tensor *logits, af_tensor *onehot) {
-    if (!logits || !onehot) { af_fail(AF_ERR_INVALID, "af_softmax_cross_entropy: logits or targets are NULL"); return NULL; }
+    if (!logits || !onehot) { ir_fail(AF_ERR_INVALID, "af_softmax_cross_entropy: logits or targets are NULL"); return NULL; }
     af_graph *g = logits->g;
     if (g->error) return NULL;
-    if (onehot->g != g) { af_graph_fail(g, "af_softmax_cross_entropy: logits and targets come from different graphs"); return NULL; }
-    if (logits->shape.rank != 2 || !af_shape_eq(logits->shape, onehot->shape)) {
+    if (onehot->g != g) { ir_graph_fail(g, "af_softmax_cross_entropy: logits and targets come from different graphs"); return NULL; }
+    if (logits->shape.rank != 2 || !ir_shape_eq(logits->shape, onehot->shape)) {
         char a[100], b[100];
-        af_shape_str(logits->shape, a, sizeof a);
-        af_shape_str(onehot->shape, b, sizeof b);
-        af_graph_fail(g, "af_softmax_cross_entropy: logits %s and one-hot targets %s must both be [N, C]", a, b);
+        ir_shape_str(logits->shape, a, sizeof a);
+        ir_shape_str(onehot->shape, b, sizeof b);
+        ir_graph_fail(g, "af_softmax_cross_entropy: logits %s and one-hot targets %s must both be [N, C]", a, b);
         return NULL;
     }
     return new_loss(g, AF_LOSS_CE, logits, onehot);
@@ -40,8 +40,8 @@ af_loss *af_softmax_cross_entropy(af_tensor *logits, af_tensor *onehot) {
 af_loss *af_mse(af_tensor *pred, af_tensor *target) {
     af_tensor *d = af_sub(pred, target);
     if (!d) return NULL;
-    if (!af_shape_eq(d->shape, pred->shape)) {
-        af_graph_fail(pred->g, "af_mse: target broadcasts to a larger shape than pred; give both the same shape");
+    if (!ir_shape_eq(d->shape, pred->shape)) {
+        ir_graph_fail(pred->g, "af_mse: target broadcasts to a larger shape than pred; give both the same shape");
         return NULL;
     }
     int axes[AF_MAX_RANK];

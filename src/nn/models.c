@@ -1,6 +1,6 @@
 /* The built-in MLP and CNN, written against the public API only. */
 #include "aneforge.h"
-#include "ir/ir.h" /* af_fail */
+#include "ir/ir.h" /* ir_fail */
 
 #include <math.h>
 #include <stdlib.h>
@@ -101,7 +101,7 @@ af_net af_net_mlp(af_shape sample, int hidden, int classes, uint64_t seed) {
 af_net af_net_cnn(af_shape sample, int classes, uint64_t seed) {
     if (sample.rank != 3 || sample.dim[1] % 4 || sample.dim[2] % 4) {
         af_net none = { 0 };
-        af_fail(AF_ERR_SHAPE, "af_net_cnn: the sample must be [C, H, W] with H and W divisible by 4");
+        ir_fail(AF_ERR_SHAPE, "af_net_cnn: the sample must be [C, H, W] with H and W divisible by 4");
         return none;
     }
     return make(1, sample, 0, classes, seed);

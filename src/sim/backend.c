@@ -25,7 +25,7 @@ typedef struct {
     af_graph *mil_graph;        /* via MIL: the parsed-back graph, owned */
     cpu_exec *exec;
     unsigned char *quirk;       /* per schedule index of the executed plan: AF_QUIRK_* bits */
-    af_sim_program prog;
+    ane_program prog;
     int64_t flops;
     bool *is_state;             /* per input: bound as resident state */
 } sim_state;
@@ -33,7 +33,7 @@ typedef struct {
 static void sim_free(void *state) {
     sim_state *s = state;
     if (!s) return;
-    af_sim_program_release(&s->prog);
+    ane_program_release(&s->prog);
     cpu_exec_free(s->exec);
     free(s->quirk);
     free(s->is_state);
@@ -52,10 +52,10 @@ static void saturate(float *v, int64_t n, float lim) {
 static void apply_quirks(void *ctx, int s, const af_tensor *t, float *out, const float *const *ins) {
     sim_state *st = ctx;
     unsigned q = st->quirk[s];
-    if (q & AF_QUIRK_WGRAD_CROP) af_sim_wgrad_crop(t, out, ins);
+    if (q & AF_QUIRK_WGRAD_CROP) ane_wgrad_crop(t, out, ins);
     if (q & AF_QUIRK_ACC_SAT) saturate(out, af_shape_count(t->shape), AF_ANE_ACC_MAX);
     if (q & AF_QUIRK_CROP_SAT) saturate(out, af_shape_count(t->shape), AF_ANE_CROP_MAX);
-    if ((q & AF_QUIRK_PRECISION) && af_sim_precision_check(t, ins))
+    if ((q & AF_QUIRK_PRECISION) && ane_precision_check(t, ins))
         st->quirk[s] &= (unsigned char)~AF_QUIRK_PRECISION; /* reported once per node */
 }
 
@@ -64,7 +64,7 @@ static af_status sim_validate(const backend_cfg *cfg, const compile_plan *p, cha
         snprintf(msg, n, "ane-sim computes in fp16 only; drop AF_PRECISION_FP32 or compile for AF_TARGET_CPU");
         return AF_ERR_UNSUPPORTED;
     }
-    return af_sim_validate(p, cfg->family, msg, n);
+    return ane_rules_validate(p, cfg->family, msg, n);
 }
 
 /* Whether the near-equal subtraction check runs ($ANEFORGE_PRECISION_CHECK=0 turns it off). */
@@ -74,12 +74,12 @@ static bool precision_check_enabled(void) {
 }
 
 static atomic_llong via_mil_models;
-long long af_sim_via_mil_count(void) { return atomic_load(&via_mil_models); }
+long long sim_via_mil_count(void) { return atomic_load(&via_mil_models); }
 
 /* Emits the plan to MIL and parses it back; the executed plan is the parsed one. */
 static af_status build_via_mil(sim_state *s, const compile_plan *p, char *msg, size_t n) {
-    af_mil_module mod = { 0 };
-    af_status st = af_mil_roundtrip(p->g, p->nin, p->in, p->nout, p->out, &mod);
+    mil_module mod = { 0 };
+    af_status st = mil_roundtrip(p->g, p->nin, p->in, p->nout, p->out, &mod);
     if (st) { snprintf(msg, n, "ane-sim through MIL: %s", af_error_message()); return st; }
     s->mil_graph = mod.g;
     st = plan_build(&s->mil_plan, mod.g, mod.nin, mod.in, mod.nout, mod.out, msg, n);
@@ -95,14 +95,14 @@ static af_status sim_init(const backend_cfg *cfg, const compile_plan *p, void **
     af_status st = s->is_state ? AF_OK : AF_ERR_NOMEM;
     if (!st && cfg->via_mil > 0) st = build_via_mil(s, p, msg, n);
     const compile_plan *run = s->mil_graph ? &s->mil_plan : p;
-    if (!st && !(s->quirk = af_sim_quirks(run, cfg->family, precision_check_enabled()))) st = AF_ERR_NOMEM;
+    if (!st && !(s->quirk = ane_rules_quirks(run, cfg->family, precision_check_enabled()))) st = AF_ERR_NOMEM;
     if (!st) {
         cpu_exec_opts o = { .fp16 = true, .fp16_accum = true, .threads = cfg->threads,
                             .after_node = apply_quirks, .hook_at = s->quirk, .hook_ctx = s };
         st = cpu_exec_new(run, &o, &s->exec, msg, n);
     }
     bool compiled = false;
-    if (!st) st = af_sim_program_acquire(&s->prog, run, cfg->family, &compiled, msg, n);
+    if (!st) st = ane_program_acquire(&s->prog, run, cfg->family, &compiled, msg, n);
     if (st) { sim_free(s); return st; }
     stats->compiles += compiled;
     s->flops = run->flops;
@@ -113,7 +113,7 @@ static af_status sim_init(const backend_cfg *cfg, const compile_plan *p, void **
 /* One run is one dispatch moving its fed inputs and delivered outputs as fp16. */
 static af_status sim_run(void *state, const af_buffer *in, af_buffer *out, af_stats *stats) {
     sim_state *s = state;
-    af_sim_program_use(&s->prog); /* reloads the program if it was evicted */
+    ane_program_use(&s->prog); /* reloads the program if it was evicted */
     af_status st = cpu_exec_run(s->exec, in, out);
     if (st) return st;
     stats->dispatches++;

@@ -4,5 +4,5 @@
 #include "compile/backend.h"
 extern const backend_iface ane_sim_backend;
 /* Models compiled through MIL in this process (tests prove the path was taken). */
-long long af_sim_via_mil_count(void);
+long long sim_via_mil_count(void);
 #endif

@@ -84,7 +84,7 @@ typedef struct {
     uint32_t hash;
 } ck_rec;
 
-struct af_ckpt {
+struct ckpt {
     ck_rec *recs;
     int64_t n, cap;
     int64_t *slots;  /* open addressing: record index + 1, 0 = empty; nslots a power of 2 */
@@ -118,11 +118,11 @@ static uint8_t *alloc_payload(uint64_t bytes) {
 }
 
 /* "path: " or "checkpoint: ", for messages about records. */
-static const char *origin(const af_ckpt *c) { return c->origin ? c->origin : "checkpoint"; }
+static const char *origin(const ckpt *c) { return c->origin ? c->origin : "checkpoint"; }
 
 /* ---------------------------------------------------------------- the record table */
 
-static int64_t find(const af_ckpt *c, const char *name, size_t n, uint32_t h) {
+static int64_t find(const ckpt *c, const char *name, size_t n, uint32_t h) {
     if (!c->nslots) return -1;
     size_t mask = c->nslots - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -133,7 +133,7 @@ static int64_t find(const af_ckpt *c, const char *name, size_t n, uint32_t h) {
     }
 }
 
-static void slot_insert(af_ckpt *c, int64_t idx) {
+static void slot_insert(ckpt *c, int64_t idx) {
     size_t mask = c->nslots - 1;
     size_t i = c->recs[idx].hash & mask;
     while (c->slots[i]) i = (i + 1) & mask;
@@ -141,20 +141,20 @@ static void slot_insert(af_ckpt *c, int64_t idx) {
 }
 
 /* Room for one more record in recs and in the index (kept under half full). */
-static af_status reserve_one(af_ckpt *c) {
+static af_status reserve_one(ckpt *c) {
     if (c->n == c->cap) {
         int64_t cap = c->cap ? c->cap * 2 : 16;
-        if ((uint64_t)cap > SIZE_MAX / sizeof(ck_rec)) return af_fail(AF_ERR_NOMEM, "checkpoint: out of memory");
+        if ((uint64_t)cap > SIZE_MAX / sizeof(ck_rec)) return ir_fail(AF_ERR_NOMEM, "checkpoint: out of memory");
         ck_rec *r = realloc(c->recs, (size_t)cap * sizeof *r);
-        if (!r) return af_fail(AF_ERR_NOMEM, "checkpoint: out of memory for %lld records", (long long)cap);
+        if (!r) return ir_fail(AF_ERR_NOMEM, "checkpoint: out of memory for %lld records", (long long)cap);
         c->recs = r, c->cap = cap;
     }
     if ((uint64_t)(c->n + 1) * 2 > c->nslots) {
         size_t ns = c->nslots ? c->nslots * 2 : 32;
         while ((uint64_t)(c->n + 1) * 2 > ns) ns *= 2;
-        if (ns > SIZE_MAX / sizeof(int64_t)) return af_fail(AF_ERR_NOMEM, "checkpoint: out of memory");
+        if (ns > SIZE_MAX / sizeof(int64_t)) return ir_fail(AF_ERR_NOMEM, "checkpoint: out of memory");
         int64_t *s = calloc(ns, sizeof *s);
-        if (!s) return af_fail(AF_ERR_NOMEM, "checkpoint: out of memory for the record index");
+        if (!s) return ir_fail(AF_ERR_NOMEM, "checkpoint: out of memory for the record index");
         free(c->slots);
         c->slots = s, c->nslots = ns;
         for (int64_t i = 0; i < c->n; i++) slot_insert(c, i);
@@ -165,7 +165,7 @@ static af_status reserve_one(af_ckpt *c) {
 /* Stores an owned payload (from alloc_payload) under name[0..n). On a name that exists:
  * replaces it when `replace`, else returns AF_ERR_CORRUPT without a message (a
  * duplicate in a file). Frees data on failure. */
-static af_status insert(af_ckpt *c, const char *name, size_t n, uint8_t *data, int64_t bytes,
+static af_status insert(ckpt *c, const char *name, size_t n, uint8_t *data, int64_t bytes,
                         int replace) {
     uint32_t h = name_hash(name, n);
     int64_t i = find(c, name, n, h);
@@ -179,7 +179,7 @@ static af_status insert(af_ckpt *c, const char *name, size_t n, uint8_t *data, i
     char *nm = st == AF_OK ? dup_str(name, n) : NULL;
     if (!nm) {
         free(data);
-        return st != AF_OK ? st : af_fail(AF_ERR_NOMEM, "checkpoint: out of memory");
+        return st != AF_OK ? st : ir_fail(AF_ERR_NOMEM, "checkpoint: out of memory");
     }
     c->recs[c->n] = (ck_rec){nm, data, bytes, h};
     slot_insert(c, c->n);
@@ -188,10 +188,10 @@ static af_status insert(af_ckpt *c, const char *name, size_t n, uint8_t *data, i
 }
 
 static af_status check_name(const char *fn, const char *name, size_t *n) {
-    if (!name || !*name) return af_fail(AF_ERR_INVALID, "%s: a record name must be a non-empty string", fn);
+    if (!name || !*name) return ir_fail(AF_ERR_INVALID, "%s: a record name must be a non-empty string", fn);
     size_t len = strlen(name);
     if (len > AF_CKPT_MAX_NAME)
-        return af_fail(AF_ERR_INVALID, "%s: record name '%.40s...' is %zu bytes; the limit is %d", fn, name,
+        return ir_fail(AF_ERR_INVALID, "%s: record name '%.40s...' is %zu bytes; the limit is %d", fn, name,
                        len, AF_CKPT_MAX_NAME);
     *n = len;
     return AF_OK;
@@ -199,13 +199,13 @@ static af_status check_name(const char *fn, const char *name, size_t *n) {
 
 /* ---------------------------------------------------------------- public: memory */
 
-af_ckpt *af_ckpt_new(void) {
-    af_ckpt *c = calloc(1, sizeof *c);
-    if (!c) af_fail(AF_ERR_NOMEM, "af_ckpt_new: out of memory");
+ckpt *ckpt_new(void) {
+    ckpt *c = calloc(1, sizeof *c);
+    if (!c) ir_fail(AF_ERR_NOMEM, "ckpt_new: out of memory");
     return c;
 }
 
-void af_ckpt_free(af_ckpt *c) {
+void ckpt_free(ckpt *c) {
     if (!c) return;
     for (int64_t i = 0; i < c->n; i++) free(c->recs[i].name), free(c->recs[i].data);
     free(c->recs);
@@ -214,81 +214,81 @@ void af_ckpt_free(af_ckpt *c) {
     free(c);
 }
 
-af_status af_ckpt_put(af_ckpt *c, const char *name, const void *data, int64_t bytes) {
-    if (!c) return af_fail(AF_ERR_INVALID, "af_ckpt_put: checkpoint is NULL");
+af_status ckpt_put(ckpt *c, const char *name, const void *data, int64_t bytes) {
+    if (!c) return ir_fail(AF_ERR_INVALID, "ckpt_put: checkpoint is NULL");
     size_t n = 0;
-    af_status st = check_name("af_ckpt_put", name, &n);
+    af_status st = check_name("ckpt_put", name, &n);
     if (st != AF_OK) return st;
-    if (bytes < 0) return af_fail(AF_ERR_INVALID, "af_ckpt_put('%s'): negative size %lld", name, (long long)bytes);
+    if (bytes < 0) return ir_fail(AF_ERR_INVALID, "ckpt_put('%s'): negative size %lld", name, (long long)bytes);
     if (!data && bytes > 0)
-        return af_fail(AF_ERR_INVALID, "af_ckpt_put('%s'): data is NULL but size is %lld", name, (long long)bytes);
+        return ir_fail(AF_ERR_INVALID, "ckpt_put('%s'): data is NULL but size is %lld", name, (long long)bytes);
     uint8_t *p = alloc_payload((uint64_t)bytes);
     if (!p)
-        return af_fail(AF_ERR_NOMEM, "af_ckpt_put('%s'): out of memory for %lld bytes", name, (long long)bytes);
+        return ir_fail(AF_ERR_NOMEM, "ckpt_put('%s'): out of memory for %lld bytes", name, (long long)bytes);
     if (bytes) memcpy(p, data, (size_t)bytes); /* before insert frees an old payload data may point into */
     return insert(c, name, n, p, bytes, 1);
 }
 
-af_status af_ckpt_put_i64(af_ckpt *c, const char *name, int64_t v) {
+af_status ckpt_put_i64(ckpt *c, const char *name, int64_t v) {
     uint8_t b[8];
-    af_put_u64(b, (uint64_t)v);
-    return af_ckpt_put(c, name, b, 8);
+    ir_put_u64(b, (uint64_t)v);
+    return ckpt_put(c, name, b, 8);
 }
 
-af_status af_ckpt_put_str(af_ckpt *c, const char *name, const char *s) {
-    if (!s) return af_fail(AF_ERR_INVALID, "af_ckpt_put_str('%s'): string is NULL", name ? name : "(null)");
-    return af_ckpt_put(c, name, s, (int64_t)strlen(s));
+af_status ckpt_put_str(ckpt *c, const char *name, const char *s) {
+    if (!s) return ir_fail(AF_ERR_INVALID, "ckpt_put_str('%s'): string is NULL", name ? name : "(null)");
+    return ckpt_put(c, name, s, (int64_t)strlen(s));
 }
 
-static const ck_rec *lookup(const af_ckpt *c, const char *name) {
+static const ck_rec *lookup(const ckpt *c, const char *name) {
     if (!c || !name) return NULL;
     size_t n = strlen(name);
     int64_t i = find(c, name, n, name_hash(name, n));
     return i >= 0 ? &c->recs[i] : NULL;
 }
 
-const void *af_ckpt_get(const af_ckpt *c, const char *name, int64_t *bytes) {
+const void *ckpt_get(const ckpt *c, const char *name, int64_t *bytes) {
     const ck_rec *r = lookup(c, name);
     if (bytes) *bytes = r ? r->bytes : 0;
     if (!r) {
-        if (!c || !name) af_fail(AF_ERR_INVALID, "af_ckpt_get: checkpoint or name is NULL");
-        else af_fail(AF_ERR_INVALID, "%s: no record named '%s'", origin(c), name);
+        if (!c || !name) ir_fail(AF_ERR_INVALID, "ckpt_get: checkpoint or name is NULL");
+        else ir_fail(AF_ERR_INVALID, "%s: no record named '%s'", origin(c), name);
         return NULL;
     }
     return r->data;
 }
 
-af_status af_ckpt_get_i64(const af_ckpt *c, const char *name, int64_t *v) {
-    if (!c || !name || !v) return af_fail(AF_ERR_INVALID, "af_ckpt_get_i64: NULL argument");
+af_status ckpt_get_i64(const ckpt *c, const char *name, int64_t *v) {
+    if (!c || !name || !v) return ir_fail(AF_ERR_INVALID, "ckpt_get_i64: NULL argument");
     const ck_rec *r = lookup(c, name);
-    if (!r) return af_fail(AF_ERR_INVALID, "%s: no record named '%s' (expected an int64)", origin(c), name);
+    if (!r) return ir_fail(AF_ERR_INVALID, "%s: no record named '%s' (expected an int64)", origin(c), name);
     if (r->bytes != 8)
-        return af_fail(AF_ERR_CORRUPT, "%s: record '%s' holds %lld bytes; an int64 record holds 8", origin(c),
+        return ir_fail(AF_ERR_CORRUPT, "%s: record '%s' holds %lld bytes; an int64 record holds 8", origin(c),
                        name, (long long)r->bytes);
-    *v = (int64_t)af_get_u64(r->data);
+    *v = (int64_t)ir_get_u64(r->data);
     return AF_OK;
 }
 
-const char *af_ckpt_get_str(const af_ckpt *c, const char *name) {
+const char *ckpt_get_str(const ckpt *c, const char *name) {
     if (!c || !name) {
-        af_fail(AF_ERR_INVALID, "af_ckpt_get_str: checkpoint or name is NULL");
+        ir_fail(AF_ERR_INVALID, "ckpt_get_str: checkpoint or name is NULL");
         return NULL;
     }
     const ck_rec *r = lookup(c, name);
     if (!r) {
-        af_fail(AF_ERR_INVALID, "%s: no record named '%s' (expected a string)", origin(c), name);
+        ir_fail(AF_ERR_INVALID, "%s: no record named '%s' (expected a string)", origin(c), name);
         return NULL;
     }
     if (memchr(r->data, 0, (size_t)r->bytes)) {
-        af_fail(AF_ERR_CORRUPT, "%s: record '%s' holds a NUL byte, so it is not a string", origin(c), name);
+        ir_fail(AF_ERR_CORRUPT, "%s: record '%s' holds a NUL byte, so it is not a string", origin(c), name);
         return NULL;
     }
     return (const char *)r->data;
 }
 
-int64_t af_ckpt_count(const af_ckpt *c) { return c ? c->n : 0; }
+int64_t ckpt_count(const ckpt *c) { return c ? c->n : 0; }
 
-const char *af_ckpt_name(const af_ckpt *c, int64_t i) {
+const char *ckpt_name(const ckpt *c, int64_t i) {
     return c && i >= 0 && i < c->n ? c->recs[i].name : NULL;
 }
 
@@ -298,7 +298,7 @@ typedef struct {
     int fd;
     uint8_t *buf;
     size_t n;
-    af_sha256_ctx sha;
+    data_sha256_ctx sha;
 } ck_writer;
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
@@ -324,7 +324,7 @@ static int wr_flush(ck_writer *w) {
 }
 
 static int wr_put(ck_writer *w, const void *p, size_t n, int hash) {
-    if (hash) af_sha256_update(&w->sha, p, n);
+    if (hash) data_sha256_update(&w->sha, p, n);
     if (w->n + n > CK_BUF && wr_flush(w)) return -1;
     if (n >= CK_BUF) return write_all(w->fd, p, n);
     memcpy(w->buf + w->n, p, n);
@@ -378,8 +378,8 @@ static void sweep_stale_temps(const char *dir, const char *base) {
     closedir(d);
 }
 
-af_status af_ckpt_save(const af_ckpt *c, const char *path) {
-    if (!c || !path || !*path) return af_fail(AF_ERR_INVALID, "af_ckpt_save: checkpoint or path is NULL/empty");
+af_status ckpt_save(const ckpt *c, const char *path) {
+    if (!c || !path || !*path) return ir_fail(AF_ERR_INVALID, "ckpt_save: checkpoint or path is NULL/empty");
 
     /* The file's size, checked for overflow (it must also fit in an off_t/int64). */
     uint64_t total = CK_HDR + CK_TRAILER;
@@ -388,21 +388,21 @@ af_status af_ckpt_save(const af_ckpt *c, const char *path) {
         uint64_t r = CK_REC_HDR + pad8(strlen(c->recs[i].name));
         uint64_t b = (uint64_t)c->recs[i].bytes;
         if (b > limit - r || pad8(b) > limit - r || r + pad8(b) > limit - total)
-            return af_fail(AF_ERR_INVALID, "%s: checkpoint too large (size overflows 64 bits)", path);
+            return ir_fail(AF_ERR_INVALID, "%s: checkpoint too large (size overflows 64 bits)", path);
         total += r + pad8(b);
     }
 
     /* Directory and base name of path. */
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
-    if (!*base) return af_fail(AF_ERR_INVALID, "%s: path names a directory, not a file", path);
+    if (!*base) return ir_fail(AF_ERR_INVALID, "%s: path names a directory, not a file", path);
     char *dir = slash ? dup_str(path, slash == path ? 1 : (size_t)(slash - path)) : dup_str(".", 1);
     size_t tlen = strlen(path) + 32;
     char *tmp = malloc(tlen);
     uint8_t *buf = malloc(CK_BUF);
     if (!dir || !tmp || !buf) {
         free(dir), free(tmp), free(buf);
-        return af_fail(AF_ERR_NOMEM, "%s: out of memory", path);
+        return ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
     }
     snprintf(tmp, tlen, "%s.tmp.%lld", path, (long long)getpid());
 
@@ -415,52 +415,52 @@ af_status af_ckpt_save(const af_ckpt *c, const char *path) {
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
     if (fd < 0) {
-        st = af_fail(AF_ERR_IO, "%s: cannot create temp file %s: %s", path, tmp, strerror(errno));
+        st = ir_fail(AF_ERR_IO, "%s: cannot create temp file %s: %s", path, tmp, strerror(errno));
         goto done;
     }
 
     ck_writer w = {fd, buf, 0, {{0}, 0, {0}, 0}};
-    af_sha256_init(&w.sha);
+    data_sha256_init(&w.sha);
     uint8_t h[CK_HDR];
     memcpy(h, CK_MAGIC, 8);
-    af_put_u32(h + 8, AF_CKPT_FORMAT_VERSION);
-    af_put_u32(h + 12, 0);
-    af_put_u64(h + 16, (uint64_t)c->n);
-    af_put_u64(h + 24, total);
+    ir_put_u32(h + 8, AF_CKPT_FORMAT_VERSION);
+    ir_put_u32(h + 12, 0);
+    ir_put_u64(h + 16, (uint64_t)c->n);
+    ir_put_u64(h + 24, total);
     int bad = wr_put(&w, h, CK_HDR, 1);
     for (int64_t i = 0; i < c->n && !bad; i++) {
         const ck_rec *r = &c->recs[i];
         size_t nl = strlen(r->name);
         uint8_t rh[CK_REC_HDR];
-        af_put_u32(rh, (uint32_t)nl);
-        af_put_u32(rh + 4, 0);
-        af_put_u64(rh + 8, (uint64_t)r->bytes);
+        ir_put_u32(rh, (uint32_t)nl);
+        ir_put_u32(rh + 4, 0);
+        ir_put_u64(rh + 8, (uint64_t)r->bytes);
         bad = wr_put(&w, rh, CK_REC_HDR, 1) || wr_put(&w, r->name, nl, 1) || wr_zeros(&w, pad8(nl) - nl) ||
               wr_put(&w, r->data, (size_t)r->bytes, 1) ||
               wr_zeros(&w, (size_t)(pad8((uint64_t)r->bytes) - (uint64_t)r->bytes));
     }
     if (!bad) {
         uint8_t d[CK_TRAILER];
-        af_sha256_final(&w.sha, d);
+        data_sha256_final(&w.sha, d);
         bad = wr_put(&w, d, CK_TRAILER, 0) || wr_flush(&w);
     }
     if (bad) {
-        st = af_fail(AF_ERR_IO, "%s: cannot write temp file %s: %s", path, tmp, strerror(errno));
+        st = ir_fail(AF_ERR_IO, "%s: cannot write temp file %s: %s", path, tmp, strerror(errno));
         close(fd), unlink(tmp);
         goto done;
     }
     if (sync_fd(fd) != 0) {
-        st = af_fail(AF_ERR_IO, "%s: cannot fsync temp file %s: %s", path, tmp, strerror(errno));
+        st = ir_fail(AF_ERR_IO, "%s: cannot fsync temp file %s: %s", path, tmp, strerror(errno));
         close(fd), unlink(tmp);
         goto done;
     }
     if (close(fd) != 0) {
-        st = af_fail(AF_ERR_IO, "%s: cannot close temp file %s: %s", path, tmp, strerror(errno));
+        st = ir_fail(AF_ERR_IO, "%s: cannot close temp file %s: %s", path, tmp, strerror(errno));
         unlink(tmp);
         goto done;
     }
     if (rename(tmp, path) != 0) {
-        st = af_fail(AF_ERR_IO, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+        st = ir_fail(AF_ERR_IO, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
         unlink(tmp);
         goto done;
     }
@@ -468,7 +468,7 @@ af_status af_ckpt_save(const af_ckpt *c, const char *path) {
      * (EINVAL/ENOTSUP); there is nothing more to do on those. */
     int dfd = open(dir, O_RDONLY | O_CLOEXEC);
     if (dfd < 0) {
-        st = af_fail(AF_ERR_IO, "%s: written, but cannot open directory %s to sync it: %s", path, dir,
+        st = ir_fail(AF_ERR_IO, "%s: written, but cannot open directory %s to sync it: %s", path, dir,
                      strerror(errno));
         goto done;
     }
@@ -477,7 +477,7 @@ af_status af_ckpt_save(const af_ckpt *c, const char *path) {
         && errno != ENOTSUP
 #endif
     )
-        st = af_fail(AF_ERR_IO, "%s: written, but cannot fsync directory %s: %s", path, dir, strerror(errno));
+        st = ir_fail(AF_ERR_IO, "%s: written, but cannot fsync directory %s: %s", path, dir, strerror(errno));
     close(dfd);
 done:
     free(dir), free(tmp), free(buf);
@@ -491,7 +491,7 @@ typedef struct {
     uint8_t *buf;
     size_t pos, len;
     uint64_t off;     /* file offset of the next byte handed out */
-    af_sha256_ctx sha;
+    data_sha256_ctx sha;
 } ck_reader;
 
 /* Reads exactly n bytes into dst (NULL discards them), hashing them when `hash`.
@@ -509,7 +509,7 @@ static int rd_get(ck_reader *r, void *dst, uint64_t n, int hash) {
             }
             if (k == 0) return -2;
             if (into == d) { /* read straight into the destination */
-                if (hash) af_sha256_update(&r->sha, d, (size_t)k);
+                if (hash) data_sha256_update(&r->sha, d, (size_t)k);
                 d += k, n -= (uint64_t)k, r->off += (uint64_t)k;
                 continue;
             }
@@ -517,7 +517,7 @@ static int rd_get(ck_reader *r, void *dst, uint64_t n, int hash) {
         }
         size_t m = r->len - r->pos;
         if (m > n) m = (size_t)n;
-        if (hash) af_sha256_update(&r->sha, r->buf + r->pos, m);
+        if (hash) data_sha256_update(&r->sha, r->buf + r->pos, m);
         if (d) memcpy(d, r->buf + r->pos, m), d += m;
         r->pos += m, n -= m, r->off += m;
     }
@@ -525,36 +525,36 @@ static int rd_get(ck_reader *r, void *dst, uint64_t n, int hash) {
 }
 
 static af_status rd_error(const char *path, int rc) {
-    if (rc == -2) return af_fail(AF_ERR_IO, "%s: file ended early while reading (changed while being read?)", path);
-    return af_fail(AF_ERR_IO, "%s: read error: %s", path, strerror(errno));
+    if (rc == -2) return ir_fail(AF_ERR_IO, "%s: file ended early while reading (changed while being read?)", path);
+    return ir_fail(AF_ERR_IO, "%s: read error: %s", path, strerror(errno));
 }
 
-af_status af_ckpt_load(const char *path, af_ckpt **out) {
-    if (!out) return af_fail(AF_ERR_INVALID, "af_ckpt_load: out is NULL");
+af_status ckpt_load(const char *path, ckpt **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "ckpt_load: out is NULL");
     *out = NULL;
-    if (!path) return af_fail(AF_ERR_INVALID, "af_ckpt_load: path is NULL");
+    if (!path) return ir_fail(AF_ERR_INVALID, "ckpt_load: path is NULL");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return af_fail(AF_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
+    if (fd < 0) return ir_fail(AF_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
-        af_status st = af_fail(AF_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        af_status st = ir_fail(AF_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
         close(fd);
         return st;
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return af_fail(AF_ERR_IO, "%s: not a regular file", path);
+        return ir_fail(AF_ERR_IO, "%s: not a regular file", path);
     }
     const uint64_t size = (uint64_t)sb.st_size;
 
     af_status st = AF_OK;
-    af_ckpt *c = NULL;
+    ckpt *c = NULL;
     ck_reader r = {fd, malloc(CK_BUF), 0, 0, 0, {{0}, 0, {0}, 0}};
     if (!r.buf) {
         close(fd);
-        return af_fail(AF_ERR_NOMEM, "%s: out of memory", path);
+        return ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
     }
-    af_sha256_init(&r.sha);
+    data_sha256_init(&r.sha);
     char why[512] = "";           /* a structural problem, reported if the checksum is right */
     uint64_t hdr_size = size;     /* the header's idea of the file size */
     int rc;
@@ -567,11 +567,11 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
         goto fail;
     }
     if (memcmp(h, CK_MAGIC, nm) != 0) {
-        st = af_fail(AF_ERR_CORRUPT, "%s: not an aneforge checkpoint (bad magic)", path);
+        st = ir_fail(AF_ERR_CORRUPT, "%s: not an aneforge checkpoint (bad magic)", path);
         goto fail;
     }
     if (size < CK_MIN_ANY) {
-        st = af_fail(AF_ERR_CORRUPT, "%s: truncated (%llu bytes; too short for a checkpoint)", path,
+        st = ir_fail(AF_ERR_CORRUPT, "%s: truncated (%llu bytes; too short for a checkpoint)", path,
                      (unsigned long long)size);
         goto fail;
     }
@@ -580,7 +580,7 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
         st = rd_error(path, rc);
         goto fail;
     }
-    const uint32_t version = af_get_u32(h + 8);
+    const uint32_t version = ir_get_u32(h + 8);
     if (version != AF_CKPT_FORMAT_VERSION) {
         if (version == 0) snprintf(why, sizeof why, "unknown format version 0");
         goto verify; /* "newer version" only if the checksum says the file is intact */
@@ -594,9 +594,9 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
         st = rd_error(path, rc);
         goto fail;
     }
-    const uint32_t flags = af_get_u32(h + 12);
-    const uint64_t count = af_get_u64(h + 16);
-    hdr_size = af_get_u64(h + 24);
+    const uint32_t flags = ir_get_u32(h + 12);
+    const uint64_t count = ir_get_u64(h + 16);
+    hdr_size = ir_get_u64(h + 24);
     if (hdr_size != size) {
         snprintf(why, sizeof why, "header says the file has %llu bytes, but it has %llu",
                  (unsigned long long)hdr_size, (unsigned long long)size);
@@ -611,7 +611,7 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
                  (unsigned long long)(body_end - CK_HDR));
         goto verify;
     }
-    if (!(c = af_ckpt_new())) {
+    if (!(c = ckpt_new())) {
         st = AF_ERR_NOMEM;
         goto fail;
     }
@@ -626,8 +626,8 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
             st = rd_error(path, rc);
             goto fail;
         }
-        const uint32_t nlen = af_get_u32(rh), resv = af_get_u32(rh + 4);
-        const uint64_t bytes = af_get_u64(rh + 8);
+        const uint32_t nlen = ir_get_u32(rh), resv = ir_get_u32(rh + 4);
+        const uint64_t bytes = ir_get_u64(rh + 8);
         if (nlen == 0 || nlen > AF_CKPT_MAX_NAME) {
             snprintf(why, sizeof why, "record %llu: name length %u (must be 1..%d)", (unsigned long long)i,
                      (unsigned)nlen, AF_CKPT_MAX_NAME);
@@ -664,7 +664,7 @@ af_status af_ckpt_load(const char *path, af_ckpt **out) {
         }
         uint8_t *data = alloc_payload(bytes);
         if (!data) {
-            st = af_fail(AF_ERR_NOMEM, "%s: out of memory for record '%s' (%llu bytes)", path, name,
+            st = ir_fail(AF_ERR_NOMEM, "%s: out of memory for record '%s' (%llu bytes)", path, name,
                          (unsigned long long)bytes);
             goto fail;
         }
@@ -706,28 +706,28 @@ verify:
         st = rd_error(path, rc);
         goto fail;
     }
-    af_sha256_final(&r.sha, got);
+    data_sha256_final(&r.sha, got);
     if (memcmp(want, got, CK_TRAILER) != 0) {
         if (hdr_size > size)
-            st = af_fail(AF_ERR_CORRUPT,
+            st = ir_fail(AF_ERR_CORRUPT,
                          "%s: truncated: header says %llu bytes, file has %llu (checksum mismatch)", path,
                          (unsigned long long)hdr_size, (unsigned long long)size);
         else
-            st = af_fail(AF_ERR_CORRUPT, "%s: checksum mismatch (file corrupt or truncated)", path);
+            st = ir_fail(AF_ERR_CORRUPT, "%s: checksum mismatch (file corrupt or truncated)", path);
         goto fail;
     }
     if (version > AF_CKPT_FORMAT_VERSION) {
-        st = af_fail(AF_ERR_UNSUPPORTED, "%s: written by format version %u; this build reads up to %d", path,
+        st = ir_fail(AF_ERR_UNSUPPORTED, "%s: written by format version %u; this build reads up to %d", path,
                      (unsigned)version, AF_CKPT_FORMAT_VERSION);
         goto fail;
     }
     if (why[0]) {
-        st = af_fail(AF_ERR_CORRUPT, "%s: %s", path, why);
+        st = ir_fail(AF_ERR_CORRUPT, "%s: %s", path, why);
         goto fail;
     }
     c->origin = dup_str(path, strlen(path));
     if (!c->origin) {
-        st = af_fail(AF_ERR_NOMEM, "%s: out of memory", path);
+        st = ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
     free(r.buf);
@@ -738,6 +738,6 @@ verify:
 fail:
     free(r.buf);
     close(fd);
-    af_ckpt_free(c);
+    ckpt_free(c);
     return st;
 }

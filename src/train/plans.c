@@ -29,7 +29,7 @@ af_model *tr_compile(af_trainer *t, int nin, af_tensor *const *in, int nout, af_
 }
 
 static af_status graph_error(af_trainer *t, const char *what) {
-    return af_fail(AF_ERR_INVALID, "trainer (%s plan): %s: %s", af_plan_name(t->o.plan), what,
+    return ir_fail(AF_ERR_INVALID, "trainer (%s plan): %s: %s", af_plan_name(t->o.plan), what,
                    t->g->error ? t->g->error : af_error_message());
 }
 
@@ -55,8 +55,8 @@ static af_status build_step(af_trainer *t, af_tensor *x, af_tensor *y, af_tensor
     if (!z) return graph_error(t, "the forward function failed");
     if (z->shape.rank != 2 || z->shape.dim[0] != x->shape.dim[0] || z->shape.dim[1] != t->net.out_dim) {
         char s[100];
-        af_shape_str(z->shape, s, sizeof s);
-        return af_fail(AF_ERR_SHAPE, "trainer: the forward output is %s but must be [%lld, %lld] (batch, out_dim)", s,
+        ir_shape_str(z->shape, s, sizeof s);
+        return ir_fail(AF_ERR_SHAPE, "trainer: the forward output is %s but must be [%lld, %lld] (batch, out_dim)", s,
                        (long long)x->shape.dim[0], (long long)t->net.out_dim);
     }
     t->g->vouching++;
@@ -94,13 +94,13 @@ static af_status build_host_device(af_trainer *t) {
     if (!engine_target(t)) {
         for (int i = 0; i < t->np; i++) out[nm + i] = grads[i];
         t->fb = tr_compile(t, 3 + t->np, in, nm + t->np, out);
-        return t->fb ? AF_OK : af_fail(AF_ERR_INVALID, "trainer: %s", af_error_message());
+        return t->fb ? AF_OK : ir_fail(AF_ERR_INVALID, "trainer: %s", af_error_message());
     }
     t->fwd = tr_compile(t, 3 + t->np, in, nm, out);
-    if (!t->fwd) return af_fail(AF_ERR_INVALID, "trainer: forward program: %s", af_error_message());
+    if (!t->fwd) return ir_fail(AF_ERR_INVALID, "trainer: forward program: %s", af_error_message());
     for (int i = 0; i < t->np; i++) {
         t->bwd[i] = tr_compile(t, 3 + t->np, in, 1, &grads[i]);
-        if (!t->bwd[i]) return af_fail(AF_ERR_INVALID, "trainer: backward program of param '%s': %s", af_tensor_name(t->p[i]), af_error_message());
+        if (!t->bwd[i]) return ir_fail(AF_ERR_INVALID, "trainer: backward program of param '%s': %s", af_tensor_name(t->p[i]), af_error_message());
     }
     return AF_OK;
 }
@@ -132,9 +132,9 @@ static af_status build_update_program(af_trainer *t, int i) {
     g->vouching--;
     if (!out) return graph_error(t, "building an update program");
     t->upd[i] = tr_compile(t, n, in, 1, &out);
-    if (!t->upd[i]) return af_fail(AF_ERR_INVALID, "trainer: update program of '%s': %s", af_tensor_name(t->p[i]), af_error_message());
+    if (!t->upd[i]) return ir_fail(AF_ERR_INVALID, "trainer: update program of '%s': %s", af_tensor_name(t->p[i]), af_error_message());
     if (adam && !(t->upd_out[i] = malloc((size_t)(3 * t->count[i]) * sizeof(float))))
-        return af_fail(AF_ERR_NOMEM, "trainer: out of memory");
+        return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
     return AF_OK;
 }
 
@@ -169,7 +169,7 @@ af_status tr_device_update(af_trainer *t, int i, int64_t step) {
 /* A weight after an update keeps what conv2d needs to know about its param. */
 static void carry_param_facts(af_tensor *to, const af_tensor *param) {
     if (!to) return;
-    to->flags |= param->flags & AF_TF_CONV;
+    to->flags |= param->flags & IR_TF_CONV;
     to->a.kernel[0] = param->a.kernel[0];
     to->a.kernel[1] = param->a.kernel[1];
     to->a.groups = param->a.groups;
@@ -181,7 +181,7 @@ static af_status build_resident(af_trainer *t) {
     af_graph *g = t->g;
     af_dtype dt = io_dtype(t);
     af_tensor **in = calloc(TR_MAXIO, sizeof *in), **out = calloc(TR_MAXIO, sizeof *out);
-    if (!in || !out) { free(in); free(out); return af_fail(AF_ERR_NOMEM, "trainer: out of memory"); }
+    if (!in || !out) { free(in); free(out); return ir_fail(AF_ERR_NOMEM, "trainer: out of memory"); }
     int ni = 0, no = 0;
     af_tensor *xs[TR_MAXK], *ys[TR_MAXK], *lr[TR_MAXK], *dc[TR_MAXK] = { 0 };
     char name[32];
@@ -227,7 +227,7 @@ static af_status build_resident(af_trainer *t) {
     for (int i = 0; i < np && !st; i++) out[no++] = w[i];
     for (int i = 0; adam && i < np && !st; i++) out[no++] = m[i];
     for (int i = 0; adam && i < np && !st; i++) out[no++] = v[i];
-    if (!st && !(t->res = tr_compile(t, ni, in, no, out))) st = af_fail(AF_ERR_INVALID, "trainer: step program: %s", af_error_message());
+    if (!st && !(t->res = tr_compile(t, ni, in, no, out))) st = ir_fail(AF_ERR_INVALID, "trainer: step program: %s", af_error_message());
     t->nstate = ni - first_state;
     /* Seed the state: masters from the params, zero moments. */
     for (int j = 0; !st && j < t->nstate; j++) {
@@ -267,11 +267,11 @@ af_status tr_build_eval(af_trainer *t) {
     t->eval = tr_compile(t, 1 + t->np, t->eval_in, 1, &t->eval_z);
     t->eval_x = malloc((size_t)(eb * xs) * sizeof(float));
     t->eval_out = malloc((size_t)(eb * t->net.out_dim) * sizeof(float));
-    if (!t->eval || !t->eval_x || !t->eval_out) return af_fail(AF_ERR_INVALID, "trainer: evaluation program: %s", af_error_message());
+    if (!t->eval || !t->eval_x || !t->eval_out) return ir_fail(AF_ERR_INVALID, "trainer: evaluation program: %s", af_error_message());
     return AF_OK;
 }
 
 void tr_guard(af_trainer *t) {
     /* Warns (never caps) when an A13-class conv weight gradient could saturate. */
-    if (engine_target(t)) af_ane_guard_conv_loss_scale(t->o.compile.family, t->np, t->p, t->scale);
+    if (engine_target(t)) ane_guard_conv_loss_scale(t->o.compile.family, t->np, t->p, t->scale);
 }

@@ -226,8 +226,8 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
     af_step_info local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
-    if (!t) return af_fail(AF_ERR_INVALID, "af_trainer_step: trainer is NULL");
-    if (!x || !target) return af_fail(AF_ERR_INVALID, "af_trainer_step: x or target is NULL");
+    if (!t) return ir_fail(AF_ERR_INVALID, "af_trainer_step: trainer is NULL");
+    if (!x || !target) return ir_fail(AF_ERR_INVALID, "af_trainer_step: x or target is NULL");
     t->acc = (af_stats){ 0 };
     t->host_flops = 0;
     af_status st = t->res ? step_resident(t, x, target, info) : step_host_or_device(t, x, target, info);
@@ -254,14 +254,14 @@ void af_trainer_stats(const af_trainer *t, af_stats *out) {
 }
 
 af_status af_trainer_read_param(af_trainer *t, int i, float *dst) {
-    if (!t || i < 0 || i >= t->np || !dst) return af_fail(AF_ERR_INVALID, "af_trainer_read_param: bad trainer, index %d or NULL dst", i);
+    if (!t || i < 0 || i >= t->np || !dst) return ir_fail(AF_ERR_INVALID, "af_trainer_read_param: bad trainer, index %d or NULL dst", i);
     if (t->res) return af_model_read_state(t->res, t->state_in[i], dst);
     memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float));
     return AF_OK;
 }
 
 af_status af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *out) {
-    if (!t || !x || !out || n < 0) return af_fail(AF_ERR_INVALID, "af_trainer_predict: bad arguments");
+    if (!t || !x || !out || n < 0) return ir_fail(AF_ERR_INVALID, "af_trainer_predict: bad arguments");
     af_status st;
     if (!t->eval && (st = tr_build_eval(t))) return st;
     int64_t eb = t->o.eval_batch, xs = af_shape_count(t->net.sample), od = t->net.out_dim;

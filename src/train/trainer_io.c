@@ -12,21 +12,21 @@
 
 static af_status check_opts(const af_net *net, const af_train_opts *o) {
     if (!net || !net->make_params || !net->forward)
-        return af_fail(AF_ERR_INVALID, "af_trainer_new: the net needs make_params and forward functions");
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: the net needs make_params and forward functions");
     if (net->out_dim < 1 || af_shape_count(net->sample) < 1)
-        return af_fail(AF_ERR_INVALID, "af_trainer_new: the net's sample shape and out_dim must be set (out_dim %lld)", (long long)net->out_dim);
-    if (o->objective != AF_OBJ_CE && o->objective != AF_OBJ_MSE) return af_fail(AF_ERR_INVALID, "af_trainer_new: unknown objective %d", (int)o->objective);
-    if (o->optimizer != AF_OPT_ADAM && o->optimizer != AF_OPT_SGD) return af_fail(AF_ERR_INVALID, "af_trainer_new: unknown optimizer %d", (int)o->optimizer);
-    if ((unsigned)o->plan > AF_PLAN_UNROLLED) return af_fail(AF_ERR_INVALID, "af_trainer_new: unknown plan %d", (int)o->plan);
-    if (!(o->lr > 0) || !isfinite(o->lr)) return af_fail(AF_ERR_INVALID, "af_trainer_new: learning rate %g must be positive and finite", (double)o->lr);
-    if (o->batch < 1 || o->eval_batch < 1) return af_fail(AF_ERR_INVALID, "af_trainer_new: batch %d and eval_batch %d must be >= 1", o->batch, o->eval_batch);
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: the net's sample shape and out_dim must be set (out_dim %lld)", (long long)net->out_dim);
+    if (o->objective != AF_OBJ_CE && o->objective != AF_OBJ_MSE) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown objective %d", (int)o->objective);
+    if (o->optimizer != AF_OPT_ADAM && o->optimizer != AF_OPT_SGD) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown optimizer %d", (int)o->optimizer);
+    if ((unsigned)o->plan > AF_PLAN_UNROLLED) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown plan %d", (int)o->plan);
+    if (!(o->lr > 0) || !isfinite(o->lr)) return ir_fail(AF_ERR_INVALID, "af_trainer_new: learning rate %g must be positive and finite", (double)o->lr);
+    if (o->batch < 1 || o->eval_batch < 1) return ir_fail(AF_ERR_INVALID, "af_trainer_new: batch %d and eval_batch %d must be >= 1", o->batch, o->eval_batch);
     if (o->plan == AF_PLAN_UNROLLED && (o->unroll < 1 || o->unroll > TR_MAXK))
-        return af_fail(AF_ERR_INVALID, "af_trainer_new: unroll %d must be in 1..%d", o->unroll, TR_MAXK);
-    if (!(o->loss_scale >= 0) || !isfinite(o->loss_scale)) return af_fail(AF_ERR_INVALID, "af_trainer_new: loss scale %g must be >= 0 (0 means 1)", (double)o->loss_scale);
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: unroll %d must be in 1..%d", o->unroll, TR_MAXK);
+    if (!(o->loss_scale >= 0) || !isfinite(o->loss_scale)) return ir_fail(AF_ERR_INVALID, "af_trainer_new: loss scale %g must be >= 0 (0 means 1)", (double)o->loss_scale);
     if (o->optimizer == AF_OPT_ADAM && !(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->eps > 0))
-        return af_fail(AF_ERR_INVALID, "af_trainer_new: Adam needs 0 <= beta1, beta2 < 1 and eps > 0");
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: Adam needs 0 <= beta1, beta2 < 1 and eps > 0");
     if (o->schedule == AF_LR_COSINE && o->total_steps <= o->warmup_steps)
-        return af_fail(AF_ERR_INVALID, "af_trainer_new: the cosine schedule needs total_steps (%lld) > warmup_steps (%lld)",
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: the cosine schedule needs total_steps (%lld) > warmup_steps (%lld)",
                        (long long)o->total_steps, (long long)o->warmup_steps);
     return AF_OK;
 }
@@ -35,7 +35,7 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     af_train_opts o = opts ? *opts : af_train_defaults();
     if (check_opts(net, &o)) return NULL;
     af_trainer *t = calloc(1, sizeof *t);
-    if (!t) { af_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory"); return NULL; }
+    if (!t) { ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory"); return NULL; }
     t->net = *net;
     t->o = o;
     t->g = af_graph_new();
@@ -51,14 +51,14 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     if (t->g) af_graph_set_target(t->g, o.compile.target);
     t->np = t->g ? net->make_params(net->ctx, t->g, t->p, TR_MAXP) : -1;
     if (t->np < 1 || (t->g && t->g->error)) {
-        af_fail(AF_ERR_INVALID, "af_trainer_new: make_params failed: %s", t->g && t->g->error ? t->g->error : "it returned no params");
+        ir_fail(AF_ERR_INVALID, "af_trainer_new: make_params failed: %s", t->g && t->g->error ? t->g->error : "it returned no params");
         af_trainer_free(t);
         return NULL;
     }
     for (int i = 0; i < t->np; i++) {
         af_tensor *p = t->p[i];
-        if (!p || !(p->flags & AF_TF_PARAM)) {
-            af_fail(AF_ERR_INVALID, "af_trainer_new: make_params result %d is not an af_parameter", i);
+        if (!p || !(p->flags & IR_TF_PARAM)) {
+            ir_fail(AF_ERR_INVALID, "af_trainer_new: make_params result %d is not an af_parameter", i);
             af_trainer_free(t);
             return NULL;
         }
@@ -69,7 +69,7 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
         t->v[i] = calloc((size_t)n, sizeof(float));
         t->grad[i] = malloc((size_t)n * sizeof(float));
         if (!t->master[i] || !t->m[i] || !t->v[i] || !t->grad[i]) {
-            af_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory");
+            ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory");
             af_trainer_free(t);
             return NULL;
         }
@@ -83,7 +83,7 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", af_error_message());
         af_trainer_free(t);
-        af_fail(AF_ERR_INVALID, "%s", msg);
+        ir_fail(AF_ERR_INVALID, "%s", msg);
         return NULL;
     }
     tr_guard(t);
@@ -130,48 +130,48 @@ static af_status move_state(af_trainer *t, bool read) {
     return AF_OK;
 }
 
-af_status tr_export(af_trainer *t, af_ckpt *c) {
+af_status tr_export(af_trainer *t, ckpt *c) {
     af_status st = move_state(t, true);
     char name[64];
-    if (!st) st = af_ckpt_put_str(c, "trainer.plan", af_plan_name(t->o.plan));
-    if (!st) st = af_ckpt_put_i64(c, "trainer.nparams", t->np);
-    if (!st) st = af_ckpt_put_i64(c, "trainer.step", t->step);
-    if (!st) st = af_ckpt_put_i64(c, "trainer.skipped", t->skipped);
-    if (!st) st = af_ckpt_put_i64(c, "trainer.clean_run", t->clean_run);
-    if (!st) st = af_ckpt_put(c, "trainer.scale", &t->scale, sizeof t->scale);
+    if (!st) st = ckpt_put_str(c, "trainer.plan", af_plan_name(t->o.plan));
+    if (!st) st = ckpt_put_i64(c, "trainer.nparams", t->np);
+    if (!st) st = ckpt_put_i64(c, "trainer.step", t->step);
+    if (!st) st = ckpt_put_i64(c, "trainer.skipped", t->skipped);
+    if (!st) st = ckpt_put_i64(c, "trainer.clean_run", t->clean_run);
+    if (!st) st = ckpt_put(c, "trainer.scale", &t->scale, sizeof t->scale);
     for (int i = 0; i < t->np && !st; i++) {
         int64_t bytes = t->count[i] * (int64_t)sizeof(float);
         snprintf(name, sizeof name, "param.%d", i);
-        st = af_ckpt_put(c, name, t->master[i], bytes);
+        st = ckpt_put(c, name, t->master[i], bytes);
         snprintf(name, sizeof name, "adam_m.%d", i);
-        if (!st) st = af_ckpt_put(c, name, t->m[i], bytes);
+        if (!st) st = ckpt_put(c, name, t->m[i], bytes);
         snprintf(name, sizeof name, "adam_v.%d", i);
-        if (!st) st = af_ckpt_put(c, name, t->v[i], bytes);
+        if (!st) st = ckpt_put(c, name, t->v[i], bytes);
     }
     return st;
 }
 
-static af_status get_array(const af_ckpt *c, const char *name, float *dst, int64_t n) {
+static af_status get_array(const ckpt *c, const char *name, float *dst, int64_t n) {
     int64_t bytes = 0;
-    const void *p = af_ckpt_get(c, name, &bytes);
-    if (!p) return af_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' is missing", name);
+    const void *p = ckpt_get(c, name, &bytes);
+    if (!p) return ir_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' is missing", name);
     if (bytes != n * (int64_t)sizeof(float))
-        return af_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' holds %lld bytes but the model needs %lld; was it saved for another model?",
+        return ir_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' holds %lld bytes but the model needs %lld; was it saved for another model?",
                        name, (long long)bytes, (long long)(n * (int64_t)sizeof(float)));
     memcpy(dst, p, (size_t)bytes);
     return AF_OK;
 }
 
-af_status tr_import(af_trainer *t, const af_ckpt *c) {
+af_status tr_import(af_trainer *t, const ckpt *c) {
     int64_t np = 0, bytes = 0;
-    af_status st = af_ckpt_get_i64(c, "trainer.nparams", &np);
+    af_status st = ckpt_get_i64(c, "trainer.nparams", &np);
     if (st) return st;
-    if (np != t->np) return af_fail(AF_ERR_CORRUPT, "checkpoint: it holds %lld params but the model has %d; was it saved for another model?", (long long)np, t->np);
-    if ((st = af_ckpt_get_i64(c, "trainer.step", &t->step)) || (st = af_ckpt_get_i64(c, "trainer.skipped", &t->skipped)) ||
-        (st = af_ckpt_get_i64(c, "trainer.clean_run", &t->clean_run)))
+    if (np != t->np) return ir_fail(AF_ERR_CORRUPT, "checkpoint: it holds %lld params but the model has %d; was it saved for another model?", (long long)np, t->np);
+    if ((st = ckpt_get_i64(c, "trainer.step", &t->step)) || (st = ckpt_get_i64(c, "trainer.skipped", &t->skipped)) ||
+        (st = ckpt_get_i64(c, "trainer.clean_run", &t->clean_run)))
         return st;
-    const void *sc = af_ckpt_get(c, "trainer.scale", &bytes);
-    if (!sc || bytes != sizeof t->scale) return af_fail(AF_ERR_CORRUPT, "checkpoint: record 'trainer.scale' is missing or mis-sized");
+    const void *sc = ckpt_get(c, "trainer.scale", &bytes);
+    if (!sc || bytes != sizeof t->scale) return ir_fail(AF_ERR_CORRUPT, "checkpoint: record 'trainer.scale' is missing or mis-sized");
     memcpy(&t->scale, sc, sizeof t->scale);
     char name[64];
     for (int i = 0; i < t->np; i++) {
@@ -186,20 +186,20 @@ af_status tr_import(af_trainer *t, const af_ckpt *c) {
 }
 
 af_status af_trainer_save(af_trainer *t, const char *path) {
-    if (!t || !path) return af_fail(AF_ERR_INVALID, "af_trainer_save: trainer or path is NULL");
-    af_ckpt *c = af_ckpt_new();
-    if (!c) return af_fail(AF_ERR_NOMEM, "af_trainer_save: out of memory");
+    if (!t || !path) return ir_fail(AF_ERR_INVALID, "af_trainer_save: trainer or path is NULL");
+    ckpt *c = ckpt_new();
+    if (!c) return ir_fail(AF_ERR_NOMEM, "af_trainer_save: out of memory");
     af_status st = tr_export(t, c);
-    if (!st) st = af_ckpt_save(c, path);
-    af_ckpt_free(c);
+    if (!st) st = ckpt_save(c, path);
+    ckpt_free(c);
     return st;
 }
 
 af_status af_trainer_load(af_trainer *t, const char *path) {
-    if (!t || !path) return af_fail(AF_ERR_INVALID, "af_trainer_load: trainer or path is NULL");
-    af_ckpt *c = NULL;
-    af_status st = af_ckpt_load(path, &c);
+    if (!t || !path) return ir_fail(AF_ERR_INVALID, "af_trainer_load: trainer or path is NULL");
+    ckpt *c = NULL;
+    af_status st = ckpt_load(path, &c);
     if (!st) st = tr_import(t, c);
-    af_ckpt_free(c);
+    ckpt_free(c);
     return st;
 }

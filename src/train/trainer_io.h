@@ -3,6 +3,6 @@
 #define AF_TRAIN_TRAINER_IO_H
 #include "train/ckpt.h"
 
-af_status tr_export(af_trainer *t, af_ckpt *c);
-af_status tr_import(af_trainer *t, const af_ckpt *c);
+af_status tr_export(af_trainer *t, ckpt *c);
+af_status tr_import(af_trainer *t, const ckpt *c);
 #endif

@@ -230,7 +230,7 @@ typedef struct {
     fdesc *desc;
     int state;
     char hex[200];
-    af_mil_module mod;
+    mil_module mod;
     af_model *prog;
 } fmodel;
 
@@ -257,25 +257,25 @@ static id model_new(Class self, SEL op, id desc) {
     char hx[3][65];
     size_t n;
     const uint8_t *text = fake_data_bytes(m->desc->mil, &n);
-    af_sha256(text, n, dg);
-    af_sha256_hex(dg, hx[0]);
-    af_sha256_ctx c;
-    af_sha256_init(&c);
+    data_sha256(text, n, dg);
+    data_sha256_hex(dg, hx[0]);
+    data_sha256_ctx c;
+    data_sha256_init(&c);
     for (CFIndex i = 0; i < fake_dict_count(m->desc->options); i++) {
         const char *k = fake_string_text(fake_dict_key(m->desc->options, i));
-        if (k) af_sha256_update(&c, k, strlen(k) + 1);
+        if (k) data_sha256_update(&c, k, strlen(k) + 1);
     }
-    af_sha256_final(&c, dg);
-    af_sha256_hex(dg, hx[1]);
-    af_sha256_init(&c);
+    data_sha256_final(&c, dg);
+    data_sha256_hex(dg, hx[1]);
+    data_sha256_init(&c);
     for (CFIndex i = 0; i < fake_dict_count(m->desc->weights); i++) {
         const char *k = fake_string_text(fake_dict_key(m->desc->weights, i));
         const uint8_t *b = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, k), "data"), &n);
-        af_sha256_update(&c, k, strlen(k) + 1);
-        af_sha256_update(&c, b, n);
+        data_sha256_update(&c, k, strlen(k) + 1);
+        data_sha256_update(&c, b, n);
     }
-    af_sha256_final(&c, dg);
-    af_sha256_hex(dg, hx[2]);
+    data_sha256_final(&c, dg);
+    data_sha256_hex(dg, hx[2]);
     snprintf(m->hex, sizeof m->hex, "%.64s_%.64s_%.64s", hx[0], hx[1], hx[2]);
     return fake_autorelease(m);
 }
@@ -345,8 +345,8 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     if (e) return fail(err, e);
     size_t n;
     const char *text = (const char *)fake_data_bytes(m->desc->mil, &n);
-    af_mil_read_opts ro = { .source_name = "model.mil", .model_dir = dir };
-    if (af_mil_parse(text, n, &ro, &m->mod)) return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
+    mil_read_opts ro = { .source_name = "model.mil", .model_dir = dir };
+    if (mil_parse(text, n, &ro, &m->mod)) return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
     if (m->mod.nin > MAX_PORTS || m->mod.nout > MAX_PORTS)
         return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
     /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls

@@ -23,7 +23,7 @@
 
 static void (*set_subtype)(const char *);
 static int ncases, nsame, nrefused;
-static bool covered[AF_OP_COUNT];
+static bool covered[IR_OP_COUNT];
 
 static af_compile_opts ane_opts(af_family_id fam) {
     return (af_compile_opts){ .target = AF_TARGET_ANE, .family = fam, .threads = 1, .ane_framework = AF_FAKE_ANE };
@@ -32,7 +32,7 @@ static af_compile_opts sim_opts(af_family_id fam) {
     return (af_compile_opts){ .target = AF_TARGET_ANE_SIM, .family = fam, .threads = 1, .via_mil = 1 };
 }
 
-static unsigned long long seed_of(const char *label, af_op op) {
+static unsigned long long seed_of(const char *label, ir_op op) {
     unsigned long long h = 1469598103934665603ULL ^ (unsigned long long)op;
     for (const char *p = label; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
     return h;
@@ -50,7 +50,7 @@ static af_model *compile_run(const corpus_graph *cg, const af_compile_opts *o, f
     return m;
 }
 
-static void run_case(const corpus_case *base, af_op op) {
+static void run_case(const corpus_case *base, ir_op op) {
     corpus_case c = *base;
     c.op = op;
     corpus_graph cg = { .g = af_graph_new(), .rng = { seed_of(c.label, op) } };
@@ -58,7 +58,7 @@ static void run_case(const corpus_case *base, af_op op) {
     if (af_graph_error(cg.g) || cg.nout == 0) { corpus_graph_free(&cg); return; } /* test_ops reports these */
     /* Engine programs take fp16: say so in the graph, as the trainer does. */
     for (int i = 0; i < cg.nin; i++)
-        if (!(cg.in[i]->flags & AF_TF_PARAM)) cg.in[i]->dtype = AF_F16;
+        if (!(cg.in[i]->flags & IR_TF_PARAM)) cg.in[i]->dtype = AF_F16;
     ncases++;
     float *a[CORPUS_MAX_IO] = { 0 }, *b[CORPUS_MAX_IO] = { 0 };
     for (int k = 0; k < cg.nout; k++) {
@@ -70,17 +70,17 @@ static void run_case(const corpus_case *base, af_op op) {
     char why_a[900] = "", why_s[900] = "";
     af_model *ma = compile_run(&cg, &oa, a, why_a, sizeof why_a);
     af_model *ms = compile_run(&cg, &os, b, why_s, sizeof why_s);
-    CHECK(!ma == !ms, "%s/%s: ane %s but ane-sim %s", af_ops[op].name, c.label, ma ? "compiles" : why_a, ms ? "compiles" : why_s);
+    CHECK(!ma == !ms, "%s/%s: ane %s but ane-sim %s", ir_ops[op].name, c.label, ma ? "compiles" : why_a, ms ? "compiles" : why_s);
     if (!ma && !ms) {
         nrefused++;
-        if (getenv("ANE_TEST_VERBOSE")) printf("refused %s/%s: %s\n", af_ops[op].name, c.label, why_s);
+        if (getenv("ANE_TEST_VERBOSE")) printf("refused %s/%s: %s\n", ir_ops[op].name, c.label, why_s);
     }
     if (ma && ms) {
         CHECK(af_model_family(ma) == AF_FAMILY_A16, "%s: the family is not the device's", c.label);
         bool same = true;
         for (int k = 0; k < cg.nout && same; k++)
             same = !memcmp(a[k], b[k], sizeof(float) * (size_t)af_shape_count(cg.out[k]->shape));
-        CHECK(same, "%s/%s: the ane target and ane-sim through MIL differ", af_ops[op].name, c.label);
+        CHECK(same, "%s/%s: the ane target and ane-sim through MIL differ", ir_ops[op].name, c.label);
         if (same) {
             nsame++;
             for (int id = 0; id < cg.g->n; id++) covered[cg.g->t[id]->op] = true;
@@ -99,8 +99,8 @@ static void run_case(const corpus_case *base, af_op op) {
 static void run_table(const corpus_case *t, int n) {
     for (int i = 0; i < n; i++) {
         if (!t[i].sweep) { run_case(&t[i], t[i].op); continue; }
-        for (int op = 0; op < AF_OP_COUNT; op++)
-            if (af_ops[op].family == af_ops[t[i].op].family) run_case(&t[i], (af_op)op);
+        for (int op = 0; op < IR_OP_COUNT; op++)
+            if (ir_ops[op].kind == ir_ops[t[i].op].kind) run_case(&t[i], (ir_op)op);
     }
 }
 
@@ -112,8 +112,8 @@ static void test_ops(void) {
     run_table(corpus_elementwise, corpus_elementwise_count);
     run_table(corpus_tensor, corpus_tensor_count);
     run_table(corpus_nn, corpus_nn_count);
-    for (int op = 0; op < AF_OP_COUNT; op++)
-        CHECK(covered[op], "op '%s' never ran on the ane target", af_ops[op].name);
+    for (int op = 0; op < IR_OP_COUNT; op++)
+        CHECK(covered[op], "op '%s' never ran on the ane target", ir_ops[op].name);
     printf("ane ops: %d cases, %d bit-identical to ane-sim, %d refused by both\n", ncases, nsame, nrefused);
 }
 

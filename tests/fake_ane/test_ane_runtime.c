@@ -69,7 +69,7 @@ static void open_fake(void) {
     *(void **)&fake.last_error = dlsym(h, "fake_ane_last_error");
     CHECK(fake.last_error && fake.live_objects && fake.set_subtype, "the fake exports no control functions");
     /* the private aneforge inside the fake must not be visible */
-    CHECK(dlsym(h, "af_compile") == NULL && dlsym(h, "af_mil_parse") == NULL, "the fake exports aneforge's symbols");
+    CHECK(dlsym(h, "af_compile") == NULL && dlsym(h, "mil_parse") == NULL, "the fake exports aneforge's symbols");
     dlclose(h);
 }
 
@@ -94,18 +94,18 @@ typedef struct {
 
 static int emit(const graph_prog *gp, emitted *e) {
     memset(e, 0, sizeof *e);
-    af_milblob_writer *blob = NULL;
-    if (af_mil_emit_mem(gp->g, gp->nin, gp->in, gp->nout, gp->out, &e->mil, &e->len, &blob, e->order)) {
+    milblob_writer *blob = NULL;
+    if (mil_emit_mem(gp->g, gp->nin, gp->in, gp->nout, gp->out, &e->mil, &e->len, &blob, e->order)) {
         CHECK(0, "emit: %s", af_error_message());
         return 0;
     }
     size_t n = 0;
-    const uint8_t *b = af_milblob_bytes(blob, &n);
-    if (af_milblob_writer_count(blob) > 0 && (e->w = malloc(n))) {
+    const uint8_t *b = milblob_bytes(blob, &n);
+    if (milblob_writer_count(blob) > 0 && (e->w = malloc(n))) {
         memcpy(e->w, b, n);
         e->wn = n;
     }
-    af_milblob_writer_free(blob);
+    milblob_writer_free(blob);
     e->ports.nin = gp->nin;
     e->ports.nout = gp->nout;
     for (int k = 0; k < gp->nin; k++) e->ports.in_count[k] = af_shape_count(af_tensor_shape(gp->in[e->order[k]]));
@@ -122,7 +122,7 @@ static uint16_t *random_f16(test_rng *r, int64_t n, double lo, double hi) {
     float *f = malloc(sizeof(float) * (size_t)n);
     uint16_t *h = malloc(2 * (size_t)n);
     test_fill_uniform(r, f, n, lo, hi);
-    af_f32_to_f16_array(f, h, n);
+    ir_f32_to_f16_array(f, h, n);
     free(f);
     return h;
 }
@@ -149,7 +149,7 @@ static int run_cpu(const graph_prog *gp, uint16_t **in, uint16_t **want) {
     /* The emitted program's arguments are fp16 whatever the graph declared; ane-sim
      * wants that said in the graph (its fp16-only I/O rule). */
     for (int i = 0; i < gp->nin; i++)
-        if (!(gp->in[i]->flags & AF_TF_PARAM)) gp->in[i]->dtype = AF_F16;
+        if (!(gp->in[i]->flags & IR_TF_PARAM)) gp->in[i]->dtype = AF_F16;
     af_model *m = af_compile(gp->g, gp->nin, gp->in, gp->nout, gp->out, &o);
     CHECK(m != NULL, "af_compile: %s", af_error_message());
     if (!m) return 0;
@@ -164,7 +164,7 @@ static int run_cpu(const graph_prog *gp, uint16_t **in, uint16_t **want) {
 
 static double f16(uint16_t h) {
     float f;
-    af_f16_to_f32_array(&h, &f, 1);
+    ir_f16_to_f32_array(&h, &f, 1);
     return f;
 }
 
@@ -240,8 +240,8 @@ static void case_programs(void) {
 
     test_fill_uniform(&r, lin_w, 16 * 32, -0.5, 0.5);
     test_fill_uniform(&r, lin_b, 16, -0.5, 0.5);
-    af_round_f16_array(lin_w, 16 * 32); /* the program holds fp16 weights: the reference uses the same */
-    af_round_f16_array(lin_b, 16);
+    ir_round_f16_array(lin_w, 16 * 32); /* the program holds fp16 weights: the reference uses the same */
+    ir_round_f16_array(lin_b, 16);
     graph_prog l = { af_graph_new(), 1, 1 };
     l.in[0] = af_input(l.g, "x", AF_F16, AF_SHAPE(4, 32));
     af_tensor *w = af_const(l.g, "w", AF_SHAPE(16, 32), lin_w), *b = af_const(l.g, "b", AF_SHAPE(16), lin_b);
@@ -249,13 +249,13 @@ static void case_programs(void) {
     check_program("linear with baked weights", &l, &r, ref_linear, 4e-3);
     af_graph_free(l.g);
 
-    for (int i = 0; af_mil_sample_names[i]; i++) { /* mlp-step, conv, attention */
-        af_mil_sample s;
-        CHECK(af_mil_sample_build(af_mil_sample_names[i], &s) == AF_OK, "%s", af_error_message());
+    for (int i = 0; mil_sample_names[i]; i++) { /* mlp-step, conv, attention */
+        mil_sample s;
+        CHECK(mil_sample_build(mil_sample_names[i], &s) == AF_OK, "%s", af_error_message());
         graph_prog sp = { s.g, s.nin, s.nout };
         memcpy(sp.in, s.in, sizeof s.in);
         memcpy(sp.out, s.out, sizeof s.out);
-        check_program(af_mil_sample_names[i], &sp, &r, NULL, 0);
+        check_program(mil_sample_names[i], &sp, &r, NULL, 0);
         af_graph_free(s.g);
     }
 

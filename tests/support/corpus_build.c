@@ -6,17 +6,17 @@
 #include <string.h>
 
 /* The domain an op's operand k needs when the case does not say. */
-static corpus_dom default_dom(af_op op, int k) {
+static corpus_dom default_dom(ir_op op, int k) {
     switch (op) {
-    case AF_OP_POW: return k == 0 ? (corpus_dom)DU(0.25f, 3.0f) : (corpus_dom)DU(-2.0f, 2.0f);
-    case AF_OP_REAL_DIV: return k == 1 ? (corpus_dom)DM(0.5f, 2.0f) : (corpus_dom)DU(-2.0f, 2.0f);
-    case AF_OP_GREATER: case AF_OP_LESS: case AF_OP_EQUAL: return (corpus_dom)DI(-2, 2); /* ties matter */
-    case AF_OP_SELECT: return k == 0 ? (corpus_dom)DI(-1, 1) : (corpus_dom)DU(-2.0f, 2.0f);
-    case AF_OP_SQRT: case AF_OP_RSQRT: case AF_OP_LOG: return (corpus_dom)DU(0.05f, 4.0f);
-    case AF_OP_INVERSE: return (corpus_dom)DM(0.25f, 2.0f);
-    case AF_OP_EXP: return (corpus_dom)DU(-3.0f, 3.0f);
-    case AF_OP_SIN: case AF_OP_COS: return (corpus_dom)DU(-4.0f, 4.0f);
-    case AF_OP_GELU: case AF_OP_SILU: case AF_OP_SIGMOID: case AF_OP_TANH: case AF_OP_ERF: return (corpus_dom)DU(-4.0f, 4.0f);
+    case IR_OP_POW: return k == 0 ? (corpus_dom)DU(0.25f, 3.0f) : (corpus_dom)DU(-2.0f, 2.0f);
+    case IR_OP_REAL_DIV: return k == 1 ? (corpus_dom)DM(0.5f, 2.0f) : (corpus_dom)DU(-2.0f, 2.0f);
+    case IR_OP_GREATER: case IR_OP_LESS: case IR_OP_EQUAL: return (corpus_dom)DI(-2, 2); /* ties matter */
+    case IR_OP_SELECT: return k == 0 ? (corpus_dom)DI(-1, 1) : (corpus_dom)DU(-2.0f, 2.0f);
+    case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_LOG: return (corpus_dom)DU(0.05f, 4.0f);
+    case IR_OP_INVERSE: return (corpus_dom)DM(0.25f, 2.0f);
+    case IR_OP_EXP: return (corpus_dom)DU(-3.0f, 3.0f);
+    case IR_OP_SIN: case IR_OP_COS: return (corpus_dom)DU(-4.0f, 4.0f);
+    case IR_OP_GELU: case IR_OP_SILU: case IR_OP_SIGMOID: case IR_OP_TANH: case IR_OP_ERF: return (corpus_dom)DU(-4.0f, 4.0f);
     default: return (corpus_dom)DU(-2.0f, 2.0f);
     }
 }
@@ -80,16 +80,16 @@ void corpus_b_binary(corpus_graph *cg, const corpus_case *c) {
     if (c->p[0] == 3) b = a; /* one tensor as both operands */
     af_tensor *y = NULL;
     switch (c->op) {
-    case AF_OP_ADD: y = af_add(a, b); break;
-    case AF_OP_SUB: y = af_sub(a, b); break;
-    case AF_OP_MUL: y = af_mul(a, b); break;
-    case AF_OP_REAL_DIV: y = af_div(a, b); break;
-    case AF_OP_MAXIMUM: y = af_maximum(a, b); break;
-    case AF_OP_MINIMUM: y = af_minimum(a, b); break;
-    case AF_OP_POW: y = af_pow(a, b); break;
-    case AF_OP_GREATER: y = af_greater(a, b); break;
-    case AF_OP_LESS: y = af_less(a, b); break;
-    case AF_OP_EQUAL: y = af_equal(a, b); break;
+    case IR_OP_ADD: y = af_add(a, b); break;
+    case IR_OP_SUB: y = af_sub(a, b); break;
+    case IR_OP_MUL: y = af_mul(a, b); break;
+    case IR_OP_REAL_DIV: y = af_div(a, b); break;
+    case IR_OP_MAXIMUM: y = af_maximum(a, b); break;
+    case IR_OP_MINIMUM: y = af_minimum(a, b); break;
+    case IR_OP_POW: y = af_pow(a, b); break;
+    case IR_OP_GREATER: y = af_greater(a, b); break;
+    case IR_OP_LESS: y = af_less(a, b); break;
+    case IR_OP_EQUAL: y = af_equal(a, b); break;
     default: break;
     }
     output(cg, y);
@@ -104,28 +104,28 @@ void corpus_b_select(corpus_graph *cg, const corpus_case *c) {
 
 void corpus_b_scalar(corpus_graph *cg, const corpus_case *c) {
     af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
-    output(cg, c->op == AF_OP_ADDS ? af_adds(x, c->f) : af_muls(x, c->f));
+    output(cg, c->op == IR_OP_ADDS ? af_adds(x, c->f) : af_muls(x, c->f));
 }
 
 void corpus_b_unary(corpus_graph *cg, const corpus_case *c) {
     af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32), *y = NULL;
     switch (c->op) {
-    case AF_OP_NEG: y = af_neg(x); break;
-    case AF_OP_ABS: y = af_abs(x); break;
-    case AF_OP_SQUARE: y = af_square(x); break;
-    case AF_OP_SQRT: y = af_sqrt(x); break;
-    case AF_OP_RSQRT: y = af_rsqrt(x); break;
-    case AF_OP_INVERSE: y = af_inverse(x); break;
-    case AF_OP_EXP: y = af_exp(x); break;
-    case AF_OP_LOG: y = af_log(x); break;
-    case AF_OP_TANH: y = af_tanh(x); break;
-    case AF_OP_SIGMOID: y = af_sigmoid(x); break;
-    case AF_OP_RELU: y = af_relu(x); break;
-    case AF_OP_GELU: y = af_gelu(x, (af_gelu_mode)c->p[0]); break;
-    case AF_OP_SILU: y = af_silu(x); break;
-    case AF_OP_SIN: y = af_sin(x); break;
-    case AF_OP_COS: y = af_cos(x); break;
-    case AF_OP_ERF: y = af_erf(x); break;
+    case IR_OP_NEG: y = af_neg(x); break;
+    case IR_OP_ABS: y = af_abs(x); break;
+    case IR_OP_SQUARE: y = af_square(x); break;
+    case IR_OP_SQRT: y = af_sqrt(x); break;
+    case IR_OP_RSQRT: y = af_rsqrt(x); break;
+    case IR_OP_INVERSE: y = af_inverse(x); break;
+    case IR_OP_EXP: y = af_exp(x); break;
+    case IR_OP_LOG: y = af_log(x); break;
+    case IR_OP_TANH: y = af_tanh(x); break;
+    case IR_OP_SIGMOID: y = af_sigmoid(x); break;
+    case IR_OP_RELU: y = af_relu(x); break;
+    case IR_OP_GELU: y = af_gelu(x, (af_gelu_mode)c->p[0]); break;
+    case IR_OP_SILU: y = af_silu(x); break;
+    case IR_OP_SIN: y = af_sin(x); break;
+    case IR_OP_COS: y = af_cos(x); break;
+    case IR_OP_ERF: y = af_erf(x); break;
     default: break;
     }
     output(cg, y);
@@ -155,10 +155,10 @@ void corpus_b_reduce(corpus_graph *cg, const corpus_case *c) {
     const int *axes = &c->p[2];
     int n = c->p[1], keep = c->p[0];
     switch (c->op) {
-    case AF_OP_REDUCE_SUM: y = af_reduce_sum(x, n, axes, keep); break;
-    case AF_OP_REDUCE_MEAN: y = af_reduce_mean(x, n, axes, keep); break;
-    case AF_OP_REDUCE_MAX: y = af_reduce_max(x, n, axes, keep); break;
-    case AF_OP_REDUCE_MIN: y = af_reduce_min(x, n, axes, keep); break;
+    case IR_OP_REDUCE_SUM: y = af_reduce_sum(x, n, axes, keep); break;
+    case IR_OP_REDUCE_MEAN: y = af_reduce_mean(x, n, axes, keep); break;
+    case IR_OP_REDUCE_MAX: y = af_reduce_max(x, n, axes, keep); break;
+    case IR_OP_REDUCE_MIN: y = af_reduce_min(x, n, axes, keep); break;
     default: break;
     }
     output(cg, y);
@@ -205,13 +205,13 @@ void corpus_b_norm(corpus_graph *cg, const corpus_case *c) {
     corpus_dom gd = DU(0.5f, 1.5f), bd = DU(-0.5f, 0.5f);
     if (!c->p[1]) {
         gamma = c->p[2] ? constant(cg, c->s[1], gd) : input(cg, c->s[1], gd, AF_F32);
-        if (c->op != AF_OP_RMS_NORM) beta = c->p[2] ? constant(cg, c->s[2], bd) : input(cg, c->s[2], bd, AF_F32);
+        if (c->op != IR_OP_RMS_NORM) beta = c->p[2] ? constant(cg, c->s[2], bd) : input(cg, c->s[2], bd, AF_F32);
     }
     switch (c->op) {
-    case AF_OP_RMS_NORM: y = af_rms_norm(x, gamma, c->f); break;
-    case AF_OP_LAYER_NORM: y = af_layer_norm(x, gamma, beta, c->f); break;
-    case AF_OP_CHANNEL_LAYER_NORM: y = af_channel_layer_norm(x, gamma, beta, c->f); break;
-    case AF_OP_GROUP_NORM: y = af_group_norm(x, c->p[0], gamma, beta, c->f); break;
+    case IR_OP_RMS_NORM: y = af_rms_norm(x, gamma, c->f); break;
+    case IR_OP_LAYER_NORM: y = af_layer_norm(x, gamma, beta, c->f); break;
+    case IR_OP_CHANNEL_LAYER_NORM: y = af_channel_layer_norm(x, gamma, beta, c->f); break;
+    case IR_OP_GROUP_NORM: y = af_group_norm(x, c->p[0], gamma, beta, c->f); break;
     default: break;
     }
     output(cg, y);
@@ -220,7 +220,7 @@ void corpus_b_norm(corpus_graph *cg, const corpus_case *c) {
 void corpus_b_pool(corpus_graph *cg, const corpus_case *c) {
     af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
     const int *k = &c->p[0], *s = c->p[2] ? &c->p[2] : NULL, *p = c->p[6] ? NULL : &c->p[4];
-    output(cg, c->op == AF_OP_AVG_POOL ? af_avg_pool(x, k, s, p) : af_max_pool(x, k, s, p));
+    output(cg, c->op == IR_OP_AVG_POOL ? af_avg_pool(x, k, s, p) : af_max_pool(x, k, s, p));
 }
 
 void corpus_b_conv(corpus_graph *cg, const corpus_case *c) {

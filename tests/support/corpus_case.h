@@ -34,7 +34,7 @@ typedef void (*corpus_build_fn)(corpus_graph *cg, const corpus_case *c);
 struct corpus_case {
     const char *label;
     corpus_build_fn build;
-    af_op op;
+    ir_op op;
     int sweep;           /* run once for every op of op's family (binary, unary, ...) */
     af_shape s[6];       /* operand shapes (meaning per builder) */
     corpus_dom dom[3];   /* per-operand domains */
@@ -51,7 +51,7 @@ struct corpus_case {
 #define DI(lo, hi) { DOM_INT, lo, hi }
 #define DM(lo, hi) { DOM_SIGNMAG, lo, hi }
 /* The head of a table row: label, builder and op. */
-#define CASE(lbl, fn, o) .label = lbl, .build = corpus_b_##fn, .op = AF_OP_##o
+#define CASE(lbl, fn, o) .label = lbl, .build = corpus_b_##fn, .op = IR_OP_##o
 
 /* Builders (support/corpus_build.c). Parameters each one reads:
  *   binary    s[0] a, s[1] b; p[0]: 1 = b is a const, 2 = a is a const, 3 = b is a; p[1]: fp16 dtype inputs

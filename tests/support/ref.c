@@ -37,18 +37,18 @@ static int64_t bcast_at(af_shape in, int r, const int64_t *idx) {
     return f;
 }
 
-static double binop(af_op op, double x, double y) {
+static double binop(ir_op op, double x, double y) {
     switch (op) {
-    case AF_OP_ADD: return x + y;
-    case AF_OP_SUB: return x - y;
-    case AF_OP_MUL: return x * y;
-    case AF_OP_REAL_DIV: return x / y;
-    case AF_OP_MAXIMUM: return x > y ? x : y;
-    case AF_OP_MINIMUM: return x < y ? x : y;
-    case AF_OP_POW: return pow(x, y);
-    case AF_OP_GREATER: return x > y ? 1.0 : 0.0;
-    case AF_OP_LESS: return x < y ? 1.0 : 0.0;
-    case AF_OP_EQUAL: return x == y ? 1.0 : 0.0;
+    case IR_OP_ADD: return x + y;
+    case IR_OP_SUB: return x - y;
+    case IR_OP_MUL: return x * y;
+    case IR_OP_REAL_DIV: return x / y;
+    case IR_OP_MAXIMUM: return x > y ? x : y;
+    case IR_OP_MINIMUM: return x < y ? x : y;
+    case IR_OP_POW: return pow(x, y);
+    case IR_OP_GREATER: return x > y ? 1.0 : 0.0;
+    case IR_OP_LESS: return x < y ? 1.0 : 0.0;
+    case IR_OP_EQUAL: return x == y ? 1.0 : 0.0;
     default: return NAN;
     }
 }
@@ -58,27 +58,27 @@ static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double unop(const af_tensor *t, double x) {
     const double pi = 3.14159265358979323846;
     switch (t->op) {
-    case AF_OP_ADDS: return x + (double)t->a.scalar;
-    case AF_OP_MULS: return x * (double)t->a.scalar;
-    case AF_OP_NEG: return -x;
-    case AF_OP_ABS: return fabs(x);
-    case AF_OP_SQUARE: return x * x;
-    case AF_OP_SQRT: return sqrt(x);
-    case AF_OP_RSQRT: return 1.0 / sqrt(x);
-    case AF_OP_INVERSE: return 1.0 / x;
-    case AF_OP_EXP: return exp(x);
-    case AF_OP_LOG: return log(x);
-    case AF_OP_TANH: return tanh(x);
-    case AF_OP_SIGMOID: return sigmoid(x);
-    case AF_OP_RELU: return x > 0 ? x : 0.0;
-    case AF_OP_GELU:
+    case IR_OP_ADDS: return x + (double)t->a.scalar;
+    case IR_OP_MULS: return x * (double)t->a.scalar;
+    case IR_OP_NEG: return -x;
+    case IR_OP_ABS: return fabs(x);
+    case IR_OP_SQUARE: return x * x;
+    case IR_OP_SQRT: return sqrt(x);
+    case IR_OP_RSQRT: return 1.0 / sqrt(x);
+    case IR_OP_INVERSE: return 1.0 / x;
+    case IR_OP_EXP: return exp(x);
+    case IR_OP_LOG: return log(x);
+    case IR_OP_TANH: return tanh(x);
+    case IR_OP_SIGMOID: return sigmoid(x);
+    case IR_OP_RELU: return x > 0 ? x : 0.0;
+    case IR_OP_GELU:
         if (t->a.mode == AF_GELU_TANH) return 0.5 * x * (1.0 + tanh(sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
         return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case AF_OP_SILU: return x * sigmoid(x);
-    case AF_OP_SIN: return sin(x);
-    case AF_OP_COS: return cos(x);
-    case AF_OP_ERF: return erf(x);
-    case AF_OP_CAST: return t->a.to == AF_F16 ? (double)af_round_f16((float)x) : x;
+    case IR_OP_SILU: return x * sigmoid(x);
+    case IR_OP_SIN: return sin(x);
+    case IR_OP_COS: return cos(x);
+    case IR_OP_ERF: return erf(x);
+    case IR_OP_CAST: return t->a.to == AF_F16 ? (double)af_round_f16((float)x) : x;
     default: return NAN;
     }
 }
@@ -113,7 +113,7 @@ static void reduce(const af_tensor *t, const double *x, double *out) {
     af_shape xs = t->src[0]->shape;
     unsigned mask = (unsigned)t->a.ints[0];
     int64_t on = count(t->shape), idx[AF_MAX_RANK];
-    double init = t->op == AF_OP_REDUCE_MAX ? -INFINITY : t->op == AF_OP_REDUCE_MIN ? INFINITY : 0.0;
+    double init = t->op == IR_OP_REDUCE_MAX ? -INFINITY : t->op == IR_OP_REDUCE_MIN ? INFINITY : 0.0;
     for (int64_t o = 0; o < on; o++) out[o] = init;
     for (int64_t f = 0; f < count(xs); f++) {
         unravel(xs, f, idx);
@@ -122,12 +122,12 @@ static void reduce(const af_tensor *t, const double *x, double *out) {
             if (!(mask & (1u << d))) o = o * xs.dim[d] + idx[d];
         double v = x[f];
         switch (t->op) {
-        case AF_OP_REDUCE_MAX: if (v > out[o]) out[o] = v; break;
-        case AF_OP_REDUCE_MIN: if (v < out[o]) out[o] = v; break;
+        case IR_OP_REDUCE_MAX: if (v > out[o]) out[o] = v; break;
+        case IR_OP_REDUCE_MIN: if (v < out[o]) out[o] = v; break;
         default: out[o] += v; break;
         }
     }
-    if (t->op == AF_OP_REDUCE_MEAN) {
+    if (t->op == IR_OP_REDUCE_MEAN) {
         double per = (double)count(xs) / (double)on;
         for (int64_t o = 0; o < on; o++) out[o] /= per;
     }
@@ -156,23 +156,23 @@ static void layout(const af_tensor *t, const double *const *in, double *out) {
     for (int64_t f = 0; f < count(os); f++) {
         unravel(os, f, oi);
         switch (t->op) {
-        case AF_OP_TRANSPOSE: /* out[i0..] = x[j] with j[perm[d]] = i[d] */
+        case IR_OP_TRANSPOSE: /* out[i0..] = x[j] with j[perm[d]] = i[d] */
             for (int d = 0; d < os.rank; d++) xi[t->a.ints[d]] = oi[d];
             out[f] = in[0][ravel(xs, xi)];
             break;
-        case AF_OP_RESHAPE:
+        case IR_OP_RESHAPE:
             out[f] = in[0][f];
             break;
-        case AF_OP_SLICE_BY_SIZE:
+        case IR_OP_SLICE_BY_SIZE:
             for (int d = 0; d < os.rank; d++) xi[d] = oi[d] + t->a.ints[d];
             out[f] = in[0][ravel(xs, xi)];
             break;
-        case AF_OP_SPLIT:
+        case IR_OP_SPLIT:
             memcpy(xi, oi, sizeof xi);
             xi[t->a.axis] += t->a.ints[0];
             out[f] = in[0][ravel(xs, xi)];
             break;
-        case AF_OP_CONCAT: {
+        case IR_OP_CONCAT: {
             int ax = t->a.axis, k = 0;
             memcpy(xi, oi, sizeof xi);
             while (xi[ax] >= t->src[k]->shape.dim[ax]) xi[ax] -= t->src[k++]->shape.dim[ax];
@@ -190,7 +190,7 @@ static void layout(const af_tensor *t, const double *const *in, double *out) {
 static void norm_set(const af_tensor *t, const double *x, const double *gamma, const double *beta, double *out,
                      int64_t base, int64_t n, int64_t step, int64_t per, int64_t aff0) {
     double eps = (double)t->a.eps;
-    if (t->op == AF_OP_RMS_NORM) {
+    if (t->op == IR_OP_RMS_NORM) {
         double ms = 0.0;
         for (int64_t i = 0; i < n; i++) ms += x[base + i * step] * x[base + i * step];
         ms /= (double)n;
@@ -209,14 +209,14 @@ static void norm_set(const af_tensor *t, const double *x, const double *gamma, c
 
 static void norm(const af_tensor *t, const double *const *in, double *out) {
     af_shape s = t->shape;
-    const double *x = in[0], *gamma = in[1], *beta = t->op == AF_OP_RMS_NORM ? NULL : in[2];
-    if (t->op == AF_OP_RMS_NORM || t->op == AF_OP_LAYER_NORM) {
+    const double *x = in[0], *gamma = in[1], *beta = t->op == IR_OP_RMS_NORM ? NULL : in[2];
+    if (t->op == IR_OP_RMS_NORM || t->op == IR_OP_LAYER_NORM) {
         int64_t d = s.dim[s.rank - 1];
         for (int64_t r = 0; r < count(s) / d; r++) norm_set(t, x, gamma, beta, out, r * d, d, 1, 1, 0);
         return;
     }
     int64_t nb = s.dim[0], c = s.dim[1], sp = count(s) / (nb * c);
-    if (t->op == AF_OP_CHANNEL_LAYER_NORM) { /* over C at each (n, spatial) position */
+    if (t->op == IR_OP_CHANNEL_LAYER_NORM) { /* over C at each (n, spatial) position */
         for (int64_t b = 0; b < nb; b++)
             for (int64_t p = 0; p < sp; p++) norm_set(t, x, gamma, beta, out, b * c * sp + p, c, sp, 1, 0);
         return;
@@ -227,7 +227,7 @@ static void norm(const af_tensor *t, const double *const *in, double *out) {
 }
 
 static void pool(const af_tensor *t, const double *x, double *out) {
-    const af_attrs *a = &t->a;
+    const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, os = t->shape;
     int64_t h = xs.dim[2], w = xs.dim[3];
     for (int64_t n = 0; n < os.dim[0]; n++)
@@ -244,13 +244,13 @@ static void pool(const af_tensor *t, const double *x, double *out) {
                             mx = fmax(mx, val);
                         }
                     double area = (double)a->kernel[0] * (double)a->kernel[1];
-                    out[((n * os.dim[1] + c) * os.dim[2] + oh) * os.dim[3] + ow] = t->op == AF_OP_AVG_POOL ? sum / area : mx;
+                    out[((n * os.dim[1] + c) * os.dim[2] + oh) * os.dim[3] + ow] = t->op == IR_OP_AVG_POOL ? sum / area : mx;
                 }
 }
 
 /* out[n, co, oh, ow] = sum_{ci, u, v} x[n, g*Cin_g + ci, oh*s - p + u*d, ow*s - p + v*d] * w[co, ci, u, v]. */
 static void conv(const af_tensor *t, const double *x, const double *w, double *out) {
-    const af_attrs *a = &t->a;
+    const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, ws = t->src[1]->shape, os = t->shape;
     int64_t cin = xs.dim[1], h = xs.dim[2], wd = xs.dim[3];
     int64_t cout = os.dim[1], cin_g = ws.dim[1], kh = ws.dim[2], kw = ws.dim[3], cout_g = cout / a->groups;
@@ -275,7 +275,7 @@ static void conv(const af_tensor *t, const double *x, const double *w, double *o
 /* Every input element scatters x[n, ci, ih, iw] * w[ci, co, u, v] to
  * out[n, co, ih*s - p + u*d, iw*s - p + v*d]. */
 static void conv_transpose(const af_tensor *t, const double *x, const double *w, double *out) {
-    const af_attrs *a = &t->a;
+    const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, ws = t->src[1]->shape, os = t->shape;
     int64_t cin = xs.dim[1], h = xs.dim[2], wd = xs.dim[3];
     int64_t cout = ws.dim[1], kh = ws.dim[2], kw = ws.dim[3], ho = os.dim[2], wo = os.dim[3];
@@ -298,16 +298,16 @@ static void conv_transpose(const af_tensor *t, const double *x, const double *w,
 int ref_eval(const af_tensor *t, const double *const *in, double *out) {
     af_shape os = t->shape;
     int64_t n = count(os), idx[AF_MAX_RANK];
-    if ((unsigned)t->op >= AF_OP_COUNT) return -1;
-    switch (af_ops[t->op].family) {
-    case AF_FAM_BINARY:
+    if ((unsigned)t->op >= IR_OP_COUNT) return -1;
+    switch (ir_ops[t->op].kind) {
+    case IR_KIND_BINARY:
         for (int64_t f = 0; f < n; f++) {
             unravel(os, f, idx);
             out[f] = binop(t->op, in[0][bcast_at(t->src[0]->shape, os.rank, idx)],
                            in[1][bcast_at(t->src[1]->shape, os.rank, idx)]);
         }
         return 0;
-    case AF_FAM_SELECT:
+    case IR_KIND_SELECT:
         for (int64_t f = 0; f < n; f++) {
             unravel(os, f, idx);
             double c = in[0][bcast_at(t->src[0]->shape, os.rank, idx)];
@@ -315,13 +315,13 @@ int ref_eval(const af_tensor *t, const double *const *in, double *out) {
                               : in[2][bcast_at(t->src[2]->shape, os.rank, idx)];
         }
         return 0;
-    case AF_FAM_SCALAR:
-    case AF_FAM_UNARY:
-    case AF_FAM_CAST:
+    case IR_KIND_SCALAR:
+    case IR_KIND_UNARY:
+    case IR_KIND_CAST:
         for (int64_t f = 0; f < n; f++) out[f] = unop(t, in[0][f]);
         return 0;
-    case AF_FAM_MATMUL:
-        if (t->op == AF_OP_MATMUL_W) { /* x[..., K] @ wt[N, K]^T */
+    case IR_KIND_MATMUL:
+        if (t->op == IR_OP_MATMUL_W) { /* x[..., K] @ wt[N, K]^T */
             int64_t nn = t->src[1]->shape.dim[0], k = t->src[1]->shape.dim[1];
             for (int64_t r = 0; r < n / nn; r++)
                 for (int64_t j = 0; j < nn; j++) {
@@ -333,23 +333,23 @@ int ref_eval(const af_tensor *t, const double *const *in, double *out) {
         }
         matmul(t, in[0], in[1], out);
         return 0;
-    case AF_FAM_REDUCE:
+    case IR_KIND_REDUCE:
         reduce(t, in[0], out);
         return 0;
-    case AF_FAM_SOFTMAX:
+    case IR_KIND_SOFTMAX:
         softmax(t, in[0], out);
         return 0;
-    case AF_FAM_LAYOUT:
+    case IR_KIND_LAYOUT:
         layout(t, in, out);
         return 0;
-    case AF_FAM_NORM:
+    case IR_KIND_NORM:
         norm(t, in, out);
         return 0;
-    case AF_FAM_POOL:
+    case IR_KIND_POOL:
         pool(t, in[0], out);
         return 0;
-    case AF_FAM_CONV:
-        if (t->op == AF_OP_CONV) conv(t, in[0], in[1], out);
+    case IR_KIND_CONV:
+        if (t->op == IR_OP_CONV) conv(t, in[0], in[1], out);
         else conv_transpose(t, in[0], in[1], out);
         return 0;
     default:

@@ -37,7 +37,7 @@ static void subtype(char *buf, size_t n) {
 }
 
 af_status ane_rt_device_info(ane_rt_device *out) {
-    if (!out) return af_fail(AF_ERR_INVALID, "ane: ane_rt_device_info needs somewhere to write");
+    if (!out) return ir_fail(AF_ERR_INVALID, "ane: ane_rt_device_info needs somewhere to write");
     memset(out, 0, sizeof *out);
 #if defined(__APPLE__)
     size_t len = sizeof out->chip - 1;
@@ -47,6 +47,6 @@ af_status ane_rt_device_info(ane_rt_device *out) {
 #endif
     subtype(out->subtype, sizeof out->subtype);
     out->family = ane_rt_family_of_subtype(out->subtype);
-    if (out->family == AF_FAMILY_DEFAULT) out->family = af_family_detect(); /* the chip's name, on Apple */
+    if (out->family == AF_FAMILY_DEFAULT) out->family = ane_family_detect(); /* the chip's name, on Apple */
     return AF_OK;
 }

@@ -84,12 +84,12 @@ const char *ane_rt_framework(void) { return loaded_path[0] ? loaded_path : NULL;
 
 af_status ane_rt_open(const char *framework_path) {
     const char *path = framework_path ? framework_path : ANE_RT_SYSTEM_FRAMEWORK;
-    if (strlen(path) >= sizeof loaded_path) return af_fail(AF_ERR_INVALID, "ane: framework path too long: %s", path);
-    if (pthread_mutex_lock(&lock)) return af_fail(AF_ERR_INVALID, "ane: loader lock failed");
+    if (strlen(path) >= sizeof loaded_path) return ir_fail(AF_ERR_INVALID, "ane: framework path too long: %s", path);
+    if (pthread_mutex_lock(&lock)) return ir_fail(AF_ERR_INVALID, "ane: loader lock failed");
     af_status st = AF_OK;
     if (loaded_path[0]) {
         if (framework_path && strcmp(path, loaded_path))
-            st = af_fail(AF_ERR_INVALID, "ane: %s is already loaded in this process; cannot also load %s", loaded_path, path);
+            st = ir_fail(AF_ERR_INVALID, "ane: %s is already loaded in this process; cannot also load %s", loaded_path, path);
         pthread_mutex_unlock(&lock);
         return st;
     }
@@ -100,7 +100,7 @@ af_status ane_rt_open(const char *framework_path) {
         Class *slots[4] = { &c_desc, &c_model, &c_request, &c_surface };
         for (int i = 0; i < 4 && !st; i++)
             if (!(*slots[i] = A.objc_getClass(names[i])))
-                st = af_fail(AF_ERR_UNSUPPORTED, "ane: %s loaded but has no class %s: this macOS changed the private API",
+                st = ir_fail(AF_ERR_UNSUPPORTED, "ane: %s loaded but has no class %s: this macOS changed the private API",
                              path, names[i]);
         if (!st) snprintf(loaded_path, sizeof loaded_path, "%s", path);
         else ane_apple_unload(); /* a later call may name the right framework */
@@ -152,7 +152,7 @@ static const char *describe(id err, char *buf, size_t n) {
 static af_status temp_dir(char *buf, size_t n) {
     buf[0] = 0;
     if (A.NSTemporaryDirectory && !cstring(A.NSTemporaryDirectory(), buf, n))
-        return af_fail(AF_ERR_IO, "ane: NSTemporaryDirectory() gave no usable path");
+        return ir_fail(AF_ERR_IO, "ane: NSTemporaryDirectory() gave no usable path");
 #if defined(__APPLE__)
     if (!buf[0] && confstr(_CS_DARWIN_USER_TEMP_DIR, buf, n) == 0) buf[0] = 0;
 #endif
@@ -164,24 +164,24 @@ static af_status temp_dir(char *buf, size_t n) {
 
 static af_status write_file(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
-    if (!f) return af_fail(AF_ERR_IO, "ane: cannot create %s", path);
+    if (!f) return ir_fail(AF_ERR_IO, "ane: cannot create %s", path);
     bool ok = fwrite(data, 1, n, f) == n;
     ok &= fclose(f) == 0;
-    return ok ? AF_OK : af_fail(AF_ERR_IO, "ane: cannot write %s", path);
+    return ok ? AF_OK : ir_fail(AF_ERR_IO, "ane: cannot write %s", path);
 }
 
 static af_status stage(ane_rt_model *m, const char *mil, size_t mil_len, const uint8_t *w, size_t wn) {
     char h[256], tmp[900], path[1200];
     if (!cstring((CFTypeRef)ANE_MSG(id (*)(id, SEL))(m->model, sel("hexStringIdentifier")), h, sizeof h) || !h[0] ||
         strchr(h, '/'))
-        return af_fail(AF_ERR_UNSUPPORTED, "ane: the model gave no usable -hexStringIdentifier");
+        return ir_fail(AF_ERR_UNSUPPORTED, "ane: the model gave no usable -hexStringIdentifier");
     af_status st = temp_dir(tmp, sizeof tmp);
     if (st) return st;
     int k = snprintf(m->dir, sizeof m->dir, "%s%s", tmp, h);
-    if (k < 0 || (size_t)k >= sizeof m->dir) return af_fail(AF_ERR_IO, "ane: temporary path too long");
+    if (k < 0 || (size_t)k >= sizeof m->dir) return ir_fail(AF_ERR_IO, "ane: temporary path too long");
     snprintf(path, sizeof path, "%s/weights", m->dir);
     if ((mkdir(m->dir, 0700) && access(m->dir, W_OK)) || (mkdir(path, 0700) && access(path, W_OK)))
-        return af_fail(AF_ERR_IO, "ane: cannot create %s: %s (the temporary directory must exist and be writable)", path, strerror(errno));
+        return ir_fail(AF_ERR_IO, "ane: cannot create %s: %s (the temporary directory must exist and be writable)", path, strerror(errno));
     snprintf(path, sizeof path, "%s/model.mil", m->dir);
     st = write_file(path, mil, mil_len);
     if (!st && w) {
@@ -235,16 +235,16 @@ static af_status model_compile(ane_rt_model *m, const char *mil, size_t mil_len,
     CFDictionaryRef empty = dict(0, NULL, NULL);
     af_status st = AF_OK;
     if (!text || !zero || !k_off || !k_data || !k_path || (w && (!blob || !entry)) || !weights || !empty)
-        st = af_fail(AF_ERR_NOMEM, "ane: CoreFoundation could not create the compile arguments (out of memory)");
+        st = ir_fail(AF_ERR_NOMEM, "ane: CoreFoundation could not create the compile arguments (out of memory)");
     id desc = NULL, model = NULL, err = NULL;
     if (!st) {
         desc = ANE_MSG(id (*)(Class, SEL, id, id, id))(c_desc, sel("modelWithMILText:weights:optionsPlist:"), (id)text,
                                                          (id)weights, NULL);
-        if (!desc) st = af_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModelDescriptor rejected the MIL text and weights");
+        if (!desc) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModelDescriptor rejected the MIL text and weights");
     }
     if (!st) {
         model = ANE_MSG(id (*)(Class, SEL, id))(c_model, sel("inMemoryModelWithDescriptor:"), desc);
-        if (!model) st = af_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModel could not be created from the descriptor");
+        if (!model) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModel could not be created from the descriptor");
     }
     if (!st) {
         m->model = model; /* borrowed until loaded; stage reads its identifier */
@@ -254,7 +254,7 @@ static af_status model_compile(ane_rt_model *m, const char *mil, size_t mil_len,
     if (!st) {
         BOOL ok = send_qos(model, "compileWithQoS:options:error:", empty, &err);
         atomic_fetch_add(&compiles, 1); /* a failed compile still spends the daemon's budget */
-        if (!ok) st = af_fail(AF_ERR_UNSUPPORTED, "ane: compile failed: %s", describe(err, why, sizeof why));
+        if (!ok) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: compile failed: %s", describe(err, why, sizeof why));
     }
     if (!st) {
         BOOL ok = send_qos(model, "loadWithQoS:options:error:", empty, &err);
@@ -262,7 +262,7 @@ static af_status model_compile(ane_rt_model *m, const char *mil, size_t mil_len,
             usleep(100000);
             ok = send_qos(model, "loadWithQoS:options:error:", empty, &err);
         }
-        if (!ok) st = af_fail(AF_ERR_UNSUPPORTED, "ane: load failed (after one retry): %s", describe(err, why, sizeof why));
+        if (!ok) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: load failed (after one retry): %s", describe(err, why, sizeof why));
         else m->model = obj_retain(model);
     }
     release(text);
@@ -280,7 +280,7 @@ static af_status model_compile(ane_rt_model *m, const char *mil, size_t mil_len,
 /* Takes the cached model for key, or compiles a new one and caches it. */
 static af_status model_get(const uint8_t key[32], const char *mil, size_t mil_len, const uint8_t *w, size_t wn,
                            ane_rt_model **out) {
-    if (pthread_mutex_lock(&lock)) return af_fail(AF_ERR_INVALID, "ane: cache lock failed");
+    if (pthread_mutex_lock(&lock)) return ir_fail(AF_ERR_INVALID, "ane: cache lock failed");
     for (ane_rt_model *m = cache; m; m = m->next)
         if (!memcmp(m->key, key, 32)) {
             m->refs++;
@@ -291,12 +291,12 @@ static af_status model_get(const uint8_t key[32], const char *mil, size_t mil_le
     af_status st = AF_OK;
     ane_rt_model *m = NULL;
     if (atomic_load(&compiles) >= atomic_load(&budget))
-        st = af_fail(AF_ERR_UNSUPPORTED,
+        st = ir_fail(AF_ERR_UNSUPPORTED,
                      "ane: this process has compiled %lld programs, its budget (the ANE daemon fails after about 119 "
                      "compiles per process); reuse compiled programs (feed weights as inputs) or restart the process",
                      (long long)atomic_load(&compiles));
     else if (!(m = calloc(1, sizeof *m)))
-        st = af_fail(AF_ERR_NOMEM, "ane: out of memory");
+        st = ir_fail(AF_ERR_NOMEM, "ane: out of memory");
     if (!st) {
         memcpy(m->key, key, 32);
         m->refs = 1;
@@ -371,7 +371,7 @@ static af_status build_request(ane_rt_program *p) {
     release(a_oi);
     release(zero);
     for (int i = 0; i < n; i++) release(idx[i]);
-    return req ? AF_OK : af_fail(AF_ERR_UNSUPPORTED, "ane: _ANERequest refused the %d input and %d output surfaces",
+    return req ? AF_OK : ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANERequest refused the %d input and %d output surfaces",
                                  p->ports.nin, p->ports.nout);
 }
 
@@ -381,11 +381,11 @@ static af_status make_ports(ane_rt_program *p) {
         int i = in ? k : k - p->ports.nin;
         int64_t n = in ? p->ports.in_count[i] : p->ports.out_count[i];
         IOSurfaceRef sf = surface((size_t)n * 2);
-        if (!sf) return af_fail(AF_ERR_NOMEM, "ane: IOSurfaceCreate failed for %lld bytes", (long long)n * 2);
+        if (!sf) return ir_fail(AF_ERR_NOMEM, "ane: IOSurfaceCreate failed for %lld bytes", (long long)n * 2);
         id obj = ANE_MSG(id (*)(Class, SEL, IOSurfaceRef))(c_surface, sel("objectWithIOSurface:"), sf);
         if (in) { p->in_surf[i] = sf; p->in_obj[i] = obj_retain(obj); }
         else { p->out_surf[i] = sf; p->out_obj[i] = obj_retain(obj); p->alias[i] = -1; }
-        if (!obj) return af_fail(AF_ERR_UNSUPPORTED, "ane: _ANEIOSurfaceObject could not wrap a %lld-byte surface", (long long)n * 2);
+        if (!obj) return ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEIOSurfaceObject could not wrap a %lld-byte surface", (long long)n * 2);
     }
     return build_request(p);
 }
@@ -407,11 +407,11 @@ static void program_free(ane_rt_program *p) {
 
 static af_status check_ports(const ane_rt_ports *ports) {
     if (!ports || ports->nin < 0 || ports->nout < 1 || ports->nin > ANE_RT_MAX_PORTS || ports->nout > ANE_RT_MAX_PORTS)
-        return af_fail(AF_ERR_INVALID, "ane: a program needs 0..%d inputs and 1..%d outputs", ANE_RT_MAX_PORTS, ANE_RT_MAX_PORTS);
+        return ir_fail(AF_ERR_INVALID, "ane: a program needs 0..%d inputs and 1..%d outputs", ANE_RT_MAX_PORTS, ANE_RT_MAX_PORTS);
     for (int k = 0; k < ports->nin + ports->nout; k++) {
         int64_t n = k < ports->nin ? ports->in_count[k] : ports->out_count[k - ports->nin];
         if (n < 1 || n > ((int64_t)1 << 28))
-            return af_fail(AF_ERR_INVALID, "ane: %s %d has %lld elements; each port holds 1 .. 2^28 fp16 values",
+            return ir_fail(AF_ERR_INVALID, "ane: %s %d has %lld elements; each port holds 1 .. 2^28 fp16 values",
                            k < ports->nin ? "input" : "output", k < ports->nin ? k : k - ports->nin, (long long)n);
     }
     return AF_OK;
@@ -419,25 +419,25 @@ static af_status check_ports(const ane_rt_ports *ports) {
 
 af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights, size_t weights_len,
                          const ane_rt_ports *ports, ane_rt_program **out) {
-    if (!out) return af_fail(AF_ERR_INVALID, "ane: out is NULL");
+    if (!out) return ir_fail(AF_ERR_INVALID, "ane: out is NULL");
     *out = NULL;
-    if (!mil || !mil_len) return af_fail(AF_ERR_INVALID, "ane: no MIL text");
+    if (!mil || !mil_len) return ir_fail(AF_ERR_INVALID, "ane: no MIL text");
     if (weights && !weights_len) weights = NULL;
     af_status st = check_ports(ports);
     if (st) return st;
     if (!ane_rt_framework())
-        return af_fail(AF_ERR_UNSUPPORTED, "ane: no AppleNeuralEngine framework loaded; call ane_rt_open first");
+        return ir_fail(AF_ERR_UNSUPPORTED, "ane: no AppleNeuralEngine framework loaded; call ane_rt_open first");
     uint8_t key[32];
-    af_sha256_ctx h;
-    af_sha256_init(&h);
-    af_sha256_update(&h, mil, mil_len);
-    af_sha256_update(&h, "\0weights\0", 9);
-    if (weights) af_sha256_update(&h, weights, weights_len);
-    af_sha256_final(&h, key);
+    data_sha256_ctx h;
+    data_sha256_init(&h);
+    data_sha256_update(&h, mil, mil_len);
+    data_sha256_update(&h, "\0weights\0", 9);
+    if (weights) data_sha256_update(&h, weights, weights_len);
+    data_sha256_final(&h, key);
 
     void *pool = A.objc_autoreleasePoolPush();
     ane_rt_program *p = calloc(1, sizeof *p);
-    st = p ? AF_OK : af_fail(AF_ERR_NOMEM, "ane: out of memory");
+    st = p ? AF_OK : ir_fail(AF_ERR_NOMEM, "ane: out of memory");
     if (!st) {
         p->ports = *ports;
         st = model_get(key, mil, mil_len, weights, weights_len, &p->m);
@@ -451,9 +451,9 @@ af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights
 
 af_status ane_rt_alias(ane_rt_program *p, int o, int i) {
     if (!p || o < 0 || o >= p->ports.nout || i < 0 || i >= p->ports.nin)
-        return af_fail(AF_ERR_INVALID, "ane: alias of output %d onto input %d is out of range", o, i);
+        return ir_fail(AF_ERR_INVALID, "ane: alias of output %d onto input %d is out of range", o, i);
     if (p->ports.out_count[o] != p->ports.in_count[i])
-        return af_fail(AF_ERR_SHAPE, "ane: output %d (%lld values) and input %d (%lld values) differ in size; only equal surfaces alias",
+        return ir_fail(AF_ERR_SHAPE, "ane: output %d (%lld values) and input %d (%lld values) differ in size; only equal surfaces alias",
                        o, (long long)p->ports.out_count[o], i, (long long)p->ports.in_count[i]);
     void *pool = A.objc_autoreleasePoolPush();
     int was = p->alias[o];
@@ -467,24 +467,24 @@ af_status ane_rt_alias(ane_rt_program *p, int o, int i) {
 static af_status copy_surface(IOSurfaceRef s, void *host, size_t bytes, bool to_surface) {
     uint32_t seed = 0;
     IOSurfaceLockOptions mode = to_surface ? 0 : kIOSurfaceLockReadOnly;
-    if (A.IOSurfaceLock(s, mode, &seed) != 0) return af_fail(AF_ERR_IO, "ane: IOSurfaceLock failed");
+    if (A.IOSurfaceLock(s, mode, &seed) != 0) return ir_fail(AF_ERR_IO, "ane: IOSurfaceLock failed");
     void *base = A.IOSurfaceGetBaseAddress(s);
     if (base) {
         if (to_surface) memcpy(base, host, bytes);
         else memcpy(host, base, bytes);
     }
     bool unlocked = A.IOSurfaceUnlock(s, mode, &seed) == 0;
-    if (!base) return af_fail(AF_ERR_IO, "ane: a surface has no base address");
-    return unlocked ? AF_OK : af_fail(AF_ERR_IO, "ane: IOSurfaceUnlock failed");
+    if (!base) return ir_fail(AF_ERR_IO, "ane: a surface has no base address");
+    return unlocked ? AF_OK : ir_fail(AF_ERR_IO, "ane: IOSurfaceUnlock failed");
 }
 
 af_status ane_rt_input_io(ane_rt_program *p, int i, uint16_t *host, int to_host) {
-    if (!p || !host || i < 0 || i >= p->ports.nin) return af_fail(AF_ERR_INVALID, "ane: input %d is out of range or the buffer is NULL", i);
+    if (!p || !host || i < 0 || i >= p->ports.nin) return ir_fail(AF_ERR_INVALID, "ane: input %d is out of range or the buffer is NULL", i);
     return copy_surface(p->in_surf[i], host, (size_t)p->ports.in_count[i] * 2, !to_host);
 }
 
 af_status ane_rt_eval(ane_rt_program *p, const uint16_t *const *in, uint16_t *const *out) {
-    if (!p || (p->ports.nin && !in)) return af_fail(AF_ERR_INVALID, "ane: eval needs a program and its input array");
+    if (!p || (p->ports.nin && !in)) return ir_fail(AF_ERR_INVALID, "ane: eval needs a program and its input array");
     char why[512];
     for (int i = 0; i < p->ports.nin; i++) {
         if (!in[i]) continue; /* resident state already in the surface */
@@ -496,7 +496,7 @@ af_status ane_rt_eval(ane_rt_program *p, const uint16_t *const *in, uint16_t *co
     id err = NULL;
     BOOL ok = empty && ANE_MSG(BOOL (*)(id, SEL, unsigned, id, id, id *))(
                            p->m->model, sel("evaluateWithQoS:options:request:error:"), ANE_RT_QOS, (id)empty, p->request, &err);
-    af_status st = ok ? AF_OK : af_fail(AF_ERR_UNSUPPORTED, "ane: evaluate failed: %s", describe(err, why, sizeof why));
+    af_status st = ok ? AF_OK : ir_fail(AF_ERR_UNSUPPORTED, "ane: evaluate failed: %s", describe(err, why, sizeof why));
     release(empty);
     A.objc_autoreleasePoolPop(pool);
     for (int i = 0; !st && out && i < p->ports.nout; i++)

@@ -66,7 +66,7 @@ static af_status bind_all(void *lib, const char *path) {
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         void *p = dlsym(lib, syms[i].name);
         if (!p)
-            return af_fail(AF_ERR_UNSUPPORTED,
+            return ir_fail(AF_ERR_UNSUPPORTED,
                            "ane: %s has no symbol %s: it is not an AppleNeuralEngine framework with the Objective-C runtime, "
                            "CoreFoundation and IOSurface behind it (on Linux, name the fake built in build/fake_ane/)",
                            path, syms[i].name);
@@ -81,7 +81,7 @@ af_status ane_apple_load(const char *path) {
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *why = dlerror();
-        return af_fail(AF_ERR_UNSUPPORTED, "ane: cannot load the AppleNeuralEngine framework %s: %s", path,
+        return ir_fail(AF_ERR_UNSUPPORTED, "ane: cannot load the AppleNeuralEngine framework %s: %s", path,
                        why ? why : "dlopen failed");
     }
     af_status st = bind_all(lib, path);

@@ -1,0 +1,22 @@
+#!/bin/sh
+# The shared library exports exactly the functions include/aneforge.h declares with
+# AF_API: nothing internal leaks, nothing public is missing.
+# usage: check_exports.sh HEADER SHARED_LIBRARY
+set -eu
+header=$1 lib=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$header" | sort -u >"$tmp/declared"
+if [ "$(uname)" = Darwin ]; then
+    nm -gU "$lib" | awk '{print $3}' | sed 's/^_//' | sort -u >"$tmp/exported"
+else
+    nm -D --defined-only "$lib" | awk '$2 ~ /[TDBRVW]/ {print $3}' | sort -u >"$tmp/exported"
+fi
+n=$(wc -l <"$tmp/declared")
+[ "$n" -gt 100 ] || { echo "only $n AF_API declarations found in $header"; exit 1; }
+extra=$(comm -13 "$tmp/declared" "$tmp/exported")
+missing=$(comm -23 "$tmp/declared" "$tmp/exported")
+[ -z "$extra" ] || { echo "exported but not declared in the header:"; echo "$extra"; }
+[ -z "$missing" ] || { echo "declared but not exported:"; echo "$missing"; }
+[ -z "$extra$missing" ] || exit 1
+echo "exports: the shared library exports exactly the $n functions the header declares"

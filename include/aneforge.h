@@ -247,7 +247,7 @@ typedef enum { AF_PRECISION_DEFAULT = 0, AF_PRECISION_FP32 = 1, AF_PRECISION_FP1
 
 /* Neural Engine families (the ane-sim target reproduces each one's rules). */
 typedef enum {
-    AF_FAMILY_DEFAULT = 0, /* $ANEFORGE_TARGET, else the hardware's, else A16 */
+    AF_FAMILY_DEFAULT = 0, /* the hardware's, else A16 */
     AF_FAMILY_A13 = 13,    /* M1 */
     AF_FAMILY_A14 = 14,    /* M2 */
     AF_FAMILY_A15 = 15,    /* M3 */
@@ -261,7 +261,8 @@ typedef struct {
     af_family_id family;    /* ANE targets only */
     int via_mil;            /* ane-sim: 1 runs the program as the engine would receive it
                              * (emitted to MIL text + weights, parsed back, executed);
-                             * 0 does so when $ANEFORGE_SIM_VIA_MIL=1; -1 never */
+                             * 0 or -1: not (the CLI sets 1 for $ANEFORGE_SIM_VIA_MIL=1) */
+    int precision_check_off;/* ane-sim: 1 turns the near-equal subtraction check off */
     const char *ane_framework; /* AF_TARGET_ANE: the AppleNeuralEngine framework binary to
                                 * load; NULL = the system's (on Linux, a fake built with
                                 * the tests: see README) */
@@ -425,10 +426,10 @@ AF_API const char *af_plan_name(af_plan p);
 typedef struct af_dataset af_dataset;
 typedef enum { AF_DATA_MNIST, AF_DATA_FASHION, AF_DATA_CIFAR10 } af_dataset_kind;
 
-/* Loads the train (train != 0) or test split of `kind` from dir (NULL = af_data_dir()).
+/* Loads the train (train != 0) or test split of `kind` from dir (NULL = "./data").
  * Files are looked up in <dir>/mnist/, <dir>/fashion/ or <dir>/cifar10/ (MNIST names
  * train-images-idx3-ubyte ...; CIFAR data_batch_1..5.bin / test_batch.bin). Also checks
- * the standard sizes (60000/10000 at 28x28, 50000/10000 at 3x32x32). NULL on error; a
+ * the sizes (at most 60000/10000 at 28x28: a subset is fine; 50000/10000 at 3x32x32). NULL on error; a
  * missing file's message says which `aneforge data fetch` to run. */
 AF_API af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train);
 /* From explicit files: IDX images (magic 0x803, [n,h,w] ubyte) and labels (0x801, [n]).
@@ -448,9 +449,6 @@ AF_API const uint8_t *af_dataset_labels(const af_dataset *d);                /* 
 AF_API void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot);
 AF_API void af_dataset_free(af_dataset *d);                                  /* NULL is fine */
 
-/* $ANEFORGE_DATA when set and non-empty, else "./data". The string is getenv's (or a
- * literal): do not free it, and re-call after changing the environment. */
-AF_API const char *af_data_dir(void);
 
 /* ---------------------------------------------------------------- npy
  * NumPy .npy v1.0 / v2.0, little-endian C order, descr '<f4' or '<f2' (read) and '<f4'
@@ -504,10 +502,10 @@ AF_API af_status af_mil_load(const char *mil_path, const char *weights_dir, af_g
 
 /* Parses "cpu", "ane-sim", "ane-sim:FAM" or "ane[:FAM]", FAM one of m1..m5 or a13..a16
  * (case-insensitive; m4 and m5 are A16). *fam is AF_FAMILY_DEFAULT when the spec names
- * no family. Either out pointer may be NULL. The same syntax serves $ANEFORGE_TARGET. */
+ * no family. Either out pointer may be NULL. (The CLI reads $ANEFORGE_TARGET with it.) */
 AF_API af_status    af_target_parse(const char *spec, af_target *t, af_family_id *fam);
 /* The family fam stands for: itself, or for AF_FAMILY_DEFAULT the family in
- * $ANEFORGE_TARGET, else the hardware's (Apple Silicon), else A16. */
+ * the hardware's (Apple Silicon), else A16. */
 AF_API af_status    af_family_resolve(af_family_id fam, af_family_id *out);
 AF_API const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
 AF_API af_family_id af_model_family(const af_model *m);         /* the family compiled for; DEFAULT on cpu */
@@ -536,7 +534,7 @@ AF_API void af_ane_budget_set_limits(int compile_limit, int load_limit);
 AF_API void af_ane_budget_reset(void);
 
 /* User subtractions of near-equal values flagged so far by the run-time precision
- * check (once per node, also reported on stderr; off with ANEFORGE_PRECISION_CHECK=0).
+ * check (once per node, also reported through the log; off with precision_check_off).
  * The library's own vouched training kernels are not checked. */
 AF_API int64_t af_ane_precision_flags(void);
 

@@ -275,25 +275,20 @@ static void test_targets(void) {
         CHECK(af_target_parse(bad[i], &t, &f) != AF_OK && *af_error_message(), "af_target_parse accepted '%s'", bad[i]);
     CHECK(!strcmp(af_family_name_of(AF_FAMILY_A13), "A13") && !strcmp(af_family_name_of(AF_FAMILY_A16), "A16"), "family names");
 
-    /* ANEFORGE_TARGET picks the default family; an unknown family fails. */
+    /* The default family is the hardware's, else A16; the library reads no environment
+     * (the CLI maps ANEFORGE_TARGET onto the options). */
     af_graph *g = af_graph_new();
     af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(4)), *y = af_relu(x);
+    af_model *m = sim(g, 1, &x, 1, &y, AF_FAMILY_A15);
+    CHECK(m && af_model_family(m) == AF_FAMILY_A15, "an explicit family is used");
+    af_model_free(m);
+#if !defined(__APPLE__)
     setenv("ANEFORGE_TARGET", "ane-sim:m1", 1);
-    af_model *m = sim(g, 1, &x, 1, &y, AF_FAMILY_DEFAULT);
-    CHECK(m && af_model_family(m) == AF_FAMILY_A13, "ANEFORGE_TARGET=ane-sim:m1 should give A13: %s", af_error_message());
-    af_model_free(m);
-    m = sim(g, 1, &x, 1, &y, AF_FAMILY_A15);
-    CHECK(m && af_model_family(m) == AF_FAMILY_A15, "an explicit family wins over ANEFORGE_TARGET");
-    af_model_free(m);
-    setenv("ANEFORGE_TARGET", "ane-sim:z80", 1);
     m = sim(g, 1, &x, 1, &y, AF_FAMILY_DEFAULT);
-    CHECK(!m && strstr(af_error_message(), "ANEFORGE_TARGET"), "a bad ANEFORGE_TARGET must fail the compile: %s", af_error_message());
+    CHECK(m && af_model_family(m) == AF_FAMILY_A16, "without hardware the family is A16, whatever the environment says: %s",
+          m ? af_family_name_of(af_model_family(m)) : af_error_message());
     af_model_free(m);
     unsetenv("ANEFORGE_TARGET");
-#if !defined(__APPLE__)
-    m = sim(g, 1, &x, 1, &y, AF_FAMILY_DEFAULT);
-    CHECK(m && af_model_family(m) == AF_FAMILY_A16, "without hardware or ANEFORGE_TARGET the family is A16");
-    af_model_free(m);
 #endif
     m = sim(g, 1, &x, 1, &y, (af_family_id)12);
     CHECK(!m && strstr(af_error_message(), "family"), "family 12 must be rejected: %s", af_error_message());

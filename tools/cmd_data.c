@@ -3,6 +3,7 @@
  * present. External tools run through fork/exec with argument vectors, never a shell. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "cli_env.h"
 #include "data/data.h"
 #include "data/sha256.h"
 
@@ -328,7 +329,7 @@ int cmd_data(int argc, char **argv) {
             return 2;
         }
     }
-    if (!dir) dir = af_data_dir();
+    if (!dir) dir = cli_data_dir();
     if (sub && !strcmp(sub, "info") && !set) return info(dir);
     if (sub && set && !strcmp(sub, "fetch") && !strcmp(set, "cifar10")) {
         fprintf(stderr, "aneforge data: CIFAR-10 is not fetched automatically: extract "

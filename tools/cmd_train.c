@@ -3,6 +3,7 @@
  * checkpoints that resume bit-identically. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "cli_env.h"
 #include "train_progress.h"
 #include "aneforge.h"
 #include "ir/ir.h"
@@ -144,6 +145,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (strcmp(a->model, "mlp") && strcmp(a->model, "cnn")) return bad("the model is mlp or cnn, not '%s'", a->model);
     if (!a->data) return bad("%s", "--data is required: mnist, fashion or cifar10");
     if (a->target_spec && train_parse_target(a->target_spec, &a->o.compile)) return bad("--target: %s", af_error_message());
+    char env_err[300];
+    if (cli_env_compile(&a->o.compile, a->target_spec != NULL, env_err, sizeof env_err)) return bad("%s", env_err);
     bool fp16 = a->o.compile.precision == AF_PRECISION_FP16 || (!precision_set && a->o.compile.target != AF_TARGET_CPU);
     if (!loss_scale_set) a->o.loss_scale = fp16 ? 128.0f : 1.0f; /* keeps fp16 Adam moments inside fp16's range */
     a->o.compile.threads = a->threads;
@@ -239,7 +242,7 @@ int cmd_train(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     af_dataset_kind kind = !strcmp(a.data, "mnist") ? AF_DATA_MNIST : !strcmp(a.data, "fashion") ? AF_DATA_FASHION : AF_DATA_CIFAR10;
     if (strcmp(a.data, "mnist") && strcmp(a.data, "fashion") && strcmp(a.data, "cifar10")) return bad("--data is mnist, fashion or cifar10, not '%s'", a.data);
-    af_dataset *train = af_dataset_load(kind, NULL, 1), *test = train ? af_dataset_load(kind, NULL, 0) : NULL;
+    af_dataset *train = af_dataset_load(kind, cli_data_dir(), 1), *test = train ? af_dataset_load(kind, cli_data_dir(), 0) : NULL;
     if (!train || !test) {
         fprintf(stderr, "aneforge train: %s\n", af_error_message());
         af_dataset_free(train);

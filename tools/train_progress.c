@@ -13,12 +13,8 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The CLI, not the library, reads the environment: the framework the ane target loads
- * is $ANEFORGE_ANE_FRAMEWORK when set (the fake one on Linux), else the system's. */
 int train_parse_target(const char *spec, af_compile_opts *c) {
-    if (af_target_parse(spec, &c->target, &c->family) != AF_OK) return 1;
-    if (c->target == AF_TARGET_ANE) c->ane_framework = getenv("ANEFORGE_ANE_FRAMEWORK");
-    return 0;
+    return af_target_parse(spec, &c->target, &c->family) != AF_OK;
 }
 
 static const char *target_name(af_target t) { return t == AF_TARGET_CPU ? "cpu" : t == AF_TARGET_ANE ? "ane" : "ane-sim"; }

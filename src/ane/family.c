@@ -98,11 +98,7 @@ af_status af_family_resolve(af_family_id fam, af_family_id *out) {
         if (out) *out = fam;
         return AF_OK;
     }
-    const char *env = getenv("ANEFORGE_TARGET");
-    af_family_id f = AF_FAMILY_DEFAULT;
-    if (env && *env && af_target_parse(env, NULL, &f))
-        return ir_fail(AF_ERR_INVALID, "ANEFORGE_TARGET='%s' is not a target spec; use e.g. ane-sim:m1 (or unset it)", env);
-    if (f == AF_FAMILY_DEFAULT) f = ane_family_detect();
+    af_family_id f = ane_family_detect();
     if (f == AF_FAMILY_DEFAULT) f = AF_FAMILY_A16; /* no hardware to ask: the newest family */
     if (out) *out = f;
     return AF_OK;

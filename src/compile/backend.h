@@ -17,7 +17,8 @@ typedef struct {
     af_precision precision;   /* as asked */
     bool fp16;                /* fp16 storage: every stored value is rounded to fp16 */
     int threads;              /* >= 1 */
-    int via_mil;              /* as af_compile_opts.via_mil, the environment already applied */
+    bool via_mil;             /* run the program as parsed back from its MIL */
+    bool precision_check;     /* ane-sim: the near-equal subtraction check */
     const char *ane_framework;/* the AppleNeuralEngine binary to load (NULL: the system's) */
 } backend_cfg;
 

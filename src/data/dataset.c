@@ -22,11 +22,6 @@ struct af_dataset {
 
 enum { PATH_CAP = 4096, HINT_CAP = 4096 + 256 };
 
-const char *af_data_dir(void) {
-    const char *e = getenv("ANEFORGE_DATA");
-    return (e && *e) ? e : "./data";
-}
-
 af_status data_read_file(const char *path, const char *hint, uint8_t **out, size_t *out_len) {
     *out = NULL;
     *out_len = 0;
@@ -152,7 +147,7 @@ static int exists(const char *p) {
 }
 
 af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
-    if (!dir) dir = af_data_dir();
+    if (!dir) dir = "./data";
     char hint[HINT_CAP];
     af_dataset *d = NULL;
     int64_t want = 0;
@@ -163,7 +158,7 @@ af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
         if (!join(img, sub, train ? "train" : "t10k", "-images-idx3-ubyte") ||
             !join(lab, sub, train ? "train" : "t10k", "-labels-idx1-ubyte"))
             return NULL;
-        snprintf(hint, sizeof hint, "run `aneforge data fetch %s` (data dir %s; set $ANEFORGE_DATA to change it)",
+        snprintf(hint, sizeof hint, "run `aneforge data fetch %s` (data dir %s)",
                  name, dir);
         d = idx_load(img, lab, hint);
         want = train ? 60000 : 10000;

@@ -31,17 +31,14 @@ static af_model *fail_model(af_model *m, af_status st, const char *fmt, ...) {
 /* The caller's options with the defaults and the environment applied. */
 static af_status configure(const backend_iface *be, const af_compile_opts *opts, backend_cfg *cfg, char *msg, size_t n) {
     af_compile_opts o = opts ? *opts : (af_compile_opts){ 0 };
-    *cfg = (backend_cfg){ .target = o.target, .precision = o.precision, .via_mil = o.via_mil,
+    *cfg = (backend_cfg){ .target = o.target, .precision = o.precision, .via_mil = o.via_mil > 0,
+                          .precision_check = !o.precision_check_off,
                           .ane_framework = o.ane_framework, .family_asked = o.family };
     cfg->threads = o.threads > 0 ? o.threads : cpu_num_cores();
     cfg->fp16 = o.precision == AF_PRECISION_FP16 || (o.precision == AF_PRECISION_DEFAULT && o.target != AF_TARGET_CPU);
     if (o.target != AF_TARGET_CPU && af_family_resolve(o.family, &cfg->family)) {
         snprintf(msg, n, "%s", af_error_message());
         return AF_ERR_INVALID;
-    }
-    if (o.target == AF_TARGET_ANE_SIM && o.via_mil == 0) {
-        const char *env = getenv("ANEFORGE_SIM_VIA_MIL");
-        cfg->via_mil = env && !strcmp(env, "1");
     }
     return be->configure ? be->configure(cfg, msg, n) : AF_OK;
 }

@@ -67,12 +67,6 @@ static af_status sim_validate(const backend_cfg *cfg, const compile_plan *p, cha
     return ane_rules_validate(p, cfg->family, msg, n);
 }
 
-/* Whether the near-equal subtraction check runs ($ANEFORGE_PRECISION_CHECK=0 turns it off). */
-static bool precision_check_enabled(void) {
-    const char *e = getenv("ANEFORGE_PRECISION_CHECK");
-    return !(e && !strcmp(e, "0"));
-}
-
 static atomic_llong via_mil_models;
 long long sim_via_mil_count(void) { return atomic_load(&via_mil_models); }
 
@@ -93,9 +87,9 @@ static af_status sim_init(const backend_cfg *cfg, const compile_plan *p, void **
     s->outer = p;
     s->is_state = calloc((size_t)p->nin + 1, sizeof *s->is_state);
     af_status st = s->is_state ? AF_OK : AF_ERR_NOMEM;
-    if (!st && cfg->via_mil > 0) st = build_via_mil(s, p, msg, n);
+    if (!st && cfg->via_mil) st = build_via_mil(s, p, msg, n);
     const compile_plan *run = s->mil_graph ? &s->mil_plan : p;
-    if (!st && !(s->quirk = ane_rules_quirks(run, cfg->family, precision_check_enabled()))) st = AF_ERR_NOMEM;
+    if (!st && !(s->quirk = ane_rules_quirks(run, cfg->family, cfg->precision_check))) st = AF_ERR_NOMEM;
     if (!st) {
         cpu_exec_opts o = { .fp16 = true, .fp16_accum = true, .threads = cfg->threads,
                             .after_node = apply_quirks, .hook_at = s->quirk, .hook_ctx = s };

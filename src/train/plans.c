@@ -190,9 +190,11 @@ void tr_device_commit(af_trainer *t) {
 
 /* ------------------------------------------------------------------ resident and unrolled */
 
-/* The inputs of a resident program, in feeding order (step_resident feeds the same). */
+/* The inputs of a resident program, in feeding order (step_resident feeds the same).
+ * Unrolled, lr_t and decay arrive as [1, K] tables indexed by the steps taken so far in
+ * the block: a skipped step must not advance Adam's bias correction or the schedule. */
 typedef struct {
-    af_tensor *x[TR_MAXK], *y[TR_MAXK], *ls, *lr[TR_MAXK], *q, *eps, *dc[TR_MAXK];
+    af_tensor *x[TR_MAXK], *y[TR_MAXK], *ls, *lr, *q, *eps, *dc, *iota;
 } step_inputs;
 
 static void add_step_inputs(af_trainer *t, step_inputs *si, af_tensor **in, int *ni) {
@@ -204,23 +206,32 @@ static void add_step_inputs(af_trainer *t, step_inputs *si, af_tensor **in, int 
         in[(*ni)++] = si->y[s] = af_input(t->g, name, io_dtype(t), AF_SHAPE(t->o.batch, t->net.out_dim));
     }
     in[(*ni)++] = si->ls = scalar_input(t, "loss_scale");
-    for (int s = 0; s < k; s++) { snprintf(name, sizeof name, "lr_t%d", s); in[(*ni)++] = si->lr[s] = scalar_input(t, name); }
+    in[(*ni)++] = si->lr = af_input(t->g, "lr_t", io_dtype(t), AF_SHAPE(1, k));
     if (t->o.optimizer == AF_OPT_ADAM) {
         in[(*ni)++] = si->q = scalar_input(t, "moment_rescale");
         in[(*ni)++] = si->eps = scalar_input(t, "eps");
     }
-    for (int s = 0; s < k && t->o.weight_decay != 0.0f; s++) {
-        snprintf(name, sizeof name, "decay%d", s);
-        in[(*ni)++] = si->dc[s] = scalar_input(t, name);
+    if (t->o.weight_decay != 0.0f) in[(*ni)++] = si->dc = af_input(t->g, "decay", io_dtype(t), AF_SHAPE(1, k));
+    if (k > 1) {
+        float idx[TR_MAXK];
+        for (int s = 0; s < k; s++) idx[s] = (float)s;
+        si->iota = af_const(t->g, "step_index", AF_SHAPE(1, k), idx);
     }
+}
+
+/* Entry `taken` ([1,1]) of a [1, K] table: a one-hot mask and a sum, exact in fp16. */
+static af_tensor *table_at(af_tensor *table, af_tensor *iota, af_tensor *taken) {
+    if (!table || !iota) return table;
+    int ax = 1;
+    return af_reduce_sum(af_mul(table, af_equal(iota, taken)), 1, &ax, 1);
 }
 
 /* One step's update of every param (w, m, r advance in place) behind the finite gate:
  * when any new weight or moment is inf or nan (an overflowing gradient makes m' so),
  * every state tensor keeps its old value. *q is the moment rescale still to apply: once
  * a step is taken the moments are in the current scale's units and it becomes 1. */
-static af_tensor *gated_update(af_trainer *t, int s, const step_inputs *si, af_tensor **q, af_tensor *const *grads,
-                               af_tensor **w, af_tensor **m, af_tensor **r) {
+static af_tensor *gated_update(af_trainer *t, af_tensor *lr, af_tensor *dc, const step_inputs *si, af_tensor **q,
+                               af_tensor *const *grads, af_tensor **w, af_tensor **m, af_tensor **r) {
     int np = t->np;
     bool adam = t->o.optimizer == AF_OPT_ADAM;
     af_tensor *wn[TR_MAXP], *mn[TR_MAXP], *rn[TR_MAXP], *w2d[TR_MAXP], *all[3 * TR_MAXP];
@@ -229,8 +240,8 @@ static af_tensor *gated_update(af_trainer *t, int s, const step_inputs *si, af_t
     for (int i = 0; i < np; i++) {
         af_tensor *g2 = af_reshape(grads[i], t->flat[i]);
         w2d[i] = af_reshape(w[i], t->flat[i]);
-        if (adam) nn_adam_update(&c, w2d[i], af_mul(m[i], *q), af_mul(r[i], *q), g2, si->lr[s], si->eps, si->dc[s], &wn[i], &mn[i], &rn[i]);
-        else wn[i] = nn_sgd_update(w2d[i], g2, si->lr[s], si->dc[s]);
+        if (adam) nn_adam_update(&c, w2d[i], af_mul(m[i], *q), af_mul(r[i], *q), g2, lr, si->eps, dc, &wn[i], &mn[i], &rn[i]);
+        else wn[i] = nn_sgd_update(w2d[i], g2, lr, dc);
         all[nall++] = wn[i];
         if (adam) { all[nall++] = mn[i]; all[nall++] = rn[i]; }
     }
@@ -261,14 +272,16 @@ static af_status build_resident(af_trainer *t) {
     for (int i = 0; i < np; i++) { t->state_in[i] = ni; in[ni++] = w[i] = t->p[i]; }
     for (int i = 0; adam && i < np; i++) { snprintf(name, sizeof name, "m%d", i); in[ni++] = m[i] = af_input(g, name, dt, t->flat[i]); }
     for (int i = 0; adam && i < np; i++) { snprintf(name, sizeof name, "r%d", i); in[ni++] = r[i] = af_input(g, name, dt, t->flat[i]); }
-    af_tensor *oks[TR_MAXK];
+    af_tensor *oks[TR_MAXK], *taken = si.iota ? af_const_fill(g, AF_SHAPE(1, 1), 0.0f) : NULL;
     af_status st = AF_OK;
     for (int s = 0; s < k && !st; s++) {
         af_tensor *met[2], *z, *grads[TR_MAXP];
         if ((st = build_step(t, si.x[s], si.y[s], si.ls, w, met, &z, grads))) break;
         for (int j = 0; j < nm; j++) out[no++] = met[j];
         g->vouching++;
-        oks[s] = gated_update(t, s, &si, &q, grads, w, m, r);
+        af_tensor *lr = table_at(si.lr, si.iota, taken), *dc = table_at(si.dc, si.iota, taken);
+        oks[s] = gated_update(t, lr, dc, &si, &q, grads, w, m, r);
+        if (si.iota) taken = af_add(taken, oks[s]);
         g->vouching--;
         if (g->error) st = graph_error(t, "building the update");
     }

@@ -269,18 +269,18 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
     for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(x + (size_t)s * t->x_count, t->x_count);
     for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(y + (size_t)s * t->y_count, t->y_count);
     in[n++] = AF_BUF_F32(&ls, 1);
-    /* lr for step s assumes the steps before it in this block are not skipped. */
+    /* Entry j: the lr and decay of the block's step after j taken ones (the program
+     * picks the entry by the steps it has taken, so skips do not shift them). */
     for (int s = 0; s < k; s++) {
         lr[s] = tr_lr_t(t, t->step + s);
         decay[s] = 1.0f - tr_lr_at(&t->o, t->step + s) * t->o.weight_decay;
-        in[n++] = AF_BUF_F32(&lr[s], 1);
     }
+    in[n++] = AF_BUF_F32(lr, k);
     if (adam) {
         in[n++] = AF_BUF_F32(&q, 1);
         in[n++] = AF_BUF_F32(&eps, 1);
     }
-    if (t->o.weight_decay != 0.0f)
-        for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(&decay[s], 1);
+    if (t->o.weight_decay != 0.0f) in[n++] = AF_BUF_F32(decay, k);
     int m = 0;
     for (int s = 0; s < k; s++)
         for (int j = 0; j < nm; j++) out[m++] = AF_BUF_F32(&metrics[s][j], 1);
@@ -304,7 +304,6 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
     info->loss = 0;
     info->accuracy = 0;
     info->skipped_now = 0;
-    info->lr = tr_lr_at(&t->o, t->step + k - 1);
     info->loss_scale = t->scale;
     for (int s = 0; s < k; s++) {
         info->loss += metrics[s][0] / k;
@@ -312,6 +311,7 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
         info->skipped_now += ok[s] != 1.0f;
         after_step(t, ok[s] == 1.0f, ls_block);
     }
+    info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0); /* the last step taken */
     return AF_OK;
 }
 

@@ -122,7 +122,7 @@ static af_status build_host_device(af_trainer *t) {
     return AF_OK;
 }
 
-/* Adam: (w, m, r, g, lr_t, moment_rescale, eps[, decay]) -> stack(w', m', r');
+/* Adam: (w, m, r, g, lr_t[, moment_rescale], eps[, decay]) -> stack(w', m', r');
  * SGD: (w, g, lr_t[, decay]) -> w'. */
 static af_status build_update_program(af_trainer *t, int i) {
     af_graph *g = t->g;
@@ -136,14 +136,14 @@ static af_status build_update_program(af_trainer *t, int i) {
     af_tensor *r = adam ? (in[n++] = af_input(g, "r", dt, f)) : NULL;
     af_tensor *gr = in[n++] = af_input(g, "grad", dt, f);
     af_tensor *lr = in[n++] = scalar_input(t, "lr_t");
-    af_tensor *q = adam ? (in[n++] = scalar_input(t, "moment_rescale")) : NULL;
+    af_tensor *q = tr_rescales_moments(t) ? (in[n++] = scalar_input(t, "moment_rescale")) : NULL;
     af_tensor *eps = adam ? (in[n++] = scalar_input(t, "eps")) : NULL;
     af_tensor *dc = decay ? (in[n++] = scalar_input(t, "decay")) : NULL;
     g->vouching++;
     if (adam) {
         nn_adam_cfg c = { t->o.beta1, t->o.beta2 };
         af_tensor *w2, *m2, *r2;
-        nn_adam_update(&c, w, af_mul(m, q), af_mul(r, q), gr, lr, eps, dc, &w2, &m2, &r2);
+        nn_adam_update(&c, w, q ? af_mul(m, q) : m, q ? af_mul(r, q) : r, gr, lr, eps, dc, &w2, &m2, &r2);
         out = nn_stack3(w2, m2, r2);
     } else {
         out = nn_sgd_update(w, gr, lr, dc);
@@ -166,7 +166,8 @@ af_status tr_device_update(af_trainer *t, int i, int64_t step, bool *ok) {
     if (adam) { in[k++] = AF_BUF_F32(t->m[i], n); in[k++] = AF_BUF_F32(t->v[i], n); }
     in[k++] = AF_BUF_F32(t->grad[i], n);
     in[k++] = AF_BUF_F32(&lr, 1);
-    if (adam) { in[k++] = AF_BUF_F32(&q, 1); in[k++] = AF_BUF_F32(&eps, 1); }
+    if (tr_rescales_moments(t)) in[k++] = AF_BUF_F32(&q, 1);
+    if (adam) in[k++] = AF_BUF_F32(&eps, 1);
     if (t->o.weight_decay != 0.0f) in[k++] = AF_BUF_F32(&decay, 1);
     af_buffer out = AF_BUF_F32(t->upd_out[i], (adam ? 3 : 1) * n);
     af_status st = tr_run(t, t->upd[i], in, &out);
@@ -207,10 +208,8 @@ static void add_step_inputs(af_trainer *t, step_inputs *si, af_tensor **in, int 
     }
     in[(*ni)++] = si->ls = scalar_input(t, "loss_scale");
     in[(*ni)++] = si->lr = af_input(t->g, "lr_t", io_dtype(t), AF_SHAPE(1, k));
-    if (t->o.optimizer == AF_OPT_ADAM) {
-        in[(*ni)++] = si->q = scalar_input(t, "moment_rescale");
-        in[(*ni)++] = si->eps = scalar_input(t, "eps");
-    }
+    if (tr_rescales_moments(t)) in[(*ni)++] = si->q = scalar_input(t, "moment_rescale");
+    if (t->o.optimizer == AF_OPT_ADAM) in[(*ni)++] = si->eps = scalar_input(t, "eps");
     if (t->o.weight_decay != 0.0f) in[(*ni)++] = si->dc = af_input(t->g, "decay", io_dtype(t), AF_SHAPE(1, k));
     if (k > 1) {
         float idx[TR_MAXK];
@@ -228,8 +227,8 @@ static af_tensor *table_at(af_tensor *table, af_tensor *iota, af_tensor *taken) 
 
 /* One step's update of every param (w, m, r advance in place) behind the finite gate:
  * when any new weight or moment is inf or nan (an overflowing gradient makes m' so),
- * every state tensor keeps its old value. *q is the moment rescale still to apply: once
- * a step is taken the moments are in the current scale's units and it becomes 1. */
+ * every state tensor keeps its old value. *q is the moment rescale still to apply (NULL
+ * with a static loss scale): once a step is taken the moments are in the current scale's units and it becomes 1. */
 static af_tensor *gated_update(af_trainer *t, af_tensor *lr, af_tensor *dc, const step_inputs *si, af_tensor **q,
                                af_tensor *const *grads, af_tensor **w, af_tensor **m, af_tensor **r) {
     int np = t->np;
@@ -240,7 +239,7 @@ static af_tensor *gated_update(af_trainer *t, af_tensor *lr, af_tensor *dc, cons
     for (int i = 0; i < np; i++) {
         af_tensor *g2 = af_reshape(grads[i], t->flat[i]);
         w2d[i] = af_reshape(w[i], t->flat[i]);
-        if (adam) nn_adam_update(&c, w2d[i], af_mul(m[i], *q), af_mul(r[i], *q), g2, lr, si->eps, dc, &wn[i], &mn[i], &rn[i]);
+        if (adam) nn_adam_update(&c, w2d[i], *q ? af_mul(m[i], *q) : m[i], *q ? af_mul(r[i], *q) : r[i], g2, lr, si->eps, dc, &wn[i], &mn[i], &rn[i]);
         else wn[i] = nn_sgd_update(w2d[i], g2, lr, dc);
         all[nall++] = wn[i];
         if (adam) { all[nall++] = mn[i]; all[nall++] = rn[i]; }
@@ -252,7 +251,7 @@ static af_tensor *gated_update(af_trainer *t, af_tensor *lr, af_tensor *dc, cons
         nn_carry_param_facts(w[i], old);
         if (adam) { m[i] = af_select(ok, mn[i], m[i]); r[i] = af_select(ok, rn[i], r[i]); }
     }
-    if (adam) *q = af_select(ok, ok, *q);
+    if (*q) *q = af_select(ok, ok, *q);
     return ok;
 }
 

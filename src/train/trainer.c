@@ -5,6 +5,7 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,10 @@ float tr_lr_t(const af_trainer *t, int64_t step) {
 /* The factor that brings the programs' moments from the units they were last updated
  * in to the current loss scale's (see trainer.h); 1 unless the scale moved. */
 float tr_moment_rescale(const af_trainer *t) { return t->scale / t->moment_unit; }
+
+/* Only a dynamic scale moves: with a static one the programs skip the rescale (a load
+ * brings the moments to the scale's units on the host, see trainer_io.c). */
+bool tr_rescales_moments(const af_trainer *t) { return t->o.optimizer == AF_OPT_ADAM && t->o.dynamic_loss_scale; }
 
 /* Adam's eps in the programs' moment units (the loss scale's). In fp16 it is kept at
  * least fp16's smallest subnormal, so it never rounds to 0: m = r = 0 must give 0, not
@@ -115,22 +120,41 @@ typedef struct {
     float *w2, *m2, *v2;
     float b1, b2, lr_t, eps, decay, sgd_a, unscale;
     int sgd;
+    atomic_int bad;
 } host_opt;
 
-static void host_opt_range(void *p, int64_t j0, int64_t j1) {
-    const host_opt *o = p;
-    const float *w = o->w, *m = o->m, *v = o->v, *g = o->g;
-    float *w2 = o->w2, *m2 = o->m2, *v2 = o->v2;
-    if (o->sgd) {
-        for (int64_t j = j0; j < j1; j++) w2[j] = w[j] * o->decay - o->sgd_a * g[j];
-        return;
-    }
+/* 1 when f is inf or nan: an all-ones exponent (integer ops, so loops vectorise). */
+static inline uint32_t nonfinite(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
+}
+
+/* restrict: the new state never aliases the old, which lets the loop vectorise. Returns
+ * nonzero when any new value is inf or nan. */
+static uint32_t adam_range(int64_t j0, int64_t j1, const float *restrict w, const float *restrict m, const float *restrict v,
+                           const float *restrict g, float *restrict w2, float *restrict m2, float *restrict v2, float b1,
+                           float b2, float lr_t, float eps, float decay, float unscale) {
+    uint32_t bad = 0;
     for (int64_t j = j0; j < j1; j++) {
-        float gj = g[j] * o->unscale;
-        m2[j] = o->b1 * m[j] + (1.0f - o->b1) * gj;
-        v2[j] = o->b2 * v[j] + (1.0f - o->b2) * gj * gj;
-        w2[j] = w[j] * o->decay - o->lr_t * m2[j] / (sqrtf(v2[j]) + o->eps);
+        float gj = g[j] * unscale;
+        float mj = m2[j] = b1 * m[j] + (1.0f - b1) * gj;
+        float vj = v2[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
+        float wj = w2[j] = w[j] * decay - lr_t * mj / (sqrtf(vj) + eps);
+        bad |= nonfinite(mj) | nonfinite(vj) | nonfinite(wj);
     }
+    return bad;
+}
+
+static void host_opt_range(void *p, int64_t j0, int64_t j1) {
+    host_opt *o = p;
+    uint32_t bad = 0;
+    if (o->sgd) {
+        for (int64_t j = j0; j < j1; j++) bad |= nonfinite(o->w2[j] = o->w[j] * o->decay - o->sgd_a * o->g[j]);
+    } else {
+        bad = adam_range(j0, j1, o->w, o->m, o->v, o->g, o->w2, o->m2, o->v2, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
+    }
+    if (bad) atomic_store(&o->bad, 1); /* chunks run on the pool's threads */
 }
 
 /* The fp32 host optimizer on the unscaled gradient (so its moments do not depend on the
@@ -144,11 +168,10 @@ static bool host_update(af_trainer *t, int i, const float *g, int64_t step) {
                    t->o.optimizer == AF_OPT_SGD };
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     af_model *m = t->fb ? t->fb : t->fwd;
+    atomic_init(&o.bad, 0);
     cpu_pool_for(m ? m->pool : NULL, n, 32768, host_opt_range, &o);
     t->host_flops += (o.sgd ? 3 : 14) * n;
-    bool ok = tr_finite(o.w2, n);
-    if (!o.sgd) ok = ok && tr_finite(o.m2, n) && tr_finite(o.v2, n);
-    return ok;
+    return !atomic_load(&o.bad);
 }
 
 static void host_commit(af_trainer *t) {
@@ -276,10 +299,8 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
         decay[s] = 1.0f - tr_lr_at(&t->o, t->step + s) * t->o.weight_decay;
     }
     in[n++] = AF_BUF_F32(lr, k);
-    if (adam) {
-        in[n++] = AF_BUF_F32(&q, 1);
-        in[n++] = AF_BUF_F32(&eps, 1);
-    }
+    if (tr_rescales_moments(t)) in[n++] = AF_BUF_F32(&q, 1);
+    if (adam) in[n++] = AF_BUF_F32(&eps, 1);
     if (t->o.weight_decay != 0.0f) in[n++] = AF_BUF_F32(decay, k);
     int m = 0;
     for (int s = 0; s < k; s++)

@@ -59,6 +59,7 @@ float     tr_lr_at(const af_train_opts *o, int64_t step);
 float     tr_lr_t(const af_trainer *t, int64_t step);
 bool      tr_finite(const float *x, int64_t n);
 float     tr_moment_rescale(const af_trainer *t);
+bool      tr_rescales_moments(const af_trainer *t);
 float     tr_eps_units(const af_trainer *t);
 int       tr_num_metrics(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);

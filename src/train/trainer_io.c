@@ -172,15 +172,17 @@ static af_status get_array(const af_ckpt *c, const char *name, float *dst, int64
 }
 
 /* Brings loaded moments (v, or r = sqrt(v), in units `unit`) to this plan's form: the
- * host plan's unscaled v, or r in the same units elsewhere. Same form: untouched. */
+ * host plan's unscaled v; elsewhere r in the same units, or with a static loss scale
+ * (whose programs never rescale) in the scale's. Same form and units: untouched. */
 static void convert_moments(af_trainer *t, int i, bool saved_rms, float unit) {
     bool host = t->o.plan == AF_PLAN_HOST;
-    if (saved_rms != host && (!host || unit == 1.0f)) return;
-    double inv = host ? 1.0 / unit : 1.0;
+    float to = host ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
+    if (saved_rms != host && to == unit) return;
+    double inv = (double)to / unit;
     for (int64_t j = 0; j < t->count[i]; j++) {
-        double r = saved_rms ? t->v[i][j] : sqrt(t->v[i][j]);
+        double r = (saved_rms ? t->v[i][j] : sqrt(t->v[i][j])) * inv;
         t->m[i][j] = (float)(t->m[i][j] * inv);
-        t->v[i][j] = (float)(host ? (r * inv) * (r * inv) : r);
+        t->v[i][j] = (float)(host ? r * r : r);
     }
 }
 
@@ -213,7 +215,7 @@ af_status tr_import(af_trainer *t, const af_ckpt *c) {
         if ((st = get_array(c, name, t->v[i], t->count[i]))) return st;
         convert_moments(t, i, saved_rms, unit);
     }
-    t->moment_unit = t->o.plan == AF_PLAN_HOST ? 1.0f : unit;
+    t->moment_unit = t->o.plan == AF_PLAN_HOST ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
     return move_state(t, false);
 }
 

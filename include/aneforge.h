@@ -335,7 +335,8 @@ typedef struct {
     int scale_growth_interval;
     af_plan plan;
     int unroll;              /* K for AF_PLAN_UNROLLED (default 8) */
-    int shuttle_state;       /* AF_PLAN_UNROLLED: 1 feeds params and moments in and reads them
+    int shuttle_state;       /* AF_PLAN_UNROLLED (and AF_PLAN_RESIDENT, its K = 1 case): 1 feeds
+                              * params and moments in and reads them
                               * back around every K-step block (seed 000's resident=False);
                               * 0 keeps them resident in the program (default) */
     int batch;               /* minibatch size (default 128) */

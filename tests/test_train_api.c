@@ -288,9 +288,9 @@ static void custom_losses(void) {
 
 /* ------------------------------------------------------------------ shuttled unrolled state */
 
-static af_trainer *unrolled(af_target target, af_precision prec, int shuttle) {
+static af_trainer *unrolled(af_plan plan, af_target target, af_precision prec, int shuttle) {
     af_net net = { .make_params = lin_params, .forward = lin_forward, .sample = AF_SHAPE(D), .out_dim = C };
-    af_train_opts o = lin_opts(AF_PLAN_UNROLLED, AF_OBJ_MSE);
+    af_train_opts o = lin_opts(plan, AF_OBJ_MSE);
     o.unroll = 4;
     o.lr = 0.02f;
     o.weight_decay = 0.01f;
@@ -304,14 +304,15 @@ static af_trainer *unrolled(af_target target, af_precision prec, int shuttle) {
     return t;
 }
 
-static void shuttle_matches_resident(const char *what, af_target target, af_precision prec) {
-    af_trainer *res = unrolled(target, prec, 0), *sh = unrolled(target, prec, 1);
+static void shuttle_matches_resident(const char *what, af_plan plan, af_target target, af_precision prec) {
+    af_trainer *res = unrolled(plan, target, prec, 0), *sh = unrolled(plan, target, prec, 1);
     if (!res || !sh) { af_trainer_free(res); af_trainer_free(sh); return; }
     float x[4 * B * D], y[4 * B * C], pr[C * D + C], ps[C * D + C];
+    int k = af_trainer_steps_per_call(res);
     af_step_info ir, is;
     for (int i = 0; i < 6; i++) {
         lin_batch(200 + i, 4 * B, x, y);
-        if (i == 2) x[B * D + 1] = 1.0f / 0.0f; /* the block's second step overflows */
+        if (i == 2) x[(k - 1) * B * D + 1] = 1.0f / 0.0f; /* the block's last step overflows */
         CHECK(af_trainer_step(res, x, y, &ir) == AF_OK && af_trainer_step(sh, x, y, &is) == AF_OK, "%s: step: %s", what, af_error_message());
         CHECK(ir.step == is.step && ir.skipped == is.skipped && ir.loss == is.loss, "%s: call %d: steps %lld/%lld skipped %lld/%lld loss %g/%g",
               what, i, (long long)ir.step, (long long)is.step, (long long)ir.skipped, (long long)is.skipped, ir.loss, is.loss);
@@ -326,7 +327,7 @@ static void shuttle_matches_resident(const char *what, af_target target, af_prec
     /* A checkpoint of one continues bit-identically in the other. */
     char path[64];
     snprintf(path, sizeof path, "/tmp/af_test_shuttle_%d.ckpt", (int)getpid());
-    af_trainer *res2 = unrolled(target, prec, 0);
+    af_trainer *res2 = unrolled(plan, target, prec, 0);
     CHECK(res2 && af_trainer_save(sh, path) == AF_OK && af_trainer_load(res2, path) == AF_OK, "%s: save/load: %s", what, af_error_message());
     lin_batch(300, 4 * B, x, y);
     CHECK(res2 && af_trainer_step(res2, x, y, NULL) == AF_OK && af_trainer_step(sh, x, y, NULL) == AF_OK, "%s: step after load", what);
@@ -424,9 +425,10 @@ int main(void) {
     af_ane_budget_set_limits(100000, 0);
     adam_step_api();
     custom_losses();
-    shuttle_matches_resident("cpu fp32", AF_TARGET_CPU, AF_PRECISION_FP32);
-    shuttle_matches_resident("cpu fp16", AF_TARGET_CPU, AF_PRECISION_FP16);
-    shuttle_matches_resident("ane-sim A16", AF_TARGET_ANE_SIM, AF_PRECISION_DEFAULT);
+    shuttle_matches_resident("unrolled, cpu fp32", AF_PLAN_UNROLLED, AF_TARGET_CPU, AF_PRECISION_FP32);
+    shuttle_matches_resident("unrolled, cpu fp16", AF_PLAN_UNROLLED, AF_TARGET_CPU, AF_PRECISION_FP16);
+    shuttle_matches_resident("unrolled, ane-sim A16", AF_PLAN_UNROLLED, AF_TARGET_ANE_SIM, AF_PRECISION_DEFAULT);
+    shuttle_matches_resident("resident, ane-sim A16", AF_PLAN_RESIDENT, AF_TARGET_ANE_SIM, AF_PRECISION_DEFAULT);
     metric_sources();
     host_ce_metrics();
     return check_finish("train_api");

@@ -228,7 +228,8 @@ static af_tensor *table_at(af_tensor *table, af_tensor *iota, af_tensor *taken) 
 /* One step's update of every param (w, m, r advance in place) behind the finite gate:
  * when any new weight or moment is inf or nan (an overflowing gradient makes m' so),
  * every state tensor keeps its old value. *q is the moment rescale still to apply (NULL
- * with a static loss scale): once a step is taken the moments are in the current scale's units and it becomes 1. */
+ * with a static loss scale): once a step is taken the moments are in the current
+ * scale's units and it becomes 1. */
 static af_tensor *gated_update(af_trainer *t, af_tensor *lr, af_tensor *dc, const step_inputs *si, af_tensor **q,
                                af_tensor *const *grads, af_tensor **w, af_tensor **m, af_tensor **r) {
     int np = t->np;
@@ -307,7 +308,7 @@ static af_status build_resident(af_trainer *t) {
 /* Host buffers a plan needs besides the state: the step's logits, the device plan's and
  * shuttled plan's update outputs, the host plan's spare state. */
 static af_status alloc_buffers(af_trainer *t) {
-    bool adam = t->o.optimizer == AF_OPT_ADAM, shuttled = t->o.plan == AF_PLAN_UNROLLED && t->o.shuttle_state;
+    bool adam = t->o.optimizer == AF_OPT_ADAM, shuttled = t->o.plan >= AF_PLAN_RESIDENT && t->o.shuttle_state;
     bool ok = true;
     if (t->o.plan <= AF_PLAN_DEVICE) ok = (t->logits = malloc((size_t)t->y_count * sizeof(float))) != NULL;
     for (int i = 0; ok && i < t->np; i++) {

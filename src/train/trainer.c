@@ -51,13 +51,12 @@ float tr_moment_rescale(const af_trainer *t) { return t->scale / t->moment_unit;
  * brings the moments to the scale's units on the host, see trainer_io.c). */
 bool tr_rescales_moments(const af_trainer *t) { return t->o.optimizer == AF_OPT_ADAM && t->o.dynamic_loss_scale; }
 
-/* Adam's eps in the programs' moment units (the loss scale's). In fp16 it is at least
- * fp16's smallest normal, 2^-14: gradients below that are subnormal, carry few bits and
- * are mostly rounding noise, which a smaller eps would blow up into full lr-sized steps
- * (on ane-sim MNIST loses ~0.1% with eps 1e-8 x 128); it also keeps m = r = 0 from 0/0. */
+/* Adam's eps in the programs' moment units (the loss scale's), as the host plan applies
+ * it to unscaled moments. In fp16 it is kept at least fp16's smallest subnormal, so it
+ * never rounds to 0: m = r = 0 must give a zero step, not 0/0. */
 float tr_eps_units(const af_trainer *t) {
     float e = t->o.eps * t->scale;
-    return t->fp16 && e < 6.103515625e-05f ? 6.103515625e-05f : e;
+    return t->fp16 && e < 5.9604645e-08f ? 5.9604645e-08f : e;
 }
 
 int tr_num_metrics(const af_trainer *t) { return t->o.objective == AF_OBJ_CE ? 2 : 1; }

@@ -335,9 +335,16 @@ typedef struct {
     af_tensor *(*forward)(void *ctx, af_tensor *x, af_tensor *const *weights);
     af_shape sample;   /* one input sample, e.g. [784] or [1, 28, 28] */
     int64_t out_dim;   /* classes (cross-entropy) or regression targets (mse) */
+    /* AF_OBJ_CUSTOM only: builds the loss from the forward output [B, out_dim] and the
+     * fed target [B, out_dim] with any ops, returning af_loss_scalar(a one-element
+     * tensor) or af_softmax_cross_entropy / af_mse; NULL on failure. The trainer seeds
+     * its backward with the (fed) loss scale and reports its value as the step's loss. */
+    af_loss *(*loss)(void *ctx, af_tensor *output, af_tensor *target);
 } af_net;
 
-typedef enum { AF_OBJ_CE = 0, AF_OBJ_MSE = 1 } af_objective;
+/* CE: softmax cross-entropy on one-hot targets; MSE: mean squared error; CUSTOM: the
+ * net's loss function. */
+typedef enum { AF_OBJ_CE = 0, AF_OBJ_MSE = 1, AF_OBJ_CUSTOM = 2 } af_objective;
 typedef enum { AF_OPT_ADAM = 0, AF_OPT_SGD = 1 } af_optimizer;
 typedef enum { AF_LR_CONSTANT = 0, AF_LR_COSINE = 1 } af_lr_schedule;
 typedef enum {
@@ -362,6 +369,10 @@ typedef struct {
     int scale_growth_interval;
     af_plan plan;
     int unroll;              /* K for AF_PLAN_UNROLLED (default 8) */
+    int shuttle_state;       /* AF_PLAN_UNROLLED (and AF_PLAN_RESIDENT, its K = 1 case): 1 feeds
+                              * params and moments in and reads them
+                              * back around every K-step block (seed 000's resident=False);
+                              * 0 keeps them resident in the program (default) */
     int batch;               /* minibatch size (default 128) */
     int eval_batch;          /* batch of the evaluation program (default 500) */
     af_compile_opts compile;
@@ -382,17 +393,36 @@ AF_API af_net af_net_cnn(af_shape sample, int classes, uint64_t seed);
 AF_API void   af_net_set_input_norm(af_net *net, float mean, float std);
 AF_API void   af_net_free(af_net *net);
 
-/* Per-step report: what the step did and what it cost. */
+/* Where a step's loss and accuracy were computed. */
+typedef enum {
+    AF_METRIC_HOST_FP32 = 0,  /* on the host in fp32 from the logits the programs return
+                               * (host and device plans, CE and MSE) */
+    AF_METRIC_GRAPH_FP32 = 1, /* inside the program, fp32 numerics */
+    AF_METRIC_GRAPH_FP16 = 2  /* inside the program, fp16 numerics (resident and unrolled
+                               * plans on engine targets or in fp16; custom losses) */
+} af_metric_source;
+AF_API const char *af_metric_source_name(af_metric_source s); /* "host_fp32", "graph_fp32", "graph_fp16" */
+
+/* Per-step report: what the step did and what it cost. A step is skipped (all state
+ * left bit-identical) when a gradient or any updated weight or moment is inf or nan. */
 typedef struct {
     int64_t step;            /* optimizer steps taken so far (skipped ones excluded) */
-    int64_t skipped;         /* steps skipped for non-finite gradients, in total */
+    int64_t skipped;         /* steps skipped, in total */
+    int64_t skipped_consecutive; /* skips since the last step that was taken */
     int skipped_now;         /* steps skipped in this call */
     double loss;             /* mean loss of the batch (of the K batches when unrolled) */
     double accuracy;         /* fraction correct (cross-entropy only) */
+    af_metric_source metric_source; /* where loss and accuracy were computed */
     float lr;                /* learning rate used by the last step */
     float loss_scale;        /* the scale used by the last step */
     af_stats stats;          /* programs compiled, dispatches, bytes, FLOPs of this call */
 } af_step_info;
+
+/* A step skipped for non-finite values warns on stderr the first time and every 100th
+ * time; AF_SKIP_WARN_CONSECUTIVE consecutive skips warn that the loss scale is too large
+ * (with a dynamic scale: that it is already 1, so the non-finite values come from
+ * elsewhere: the data, the learning rate). */
+#define AF_SKIP_WARN_CONSECUTIVE 3
 
 /* A trainer, freed with af_trainer_free. It calls net's functions only inside
  * af_trainer_new (the evaluation graph is built there too and compiled on first use),
@@ -418,6 +448,32 @@ AF_API af_status   af_trainer_load(af_trainer *t, const char *path);
 /* Costs accumulated over all steps so far (compiles include the initial ones). */
 AF_API void        af_trainer_stats(const af_trainer *t, af_stats *out);
 AF_API const char *af_plan_name(af_plan p);
+
+/* ---------------------------------------------------------------- optimizer graphs
+ * Adam as graph ops, for building updates inside programs (e.g. K unrolled steps: feed
+ * each step's new weights to the next step's forward). The second moment is kept as its
+ * square root, r = sqrt(v): r' = sqrt(b2 r^2 + (1-b2) g^2) is computed as
+ * s sqrt(b2 (r/s)^2 + (1-b2) (g/s)^2) with s = max(r, |g|), so r' <= max(r, |g|) and
+ * m' <= max(|m|, |g|): in fp16 neither can overflow while the gradients are finite
+ * (v itself would overflow once |g| > 256). Start m and r at zero. */
+typedef struct {
+    float beta1, beta2; /* 0 <= beta < 1, e.g. 0.9 and 0.999 */
+    float eps;          /* added to r, in the gradient's units; baked (fp16 rounds it) */
+} af_adam_opts;
+
+/* For each of the n params: m' = b1 m + (1-b1) grad, r' as above,
+ * w' = decay w - lr_t m' / (r' + eps). w[i], grad[i], m[i], r[i] share a shape; lr_t
+ * (and decay, NULL for none) are one-element tensors, usually fed inputs so they can
+ * change per step without a recompile: lr_t = af_adam_lr_t(lr, b1, b2, t) folds in the
+ * bias correction, decay = 1 - lr * weight_decay. Writes the new tensors (same shapes)
+ * to w_new, m_new, r_new; a conv weight's facts (af_conv_param) carry over to w_new so
+ * it still works in af_conv2d. The nodes are built in lr_t's graph. */
+AF_API af_status af_adam_step(int n, af_tensor *const *w, af_tensor *const *grad, af_tensor *const *m, af_tensor *const *r,
+                       af_tensor *lr_t, af_tensor *decay, const af_adam_opts *opts, af_tensor **w_new, af_tensor **m_new,
+                       af_tensor **r_new);
+/* lr sqrt(1 - beta2^t) / (1 - beta1^t): the learning rate of Adam step t (from 1) with
+ * its bias correction folded in. */
+AF_API float af_adam_lr_t(float lr, float beta1, float beta2, int64_t t);
 
 /* ---------------------------------------------------------------- data (src/data) */
 

@@ -93,9 +93,14 @@ static void train_to_low_loss(af_plan plan, af_precision prec) {
 
 static void read_all(af_trainer *t, float *dst) {
     for (int i = 0, off = 0; i < af_trainer_num_params(t); i++) {
-        af_trainer_read_param(t, i, dst + off);
+        CHECK(af_trainer_read_param(t, i, dst + off) == AF_OK, "read param %d: %s", i, af_error_message());
         off += (int)af_shape_count(af_tensor_shape(af_trainer_param(t, i)));
     }
+}
+
+/* A step that must succeed. */
+static void step_ok(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+    CHECK(af_trainer_step(t, x, y, info) == AF_OK, "step: %s", af_error_message());
 }
 #define NPARAM (H * D + H + C * H + C)
 
@@ -105,13 +110,13 @@ static void skip_nonfinite(af_plan plan) {
     int k = af_trainer_steps_per_call(t);
     float *x = malloc(sizeof(float) * k * B * D), *y = malloc(sizeof(float) * k * B * C);
     af_step_info info;
-    for (int i = 0; i < 3; i++) { make_batch(i, k, x, y); af_trainer_step(t, x, y, &info); }
+    for (int i = 0; i < 3; i++) { make_batch(i, k, x, y); step_ok(t, x, y, &info); }
     float before[NPARAM], after[NPARAM];
     char path[64], path2[64];
     snprintf(path, sizeof path, "/tmp/af_test_skip_%d_a.ckpt", (int)getpid());
     snprintf(path2, sizeof path2, "/tmp/af_test_skip_%d_b.ckpt", (int)getpid());
     read_all(t, before);
-    af_trainer_save(t, path);
+    CHECK(af_trainer_save(t, path) == AF_OK, "save: %s", af_error_message());
     int64_t steps = info.step;
     make_batch(7, k, x, y);
     for (int s = 0; s < k; s++) x[s * B * D + 3] = 1.0f / 0.0f; /* every step of the block overflows */
@@ -121,14 +126,13 @@ static void skip_nonfinite(af_plan plan) {
           (long long)info.skipped, info.skipped_now, (long long)info.step);
     CHECK(memcmp(before, after, sizeof before) == 0, "%s: params changed on a skipped step", af_plan_name(plan));
     /* Moments too: the two checkpoints hold identical optimizer state. */
-    af_trainer_save(t, path2);
+    CHECK(af_trainer_save(t, path2) == AF_OK, "save: %s", af_error_message());
     af_trainer *u = make(plan, AF_PRECISION_FP32, 1.0f), *w = make(plan, AF_PRECISION_FP32, 1.0f);
     if (u && w) {
-        af_trainer_load(u, path);
-        af_trainer_load(w, path2);
+        CHECK(af_trainer_load(u, path) == AF_OK && af_trainer_load(w, path2) == AF_OK, "load: %s", af_error_message());
         make_batch(8, k, x, y);
-        af_trainer_step(u, x, y, NULL);
-        af_trainer_step(w, x, y, NULL);
+        step_ok(u, x, y, NULL);
+        step_ok(w, x, y, NULL);
         read_all(u, before);
         read_all(w, after);
         CHECK(memcmp(before, after, sizeof before) == 0, "%s: optimizer state changed on a skipped step", af_plan_name(plan));
@@ -151,13 +155,13 @@ static void resume_bit_identical(af_plan plan) {
     snprintf(path, sizeof path, "/tmp/af_test_resume_%d.ckpt", (int)getpid());
     for (int i = 0; i < 12; i++) {
         make_batch(i, k, x, y);
-        af_trainer_step(a, x, y, NULL);
+        step_ok(a, x, y, NULL);
         if (i == 5) CHECK(af_trainer_save(a, path) == AF_OK, "save: %s", af_error_message());
     }
     CHECK(af_trainer_load(b, path) == AF_OK, "load: %s", af_error_message());
     for (int i = 6; i < 12; i++) {
         make_batch(i, k, x, y);
-        af_trainer_step(b, x, y, NULL);
+        step_ok(b, x, y, NULL);
     }
     float pa[NPARAM], pb[NPARAM];
     read_all(a, pa);
@@ -189,12 +193,12 @@ static void dynamic_scale(af_plan plan) {
     af_step_info info;
     make_batch(0, 1, x, y);
     x[5] = 1.0f / 0.0f;
-    af_trainer_step(t, x, y, &info);
+    step_ok(t, x, y, &info);
     CHECK(info.skipped_now == 1 && info.loss_scale == 1024.0f, "%s: the overflowing step ran at 1024 and was skipped", af_plan_name(plan));
     float scales[4];
     for (int i = 0; i < 4; i++) {
         make_batch(i + 1, 1, x, y);
-        af_trainer_step(t, x, y, &info);
+        step_ok(t, x, y, &info);
         scales[i] = info.loss_scale;
     }
     /* 512 for three clean steps, then doubled back to 1024. */

@@ -43,6 +43,8 @@ static void usage(FILE *f) {
             "  --weight-decay X      decoupled weight decay (default 0.05)\n"
             "  --plan host|device|resident|unrolled   where the optimizer runs (default host)\n"
             "  --unroll K            steps per program for --plan unrolled (default 8)\n"
+            "  --shuttle-state       unrolled plan: feed params and Adam moments in and read them\n"
+            "                        back around every K-step program instead of keeping them resident\n"
             "  --precision fp32|fp16 numerics (default fp32 on cpu, fp16 on ane-sim)\n"
             "  --target cpu|ane-sim[:m1|m2|m3|m4|m5]|ane[:FAM]   backend (default cpu); ane loads\n"
             "                           $ANEFORGE_ANE_FRAMEWORK (the fake framework on Linux) or Apple's\n"
@@ -55,6 +57,10 @@ static void usage(FILE *f) {
             "  --resume PATH         continue from a checkpoint (bit-identical in fp32)\n"
             "  --log FILE            append one JSON line per logging interval\n"
             "  --json                finish with one JSON line of results\n\n"
+            "Training loss and accuracy come from the host in fp32 (host and device plans, from\n"
+            "the logits) or from inside the step program (resident and unrolled plans, in the\n"
+            "program's precision); --json and --log say which in \"loss_source\". Test accuracy\n"
+            "is always computed on the host from the evaluation program's logits.\n\n"
             "Data comes from $ANEFORGE_DATA or ./data; get it with 'aneforge data fetch mnist'.\n");
 }
 
@@ -104,6 +110,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
+        if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
         if (!v) return bad("%s needs a value", k);
         i++;
         if (!strcmp(k, "--data")) a->data = v;
@@ -309,14 +316,18 @@ int cmd_train(int argc, char **argv) {
             acc_ema = steps_run == k ? info.accuracy : keep * acc_ema + (1 - keep) * info.accuracy;
             progress_step(&pr, pos.epoch, (pos.pos + 1) * k, &info, loss_ema, acc_ema, train_s / (double)steps_run);
             if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls))
-                fprintf(logf, "{\"epoch\":%lld,\"step\":%lld,\"loss\":%.6f,\"accuracy\":%.4f,\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld}\n",
-                        (long long)pos.epoch + 1, (long long)info.step, info.loss, info.accuracy, info.lr, info.loss_scale, (long long)info.skipped);
+                fprintf(logf,
+                        "{\"epoch\":%lld,\"step\":%lld,\"loss\":%.6f,\"accuracy\":%.4f,\"loss_source\":\"%s\",\"lr\":%.6g,"
+                        "\"loss_scale\":%g,\"skipped\":%lld,\"skipped_consecutive\":%lld}\n",
+                        (long long)pos.epoch + 1, (long long)info.step, info.loss, info.accuracy, af_metric_source_name(info.metric_source),
+                        info.lr, info.loss_scale, (long long)info.skipped, (long long)info.skipped_consecutive);
         }
         if (rc || interrupted) break;
         test_acc = evaluate(t, test, ex, eo, eval_chunk);
         progress_epoch(&pr, pos.epoch, test_acc, loss_ema);
         if (logf) {
-            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"train_loss\":%.6f}\n", (long long)pos.epoch + 1, test_acc, loss_ema);
+            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\"}\n",
+                    (long long)pos.epoch + 1, test_acc, loss_ema, af_metric_source_name(info.metric_source));
             fflush(logf);
         }
         pos.pos = 0;
@@ -334,9 +345,11 @@ int cmd_train(int argc, char **argv) {
         af_trainer_stats(t, &total);
         progress_finish(&pr, t, &total, steps_run);
         if (a.json)
-            printf("{\"test_acc\":%.4f,\"train_loss\":%.6f,\"ms_per_step\":%.4f,\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld%s}\n",
-                   test_acc, loss_ema, steps_run ? 1000.0 * train_s / (double)steps_run : 0.0, (long long)steps_run, train_s,
-                   (long long)info.skipped, progress_json_extra(&pr, t, &total, steps_run));
+            printf("{\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\",\"ms_per_step\":%.4f,"
+                   "\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",
+                   test_acc, loss_ema, af_metric_source_name(info.metric_source), steps_run ? 1000.0 * train_s / (double)steps_run : 0.0,
+                   (long long)steps_run, train_s, (long long)info.skipped, (long long)info.skipped_consecutive,
+                   progress_json_extra(&pr, t, &total, steps_run));
     }
     if (logf) fclose(logf);
     free(x);

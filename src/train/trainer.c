@@ -5,6 +5,7 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,30 +40,62 @@ float tr_lr_at(const af_train_opts *o, int64_t step) {
 float tr_lr_t(const af_trainer *t, int64_t step) {
     float lr = tr_lr_at(&t->o, step);
     if (t->o.optimizer == AF_OPT_SGD) return lr / t->scale;
-    double k = (double)(step + 1);
-    return (float)(lr * sqrt(1.0 - pow(t->o.beta2, k)) / (1.0 - pow(t->o.beta1, k)));
+    return af_adam_lr_t(lr, t->o.beta1, t->o.beta2, step + 1);
 }
 
-/* The factor the update programs apply to a gradient before Adam's moments: in fp16 it
- * turns loss-scaled gradients into fixed moment units (the host folds the current loss
- * scale in, so a dynamic scale needs no recompile); in fp32 it is exactly 1. */
-float tr_grad_mult(const af_trainer *t) {
-    return t->fp16 && t->o.optimizer == AF_OPT_ADAM ? TR_MOMENT_UNIT / t->scale : 1.0f;
+/* The factor that brings the programs' moments from the units they were last updated
+ * in to the current loss scale's (see trainer.h); 1 unless the scale moved. */
+float tr_moment_rescale(const af_trainer *t) { return t->scale / t->moment_unit; }
+
+/* Only a dynamic scale moves: with a static one the programs skip the rescale (a load
+ * brings the moments to the scale's units on the host, see trainer_io.c). */
+bool tr_rescales_moments(const af_trainer *t) { return t->o.optimizer == AF_OPT_ADAM && t->o.dynamic_loss_scale; }
+
+/* Adam's eps in the programs' moment units (the loss scale's), as the host plan applies
+ * it to unscaled moments. In fp16 it is kept at least fp16's smallest subnormal, so it
+ * never rounds to 0: m = r = 0 must give a zero step, not 0/0. */
+float tr_eps_units(const af_trainer *t) {
+    float e = t->o.eps * t->scale;
+    return t->fp16 && e < 5.9604645e-08f ? 5.9604645e-08f : e;
 }
 
-/* After a step: count a skip (warn on the first and every 100th) and move the dynamic scale. */
-static void after_step(af_trainer *t, bool ok) {
+int tr_num_metrics(const af_trainer *t) { return t->o.objective == AF_OBJ_CE ? 2 : 1; }
+
+const char *af_metric_source_name(af_metric_source s) {
+    static const char *const names[] = { "host_fp32", "graph_fp32", "graph_fp16" };
+    return (unsigned)s < 3 ? names[s] : "?";
+}
+
+/* After a step that ran at loss scale `ran_at`: count a skip, warn (the first, every
+ * 100th, and AF_SKIP_WARN_CONSECUTIVE in a row that lowering the scale cannot cure) and
+ * move the dynamic scale. */
+static void after_step(af_trainer *t, bool ok, float ran_at) {
     if (!ok) {
         t->skipped++;
+        t->skipped_consecutive++;
         t->clean_run = 0;
         if (t->skipped == 1 || t->skipped % 100 == 0)
-            fprintf(stderr, "aneforge: step skipped: non-finite gradients (%lld skipped so far, loss scale %g); "
+            fprintf(stderr, "aneforge: step skipped: non-finite gradients or updated state (%lld skipped so far, loss scale %g); "
                             "if this repeats, lower the loss scale or enable the dynamic loss scale\n",
-                    (long long)t->skipped, (double)t->scale);
-        if (t->o.dynamic_loss_scale && t->scale > 1.0f) t->scale *= 0.5f;
+                    (long long)t->skipped, (double)ran_at);
+        bool can_lower = t->o.dynamic_loss_scale && t->scale > 1.0f;
+        t->stuck_skips = can_lower ? 0 : t->stuck_skips + 1;
+        if (t->stuck_skips % 100 == AF_SKIP_WARN_CONSECUTIVE) {
+            if (t->o.dynamic_loss_scale)
+                fprintf(stderr, "aneforge: %lld consecutive steps skipped, the dynamic loss scale already at 1: the inf or nan "
+                                "does not come from loss scaling; check the data, the learning rate and the model\n",
+                        (long long)t->skipped_consecutive);
+            else
+                fprintf(stderr, "aneforge: %lld consecutive steps skipped: loss scale %g is too large for these gradients; "
+                                "lower it (e.g. to %g) or enable the dynamic loss scale\n",
+                        (long long)t->skipped_consecutive, (double)ran_at, (double)(ran_at > 16.0f ? ran_at / 16.0f : 1.0f));
+        }
+        if (can_lower) t->scale *= 0.5f;
         return;
     }
     t->step++;
+    t->skipped_consecutive = t->stuck_skips = 0;
+    t->moment_unit = ran_at; /* the programs' moments are now in this scale's units */
     if (t->o.dynamic_loss_scale && ++t->clean_run >= t->o.scale_growth_interval) {
         t->clean_run = 0;
         if (t->scale < 65536.0f) {
@@ -75,7 +108,7 @@ static void after_step(af_trainer *t, bool ok) {
 /* ------------------------------------------------------------------ host optimizer */
 
 /* Any inf or nan has an all-ones exponent; an integer OR-reduction vectorises. */
-static bool finite_all(const float *g, int64_t n) {
+bool tr_finite(const float *g, int64_t n) {
     uint32_t bad = 0;
     for (int64_t i = 0; i < n; i++) {
         uint32_t u;
@@ -86,38 +119,75 @@ static bool finite_all(const float *g, int64_t n) {
 }
 
 typedef struct {
-    float *w, *m, *v;
-    const float *g;
-    float b1, b2, lr_t, eps, decay, sgd_a;
+    const float *w, *m, *v, *g;
+    float *w2, *m2, *v2;
+    float b1, b2, lr_t, eps, decay, sgd_a, unscale;
     int sgd;
+    atomic_int bad;
 } host_opt;
 
-static void host_opt_range(void *p, int64_t j0, int64_t j1) {
-    const host_opt *o = p;
-    float *w = o->w, *m = o->m, *v = o->v;
-    const float *g = o->g;
-    if (o->sgd) {
-        for (int64_t j = j0; j < j1; j++) w[j] = w[j] * o->decay - o->sgd_a * g[j];
-        return;
-    }
-    for (int64_t j = j0; j < j1; j++) {
-        m[j] = o->b1 * m[j] + (1.0f - o->b1) * g[j];
-        v[j] = o->b2 * v[j] + (1.0f - o->b2) * g[j] * g[j];
-        w[j] = w[j] * o->decay - o->lr_t * m[j] / (sqrtf(v[j]) + o->eps);
-    }
+/* 1 when f is inf or nan: an all-ones exponent (integer ops, so loops vectorise). */
+static inline uint32_t nonfinite(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
 }
 
-/* The fp32 host optimizer, split over the trainer's threads. */
-static void host_update(af_trainer *t, int i, const float *g, int64_t step) {
+/* restrict: the new state never aliases the old, which lets the loop vectorise. Returns
+ * nonzero when any new value is inf or nan. */
+static uint32_t adam_range(int64_t j0, int64_t j1, const float *restrict w, const float *restrict m, const float *restrict v,
+                           const float *restrict g, float *restrict w2, float *restrict m2, float *restrict v2, float b1,
+                           float b2, float lr_t, float eps, float decay, float unscale) {
+    uint32_t bad = 0;
+    for (int64_t j = j0; j < j1; j++) {
+        float gj = g[j] * unscale;
+        float mj = m2[j] = b1 * m[j] + (1.0f - b1) * gj;
+        float vj = v2[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
+        float wj = w2[j] = w[j] * decay - lr_t * mj / (sqrtf(vj) + eps);
+        bad |= nonfinite(mj) | nonfinite(vj) | nonfinite(wj);
+    }
+    return bad;
+}
+
+static void host_opt_range(void *p, int64_t j0, int64_t j1) {
+    host_opt *o = p;
+    uint32_t bad = 0;
+    if (o->sgd) {
+        for (int64_t j = j0; j < j1; j++) bad |= nonfinite(o->w2[j] = o->w[j] * o->decay - o->sgd_a * o->g[j]);
+    } else {
+        bad = adam_range(j0, j1, o->w, o->m, o->v, o->g, o->w2, o->m2, o->v2, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
+    }
+    if (bad) atomic_store(&o->bad, 1); /* chunks run on the pool's threads */
+}
+
+/* The fp32 host optimizer on the unscaled gradient (so its moments do not depend on the
+ * loss scale), split over the trainer's threads. It writes the new state
+ * to t->next; host_commit swaps it in. Returns whether the new state is finite. */
+static bool host_update(af_trainer *t, int i, const float *g, int64_t step) {
     int64_t n = t->count[i];
     float lr = tr_lr_at(&t->o, step);
-    host_opt o = { t->master[i], t->m[i], t->v[i], g, t->o.beta1, t->o.beta2, 0.0f, t->o.eps, /* fp32 on the host */
-                   1.0f - lr * t->o.weight_decay, lr / t->scale, t->o.optimizer == AF_OPT_SGD };
+    host_opt o = { t->master[i], t->m[i], t->v[i], g, t->next[i][0], t->next[i][1], t->next[i][2], t->o.beta1,
+                   t->o.beta2, 0.0f, t->o.eps, 1.0f - lr * t->o.weight_decay, lr / t->scale, 1.0f / t->scale,
+                   t->o.optimizer == AF_OPT_SGD };
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     int threads = t->o.compile.threads > 0 ? t->o.compile.threads : cpu_num_cores();
     if (!t->pool && threads > 1) t->pool = cpu_pool_new(threads); /* NULL: runs inline */
+    atomic_init(&o.bad, 0);
     cpu_pool_for(t->pool, n, 32768, host_opt_range, &o);
-    t->host_flops += (o.sgd ? 3 : 13) * n;
+    t->host_flops += (o.sgd ? 3 : 14) * n;
+    return !atomic_load(&o.bad);
+}
+
+static void host_commit(af_trainer *t) {
+    for (int i = 0; i < t->np; i++) {
+        float **cur[3] = { &t->master[i], &t->m[i], &t->v[i] };
+        for (int k = 0; k < 3; k++) {
+            if (!t->next[i][k]) continue;
+            float *old = *cur[k];
+            *cur[k] = t->next[i][k];
+            t->next[i][k] = old;
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ running programs */
@@ -135,90 +205,138 @@ af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out
     return st;
 }
 
-/* Feeds the common step inputs: batch, targets and the seed scale. */
-static void fill_step_inputs(af_trainer *t, af_buffer *in, const float *x, const float *y, float *ls) {
-    *ls = t->o.objective == AF_OBJ_CE ? t->scale / (float)t->o.batch : t->scale;
-    in[0] = AF_BUF_F32(x, t->x_count);
-    in[1] = AF_BUF_F32(y, t->y_count);
-    in[2] = AF_BUF_F32(ls, 1);
+/* The fed seed factor: dL/dz = (softmax(z) - y) * scale / B for cross-entropy,
+ * (z - y) * 2 scale / (B out_dim) for MSE, dL/dloss = scale for a custom loss. */
+static float seed_scale(const af_trainer *t) {
+    if (t->o.objective == AF_OBJ_CE) return t->scale / (float)t->o.batch;
+    if (t->o.objective == AF_OBJ_MSE) return 2.0f * t->scale / (float)(t->o.batch * t->net.out_dim);
+    return t->scale;
+}
+
+/* Loss and accuracy in fp32 (double sums) on the host from a step's outputs z [B, C]:
+ * what seed 000's trainer reports. Accuracy counts rows whose target class has the
+ * largest output, as the in-graph count does. */
+static void host_metrics(af_trainer *t, const float *z, const float *y, af_step_info *info) {
+    int64_t rows = t->o.batch, c = t->net.out_dim;
+    double loss = 0;
+    int64_t hits = 0;
+    for (int64_t b = 0; b < rows; b++) {
+        const float *zb = z + b * c, *yb = y + b * c;
+        if (t->o.objective == AF_OBJ_MSE) {
+            for (int64_t j = 0; j < c; j++) loss += ((double)zb[j] - yb[j]) * ((double)zb[j] - yb[j]);
+            continue;
+        }
+        double mx = zb[0], se = 0, yz = 0, ysum = 0;
+        int64_t target = 0;
+        for (int64_t j = 1; j < c; j++) mx = zb[j] > mx ? zb[j] : mx;
+        for (int64_t j = 0; j < c; j++) {
+            se += exp((double)zb[j] - mx);
+            yz += (double)yb[j] * zb[j];
+            ysum += yb[j];
+            if (yb[j] > yb[target]) target = j;
+        }
+        loss += (log(se) + mx) * ysum - yz;
+        hits += zb[target] >= mx;
+    }
+    info->loss = t->o.objective == AF_OBJ_MSE ? loss / (double)(rows * c) : loss / (double)rows;
+    info->accuracy = t->o.objective == AF_OBJ_CE ? (double)hits / (double)rows : 0.0;
+    t->host_flops += 5 * rows * c;
 }
 
 static af_status step_host_or_device(af_trainer *t, const float *x, const float *y, af_step_info *info) {
-    af_buffer in[3 + TR_MAXP], out[2 + TR_MAXP];
-    float ls, metrics[2] = { 0, 0 };
-    fill_step_inputs(t, in, x, y, &ls);
+    af_buffer in[3 + TR_MAXP], out[1 + TR_MAXP];
+    float ls = seed_scale(t), loss_value = 0;
+    in[0] = AF_BUF_F32(x, t->x_count);
+    in[1] = AF_BUF_F32(y, t->y_count);
+    in[2] = AF_BUF_F32(&ls, 1);
     for (int i = 0; i < t->np; i++) in[3 + i] = AF_BUF_F32(t->master[i], t->count[i]);
-    int nm = t->o.objective == AF_OBJ_CE ? 2 : 1;
+    /* The first output: the logits (metrics on the host), or a custom loss's value. */
+    bool custom = t->o.objective == AF_OBJ_CUSTOM;
+    out[0] = custom ? AF_BUF_F32(&loss_value, 1) : AF_BUF_F32(t->logits, t->y_count);
     af_status st;
-    if (t->fb) { /* one fused program: metrics then every gradient */
-        for (int k = 0; k < nm; k++) out[k] = AF_BUF_F32(&metrics[k], 1);
-        for (int i = 0; i < t->np; i++) out[nm + i] = AF_BUF_F32(t->grad[i], t->count[i]);
+    if (t->fb) { /* one fused program: the first output then every gradient */
+        for (int i = 0; i < t->np; i++) out[1 + i] = AF_BUF_F32(t->grad[i], t->count[i]);
         if ((st = tr_run(t, t->fb, in, out))) return st;
-    } else { /* the engine's recipe: a metrics program and one backward program per param */
-        for (int k = 0; k < nm; k++) out[k] = AF_BUF_F32(&metrics[k], 1);
+    } else { /* the engine's recipe: a forward program and one backward program per param */
         if ((st = tr_run(t, t->fwd, in, out))) return st;
         for (int i = 0; i < t->np; i++) {
             af_buffer go = AF_BUF_F32(t->grad[i], t->count[i]);
             if ((st = tr_run(t, t->bwd[i], in, &go))) return st;
         }
     }
-    info->loss = metrics[0];
-    info->accuracy = metrics[1] / (float)t->o.batch;
+    if (custom) info->loss = loss_value;
+    else host_metrics(t, t->logits, y, info);
     bool ok = true;
-    for (int i = 0; i < t->np; i++) ok = ok && finite_all(t->grad[i], t->count[i]);
+    for (int i = 0; i < t->np; i++) ok = ok && tr_finite(t->grad[i], t->count[i]);
     for (int i = 0; i < t->np; i++) t->host_flops += t->count[i];
     info->lr = tr_lr_at(&t->o, t->step);
     info->loss_scale = t->scale;
-    if (ok) {
-        for (int i = 0; i < t->np; i++) {
-            if (t->o.plan == AF_PLAN_HOST) {
-                host_update(t, i, t->grad[i], t->step);
-                continue;
-            }
-            if ((st = tr_device_update(t, i, t->step))) return st;
-        }
+    /* The whole new state is computed aside and taken only when all of it is finite. */
+    for (int i = 0; ok && i < t->np; i++) {
+        if (t->o.plan == AF_PLAN_HOST) ok = host_update(t, i, t->grad[i], t->step);
+        else if ((st = tr_device_update(t, i, t->step, &ok))) return st;
     }
-    after_step(t, ok);
+    if (ok) {
+        if (t->o.plan == AF_PLAN_HOST) host_commit(t);
+        else tr_device_commit(t);
+    }
+    after_step(t, ok, info->loss_scale);
     info->skipped_now = !ok;
     return AF_OK;
 }
 
+/* A resident (or shuttled) block of K steps: one dispatch. */
 static af_status step_resident(af_trainer *t, const float *x, const float *y, af_step_info *info) {
-    int k = t->k, nm = t->o.objective == AF_OBJ_CE ? 2 : 1;
+    int k = t->k, nm = tr_num_metrics(t);
+    bool adam = t->o.optimizer == AF_OPT_ADAM;
     af_buffer in[TR_MAXIO] = { 0 }, out[TR_MAXIO] = { 0 };
-    float ls = t->o.objective == AF_OBJ_CE ? t->scale / (float)t->o.batch : t->scale;
-    float lr[TR_MAXK], decay[TR_MAXK], metrics[TR_MAXK][2], ok[TR_MAXK], gm = tr_grad_mult(t);
+    float ls = seed_scale(t), q = tr_moment_rescale(t), eps = tr_eps_units(t), ls_block = t->scale;
+    float lr[TR_MAXK], decay[TR_MAXK], metrics[TR_MAXK][2], ok[TR_MAXK];
     int n = 0;
     for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(x + (size_t)s * t->x_count, t->x_count);
     for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(y + (size_t)s * t->y_count, t->y_count);
     in[n++] = AF_BUF_F32(&ls, 1);
-    /* lr for step s assumes the steps before it in this block are not skipped. */
+    /* Entry j: the lr and decay of the block's step after j taken ones (the program
+     * picks the entry by the steps it has taken, so skips do not shift them). */
     for (int s = 0; s < k; s++) {
         lr[s] = tr_lr_t(t, t->step + s);
         decay[s] = 1.0f - tr_lr_at(&t->o, t->step + s) * t->o.weight_decay;
-        in[n++] = AF_BUF_F32(&lr[s], 1);
     }
-    in[n++] = AF_BUF_F32(&gm, 1);
-    if (t->o.weight_decay != 0.0f)
-        for (int s = 0; s < k; s++) in[n++] = AF_BUF_F32(&decay[s], 1);
-    /* state inputs are resident: their buffers are ignored */
+    in[n++] = AF_BUF_F32(lr, k);
+    if (tr_rescales_moments(t)) in[n++] = AF_BUF_F32(&q, 1);
+    if (adam) in[n++] = AF_BUF_F32(&eps, 1);
+    if (t->o.weight_decay != 0.0f) in[n++] = AF_BUF_F32(decay, k);
     int m = 0;
     for (int s = 0; s < k; s++)
         for (int j = 0; j < nm; j++) out[m++] = AF_BUF_F32(&metrics[s][j], 1);
     for (int s = 0; s < k; s++) out[m++] = AF_BUF_F32(&ok[s], 1);
+    /* Resident state inputs are ignored and their outputs not delivered; shuttled state
+     * is fed from the host copies and read back aside. */
+    int per_param = adam ? 3 : 1;
+    for (int j = 0; !t->state_bound && j < per_param * t->np; j++) {
+        int i = j % t->np, kind = j / t->np;
+        float *host = kind == 0 ? t->master[i] : kind == 1 ? t->m[i] : t->v[i];
+        in[t->state_in[0] + j] = AF_BUF_F32(host, t->count[i]);
+        out[t->state_out0 + j] = AF_BUF_F32(t->upd_out[i] + kind * t->count[i], t->count[i]);
+    }
     af_status st = tr_run(t, t->res, in, out);
     if (st) return st;
+    for (int j = 0; !t->state_bound && j < per_param * t->np; j++) { /* an array move, not tensor math */
+        int i = j % t->np, kind = j / t->np;
+        float *host = kind == 0 ? t->master[i] : kind == 1 ? t->m[i] : t->v[i];
+        memcpy(host, t->upd_out[i] + kind * t->count[i], (size_t)t->count[i] * sizeof(float));
+    }
     info->loss = 0;
     info->accuracy = 0;
     info->skipped_now = 0;
-    info->lr = tr_lr_at(&t->o, t->step + k - 1);
     info->loss_scale = t->scale;
     for (int s = 0; s < k; s++) {
         info->loss += metrics[s][0] / k;
         if (nm > 1) info->accuracy += metrics[s][1] / (float)t->o.batch / k;
         info->skipped_now += ok[s] != 1.0f;
-        after_step(t, ok[s] == 1.0f);
+        after_step(t, ok[s] == 1.0f, ls_block);
     }
+    info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0); /* the last step taken */
     return AF_OK;
 }
 
@@ -233,6 +351,8 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
     af_status st = t->res ? step_resident(t, x, target, info) : step_host_or_device(t, x, target, info);
     info->step = t->step;
     info->skipped = t->skipped;
+    info->skipped_consecutive = t->skipped_consecutive;
+    info->metric_source = t->metric_source;
     info->stats = t->acc;
     info->stats.host_flops = t->host_flops;
     info->stats.compiles = t->compiles_pending;
@@ -255,7 +375,7 @@ void af_trainer_stats(const af_trainer *t, af_stats *out) {
 
 af_status af_trainer_read_param(af_trainer *t, int i, float *dst) {
     if (!t || i < 0 || i >= t->np || !dst) return ir_fail(AF_ERR_INVALID, "af_trainer_read_param: bad trainer, index %d or NULL dst", i);
-    if (t->res) return af_model_read_state(t->res, t->state_in[i], dst);
+    if (t->state_bound) return af_model_read_state(t->res, t->state_in[i], dst);
     memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float));
     return AF_OK;
 }

@@ -7,9 +7,13 @@
 #define TR_MAXP 64    /* params */
 #define TR_MAXK 64    /* unrolled steps */
 #define TR_MAXIO 1024 /* inputs or outputs of one program */
-/* fp16 Adam keeps its moments in units of 1/128 of a gradient whatever the loss scale:
- * v = (scale g)^2 overflows fp16 once |scale g| > 256, and plain g^2 underflows. */
-#define TR_MOMENT_UNIT 128.0f
+/* Adam's moments on the host (host plan): fp32 m and v of the unscaled gradient.
+ * In programs (device, resident, unrolled plans): m and r = sqrt(v) (nn/optim.h) of the
+ * loss-scaled gradient, i.e. in units of the loss scale `moment_unit` they were last
+ * updated at; a step at another scale first multiplies them by scale / moment_unit (fed
+ * as "moment_rescale", a power of two for the dynamic scale), so they always share the
+ * units of the fp16 gradients they are combined with and cannot overflow where those
+ * gradients do not. */
 
 struct af_trainer {
     af_net net;
@@ -20,23 +24,30 @@ struct af_trainer {
     int64_t count[TR_MAXP];
     af_shape flat[TR_MAXP];    /* [rows, cols] view used by the update programs */
     int64_t x_count, y_count;  /* floats in one batch of x and of targets */
-    float eps_engine;          /* Adam eps as the programs see it, in moment units */
     int fp16;                  /* the programs run in fp16 storage */
+    bool state_bound;          /* res holds params and moments as resident state */
+    af_metric_source metric_source;
 
-    /* host-side state (host and device plans; resident plans read back on demand) */
+    /* host-side state (host and device plans, shuttled unrolled; resident plans read
+     * back on demand): v holds v on the host plan, r = sqrt(v) in moment units elsewhere */
     float *master[TR_MAXP], *m[TR_MAXP], *v[TR_MAXP], *grad[TR_MAXP];
-    int64_t step, skipped, clean_run;
-    float scale;
+    float *next[TR_MAXP][3];   /* host plan: the updated state, swapped in when finite */
+    int64_t step, skipped, skipped_consecutive, clean_run;
+    int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */
+    float scale, moment_unit;
 
     /* programs */
     af_model *fb;              /* fused forward + all gradients (CPU target) */
     af_model *fwd;             /* metrics program (engine targets) */
     af_model *bwd[TR_MAXP];    /* one backward program per param (engine targets) */
     af_model *upd[TR_MAXP];    /* device plan: one update program per param */
-    float *upd_out[TR_MAXP];   /* device plan: the stacked [3 rows, cols] Adam output */
+    float *upd_out[TR_MAXP];   /* device plan: the stacked [3 rows, cols] Adam output (SGD: w');
+                                * shuttled unrolled plan: w', m', r' read back */
+    float *logits;             /* host and device plans: the forward output of a step */
     af_model *res;             /* resident / unrolled step program */
-    int state_in[TR_MAXP];     /* res: input index holding param i */
-    int nstate;                /* res: inputs bound as resident state */
+    int state_in[TR_MAXP];     /* res: input index holding param i (m, v follow np and 2 np later) */
+    int state_out0;            /* res: output index of param 0's new value (same layout) */
+    int nstate;                /* res: state inputs (params, then m, then v) */
     af_model *eval;            /* compiled on first use from eval_in -> eval_z */
     af_tensor *eval_in[1 + TR_MAXP], *eval_z; /* built by af_trainer_new: the net is never used after it */
     float *eval_x, *eval_out;
@@ -48,12 +59,19 @@ struct af_trainer {
 
 float     tr_lr_at(const af_train_opts *o, int64_t step);
 float     tr_lr_t(const af_trainer *t, int64_t step);
-float     tr_grad_mult(const af_trainer *t);
+bool      tr_finite(const float *x, int64_t n);
+float     tr_moment_rescale(const af_trainer *t);
+bool      tr_rescales_moments(const af_trainer *t);
+float     tr_eps_units(const af_trainer *t);
+int       tr_num_metrics(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);
 af_status tr_build_programs(af_trainer *t);
 af_status tr_build_eval_graph(af_trainer *t); /* the evaluation forward, without compiling it */
 af_status tr_build_eval(af_trainer *t);
-af_status tr_device_update(af_trainer *t, int i, int64_t step);
+/* Runs param i's update program into upd_out[i]; *ok becomes false when the new state
+ * is not all finite. tr_device_commit then takes every param's new state. */
+af_status tr_device_update(af_trainer *t, int i, int64_t step, bool *ok);
+void      tr_device_commit(af_trainer *t);
 /* Engine-target guards (the A13 conv loss-scale warning). */
 void      tr_guard(af_trainer *t);
 af_model *tr_compile(af_trainer *t, int nin, af_tensor *const *in, int nout, af_tensor *const *out);

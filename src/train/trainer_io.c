@@ -1,6 +1,6 @@
 /* Creating and freeing trainers, and their checkpoints. */
-#include "nn/optim.h"
 #include "cpu/pool.h"
+#include "nn/optim.h"
 #include "train/ckpt.h"
 #include "train/trainer.h"
 #include "train/trainer_io.h"
@@ -15,7 +15,11 @@ static af_status check_opts(const af_net *net, const af_train_opts *o) {
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: the net needs make_params and forward functions");
     if (net->out_dim < 1 || af_shape_count(net->sample) < 1)
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: the net's sample shape and out_dim must be set (out_dim %lld)", (long long)net->out_dim);
-    if (o->objective != AF_OBJ_CE && o->objective != AF_OBJ_MSE) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown objective %d", (int)o->objective);
+    if ((unsigned)o->objective > AF_OBJ_CUSTOM) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown objective %d", (int)o->objective);
+    if (o->objective == AF_OBJ_CUSTOM && !net->loss)
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: objective AF_OBJ_CUSTOM needs the net's loss function (af_net.loss)");
+    if (o->shuttle_state && o->plan != AF_PLAN_UNROLLED && o->plan != AF_PLAN_RESIDENT)
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: shuttle_state applies to the unrolled (and resident) plans, not '%s'", af_plan_name(o->plan));
     if (o->optimizer != AF_OPT_ADAM && o->optimizer != AF_OPT_SGD) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown optimizer %d", (int)o->optimizer);
     if ((unsigned)o->plan > AF_PLAN_UNROLLED) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown plan %d", (int)o->plan);
     if (!(o->lr > 0) || !isfinite(o->lr)) return ir_fail(AF_ERR_INVALID, "af_trainer_new: learning rate %g must be positive and finite", (double)o->lr);
@@ -45,9 +49,9 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     bool engine = o.compile.target != AF_TARGET_CPU;
     bool fp16 = o.compile.precision == AF_PRECISION_FP16 || (o.compile.precision == AF_PRECISION_DEFAULT && engine);
     t->fp16 = fp16;
-    /* In fp16, Adam's moments hold gradients in fixed units (see tr_grad_mult), and eps
-     * must survive fp16 storage: 1e-8 rounds to 0 there, and 0/0 would poison the weights. */
-    t->eps_engine = fp16 ? fmaxf(o.eps * TR_MOMENT_UNIT, 6.2e-5f) : o.eps;
+    t->moment_unit = t->scale;
+    bool host_metrics = o.plan <= AF_PLAN_DEVICE && o.objective != AF_OBJ_CUSTOM;
+    t->metric_source = host_metrics ? AF_METRIC_HOST_FP32 : fp16 ? AF_METRIC_GRAPH_FP16 : AF_METRIC_GRAPH_FP32;
     if (t->g) af_graph_set_target(t->g, o.compile.target);
     t->np = t->g ? net->make_params(net->ctx, t->g, t->p, TR_MAXP) : -1;
     if (t->np < 1 || (t->g && t->g->error)) {
@@ -104,7 +108,9 @@ void af_trainer_free(af_trainer *t) {
         free(t->m[i]);
         free(t->v[i]);
         free(t->grad[i]);
+        for (int k = 0; k < 3; k++) free(t->next[i][k]);
     }
+    free(t->logits);
     free(t->eval_x);
     free(t->eval_out);
     af_graph_free(t->g);
@@ -117,7 +123,7 @@ void af_trainer_free(af_trainer *t) {
 /* Moves params and Adam moments between the host copies and resident state: read
  * brings the host up to date, write seeds the program (after a checkpoint load). */
 static af_status move_state(af_trainer *t, bool read) {
-    if (!t->res) return AF_OK;
+    if (!t->state_bound) return AF_OK;
     int per_param = t->o.optimizer == AF_OPT_ADAM ? 3 : 1; /* w, then m and v */
     for (int i = 0; i < t->np; i++) {
         float *host[3] = { t->master[i], t->m[i], t->v[i] };
@@ -138,7 +144,12 @@ af_status tr_export(af_trainer *t, ckpt *c) {
     if (!st) st = ckpt_put_i64(c, "trainer.step", t->step);
     if (!st) st = ckpt_put_i64(c, "trainer.skipped", t->skipped);
     if (!st) st = ckpt_put_i64(c, "trainer.clean_run", t->clean_run);
+    if (!st) st = ckpt_put_i64(c, "trainer.skipped_consecutive", t->skipped_consecutive);
     if (!st) st = ckpt_put(c, "trainer.scale", &t->scale, sizeof t->scale);
+    /* adam_v holds v (host plan, unscaled: unit 1) or r = sqrt(v) in units of moment_unit. */
+    float unit = t->o.plan == AF_PLAN_HOST ? 1.0f : t->moment_unit;
+    if (!st) st = ckpt_put_str(c, "trainer.moments", t->o.plan == AF_PLAN_HOST ? "v" : "rms");
+    if (!st) st = ckpt_put(c, "trainer.moment_unit", &unit, sizeof unit);
     for (int i = 0; i < t->np && !st; i++) {
         int64_t bytes = t->count[i] * (int64_t)sizeof(float);
         snprintf(name, sizeof name, "param.%d", i);
@@ -162,6 +173,21 @@ static af_status get_array(const ckpt *c, const char *name, float *dst, int64_t 
     return AF_OK;
 }
 
+/* Brings loaded moments (v, or r = sqrt(v), in units `unit`) to this plan's form: the
+ * host plan's unscaled v; elsewhere r in the same units, or with a static loss scale
+ * (whose programs never rescale) in the scale's. Same form and units: untouched. */
+static void convert_moments(af_trainer *t, int i, bool saved_rms, float unit) {
+    bool host = t->o.plan == AF_PLAN_HOST;
+    float to = host ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
+    if (saved_rms != host && to == unit) return;
+    double inv = (double)to / unit;
+    for (int64_t j = 0; j < t->count[i]; j++) {
+        double r = (saved_rms ? t->v[i][j] : sqrt(t->v[i][j])) * inv;
+        t->m[i][j] = (float)(t->m[i][j] * inv);
+        t->v[i][j] = (float)(host ? r * r : r);
+    }
+}
+
 af_status tr_import(af_trainer *t, const ckpt *c) {
     int64_t np = 0, bytes = 0;
     af_status st = ckpt_get_i64(c, "trainer.nparams", &np);
@@ -173,6 +199,14 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
     const void *sc = ckpt_get(c, "trainer.scale", &bytes);
     if (!sc || bytes != sizeof t->scale) return ir_fail(AF_ERR_CORRUPT, "checkpoint: record 'trainer.scale' is missing or mis-sized");
     memcpy(&t->scale, sc, sizeof t->scale);
+    if (ckpt_get_i64(c, "trainer.skipped_consecutive", &t->skipped_consecutive)) t->skipped_consecutive = 0;
+    /* Checkpoints without the moment records hold v in loss-scale units. */
+    const char *rep = ckpt_get_str(c, "trainer.moments");
+    bool saved_rms = rep && !strcmp(rep, "rms");
+    float unit = t->scale;
+    const void *u = ckpt_get(c, "trainer.moment_unit", &bytes);
+    if (u && bytes == sizeof unit) memcpy(&unit, u, sizeof unit);
+    if (!(unit > 0) || !isfinite(unit)) return ir_fail(AF_ERR_CORRUPT, "checkpoint: moment unit %g is not positive", (double)unit);
     char name[64];
     for (int i = 0; i < t->np; i++) {
         snprintf(name, sizeof name, "param.%d", i);
@@ -181,7 +215,9 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
         if ((st = get_array(c, name, t->m[i], t->count[i]))) return st;
         snprintf(name, sizeof name, "adam_v.%d", i);
         if ((st = get_array(c, name, t->v[i], t->count[i]))) return st;
+        convert_moments(t, i, saved_rms, unit);
     }
+    t->moment_unit = t->o.plan == AF_PLAN_HOST ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
     return move_state(t, false);
 }
 

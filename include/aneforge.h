@@ -76,6 +76,14 @@ typedef struct af_model  af_model;
 
 /* Why the last failing call on this thread failed ("" when none did). */
 AF_API const char *af_error_message(void);
+
+/* Warnings and notes (a skipped step, an engine guard, the precision check) go to the
+ * log function, never to a stream of the library's choosing; none is set at start, so
+ * the library is silent until one is. The CLI points it at stderr. Process-wide; the
+ * function may be called from any thread that runs the library, one call at a time. */
+typedef enum { AF_LOG_INFO = 0, AF_LOG_WARN = 1 } af_log_level;
+typedef void (*af_log_fn)(af_log_level level, const char *message, void *user);
+AF_API void af_set_log(af_log_fn fn, void *user); /* fn NULL: silent */
 AF_API const char *af_status_name(af_status s);
 
 /* ---------------------------------------------------------------- graph */
@@ -418,7 +426,7 @@ typedef struct {
     af_stats stats;          /* programs compiled, dispatches, bytes, FLOPs of this call */
 } af_step_info;
 
-/* A step skipped for non-finite values warns on stderr the first time and every 100th
+/* A step skipped for non-finite values warns through the log (af_set_log) the first time and every 100th
  * time; AF_SKIP_WARN_CONSECUTIVE consecutive skips warn that the loss scale is too large
  * (with a dynamic scale: that it is already 1, so the non-finite values come from
  * elsewhere: the data, the learning rate). */

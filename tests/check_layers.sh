@@ -18,5 +18,9 @@ for dir in $layers; do
     done
 done
 [ "$checked" -gt 50 ] || { echo "only $checked files checked: wrong root?"; exit 1; }
-[ $bad -eq 0 ] && echo "layers: $checked files, no upward includes"
+# The library reads no environment variable and writes to no stream: options come from
+# the caller, messages go through af_set_log (ARCHITECTURE.md).
+loud=$(grep -rnE '\bgetenv *\(|\b(f?printf|puts|fputs|perror|putchar) *\(|\b(stderr|stdout)\b' "$root/src" --include='*.c' --include='*.h' || true)
+if [ -n "$loud" ]; then echo "the library reads the environment or prints:"; echo "$loud"; bad=1; fi
+[ $bad -eq 0 ] && echo "layers: $checked files, no upward includes, no getenv, no printing"
 exit $bad

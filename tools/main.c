@@ -1,9 +1,11 @@
+#define _POSIX_C_SOURCE 200809L /* fileno */
 /* aneforge: dispatches to one subcommand per file. */
 #include "cli.h"
 #include "aneforge.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct {
     const char *name;
@@ -27,7 +29,16 @@ static void usage(FILE *f) {
     fprintf(f, "\nRun 'aneforge <command> --help' for a command's options.\n");
 }
 
+/* The library's warnings go to stderr, on their own line: a live progress bar is
+ * redrawn after them. */
+static void log_to_stderr(af_log_level level, const char *message, void *user) {
+    (void)user;
+    if (isatty(fileno(stderr))) fputs("\r\033[K", stderr); /* clear a half-drawn progress line */
+    fprintf(stderr, "aneforge: %s%s\n", level == AF_LOG_WARN ? "warning: " : "", message);
+}
+
 int main(int argc, char **argv) {
+    af_set_log(log_to_stderr, NULL);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

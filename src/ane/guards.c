@@ -22,11 +22,11 @@ int ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *p
         if (params[i] && (params[i]->flags & IR_TF_CONV) && params[i]->a.kernel[1] > 1) conv = params[i];
     if (!conv) return 0;
     if (atomic_exchange(&conv_warned, 1) == 0)
-        fprintf(stderr,
-                "aneforge: warning: loss_scale %g on %s (%s) with conv weight '%s' (kernel width %d): the weight gradient passes "
+        ir_log(AF_LOG_WARN,
+                "loss_scale %g on %s (%s) with conv weight '%s' (kernel width %d): the weight gradient passes "
                 "width-offset slices, which on this family saturate |v| > 4094 to inf (crop DMA). A synthetic 0.5*sum(y^2) "
                 "repro breaks at loss_scale >= 512; normalized networks rarely get there. If gradients turn non-finite, lower "
-                "loss_scale to <= %g or train on A16 (M4/M5). loss_scale is left unchanged.\n",
+                "loss_scale to <= %g or train on A16 (M4/M5). loss_scale is left unchanged.",
                 (double)loss_scale, fi->name, fi->chips, af_tensor_name(conv), conv->a.kernel[1],
                 (double)AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX);
     return 1;
@@ -48,11 +48,11 @@ int ane_guard_compile_time(const compile_plan *m, af_family_id family) {
         int64_t n = ane_program_largest_tensor(m, &big);
         char shape[100];
         ir_shape_str(big->shape, shape, sizeof shape);
-        fprintf(stderr,
-                "aneforge: warning: compiling for %s (%s) a program whose largest tensor, %s %s, holds %.1fM elements (batch %lld): "
+        ir_log(AF_LOG_WARN,
+                "compiling for %s (%s) a program whose largest tensor, %s %s, holds %.1fM elements (batch %lld): "
                 "compile time grows with the batch, and on this family a full batch near 1000 over 28x28 can take minutes or hang "
                 "the compiler (estimated %.0f s here; M4/M5 compile it in seconds). Train in mini-batches (e.g. batch <= 128). "
-                "Reported once per process.\n",
+                "Reported once per process.",
                 fi->name, fi->chips, ir_ops[big->op].name, shape, (double)n / 1e6, (long long)big->shape.dim[0], us / 1e6);
     }
     return 1;
@@ -101,10 +101,10 @@ bool ane_precision_check(const af_tensor *t, const float *const *ins) {
     char shape[100];
     ir_shape_str(os, shape, sizeof shape);
     const char *nm = af_tensor_name(t);
-    fprintf(stderr,
-            "aneforge: precision check: sub %s%s%s(node %d) %s subtracts near-equal values (%lld of %lld elements keep fewer than 4 of "
+    ir_log(AF_LOG_WARN,
+            "precision check: sub %s%s%s(node %d) %s subtracts near-equal values (%lld of %lld elements keep fewer than 4 of "
             "fp16's 11 significant bits). Form the difference before it is rounded to fp16 (on the host, or from the quantities "
-            "it is computed from), or rescale; ignore if intended. Reported once for this node.\n",
+            "it is computed from), or rescale; ignore if intended. Reported once for this node.",
             *nm ? "'" : "", nm, *nm ? "' " : "", t->id, shape, (long long)cancel, (long long)n);
     return true;
 }

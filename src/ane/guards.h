@@ -9,7 +9,7 @@
  * at 512, while real normalized CNNs train alike at 128..65536. */
 #define AF_ANE_A13_CONV_WGRAD_LOSS_SCALE_MAX 256.0f
 
-/* Warns on stderr (once per process) when fam (resolved if AF_FAMILY_DEFAULT) has the
+/* Warns through the log (once per process) when fam (resolved if AF_FAMILY_DEFAULT) has the
  * crop-DMA saturation (A13 per seed 000, A14 which ane-formats.md says shares it),
  * some param is a conv weight with kernel width > 1 (IR_TF_CONV, a.kernel[1] > 1: the
  * width-offset rows of its gradient see the loss-scaled dy through the crop; ane-sim
@@ -21,14 +21,14 @@ int ane_guard_conv_loss_scale(af_family_id fam, int nparams, af_tensor *const *p
 /* How many times the conv guard has printed (0 or 1 per process). */
 int ane_guard_warnings(void);
 /* The near-equal subtraction check on sub node t, whose sources are ins: reports on
- * stderr and returns true when at least a quarter of its elements cancel (the caller
+ * the log and returns true when at least a quarter of its elements cancel (the caller
  * then stops checking that node). */
 bool ane_precision_check(const af_tensor *t, const float *const *ins);
 
 /* Called on each ane-sim compile (a program-cache miss): when m's family is one whose
  * compiler is reported to take minutes or hang on large batches (A13, seed 000) and
  * ane_compile_estimate_us (cost.h) reaches AF_ANE_COMPILE_WARN_US, counts it, warns
- * on stderr (once per process) and returns 1; else 0. Never refuses the compile. */
+ * through the log (once per process) and returns 1; else 0. Never refuses the compile. */
 int ane_guard_compile_time(const compile_plan *m, af_family_id family);
 /* How many compiled programs the compile-time guard has applied to in this process. */
 int64_t ane_compile_time_flags(void);

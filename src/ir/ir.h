@@ -97,6 +97,8 @@ void ir_graph_fail(af_graph *g, const char *fmt, ...);
 /* Sets this thread's error message; returns st for `return ir_fail(...)`. */
 af_status ir_fail(af_status st, const char *fmt, ...);
 void ir_clear_error(void);
+/* Sends a formatted message to the user's log function (af_set_log), if any. */
+void ir_log(af_log_level level, const char *fmt, ...);
 
 /* Creates a node; the caller has validated operands and computed shape. */
 af_tensor *ir_node_new(af_graph *g, ir_op op, int nsrc, af_tensor *const *src, af_shape shape,

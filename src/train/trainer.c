@@ -75,19 +75,19 @@ static void after_step(af_trainer *t, bool ok, float ran_at) {
         t->skipped_consecutive++;
         t->clean_run = 0;
         if (t->skipped == 1 || t->skipped % 100 == 0)
-            fprintf(stderr, "aneforge: step skipped: non-finite gradients or updated state (%lld skipped so far, loss scale %g); "
-                            "if this repeats, lower the loss scale or enable the dynamic loss scale\n",
+            ir_log(AF_LOG_WARN, "step skipped: non-finite gradients or updated state (%lld skipped so far, loss scale %g); "
+                            "if this repeats, lower the loss scale or enable the dynamic loss scale",
                     (long long)t->skipped, (double)ran_at);
         bool can_lower = t->o.dynamic_loss_scale && t->scale > 1.0f;
         t->stuck_skips = can_lower ? 0 : t->stuck_skips + 1;
         if (t->stuck_skips % 100 == AF_SKIP_WARN_CONSECUTIVE) {
             if (t->o.dynamic_loss_scale)
-                fprintf(stderr, "aneforge: %lld consecutive steps skipped, the dynamic loss scale already at 1: the inf or nan "
-                                "does not come from loss scaling; check the data, the learning rate and the model\n",
+                ir_log(AF_LOG_WARN, "%lld consecutive steps skipped, the dynamic loss scale already at 1: the inf or nan "
+                                "does not come from loss scaling; check the data, the learning rate and the model",
                         (long long)t->skipped_consecutive);
             else
-                fprintf(stderr, "aneforge: %lld consecutive steps skipped: loss scale %g is too large for these gradients; "
-                                "lower it (e.g. to %g) or enable the dynamic loss scale\n",
+                ir_log(AF_LOG_WARN, "%lld consecutive steps skipped: loss scale %g is too large for these gradients; "
+                                "lower it (e.g. to %g) or enable the dynamic loss scale",
                         (long long)t->skipped_consecutive, (double)ran_at, (double)(ran_at > 16.0f ? ran_at / 16.0f : 1.0f));
         }
         if (can_lower) t->scale *= 0.5f;

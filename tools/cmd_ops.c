@@ -31,7 +31,7 @@ int cmd_ops(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: aneforge ops [--json]\n\nPrints every op-table row: name, arity, family, whether it has an fp32\n"
+            printf("usage: aneforge ops [--json]\n\nPrints every op-table row: name, arity, kind, whether it has an fp32\n"
                    "and an fp16 CPU kernel, its VJP (yes, zero = piecewise constant, leaf), its MIL lowering,\n"
                    "its bridge unit, and the Neural Engine target restrictions.\n");
             return 0;
@@ -41,13 +41,13 @@ int cmd_ops(int argc, char **argv) {
         }
     }
     if (json) printf("[\n");
-    else printf("%-19s %-5s %-7s %-4s %-4s %-5s %-22s %-6s %s\n", "op", "arity", "family", "fp32", "fp16", "vjp", "mil", "bridge", "target restrictions");
+    else printf("%-19s %-5s %-7s %-4s %-4s %-5s %-22s %-6s %s\n", "op", "arity", "kind", "fp32", "fp16", "vjp", "mil", "bridge", "target restrictions");
     for (int op = 0; op < IR_OP_COUNT; op++) {
         const ir_op_info *o = &ir_ops[op];
         bool k = (o->flags & OPF_LEAF) || cpu_kernels[op];
         const char *mil = mil_op_lowering(op), *rule = ane_rules_op_restrictions(op);
         if (json) {
-            printf("  {\"name\": \"%s\", \"arity\": %d, \"family\": \"%s\", \"fp32\": %s, \"fp16\": %s, \"vjp\": \"%s\", \"mil\": ",
+            printf("  {\"name\": \"%s\", \"arity\": %d, \"kind\": \"%s\", \"fp32\": %s, \"fp16\": %s, \"vjp\": \"%s\", \"mil\": ",
                    o->name, o->arity, ir_op_kind_name(o->kind), k ? "true" : "false", k ? "true" : "false", vjp_text(op));
             json_str(mil);
             printf(", \"bridge\": null, \"target\": ");

@@ -5,29 +5,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each op's VJP is its kind's (GRAD_VJP_<KIND>; a kind without one does not compile).
+ * Leaves have none; ops flagged OPF_ZEROGRAD are never asked for theirs. */
+#define GRAD_VJP_LEAF NULL
+#define GRAD_VJP_BINARY grad_vjp_binary
+#define GRAD_VJP_SELECT grad_vjp_select
+#define GRAD_VJP_SCALAR grad_vjp_unary
+#define GRAD_VJP_UNARY grad_vjp_unary
+#define GRAD_VJP_MATMUL grad_vjp_matmul
+#define GRAD_VJP_REDUCE grad_vjp_reduce
+#define GRAD_VJP_SOFTMAX grad_vjp_softmax
+#define GRAD_VJP_LAYOUT grad_vjp_layout
+#define GRAD_VJP_NORM grad_vjp_norm
+#define GRAD_VJP_POOL grad_vjp_pool
+#define GRAD_VJP_CONV grad_vjp_conv
+#define GRAD_VJP_CAST grad_vjp_cast
+
 const grad_vjp_fn grad_vjps[IR_OP_COUNT] = {
-    [IR_OP_ADD] = grad_vjp_binary, [IR_OP_SUB] = grad_vjp_binary, [IR_OP_MUL] = grad_vjp_binary,
-    [IR_OP_REAL_DIV] = grad_vjp_binary, [IR_OP_MAXIMUM] = grad_vjp_binary, [IR_OP_MINIMUM] = grad_vjp_binary,
-    [IR_OP_POW] = grad_vjp_binary,
-    [IR_OP_SELECT] = grad_vjp_select,
-    [IR_OP_ADDS] = grad_vjp_unary, [IR_OP_MULS] = grad_vjp_unary,
-    [IR_OP_NEG] = grad_vjp_unary, [IR_OP_ABS] = grad_vjp_unary, [IR_OP_SQUARE] = grad_vjp_unary,
-    [IR_OP_SQRT] = grad_vjp_unary, [IR_OP_RSQRT] = grad_vjp_unary, [IR_OP_INVERSE] = grad_vjp_unary,
-    [IR_OP_EXP] = grad_vjp_unary, [IR_OP_LOG] = grad_vjp_unary, [IR_OP_TANH] = grad_vjp_unary,
-    [IR_OP_SIGMOID] = grad_vjp_unary, [IR_OP_RELU] = grad_vjp_unary, [IR_OP_GELU] = grad_vjp_unary,
-    [IR_OP_SILU] = grad_vjp_unary, [IR_OP_SIN] = grad_vjp_unary, [IR_OP_COS] = grad_vjp_unary,
-    [IR_OP_ERF] = grad_vjp_unary,
-    [IR_OP_MATMUL_W] = grad_vjp_matmul, [IR_OP_MATMUL] = grad_vjp_matmul,
-    [IR_OP_REDUCE_SUM] = grad_vjp_reduce, [IR_OP_REDUCE_MEAN] = grad_vjp_reduce,
-    [IR_OP_REDUCE_MAX] = grad_vjp_reduce, [IR_OP_REDUCE_MIN] = grad_vjp_reduce,
-    [IR_OP_SOFTMAX] = grad_vjp_softmax,
-    [IR_OP_TRANSPOSE] = grad_vjp_layout, [IR_OP_RESHAPE] = grad_vjp_layout,
-    [IR_OP_SLICE_BY_SIZE] = grad_vjp_layout, [IR_OP_CONCAT] = grad_vjp_layout, [IR_OP_SPLIT] = grad_vjp_layout,
-    [IR_OP_RMS_NORM] = grad_vjp_norm, [IR_OP_LAYER_NORM] = grad_vjp_norm,
-    [IR_OP_CHANNEL_LAYER_NORM] = grad_vjp_norm, [IR_OP_GROUP_NORM] = grad_vjp_norm,
-    [IR_OP_AVG_POOL] = grad_vjp_pool, [IR_OP_MAX_POOL] = grad_vjp_pool,
-    [IR_OP_CONV] = grad_vjp_conv, [IR_OP_CONV_TRANSPOSE] = grad_vjp_conv,
-    [IR_OP_CAST] = grad_vjp_cast,
+#define X(id, name, arity, kind, flags, mil) [IR_OP_##id] = GRAD_VJP_##kind,
+#include "ir/ops.def"
+#undef X
 };
 
 int af_op_has_vjp(int op) {

@@ -6,14 +6,15 @@
 #include <string.h>
 
 const ir_op_info ir_ops[IR_OP_COUNT] = {
-#define X(id, nm, arity, kind, flags) [IR_OP_##id] = { nm, arity, IR_KIND_##kind, flags },
+#define X(id, nm, arity, kind, flags, mil) [IR_OP_##id] = { nm, arity, IR_KIND_##kind, flags, mil },
 #include "ops.def"
 #undef X
 };
 
 static const char *const kind_names[IR_KIND_COUNT] = {
-    "leaf", "binary", "select", "scalar", "unary", "matmul", "reduce",
-    "softmax", "layout", "norm", "pool", "conv", "cast",
+#define K(KIND, name) [IR_KIND_##KIND] = name,
+#include "kinds.def"
+#undef K
 };
 
 const char *ir_op_kind_name(ir_op_kind f) { return (unsigned)f < IR_KIND_COUNT ? kind_names[f] : "?"; }

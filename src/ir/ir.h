@@ -9,16 +9,17 @@
 #include <stdatomic.h>
 
 typedef enum {
-#define X(id, name, arity, kind, flags) IR_OP_##id,
+#define X(id, name, arity, kind, flags, mil) IR_OP_##id,
 #include "ops.def"
 #undef X
     IR_OP_COUNT
 } ir_op;
 
 typedef enum {
-    IR_KIND_LEAF, IR_KIND_BINARY, IR_KIND_SELECT, IR_KIND_SCALAR, IR_KIND_UNARY, IR_KIND_MATMUL,
-    IR_KIND_REDUCE, IR_KIND_SOFTMAX, IR_KIND_LAYOUT, IR_KIND_NORM, IR_KIND_POOL, IR_KIND_CONV,
-    IR_KIND_CAST, IR_KIND_COUNT
+#define K(KIND, name) IR_KIND_##KIND,
+#include "kinds.def"
+#undef K
+    IR_KIND_COUNT
 } ir_op_kind;
 
 enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2 };
@@ -28,6 +29,7 @@ typedef struct {
     int arity;
     ir_op_kind kind;
     unsigned flags;
+    const char *mil;  /* the MIL ops it lowers to */
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_OP_COUNT];

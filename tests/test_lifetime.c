@@ -153,7 +153,7 @@ static void const_changed_after_compile(void) {
 /* No argument runs every case; "graph", "net" or "const" runs one (to reproduce it). */
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
-    af_ane_budget_set_limits(100000, 0);
+    af_ane_budget_set_limits(NULL, 100000, 0);
     if (!only || !strcmp(only, "graph")) {
         graph_freed_first(AF_TARGET_CPU);
         graph_freed_first(AF_TARGET_ANE_SIM);

@@ -30,13 +30,13 @@ static prog make_prog(float c, const char *name) {
 
 static af_ane_budget_info budget(void) {
     af_ane_budget_info b;
-    af_ane_budget(&b);
+    af_ane_budget(NULL, &b);
     return b;
 }
 
 static void test_cache_hits(void) {
-    af_ane_budget_reset();
-    af_ane_budget_set_limits(0, 0);
+    af_ane_budget_reset(NULL);
+    af_ane_budget_set_limits(NULL, 0, 0);
     af_ane_budget_info b = budget();
     CHECK(b.compiles == 0 && b.compile_limit == 119 && b.load_limit == 128 && b.loaded == 0, "fresh budget: %d/%d, %d/%d",
           b.compiles, b.compile_limit, b.loaded, b.load_limit);
@@ -66,7 +66,7 @@ static void test_cache_hits(void) {
     CHECK(c && budget().compiles == 3, "cpu compiles count against the engine budget");
     af_model_free(c);
     /* A restart forgets the cache; a live model re-registers on its next run without a compile. */
-    af_ane_budget_reset();
+    af_ane_budget_reset(NULL);
     float x[16] = { 0 }, y[16];
     af_buffer ib = AF_BUF_F32(x, 16), ob = AF_BUF_F32(y, 16);
     CHECK(af_run(m3, &ib, &ob) == AF_OK && y[0] == 2.0f, "a model compiled before the reset must still run");
@@ -79,8 +79,8 @@ static void test_cache_hits(void) {
 
 static void test_lru_eviction(void) {
     enum { N = 130 };
-    af_ane_budget_reset();
-    af_ane_budget_set_limits(1000, 0); /* past 119 compiles: this checks the load limit alone */
+    af_ane_budget_reset(NULL);
+    af_ane_budget_set_limits(NULL, 1000, 0); /* past 119 compiles: this checks the load limit alone */
     prog p[N];
     af_model *m[N];
     for (int i = 0; i < N; i++) {
@@ -102,12 +102,12 @@ static void test_lru_eviction(void) {
     /* A loaded program runs without a reload. */
     CHECK(af_run(m[N - 1], &ib, &ob) == AF_OK && budget().loads == N + 1 && y[3] == 3.0f + (float)(N - 1), "a loaded program reloaded");
     for (int i = 0; i < N; i++) { af_model_free(m[i]); af_graph_free(p[i].g); }
-    af_ane_budget_set_limits(0, 0);
+    af_ane_budget_set_limits(NULL, 0, 0);
 }
 
 static void test_compile_budget(void) {
-    af_ane_budget_reset();
-    af_ane_budget_set_limits(0, 0);
+    af_ane_budget_reset(NULL);
+    af_ane_budget_set_limits(NULL, 0, 0);
     enum { N = 119 };
     prog p[N + 1];
     bool ok = true;
@@ -125,7 +125,7 @@ static void test_compile_budget(void) {
     m = sim(p[7].g, p[7].x, p[7].y, AF_FAMILY_A13);
     CHECK(m != NULL, "a cached program still compiles after the budget is spent: %s", af_error_message());
     af_model_free(m);
-    af_ane_budget_reset(); /* a process restart */
+    af_ane_budget_reset(NULL); /* a process restart */
     m = sim(p[N].g, p[N].x, p[N].y, AF_FAMILY_A13);
     CHECK(m && budget().compiles == 1, "after a reset the budget is fresh: %s", af_error_message());
     af_model_free(m);
@@ -134,7 +134,7 @@ static void test_compile_budget(void) {
 
 /* 5,000 runs of one model and 500 recompiles of the same program: one compile. */
 static void test_long_run_and_accounting(void) {
-    af_ane_budget_reset();
+    af_ane_budget_reset(NULL);
     af_graph *g = af_graph_new();
     af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(4, 16));
     float wv[16 * 8];
@@ -293,7 +293,44 @@ static void test_precision_check(void) {
     af_graph_free(g);
 }
 
+/* Engines are separate budgets: a compile on one is a miss on another, spending one's
+ * budget leaves the other's, and a model keeps its engine alive past af_sim_engine_free. */
+static void test_engines(void) {
+    af_sim_engine *a = af_sim_engine_new(), *b = af_sim_engine_new();
+    CHECK(a && b, "af_sim_engine_new: %s", af_error_message());
+    if (!a || !b) { af_sim_engine_free(a); af_sim_engine_free(b); return; }
+    af_ane_budget_set_limits(a, 1, 0);
+    af_ane_budget_info before, ia, ib, after;
+    af_ane_budget(NULL, &before);
+    prog p = make_prog(3.0f, "x"), q = make_prog(4.0f, "x");
+    af_compile_opts o = { .target = AF_TARGET_ANE_SIM, .family = AF_FAMILY_A13, .threads = 1, .sim_engine = a };
+    af_model *m1 = af_compile(p.g, 1, &p.x, 1, &p.y, &o);
+    af_model *m2 = af_compile(q.g, 1, &q.x, 1, &q.y, &o); /* a second program: over a's budget of 1 */
+    CHECK(m1 && !m2 && strstr(af_error_message(), "compile budget"), "engine a allows one compile: %s", af_error_message());
+    o.sim_engine = b;
+    af_model *m3 = af_compile(p.g, 1, &p.x, 1, &p.y, &o), *m4 = af_compile(q.g, 1, &q.x, 1, &q.y, &o);
+    CHECK(m3 && m4, "engine b has its own budget: %s", af_error_message());
+    af_ane_budget(a, &ia);
+    af_ane_budget(b, &ib);
+    af_ane_budget(NULL, &after);
+    CHECK(ia.compiles == 1 && ib.compiles == 2 && ib.cache_hits == 0, "a: %d compiles, b: %d compiles %d hits", ia.compiles,
+          ib.compiles, ib.cache_hits);
+    CHECK(after.compiles == before.compiles && after.cached == before.cached, "the default engine is untouched");
+    af_sim_engine_free(a); /* m1 still holds it */
+    float x[16] = { -1, 2 }, y[16];
+    af_buffer bi = AF_BUF_F32(x, 16), bo = AF_BUF_F32(y, 16);
+    CHECK(m1 && af_run(m1, &bi, &bo) == AF_OK && y[0] == 3.0f && y[1] == 5.0f, "a model outlives its freed engine: %s",
+          af_error_message());
+    af_model_free(m1); /* the last hold on a: freed here (ASan checks) */
+    af_model_free(m3);
+    af_model_free(m4);
+    af_sim_engine_free(b);
+    af_graph_free(p.g);
+    af_graph_free(q.g);
+}
+
 int main(void) {
+    test_engines();
     test_cache_hits();
     test_lru_eviction();
     test_compile_budget();

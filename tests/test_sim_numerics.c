@@ -263,7 +263,7 @@ static void test_conv_weight_gradient(void) {
 }
 
 int main(void) {
-    af_ane_budget_set_limits(100000, 0); /* this file tests numerics, not the compile budget */
+    af_ane_budget_set_limits(NULL, 100000, 0); /* this file tests numerics, not the compile budget */
     test_accumulator_saturation();
     test_reduce_accumulates_narrow();
     test_crop_dma();

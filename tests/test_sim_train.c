@@ -226,7 +226,7 @@ static void guard_on_growth(void) {
 }
 
 int main(void) {
-    af_ane_budget_set_limits(100000, 0); /* learning, not the compile budget */
+    af_ane_budget_set_limits(NULL, 100000, 0); /* learning, not the compile budget */
     guard_on_growth();                   /* first: the guard prints once per process */
     for (int f = 0; f < 4; f++)
         for (int p = 0; p < 4; p++) clusters_learn(families[f], plans[p]);

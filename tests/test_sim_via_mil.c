@@ -30,7 +30,7 @@ static af_tensor *forward(void *ctx, af_tensor *x, af_tensor *const *w) { (void)
 /* ane-sim af_compile calls so far: each is a compile or a program-cache hit. */
 static long long sim_compiles(void) {
     af_ane_budget_info b;
-    af_ane_budget(&b);
+    af_ane_budget(NULL, &b);
     return (long long)b.compiles + b.cache_hits;
 }
 
@@ -74,7 +74,7 @@ static void train_plan(af_plan plan) {
 }
 
 int main(void) {
-    af_ane_budget_set_limits(100000, 0); /* many distinct programs in one process */
+    af_ane_budget_set_limits(NULL, 100000, 0); /* many distinct programs in one process */
     for (int p = 0; p <= AF_PLAN_UNROLLED; p++) train_plan((af_plan)p);
     return check_finish("sim_via_mil");
 }

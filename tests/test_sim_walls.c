@@ -312,7 +312,7 @@ static void test_ops_column(void) {
 }
 
 int main(void) {
-    af_ane_budget_set_limits(100000, 0); /* this file tests walls, not the compile budget */
+    af_ane_budget_set_limits(NULL, 100000, 0); /* this file tests walls, not the compile budget */
     test_fusion_wall();
     test_wide_row_and_adam_stack();
     test_per_param_backward();

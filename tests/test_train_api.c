@@ -422,7 +422,7 @@ static void host_ce_metrics(void) {
 }
 
 int main(void) {
-    af_ane_budget_set_limits(100000, 0);
+    af_ane_budget_set_limits(NULL, 100000, 0);
     adam_step_api();
     custom_losses();
     shuttle_matches_resident("unrolled, cpu fp32", AF_PLAN_UNROLLED, AF_TARGET_CPU, AF_PRECISION_FP32);

@@ -116,143 +116,176 @@ typedef struct {
     uint64_t last;  /* tick of the last load or run: the LRU order */
 } entry;
 
-static struct {
+/* One simulated engine as a process sees it (af_sim_engine in aneforge.h). */
+struct af_sim_engine {
     pthread_mutex_t lock;
+    atomic_int refs;  /* the creator's, plus one per model compiled on it */
     entry *e;
     int n, cap;
     int compiles, hits, loaded, loads, evictions;
     int compile_limit, load_limit;
     uint64_t tick, gen;
-} B = { .lock = PTHREAD_MUTEX_INITIALIZER, .compile_limit = AF_ANE_COMPILE_LIMIT, .load_limit = AF_ANE_LOAD_LIMIT, .gen = 1 };
+};
 
-static int find(const uint64_t key[2]) {
-    for (int i = 0; i < B.n; i++)
-        if (B.e[i].key[0] == key[0] && B.e[i].key[1] == key[1]) return i;
+static af_sim_engine default_engine = { .lock = PTHREAD_MUTEX_INITIALIZER, .refs = 1, .compile_limit = AF_ANE_COMPILE_LIMIT,
+                                        .load_limit = AF_ANE_LOAD_LIMIT, .gen = 1 };
+
+static af_sim_engine *engine_or_default(af_sim_engine *E) { return E ? E : &default_engine; }
+
+af_sim_engine *af_sim_engine_new(void) {
+    af_sim_engine *E = calloc(1, sizeof *E);
+    if (!E) { ir_fail(AF_ERR_NOMEM, "af_sim_engine_new: out of memory"); return NULL; }
+    pthread_mutex_init(&E->lock, NULL);
+    atomic_init(&E->refs, 1);
+    E->compile_limit = AF_ANE_COMPILE_LIMIT;
+    E->load_limit = AF_ANE_LOAD_LIMIT;
+    E->gen = 1;
+    return E;
+}
+
+static void engine_release(af_sim_engine *E) {
+    if (!E || E == &default_engine || atomic_fetch_sub(&E->refs, 1) > 1) return;
+    pthread_mutex_destroy(&E->lock);
+    free(E->e);
+    free(E);
+}
+
+void af_sim_engine_free(af_sim_engine *E) { engine_release(E); }
+
+static int find(const af_sim_engine *E, const uint64_t key[2]) {
+    for (int i = 0; i < E->n; i++)
+        if (E->e[i].key[0] == key[0] && E->e[i].key[1] == key[1]) return i;
     return -1;
 }
 
-static int add(const uint64_t key[2]) {
-    if (B.n == B.cap) {
-        int cap = B.cap ? 2 * B.cap : 64;
-        entry *e = realloc(B.e, sizeof *e * (size_t)cap);
+static int add(af_sim_engine *E, const uint64_t key[2]) {
+    if (E->n == E->cap) {
+        int cap = E->cap ? 2 * E->cap : 64;
+        entry *e = realloc(E->e, sizeof *e * (size_t)cap);
         if (!e) return -1;
-        B.e = e;
-        B.cap = cap;
+        E->e = e;
+        E->cap = cap;
     }
-    B.e[B.n] = (entry){ .key = { key[0], key[1] } };
-    return B.n++;
+    E->e[E->n] = (entry){ .key = { key[0], key[1] } };
+    return E->n++;
+}
+
+/* Unloads the least recently used loaded program other than `keep` (-1: any). */
+static bool evict_lru(af_sim_engine *E, int keep) {
+    int lru = -1;
+    for (int j = 0; j < E->n; j++)
+        if (j != keep && E->e[j].loaded && (lru < 0 || E->e[j].last < E->e[lru].last)) lru = j;
+    if (lru < 0) return false;
+    E->e[lru].loaded = 0;
+    E->loaded--;
+    E->evictions++;
+    return true;
 }
 
 /* Loads entry i, first unloading the least recently used other program when all the
  * slots are taken; its models reload it on their next run. */
-static void load(int i) {
-    entry *e = &B.e[i];
-    e->last = ++B.tick;
+static void load(af_sim_engine *E, int i) {
+    entry *e = &E->e[i];
+    e->last = ++E->tick;
     if (e->loaded) return;
-    while (B.loaded >= B.load_limit) {
-        int lru = -1;
-        for (int j = 0; j < B.n; j++)
-            if (j != i && B.e[j].loaded && (lru < 0 || B.e[j].last < B.e[lru].last)) lru = j;
-        if (lru < 0) break;
-        B.e[lru].loaded = 0;
-        B.loaded--;
-        B.evictions++;
-    }
+    while (E->loaded >= E->load_limit && evict_lru(E, i)) {}
     e->loaded = 1;
-    B.loaded++;
-    B.loads++;
+    E->loaded++;
+    E->loads++;
 }
 
-af_status ane_program_acquire(ane_program *prog, const compile_plan *m, af_family_id family, bool *compiled,
-                                 char *msg, size_t n) {
+af_status ane_program_acquire(ane_program *prog, af_sim_engine *engine, const compile_plan *m, af_family_id family,
+                              bool *compiled, char *msg, size_t n) {
+    af_sim_engine *E = engine_or_default(engine);
     *compiled = false;
     ane_program_key(m, family, prog->key);
-    pthread_mutex_lock(&B.lock);
-    int i = find(prog->key);
+    pthread_mutex_lock(&E->lock);
+    int i = find(E, prog->key);
     if (i >= 0) {
-        B.hits++;
+        E->hits++;
     } else {
-        if (B.compiles >= B.compile_limit) {
-            int done = B.compiles;
-            pthread_mutex_unlock(&B.lock);
+        if (E->compiles >= E->compile_limit) {
+            int done = E->compiles;
+            pthread_mutex_unlock(&E->lock);
             snprintf(msg, n, "ane-sim: the compile budget is spent: this process has compiled %d programs and the engine's compiler "
                              "fails after about %d per process. Remedy: reuse programs (recompiling identical content hits the "
                              "program cache), feed changing weights as inputs instead of baking them, or restart the process "
                              "(af_ane_budget_reset emulates a restart)", done, AF_ANE_COMPILE_LIMIT);
             return AF_ERR_UNSUPPORTED;
         }
-        i = add(prog->key);
+        i = add(E, prog->key);
         if (i < 0) {
-            pthread_mutex_unlock(&B.lock);
+            pthread_mutex_unlock(&E->lock);
             snprintf(msg, n, "out of memory in the program cache");
             return AF_ERR_NOMEM;
         }
-        B.compiles++;
+        E->compiles++;
         *compiled = true;
     }
-    B.e[i].users++;
-    load(i);
-    prog->gen = B.gen;
+    E->e[i].users++;
+    load(E, i);
+    prog->gen = E->gen;
     prog->held = 1;
-    pthread_mutex_unlock(&B.lock);
+    prog->engine = E;
+    if (E != &default_engine) atomic_fetch_add(&E->refs, 1); /* the model keeps its engine alive */
+    pthread_mutex_unlock(&E->lock);
     if (*compiled) ane_guard_compile_time(m, family); /* a real compile: warn if it may take minutes */
     return AF_OK;
 }
 
 void ane_program_use(ane_program *prog) {
     if (!prog->held) return;
-    pthread_mutex_lock(&B.lock);
-    int i = find(prog->key);
-    if (prog->gen != B.gen || i < 0) { /* the cache was reset: the model still owns its compiled program */
-        if (i < 0) i = add(prog->key);
-        if (i >= 0) B.e[i].users++;
-        prog->gen = B.gen;
+    af_sim_engine *E = prog->engine;
+    pthread_mutex_lock(&E->lock);
+    int i = find(E, prog->key);
+    if (prog->gen != E->gen || i < 0) { /* the cache was reset: the model still owns its compiled program */
+        if (i < 0) i = add(E, prog->key);
+        if (i >= 0) E->e[i].users++;
+        prog->gen = E->gen;
     }
-    if (i >= 0) load(i);
-    pthread_mutex_unlock(&B.lock);
+    if (i >= 0) load(E, i);
+    pthread_mutex_unlock(&E->lock);
 }
 
 void ane_program_release(ane_program *prog) {
     if (!prog || !prog->held) return;
-    pthread_mutex_lock(&B.lock);
-    int i = prog->gen == B.gen ? find(prog->key) : -1;
-    if (i >= 0 && B.e[i].users > 0) B.e[i].users--; /* the compiled program stays cached */
+    af_sim_engine *E = prog->engine;
+    pthread_mutex_lock(&E->lock);
+    int i = prog->gen == E->gen ? find(E, prog->key) : -1;
+    if (i >= 0 && E->e[i].users > 0) E->e[i].users--; /* the compiled program stays cached */
     prog->held = 0;
-    pthread_mutex_unlock(&B.lock);
+    pthread_mutex_unlock(&E->lock);
+    engine_release(E);
 }
 
 /* ------------------------------------------------------------------ public counters */
 
-void af_ane_budget(af_ane_budget_info *out) {
+void af_ane_budget(const af_sim_engine *engine, af_ane_budget_info *out) {
     if (!out) return;
-    pthread_mutex_lock(&B.lock);
-    *out = (af_ane_budget_info){ .compiles = B.compiles, .compile_limit = B.compile_limit, .cache_hits = B.hits,
-                                 .loaded = B.loaded, .load_limit = B.load_limit, .loads = B.loads,
-                                 .evictions = B.evictions, .cached = B.n };
-    pthread_mutex_unlock(&B.lock);
+    af_sim_engine *E = engine_or_default((af_sim_engine *)engine);
+    pthread_mutex_lock(&E->lock);
+    *out = (af_ane_budget_info){ .compiles = E->compiles, .compile_limit = E->compile_limit, .cache_hits = E->hits,
+                                 .loaded = E->loaded, .load_limit = E->load_limit, .loads = E->loads,
+                                 .evictions = E->evictions, .cached = E->n };
+    pthread_mutex_unlock(&E->lock);
 }
 
-void af_ane_budget_set_limits(int compile_limit, int load_limit) {
-    pthread_mutex_lock(&B.lock);
-    B.compile_limit = compile_limit > 0 ? compile_limit : AF_ANE_COMPILE_LIMIT;
-    B.load_limit = load_limit > 0 ? load_limit : AF_ANE_LOAD_LIMIT;
-    while (B.loaded > B.load_limit) { /* shrink: unload the least recently used */
-        int lru = -1;
-        for (int j = 0; j < B.n; j++)
-            if (B.e[j].loaded && (lru < 0 || B.e[j].last < B.e[lru].last)) lru = j;
-        B.e[lru].loaded = 0;
-        B.loaded--;
-        B.evictions++;
-    }
-    pthread_mutex_unlock(&B.lock);
+void af_ane_budget_set_limits(af_sim_engine *engine, int compile_limit, int load_limit) {
+    af_sim_engine *E = engine_or_default(engine);
+    pthread_mutex_lock(&E->lock);
+    E->compile_limit = compile_limit > 0 ? compile_limit : AF_ANE_COMPILE_LIMIT;
+    E->load_limit = load_limit > 0 ? load_limit : AF_ANE_LOAD_LIMIT;
+    while (E->loaded > E->load_limit && evict_lru(E, -1)) {} /* shrink: unload the least recently used */
+    pthread_mutex_unlock(&E->lock);
 }
 
-void af_ane_budget_reset(void) {
-    pthread_mutex_lock(&B.lock);
-    free(B.e);
-    B.e = NULL;
-    B.n = B.cap = 0;
-    B.compiles = B.hits = B.loaded = B.loads = B.evictions = 0;
-    B.gen++;
-    pthread_mutex_unlock(&B.lock);
+void af_ane_budget_reset(af_sim_engine *engine) {
+    af_sim_engine *E = engine_or_default(engine);
+    pthread_mutex_lock(&E->lock);
+    free(E->e);
+    E->e = NULL;
+    E->n = E->cap = 0;
+    E->compiles = E->hits = E->loaded = E->loads = E->evictions = 0;
+    E->gen++;
+    pthread_mutex_unlock(&E->lock);
 }

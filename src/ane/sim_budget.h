@@ -21,14 +21,15 @@ typedef struct {
     uint64_t key[2];  /* content hash of the program: the cache key */
     uint64_t gen;     /* the cache generation it registered in */
     int held;         /* registered with the cache */
+    af_sim_engine *engine; /* the engine whose cache holds it (retained while held) */
 } ane_program;
 
 /* Registers the program of plan m for the family (a compile on a miss, a hit
  * otherwise; *compiled says which) and loads it; fails when a miss would exceed the
  * compile budget. use reloads the program if it was evicted and marks it most
  * recently used; release drops the hold. Thread-safe. */
-af_status ane_program_acquire(ane_program *prog, const compile_plan *m, af_family_id family, bool *compiled,
-                                 char *msg, size_t n);
+af_status ane_program_acquire(ane_program *prog, af_sim_engine *engine, const compile_plan *m, af_family_id family,
+                              bool *compiled, char *msg, size_t n);
 void      ane_program_use(ane_program *prog);
 void      ane_program_release(ane_program *prog);
 #endif

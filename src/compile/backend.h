@@ -20,6 +20,7 @@ typedef struct {
     bool via_mil;             /* run the program as parsed back from its MIL */
     bool precision_check;     /* ane-sim: the near-equal subtraction check */
     const char *ane_framework;/* the AppleNeuralEngine binary to load (NULL: the system's) */
+    struct af_sim_engine *sim_engine; /* ane-sim: its program cache and budget (NULL: the default) */
 } backend_cfg;
 
 typedef struct {

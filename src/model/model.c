@@ -11,6 +11,7 @@
 void af_model_free(af_model *m) {
     if (!m) return;
     if (m->state) m->be->free(m->state);
+    if (m->plan.g) pthread_mutex_destroy(&m->lock);
     af_graph_free(m->plan.g); /* the model's hold on its graph */
     plan_free(&m->plan);
     free(m->state_bound);
@@ -33,7 +34,7 @@ static af_status configure(const backend_iface *be, const af_compile_opts *opts,
     af_compile_opts o = opts ? *opts : (af_compile_opts){ 0 };
     *cfg = (backend_cfg){ .target = o.target, .precision = o.precision, .via_mil = o.via_mil > 0,
                           .precision_check = !o.precision_check_off,
-                          .ane_framework = o.ane_framework, .family_asked = o.family };
+                          .ane_framework = o.ane_framework, .family_asked = o.family, .sim_engine = o.sim_engine };
     cfg->threads = o.threads > 0 ? o.threads : cpu_num_cores();
     cfg->fp16 = o.precision == AF_PRECISION_FP16 || (o.precision == AF_PRECISION_DEFAULT && o.target != AF_TARGET_CPU);
     if (o.target != AF_TARGET_CPU && af_family_resolve(o.family, &cfg->family)) {
@@ -103,7 +104,10 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         af_status st = check_buffer(&out[i], p->out[i], "output", i);
         if (st) return st;
     }
-    return m->be->run(m->state, in, out, &m->stats);
+    pthread_mutex_lock(&m->lock);
+    af_status st = m->be->run(m->state, in, out, &m->stats);
+    pthread_mutex_unlock(&m->lock);
+    return st;
 }
 
 static af_status check_input(const af_model *m, int in_index, const char *fn) {
@@ -138,14 +142,21 @@ af_status af_model_write_state(af_model *m, int in_index, const float *src) {
     af_status st = check_input(m, in_index, "af_model_write_state");
     if (st) return st;
     if (!src) return ir_fail(AF_ERR_INVALID, "af_model_write_state: src is NULL");
-    return m->be->write_state(m->state, in_index, src);
+    pthread_mutex_lock(&m->lock);
+    st = m->be->write_state(m->state, in_index, src);
+    pthread_mutex_unlock(&m->lock);
+    return st;
 }
 
 af_status af_model_read_state(const af_model *m, int in_index, float *dst) {
     af_status st = check_input(m, in_index, "af_model_read_state");
     if (st) return st;
     if (!dst) return ir_fail(AF_ERR_INVALID, "af_model_read_state: dst is NULL");
-    return m->be->read_state(m->state, in_index, dst);
+    af_model *mm = (af_model *)m; /* reading state still waits for a run in progress */
+    pthread_mutex_lock(&mm->lock);
+    st = m->be->read_state(m->state, in_index, dst);
+    pthread_mutex_unlock(&mm->lock);
+    return st;
 }
 
 int af_model_num_nodes(const af_model *m) { return m ? m->plan.nsched : 0; }
@@ -153,8 +164,17 @@ size_t af_model_arena_bytes(const af_model *m) { return m ? m->be->memory_bytes(
 af_family_id af_model_family(const af_model *m) { return m && m->cfg.target != AF_TARGET_CPU ? m->cfg.family : AF_FAMILY_DEFAULT; }
 
 void af_model_stats(const af_model *m, af_stats *out) {
-    if (out) *out = m ? m->stats : (af_stats){ 0 };
+    if (!out) return;
+    *out = (af_stats){ 0 };
+    if (!m) return;
+    af_model *mm = (af_model *)m;
+    pthread_mutex_lock(&mm->lock);
+    *out = m->stats;
+    pthread_mutex_unlock(&mm->lock);
 }
 void af_model_stats_reset(af_model *m) {
-    if (m) m->stats = (af_stats){ 0 };
+    if (!m) return;
+    pthread_mutex_lock(&m->lock);
+    m->stats = (af_stats){ 0 };
+    pthread_mutex_unlock(&m->lock);
 }

@@ -3,6 +3,8 @@
 #define AF_MODEL_MODEL_H
 #include "compile/backend.h"
 
+#include <pthread.h>
+
 struct af_model {
     compile_plan plan;
     const backend_iface *be;
@@ -10,5 +12,6 @@ struct af_model {
     backend_cfg cfg;
     af_stats stats;
     unsigned char *state_bound; /* per input: bound as resident state (not fed) */
+    pthread_mutex_t lock;       /* one run or state access at a time, whatever the thread */
 };
 #endif

@@ -96,7 +96,7 @@ static af_status sim_init(const backend_cfg *cfg, const compile_plan *p, void **
         st = cpu_exec_new(run, &o, &s->exec, msg, n);
     }
     bool compiled = false;
-    if (!st) st = ane_program_acquire(&s->prog, run, cfg->family, &compiled, msg, n);
+    if (!st) st = ane_program_acquire(&s->prog, cfg->sim_engine, run, cfg->family, &compiled, msg, n);
     if (st) { sim_free(s); return st; }
     stats->compiles += compiled;
     s->flops = run->flops;

@@ -58,6 +58,16 @@ static const char *current_subtype(void) {
     return copy;
 }
 
+/* The simulated engine the fake compiles on: its own, without ane-sim's budgets (the
+ * fake daemon keeps its own count, above). */
+static af_sim_engine *sim_engine(void) {
+    static af_sim_engine *e;
+    pthread_mutex_lock(&lock);
+    if (!e && (e = af_sim_engine_new())) af_ane_budget_set_limits(e, INT_MAX, INT_MAX);
+    pthread_mutex_unlock(&lock);
+    return e;
+}
+
 static long compile_budget(void) {
     long b = atomic_load(&budget);
     if (b < 0) {
@@ -351,8 +361,7 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
         return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
     /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls
      * refuse here as ANECCompile would, and the run has the family's fp16 numerics. */
-    af_ane_budget_set_limits(INT_MAX, INT_MAX); /* the daemon's budget is the fake's own, above */
-    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .family = ane_rt_family_of_subtype(current_subtype()),
+    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = ane_rt_family_of_subtype(current_subtype()),
                            .threads = 1, .via_mil = -1, .precision_check_off = 1 }; /* a host heuristic, not the engine's */
     if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
         return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));

@@ -108,7 +108,7 @@ static void test_ops(void) {
     /* Hundreds of programs in one process: lift the runtime's, the fake daemon's and
      * ane-sim's per-process budgets (each is tested on its own elsewhere). */
     ane_rt_set_compile_budget(1 << 20);
-    af_ane_budget_set_limits(1 << 20, 1 << 20);
+    af_ane_budget_set_limits(NULL, 1 << 20, 1 << 20);
     run_table(corpus_elementwise, corpus_elementwise_count);
     run_table(corpus_tensor, corpus_tensor_count);
     run_table(corpus_nn, corpus_nn_count);

@@ -44,14 +44,15 @@ void fake_ane_set_subtype(const char *s) {
     pthread_mutex_unlock(&lock);
 }
 
-/* The engine subtype the fake reports: set by a test, else $FAKE_ANE_SUBTYPE, else "h16".
+/* The engine subtype the fake reports: set by a test, else $FAKE_ANE_SUBTYPE, else "h13"
+ * (an M1: the base engine, and seed 000's).
  * Returns a copy (valid until the next call on this thread). */
 static const char *current_subtype(void) {
     static _Thread_local char copy[32];
     pthread_mutex_lock(&lock);
     if (!subtype[0]) {
         const char *env = getenv("FAKE_ANE_SUBTYPE");
-        snprintf(subtype, sizeof subtype, "%s", env && *env ? env : "h16");
+        snprintf(subtype, sizeof subtype, "%s", env && *env ? env : "h13");
     }
     snprintf(copy, sizeof copy, "%s", subtype);
     pthread_mutex_unlock(&lock);

@@ -9,7 +9,7 @@ set -eu
 cli=$1 fake=$2 src=$3 work=$4
 mkdir -p "$work/data" "$work/tmp"
 ln -sfn "$src/tests/data/mnist-subset" "$work/data/mnist"
-export ANEFORGE_DATA="$work/data" TMPDIR="$work/tmp" FAKE_ANE_SUBTYPE=h13 ANEFORGE_ANE_FRAMEWORK="$fake"
+export ANEFORGE_DATA="$work/data" TMPDIR="$work/tmp" ANEFORGE_ANE_FRAMEWORK="$fake"  # the fake is an M1 (h13) unless told otherwise
 field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"]*\).*/\1/p" "$2"; }
 fail=0
 run() { # model epochs plan min_acc max_dispatches

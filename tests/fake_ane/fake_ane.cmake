@@ -23,7 +23,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   foreach(case trampoline missing programs cache alias budget load_retry traps device)
     add_test(NAME ane_runtime_${case} COMMAND test_ane_runtime ${case})
     set_tests_properties(ane_runtime_${case} PROPERTIES TIMEOUT 120
-                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-${case};OPENBLAS_NUM_THREADS=1")
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16")
   endforeach()
 
   # The same cases against the runtime's Apple branch (ANE_RT_LINKED: libobjc,
@@ -39,7 +39,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   foreach(case trampoline programs cache alias budget load_retry traps device)
     add_test(NAME ane_runtime_linked_${case} COMMAND test_ane_runtime_linked ${case})
     set_tests_properties(ane_runtime_linked_${case} PROPERTIES TIMEOUT 120
-                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1")
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16")
   endforeach()
 
   # The ane backend (AF_TARGET_ANE) end to end against the fake: every op, the family,
@@ -52,7 +52,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   foreach(case ops family state budget train)
     add_test(NAME ane_backend_${case} COMMAND test_ane_backend ${case})
     set_tests_properties(ane_backend_${case} PROPERTIES TIMEOUT 300
-                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000")
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000;FAKE_ANE_SUBTYPE=h16")
   endforeach()
 
   # `aneforge train --target ane` on the MNIST subset agrees with ane-sim (a short form of

@@ -118,7 +118,8 @@ typedef struct {
 
 static unrolled build_unrolled(void) {
     const float w0 = 0.7f, x1 = 1.5f, y1 = 2.0f, x2 = -0.5f, y2 = 0.25f, lr = 0.1f;
-    unrolled u = { af_graph_new() };
+    unrolled u = { 0 };
+    u.g = af_graph_new();
     u.w = af_parameter(u.g, "w", AF_SHAPE(1), &w0);
     af_tensor *e1 = af_adds(af_muls(u.w, x1), -y1);
     u.w1 = af_sub(u.w, af_muls(af_muls(e1, x1), lr));

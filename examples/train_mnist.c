@@ -86,8 +86,10 @@ int main(int argc, char **argv) {
     af_step_info info;
     for (int64_t s = 0; s + B <= n; s += B) { /* one epoch in file order */
         for (int i = 0; i < B; i++) idx[i] = s + i;
-        af_dataset_batch(train, B, idx, x, y);
-        af_trainer_step(t, x, y, &info);
+        if (af_dataset_batch(train, B, idx, x, y) || af_trainer_step(t, x, y, &info)) {
+            fprintf(stderr, "%s\n", af_error_message());
+            return 1;
+        }
         if (info.step % 100 == 0) printf("step %lld loss %.4f\n", (long long)info.step, info.loss);
     }
     /* Test accuracy through the separate evaluation program. */
@@ -95,8 +97,10 @@ int main(int argc, char **argv) {
     float *xt = malloc(sizeof(float) * (size_t)nt * 784), *out = malloc(sizeof(float) * (size_t)nt * 10);
     int64_t *all = malloc(sizeof(int64_t) * (size_t)nt);
     for (int64_t i = 0; i < nt; i++) all[i] = i;
-    af_dataset_batch(test, (int)nt, all, xt, NULL);
-    af_trainer_predict(t, nt, xt, out);
+    if (af_dataset_batch(test, (int)nt, all, xt, NULL) || af_trainer_predict(t, nt, xt, out)) {
+        fprintf(stderr, "%s\n", af_error_message());
+        return 1;
+    }
     for (int64_t i = 0; i < nt; i++) {
         int best = 0;
         for (int c = 1; c < 10; c++) best = out[i * 10 + c] > out[i * 10 + best] ? c : best;

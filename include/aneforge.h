@@ -74,12 +74,21 @@ typedef enum {
 
 typedef struct { int rank; int64_t dim[AF_MAX_RANK]; } af_shape;
 
-/* AF_SHAPE(128, 784) builds an af_shape; more than AF_MAX_RANK dims gives rank -1,
- * which every builder rejects. */
+/* The most elements one tensor may hold (2^40: 4 TiB of fp32). Builders reject larger
+ * shapes, so element counts, and byte counts derived from them, never overflow. */
+#define AF_MAX_ELEMENTS ((int64_t)1 << 40)
+
+/* AF_SHAPE(128, 784) builds an af_shape (in C and in C++); more than AF_MAX_RANK dims
+ * gives rank -1, which every builder rejects. */
 AF_API af_shape af_shape_make(int rank, const int64_t *dims);
+#ifndef __cplusplus
 #define AF_SHAPE(...) \
     af_shape_make((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
-AF_API int64_t af_shape_count(af_shape s); /* number of elements; 0 for an invalid shape */
+#endif
+/* The number of elements: the product of the dims (0 when a dim is 0), or 0 for an
+ * invalid shape: rank outside 0..AF_MAX_RANK, a negative dim, or a product beyond
+ * AF_MAX_ELEMENTS (an int64 overflow included: the product is checked, never wrapped). */
+AF_API int64_t af_shape_count(af_shape s);
 
 typedef struct af_graph  af_graph;
 typedef struct af_tensor af_tensor;
@@ -237,9 +246,12 @@ typedef struct {
  * the graph). opts may be NULL. */
 AF_API af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads,
                       const af_backward_opts *opts);
-/* The same from an explicit seed (the gradient arriving at root, root's shape). */
+/* The same from an explicit seed (the gradient arriving at root, root's shape), with
+ * the same options as af_backward: the seed is multiplied by loss_scale (0 means 1, and
+ * then no node is added), stop is the detach frontier (default: the params). opts may
+ * be NULL. */
 AF_API af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params,
-                           af_tensor **grads, int nstop, af_tensor *const *stop);
+                                  af_tensor **grads, const af_backward_opts *opts);
 /* 1 when op (an af_op_name index) has a VJP rule or needs none (leaves, comparisons). */
 AF_API int        af_op_has_vjp(int op);
 
@@ -320,7 +332,11 @@ AF_API af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout
 
 /* A caller-owned host buffer: `count` elements of `dtype` (fp32 floats or fp16 bits). */
 typedef struct { void *data; af_dtype dtype; int64_t count; } af_buffer;
+#ifndef __cplusplus
 #define AF_BUF_F32(ptr, n) ((af_buffer){ (void *)(ptr), AF_F32, (int64_t)(n) })
+#else
+#define AF_BUF_F32(ptr, n) (af_buffer{ (void *)(ptr), AF_F32, (int64_t)(n) })
+#endif
 
 /* Runs the model: in[i] feeds the i-th compiled input, out[i] receives the i-th
  * output. Buffers are checked against the compiled shapes; an output buffer with NULL
@@ -521,21 +537,27 @@ AF_API void    af_dataset_sample_shape(const af_dataset *d, int *c, int *h, int 
 AF_API int     af_dataset_classes(const af_dataset *d);                      /* 10 */
 AF_API const uint8_t *af_dataset_labels(const af_dataset *d);                /* count entries, owned by d */
 /* Writes samples idx[0..n) as floats scaled to [0,1] (pixel / 255, CHW order) into x
- * ([n, c*h*w]) and one-hot rows [n, classes] into onehot; either may be NULL. An idx
- * outside [0, count) gives an all-zero row and sets af_error_message. */
-AF_API void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot);
+ * ([n, c*h*w]) and one-hot rows [n, classes] into onehot; either may be NULL. n = 0 does
+ * nothing. AF_ERR_INVALID (af_error_message says why) for a NULL dataset or idx with
+ * n > 0, a negative n, or an idx outside [0, count): every other row is still written,
+ * and each out-of-range row is all zeros. */
+AF_API af_status af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot);
 AF_API void af_dataset_free(af_dataset *d);                                  /* NULL is fine */
 
 
 /* ---------------------------------------------------------------- npy
  * NumPy .npy v1.0 / v2.0, little-endian C order, descr '<f4' or '<f2' (read) and '<f4'
  * (write). The header dict must hold exactly descr, fortran_order: False and a shape
- * tuple of rank <= 8; anything else is rejected with a message. */
+ * tuple of rank <= AF_MAX_RANK, like every af_shape (a file of higher rank is rejected
+ * with AF_ERR_UNSUPPORTED: reshape it in NumPy first); anything else is rejected with a
+ * message. */
 
 /* On success *data is a malloc'd array of prod(dims) floats (fp16 widened exactly) that
- * the caller frees with free(); *rank and dims[0..rank) describe it (rank 0 = scalar). */
-AF_API af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]);
-/* Writes a v1.0 '<f4' file; rank 0..8, dims >= 0. A failed write removes the file. */
+ * the caller frees with free(); *rank and dims[0..rank) describe it (rank 0 = scalar),
+ * so af_shape_make(*rank, dims) is its shape. On failure *data is NULL and *rank 0. */
+AF_API af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF_MAX_RANK]);
+/* Writes a v1.0 '<f4' file; rank 0..AF_MAX_RANK, dims >= 0. A failed write removes the
+ * file. */
 AF_API af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims);
 
 /* ---------------------------------------------------------------- fp16 helpers */
@@ -563,8 +585,11 @@ AF_API af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nou
  * nodes named as in the MIL), *out its returned values. BLOBFILE paths starting with
  * @model_path/weights/ are looked up in weights_dir (NULL = the weights/ folder beside
  * mil_path), other @model_path/ paths beside mil_path. The caller frees *g with
- * af_graph_free; the arrays belong to *g. Files are untrusted: errors name the line and
- * column. Any out pointer except g may be NULL. */
+ * af_graph_free. *in and *out (nin and nout entries) belong to *g, like its tensors:
+ * never free them; they stay valid, unchanged, while the graph is built on and models
+ * are compiled from it, until the caller's af_graph_free(*g). Files are untrusted:
+ * errors name the line and column. Any out pointer except g may be NULL; on failure
+ * *g, *in and *out are NULL and *nin and *nout 0. */
 AF_API af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
                       int *nout, af_tensor ***out);
 
@@ -630,6 +655,18 @@ AF_API int64_t af_ane_precision_flags(void);
 AF_API double af_ane_estimate_us(af_family_id fam, const af_stats *s);
 
 #ifdef __cplusplus
+} /* extern "C" */
+
+/* C++ has no compound literals: there AF_SHAPE(2, n) is af_shape_of(2, n), which takes
+ * dims of any integer type (int, size_t, int64_t); af_shape_of({2, n}) takes a list.
+ * Both are inline here, not library symbols. */
+#include <initializer_list>
+inline af_shape af_shape_of(std::initializer_list<int64_t> dims) {
+    return af_shape_make((int)dims.size(), dims.begin());
 }
+template <typename... D> inline af_shape af_shape_of(D... dims) {
+    return af_shape_of({ static_cast<int64_t>(dims)... });
+}
+#define AF_SHAPE(...) af_shape_of(__VA_ARGS__)
 #endif
 #endif

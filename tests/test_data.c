@@ -77,7 +77,7 @@ static void test_idx(void) {
         CHECK(memcmp(af_dataset_labels(d), lab, N) == 0, "labels");
         int64_t idx[3] = { 4, 0, 2 };
         float x[3 * H * W], oh[3 * 10];
-        af_dataset_batch(d, 3, idx, x, oh);
+        CHECK(af_dataset_batch(d, 3, idx, x, oh) == AF_OK, "batch: %s", af_error_message());
         int ok = 1;
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < H * W; j++)
@@ -87,13 +87,24 @@ static void test_idx(void) {
         for (int i = 0; i < 3; i++)
             for (int k = 0; k < 10; k++)
                 CHECK(oh[i * 10 + k] == (k == lab[idx[i]] ? 1.0f : 0.0f), "one-hot row %d col %d", i, k);
-        af_dataset_batch(d, 1, idx, NULL, oh);   /* either output may be NULL */
-        af_dataset_batch(d, 1, idx, x, NULL);
-        int64_t bad[2] = { 1, N };
+        CHECK(af_dataset_batch(d, 1, idx, NULL, oh) == AF_OK, "either output may be NULL");
+        CHECK(af_dataset_batch(d, 1, idx, x, NULL) == AF_OK, "either output may be NULL");
+        CHECK(af_dataset_batch(d, 0, NULL, NULL, NULL) == AF_OK, "an empty batch is fine");
+        int64_t bad[3] = { 1, N, 0 };
         x[H * W] = 7.0f;
-        af_dataset_batch(d, 2, bad, x, oh);
+        oh[2 * 10 + lab[0]] = 0.0f;
+        CHECK(af_dataset_batch(d, 3, bad, x, oh) == AF_ERR_INVALID, "an out-of-range index is an error");
+        CHECK(strstr(af_error_message(), "idx[1]") && strstr(af_error_message(), "out of range"),
+              "bad index reported: %s", af_error_message());
         CHECK(x[H * W] == 0.0f && oh[10 + 3] == 0.0f, "out-of-range index gives a zero row");
-        CHECK(strstr(af_error_message(), "out of range") != NULL, "bad index reported");
+        CHECK(x[2 * H * W + 1] == 1.0f && oh[2 * 10 + lab[0]] == 1.0f,
+              "rows after a bad index are still written");
+        CHECK(af_dataset_batch(d, -1, idx, x, oh) == AF_ERR_INVALID && strstr(af_error_message(), "negative"),
+              "negative n: %s", af_error_message());
+        CHECK(af_dataset_batch(d, 1, NULL, x, oh) == AF_ERR_INVALID && strstr(af_error_message(), "idx"),
+              "NULL idx: %s", af_error_message());
+        CHECK(af_dataset_batch(NULL, 1, idx, x, oh) == AF_ERR_INVALID && strstr(af_error_message(), "dataset"),
+              "NULL dataset: %s", af_error_message());
     }
     af_dataset_free(d);
     af_dataset_free(NULL);
@@ -198,7 +209,7 @@ static void test_cifar(void) {
         static float x[2 * 3072];
         float oh[20];
         int64_t idx[2] = { 3, 1 };
-        af_dataset_batch(d, 2, idx, x, oh);
+        CHECK(af_dataset_batch(d, 2, idx, x, oh) == AF_OK, "cifar batch: %s", af_error_message());
         int ok = 1;
         for (int j = 0; j < 3072; j++) {
             ok &= x[j] == (float)b[3073 + 1 + j] / 255.0f;
@@ -296,7 +307,7 @@ static void write_npy_raw(const char *path, int major, const char *dict, const v
 static void expect_npy_fail(const char *path, const char *also, const char *what) {
     float *x = (float *)1;
     int rank = -1;
-    int64_t dims[8];
+    int64_t dims[AF_MAX_RANK];
     af_status st = af_npy_read(path, &x, &rank, dims);
     CHECK(st != AF_OK && x == NULL, "%s: should fail", what);
     CHECK(strstr(af_error_message(), path) != NULL, "%s: names the file: %s", what, af_error_message());
@@ -306,9 +317,9 @@ static void expect_npy_fail(const char *path, const char *also, const char *what
 
 static void test_npy(void) {
     const char *p = tpath("a.npy");
-    static const int64_t shapes[][9] = { /* rank, dims... */
+    static const int64_t shapes[][1 + AF_MAX_RANK] = { /* rank, dims... */
         { 0 }, { 1, 0 }, { 1, 1 }, { 1, 7 }, { 2, 2, 3 }, { 3, 2, 3, 4 }, { 3, 3, 0, 2 },
-        { 8, 1, 1, 2, 1, 1, 1, 1, 5 }, { 2, 100, 123 } };
+        { 6, 1, 2, 1, 1, 1, 5 }, { 2, 100, 123 } };
     test_rng rng = { 42 };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int rank = (int)shapes[s][0];
@@ -323,7 +334,7 @@ static void test_npy(void) {
         CHECK((sb.st_size - 4 * n) % 64 == 0, "data starts 64-byte aligned");
         float *y = NULL;
         int r = -1;
-        int64_t d[8];
+        int64_t d[AF_MAX_RANK];
         CHECK(af_npy_read(p, &y, &r, d) == AF_OK, "read shape %zu: %s", s, af_error_message());
         CHECK(r == rank, "rank %d vs %d", r, rank);
         int same = y != NULL;
@@ -341,7 +352,9 @@ static void test_npy(void) {
     if (f) { CHECK(fread(head, 1, 127, f) == 127, "read header"); fclose(f); }
     CHECK(memcmp(head, "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 69) == 0,
           "numpy header text");
-    CHECK(af_npy_write(p, six, 9, d23) != AF_OK, "rank 9 rejected");
+    const int64_t ones7[7] = { 1, 1, 1, 1, 1, 1, 6 };
+    CHECK(af_npy_write(p, six, AF_MAX_RANK + 1, ones7) == AF_ERR_INVALID && strstr(af_error_message(), "AF_MAX_RANK"),
+          "rank AF_MAX_RANK + 1 rejected: %s", af_error_message());
     int64_t neg[1] = { -1 };
     CHECK(af_npy_write(p, six, 1, neg) != AF_OK, "negative dim rejected");
     CHECK(af_npy_write(tpath("no/such/dir.npy"), six, 2, d23) == AF_ERR_IO, "unwritable path");
@@ -356,7 +369,7 @@ static void test_npy(void) {
         write_npy_raw(p, major, "{'descr': '<f2', 'fortran_order': False, 'shape': (3, 3), }  \n", hb, 18);
         float *y = NULL;
         int r;
-        int64_t d[8];
+        int64_t d[AF_MAX_RANK];
         CHECK(af_npy_read(p, &y, &r, d) == AF_OK, "fp16 v%d read: %s", major, af_error_message());
         if (y) {
             CHECK(r == 2 && d[0] == 3 && d[1] == 3, "fp16 shape");
@@ -371,7 +384,7 @@ static void test_npy(void) {
     write_npy_raw(p, 1, "{\"shape\": (1L,), 'fortran_order': False, 'descr': '<f4'}\n", &one, 4);
     float *y = NULL;
     int r;
-    int64_t d[8];
+    int64_t d[AF_MAX_RANK];
     CHECK(af_npy_read(p, &y, &r, d) == AF_OK && y && y[0] == 5.0f && r == 1 && d[0] == 1,
           "reordered keys: %s", af_error_message());
     free(y);
@@ -388,7 +401,8 @@ static void test_npy(void) {
         { "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}\n", 4, "repeated" },
         { "{'descr': '<f4', 'fortran_order': False, 'shape': (1), }\n", 4, "tuple" },
         { "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }\n", 4, "tuple" },
-        { "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }\n", 4, "tuple" },
+        { "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }\n", 4, "rank 9" },
+        { "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1), }\n", 4, "AF_MAX_RANK = 6" },
         { "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }\n", 4, "tuple" },
         { "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 4, "newline" },
         { "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x\n", 4, "junk" },
@@ -408,6 +422,19 @@ static void test_npy(void) {
         write_npy_raw(p, 1, bad[i].dict, zeros, bad[i].n);
         expect_npy_fail(p, bad[i].msg, bad[i].dict);
     }
+    /* dims[AF_MAX_RANK] is all the reader fills: a rank-7 file is refused as unsupported
+     * and the slots past the array are never written. */
+    write_npy_raw(p, 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 2), }\n", zeros, 8);
+    int64_t guard[AF_MAX_RANK + 2];
+    for (int i = 0; i < AF_MAX_RANK + 2; i++) guard[i] = -7;
+    float *z7 = NULL;
+    int r7 = -1;
+    CHECK(af_npy_read(p, &z7, &r7, guard) == AF_ERR_UNSUPPORTED && z7 == NULL && r7 == 0,
+          "rank 7 refused: %s", af_error_message());
+    CHECK(strstr(af_error_message(), "rank 7") && strstr(af_error_message(), "reshape"),
+          "the message names the rank and the fix: %s", af_error_message());
+    CHECK(guard[AF_MAX_RANK] == -7 && guard[AF_MAX_RANK + 1] == -7, "nothing written past dims[AF_MAX_RANK]");
+    free(z7);
     write_bytes(p, "\x93NUMPY\x03\x00\x10\x00\x00\x00", 12);
     expect_npy_fail(p, "version 3.0", "version 3.0");
     write_bytes(p, "\x93NUMPX\x01\x00\x10\x00", 10);

@@ -28,7 +28,7 @@
 typedef struct {
     float *d;
     int rank;
-    int64_t dims[8];
+    int64_t dims[AF_MAX_RANK];
     int64_t n;
 } arr;
 

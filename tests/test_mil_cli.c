@@ -40,7 +40,7 @@ static void test_fixture(const char *tmp) {
     snprintf(want_path, sizeof want_path, "%s/y_expected.npy", fx);
     float *got = NULL, *want = NULL;
     int rg = 0, rw = 0;
-    int64_t dg[8], dw[8];
+    int64_t dg[AF_MAX_RANK], dw[AF_MAX_RANK];
     CHECK(af_npy_read(got_path, &got, &rg, dg) == AF_OK, "%s", af_error_message());
     CHECK(af_npy_read(want_path, &want, &rw, dw) == AF_OK, "%s", af_error_message());
     if (got && want) {
@@ -99,7 +99,7 @@ static void test_emit_run(const char *tmp) {
     CHECK(mil(6, run) == 0, "mil run on the emitted conv failed");
     snprintf(res, sizeof res, "%s/features.npy", out);
     int r;
-    int64_t d[8];
+    int64_t d[AF_MAX_RANK];
     CHECK(af_npy_read(res, &got, &r, d) == AF_OK, "%s", af_error_message());
     CHECK(got && !memcmp(got, want, sizeof(float) * (size_t)no), "emit -> files -> mil run differs from the graph's own result");
     free(x);

@@ -97,7 +97,7 @@ static bool load_digits(problem *p) {
     if (!d) return false;
     int64_t idx[N];
     for (int i = 0; i < N; i++) idx[i] = i;
-    af_dataset_batch(d, N, idx, p->x, p->t);
+    CHECK(af_dataset_batch(d, N, idx, p->x, p->t) == AF_OK, "batch: %s", af_error_message());
     af_dataset_free(d);
     return true;
 }

@@ -103,7 +103,7 @@ static double accuracy(af_trainer *t, const af_dataset *d) {
     int64_t right = 0;
     if (idx && x && out) {
         for (int64_t i = 0; i < n; i++) idx[i] = i;
-        af_dataset_batch(d, (int)n, idx, x, NULL);
+        CHECK(af_dataset_batch(d, (int)n, idx, x, NULL) == AF_OK, "batch: %s", af_error_message());
         CHECK(af_trainer_predict(t, n, x, out) == AF_OK, "predict: %s", af_error_message());
         const uint8_t *lab = af_dataset_labels(d);
         for (int64_t i = 0; i < n; i++) {
@@ -154,7 +154,7 @@ static void mnist_epoch(void) {
     }
     for (int64_t b = 0; t && perm && b + NB <= n; b += NB) {
         memcpy(idx, perm + b, sizeof idx);
-        af_dataset_batch(tr, NB, idx, x, y);
+        CHECK(af_dataset_batch(tr, NB, idx, x, y) == AF_OK, "batch: %s", af_error_message());
         af_status st = af_trainer_step(t, x, y, &info);
         CHECK(st == AF_OK, "MNIST step: %s", af_error_message());
         if (st) break;

@@ -136,17 +136,17 @@ static int cmd_run(int argc, char **argv) {
         if (k < 0) { fprintf(stderr, "aneforge mil run: --in %s names no function argument (want NAME=FILE.npy)\n", feeds[f]); goto done; }
         if (data[k]) { fprintf(stderr, "aneforge mil run: argument %s is fed twice\n", m.in_names[k]); goto done; }
         int rank;
-        int64_t dims[8];
+        int64_t dims[AF_MAX_RANK];
         if (af_npy_read(eq + 1, &data[k], &rank, dims)) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
         af_shape want = m.in[k]->shape, got = { .rank = rank };
         bool same = rank == want.rank;
         for (int i = 0; same && i < rank; i++) same = dims[i] == want.dim[i];
         if (!same) {
             char a[120], b[120];
-            if (rank <= AF_MAX_RANK) memcpy(got.dim, dims, sizeof(int64_t) * (size_t)rank);
+            memcpy(got.dim, dims, sizeof(int64_t) * (size_t)rank);
             shape_text(want, a, sizeof a);
             shape_text(got, b, sizeof b);
-            fprintf(stderr, "aneforge mil run: argument %s is %s but %s holds %s\n", m.in_names[k], a, eq + 1, rank <= AF_MAX_RANK ? b : "(rank > 6)");
+            fprintf(stderr, "aneforge mil run: argument %s is %s but %s holds %s\n", m.in_names[k], a, eq + 1, b);
             goto done;
         }
         bi[k] = AF_BUF_F32(data[k], af_shape_count(want));

@@ -193,8 +193,7 @@ static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out,
     for (int64_t b = 0; b < n && idx; b += chunk) {
         int64_t m = n - b < chunk ? n - b : chunk;
         for (int64_t i = 0; i < m; i++) idx[i] = b + i;
-        af_dataset_batch(d, (int)m, idx, x, NULL);
-        if (af_trainer_predict(t, m, x, out)) { free(idx); return -1; }
+        if (af_dataset_batch(d, (int)m, idx, x, NULL) || af_trainer_predict(t, m, x, out)) { free(idx); return -1; }
         for (int64_t i = 0; i < m; i++) {
             int am = 0;
             for (int j = 1; j < k; j++) am = out[i * k + j] > out[i * k + am] ? j : am;
@@ -301,7 +300,11 @@ int cmd_train(int argc, char **argv) {
         uint64_t rng = pos.rng_epoch;
         shuffle(perm, ntrain, &rng);
         for (; pos.pos < calls && !interrupted; pos.pos++) {
-            af_dataset_batch(train, (int)per_call, perm + pos.pos * per_call, x, y);
+            if (af_dataset_batch(train, (int)per_call, perm + pos.pos * per_call, x, y)) {
+                fprintf(stderr, "\naneforge train: %s\n", af_error_message());
+                rc = 1;
+                break;
+            }
             double t0 = now_s();
             if (af_trainer_step(t, x, y, &info)) {
                 fprintf(stderr, "\naneforge train: step failed: %s\n", af_error_message());

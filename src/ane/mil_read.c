@@ -99,7 +99,12 @@ af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil
 
 af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
                       int *nout, af_tensor ***out) {
+    /* Cleared first so a failure never leaves the caller a stale graph or array. */
     if (g) *g = NULL;
+    if (nin) *nin = 0;
+    if (in) *in = NULL;
+    if (nout) *nout = 0;
+    if (out) *out = NULL;
     if (!mil_path || !g) return ir_fail(AF_ERR_INVALID, "af_mil_load: mil_path or g is NULL");
     FILE *f = fopen(mil_path, "rb");
     if (!f) return ir_fail(AF_ERR_IO, "af_mil_load: cannot open %s", mil_path);

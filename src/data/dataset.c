@@ -225,23 +225,20 @@ int af_dataset_classes(const af_dataset *d) { return d ? d->classes : 0; }
 
 const uint8_t *af_dataset_labels(const af_dataset *d) { return d ? d->labels : NULL; }
 
-void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot) {
-    if (!d || n <= 0 || !idx) {
-        if (n > 0) ir_fail(AF_ERR_INVALID, "af_dataset_batch: NULL dataset or index array");
-        return;
-    }
+af_status af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot) {
+    if (n < 0) return ir_fail(AF_ERR_INVALID, "af_dataset_batch: n = %d is negative", n);
+    if (n == 0) return AF_OK;
+    if (!d || !idx) return ir_fail(AF_ERR_INVALID, "af_dataset_batch: %s is NULL", !d ? "the dataset" : "idx");
     size_t sz = (size_t)d->c * (size_t)d->h * (size_t)d->w;
     float lut[256];
     for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f; /* exact 0 and 1 at the ends */
-    int reported = 0;
+    af_status st = AF_OK;
     for (int i = 0; i < n; i++) {
         int64_t k = idx[i];
         int ok = k >= 0 && k < d->n;
-        if (!ok && !reported) {
-            ir_fail(AF_ERR_INVALID, "af_dataset_batch: index %lld out of range [0, %lld)",
-                    (long long)k, (long long)d->n);
-            reported = 1;
-        }
+        if (!ok && st == AF_OK) /* the first bad index is reported; the batch is still written */
+            st = ir_fail(AF_ERR_INVALID, "af_dataset_batch: idx[%d] = %lld is out of range [0, %lld); "
+                         "its rows are zeros", i, (long long)k, (long long)d->n);
         if (x) {
             float *row = x + (size_t)i * sz;
             if (ok) {
@@ -257,6 +254,7 @@ void af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, 
             if (ok) row[d->labels[k]] = 1.0f;
         }
     }
+    return st;
 }
 
 void af_dataset_free(af_dataset *d) {

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NPY_MAX_RANK = 8 };
+/* The parser reads tuples as long as NumPy's own (it allows 64 dims) so a file of too
+ * high a rank is refused by name, not as a malformed header; the API takes AF_MAX_RANK. */
+enum { NPY_PARSE_RANK = 64 };
 
 typedef struct {
     const char *p, *end, *path;
@@ -67,7 +69,7 @@ static int parse_int(cursor *c, int64_t *v) {
 }
 
 /* "()", "(3,)", "(2, 3)", "(2, 3,)"; a 1-tuple needs its comma, as in Python. */
-static int parse_shape(cursor *c, int *rank, int64_t dims[NPY_MAX_RANK]) {
+static int parse_shape(cursor *c, int *rank, int64_t dims[NPY_PARSE_RANK]) {
     if (!eat(c, '(')) return 0;
     int r = 0, commas = 0;
     if (eat(c, ')')) {
@@ -75,7 +77,7 @@ static int parse_shape(cursor *c, int *rank, int64_t dims[NPY_MAX_RANK]) {
         return 1;
     }
     for (;;) {
-        if (r == NPY_MAX_RANK) return 0;
+        if (r == NPY_PARSE_RANK) return 0;
         if (!parse_int(c, &dims[r++])) return 0;
         if (eat(c, ')')) break;
         if (!eat(c, ',')) return 0;
@@ -106,7 +108,7 @@ static float f16_to_f32(uint16_t h) {
 }
 
 static af_status parse_header(const char *path, const char *h, size_t hlen, int *itemsize,
-                              int *rank, int64_t dims[NPY_MAX_RANK]) {
+                              int *rank, int64_t dims[NPY_PARSE_RANK]) {
     if (hlen == 0 || h[hlen - 1] != '\n')
         return ir_fail(AF_ERR_CORRUPT, "%s: npy header does not end with a newline", path);
     for (size_t i = 0; i < hlen; i++)
@@ -138,7 +140,11 @@ static af_status parse_header(const char *path, const char *h, size_t hlen, int 
             seen_shape = 1;
             if (!parse_shape(&c, rank, dims))
                 return ir_fail(AF_ERR_CORRUPT, "%s: npy 'shape' must be a tuple of at most %d "
-                               "non-negative ints", path, NPY_MAX_RANK);
+                               "non-negative ints", path, NPY_PARSE_RANK);
+            if (*rank > AF_MAX_RANK)
+                return ir_fail(AF_ERR_UNSUPPORTED, "%s: the array has rank %d but aneforge takes at most "
+                               "AF_MAX_RANK = %d dimensions; reshape it in NumPy (merge axes) before saving",
+                               path, *rank, AF_MAX_RANK);
         } else {
             return ir_fail(AF_ERR_CORRUPT, "%s: unexpected or repeated npy header key '%s'", path, key);
         }
@@ -154,7 +160,7 @@ static af_status parse_header(const char *path, const char *h, size_t hlen, int 
     return AF_OK;
 }
 
-af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]) {
+af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF_MAX_RANK]) {
     if (!data || !rank || !dims) return ir_fail(AF_ERR_INVALID, "af_npy_read: NULL output argument");
     *data = NULL;
     *rank = 0;
@@ -165,7 +171,7 @@ af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[8]
     st = AF_ERR_CORRUPT;
     size_t hstart, hlen;
     int itemsize = 0, r = 0;
-    int64_t d[NPY_MAX_RANK];
+    int64_t d[NPY_PARSE_RANK];
     if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
         ir_fail(st, len < 10 ? "%s: too short for a .npy file" : "%s: not a .npy file (bad magic)", path);
         goto fail;
@@ -231,10 +237,10 @@ fail:
 
 af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims) {
     if (!path) return ir_fail(AF_ERR_INVALID, "af_npy_write: path is NULL");
-    if (rank < 0 || rank > NPY_MAX_RANK || (rank > 0 && !dims))
-        return ir_fail(AF_ERR_INVALID, "af_npy_write %s: rank %d (must be 0..%d with dims)", path, rank,
-                       NPY_MAX_RANK);
-    char shape[NPY_MAX_RANK * 24 + 4];
+    if (rank < 0 || rank > AF_MAX_RANK || (rank > 0 && !dims))
+        return ir_fail(AF_ERR_INVALID, "af_npy_write %s: rank %d (must be 0..AF_MAX_RANK = %d with dims)", path,
+                       rank, AF_MAX_RANK);
+    char shape[AF_MAX_RANK * 24 + 4];
     size_t sl = 0;
     size_t count = 1;
     for (int i = 0; i < rank; i++) {

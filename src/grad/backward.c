@@ -106,25 +106,33 @@ static af_status backward_impl(af_tensor *seed, af_tensor *root, int n, af_tenso
     return AF_OK;
 }
 
-static af_status check_args(af_graph *g, int n, af_tensor *const *params, af_tensor **grads, int nstop,
-                            af_tensor *const *stop) {
-    if (!g) return ir_fail(AF_ERR_INVALID, "af_backward: the loss or root is NULL (an earlier builder failed?)");
-    if (g->error) return ir_fail(AF_ERR_INVALID, "af_backward: the graph has an error: %s", g->error);
-    if (n < 1 || !params || !grads) return ir_fail(AF_ERR_INVALID, "af_backward: pass at least one param and room for its gradient");
+static af_status check_args(const char *fn, af_graph *g, int n, af_tensor *const *params, af_tensor **grads,
+                            int nstop, af_tensor *const *stop) {
+    if (!g) return ir_fail(AF_ERR_INVALID, "%s: the loss or root is NULL (an earlier builder failed?)", fn);
+    if (g->error) return ir_fail(AF_ERR_INVALID, "%s: the graph has an error: %s", fn, g->error);
+    if (n < 1 || !params || !grads) return ir_fail(AF_ERR_INVALID, "%s: pass at least one param and room for its gradient", fn);
     for (int i = 0; i < n; i++) {
         grads[i] = NULL;
         if (!params[i] || params[i]->g != g)
-            return ir_fail(AF_ERR_INVALID, "af_backward: param %d is NULL or from another graph", i);
+            return ir_fail(AF_ERR_INVALID, "%s: param %d is NULL or from another graph", fn, i);
     }
-    if (nstop < 0 || (nstop > 0 && !stop)) return ir_fail(AF_ERR_INVALID, "af_backward: nstop = %d but stop is NULL", nstop);
+    if (nstop < 0 || (nstop > 0 && !stop)) return ir_fail(AF_ERR_INVALID, "%s: nstop = %d but stop is NULL", fn, nstop);
     for (int i = 0; i < nstop; i++)
-        if (!stop[i] || stop[i]->g != g) return ir_fail(AF_ERR_INVALID, "af_backward: stop tensor %d is NULL or from another graph", i);
+        if (!stop[i] || stop[i]->g != g) return ir_fail(AF_ERR_INVALID, "%s: stop tensor %d is NULL or from another graph", fn, i);
     return AF_OK;
 }
 
+/* Both entry points share the options: loss_scale 0 means 1, no stop list means the params. */
+static af_status backward_with(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params, af_tensor **grads,
+                               const af_backward_opts *o) {
+    if (o->nstop == 0) return backward_impl(seed, root, n, params, grads, n, params);
+    return backward_impl(seed, root, n, params, grads, o->nstop, o->stop);
+}
+
 af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *const *params, af_tensor **grads,
-                           int nstop, af_tensor *const *stop) {
-    af_status st = check_args(root ? root->g : NULL, n, params, grads, nstop, stop);
+                           const af_backward_opts *opts) {
+    af_backward_opts o = opts ? *opts : (af_backward_opts){ 0 };
+    af_status st = check_args("af_backward_from", root ? root->g : NULL, n, params, grads, o.nstop, o.stop);
     if (st) return st;
     if (!seed || seed->g != root->g) return ir_fail(AF_ERR_INVALID, "af_backward_from: seed is NULL or from another graph");
     if (!ir_shape_eq(seed->shape, root->shape)) {
@@ -133,14 +141,15 @@ af_status af_backward_from(af_tensor *seed, af_tensor *root, int n, af_tensor *c
         ir_shape_str(root->shape, b, sizeof b);
         return ir_fail(AF_ERR_SHAPE, "af_backward_from: seed shape %s differs from root shape %s", a, b);
     }
-    if (nstop == 0) { nstop = n; stop = params; }
-    return backward_impl(seed, root, n, params, grads, nstop, stop);
+    if (o.loss_scale != 0.0f && o.loss_scale != 1.0f) seed = af_muls(seed, o.loss_scale);
+    if (!seed) return ir_fail(AF_ERR_INVALID, "af_backward_from: %s", root->g->error ? root->g->error : "could not scale the seed");
+    return backward_with(seed, root, n, params, grads, &o);
 }
 
 af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor **grads, const af_backward_opts *opts) {
     af_backward_opts o = opts ? *opts : (af_backward_opts){ 0 };
     float scale = o.loss_scale == 0.0f ? 1.0f : o.loss_scale;
-    af_status st = check_args(loss ? loss->g : NULL, n, params, grads, o.nstop, o.stop);
+    af_status st = check_args("af_backward", loss ? loss->g : NULL, n, params, grads, o.nstop, o.stop);
     if (st) return st;
     af_tensor *seed;
     if (loss->kind == AF_LOSS_CE) {
@@ -152,8 +161,5 @@ af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor 
         seed = grad_const_like(loss->root, scale); /* dL/dloss folded into the constant */
     }
     if (!seed) return ir_fail(AF_ERR_INVALID, "af_backward: %s", loss->g->error ? loss->g->error : "could not build the seed");
-    int nstop = o.nstop;
-    af_tensor *const *stop = o.stop;
-    if (nstop == 0) { nstop = n; stop = params; }
-    return backward_impl(seed, loss->root, n, params, grads, nstop, stop);
+    return backward_with(seed, loss->root, n, params, grads, &o);
 }

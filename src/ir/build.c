@@ -6,12 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool shape_valid(af_shape s) {
+static bool dims_valid(af_shape s) {
     if (s.rank < 0 || s.rank > AF_MAX_RANK) return false;
     for (int i = 0; i < s.rank; i++)
         if (s.dim[i] < 1) return false;
     return true;
 }
+
+/* Valid dims whose element count af_shape_count refuses: beyond AF_MAX_ELEMENTS. */
+static bool too_many_elements(af_shape s) {
+    return dims_valid(s) && af_shape_count(s) == 0;
+}
+
+#define TOO_MANY_FIX "holds more than AF_MAX_ELEMENTS = 2^40 elements (or its element count " \
+                     "overflows int64); use smaller dimensions or split the tensor into parts"
 
 static char *dup_name(af_graph *g, const char *name, const char *prefix) {
     char buf[64];
@@ -75,6 +83,13 @@ af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a) {
         ir_graph_fail(g, "%s: %s (operand shapes %s)", name, err, shapes);
         return NULL;
     }
+    if (too_many_elements(out)) {
+        char os[120];
+        ir_shape_str(out, os, sizeof os);
+        operand_shapes(nsrc, src, shapes, sizeof shapes);
+        ir_graph_fail(g, "%s: the result shape %s " TOO_MANY_FIX " (operand shapes %s)", name, os, shapes);
+        return NULL;
+    }
     af_dtype dt = src[0]->dtype;
     bool host = true;
     for (int i = 0; i < nsrc; i++) host &= adapts(src[i]);
@@ -92,10 +107,14 @@ static af_tensor *leaf(af_graph *g, ir_op op, const char *name, af_dtype dt, af_
                        const char *what) {
     if (!g) { ir_fail(AF_ERR_INVALID, "%s: graph is NULL", what); return NULL; }
     if (g->error) return NULL;
-    if (!shape_valid(s)) {
-        char buf[100];
-        ir_shape_str(s, buf, sizeof buf);
-        ir_graph_fail(g, "%s '%s': shape %s is invalid; use 0..%d dimensions, each >= 1", what, name ? name : "", s.rank < 0 ? "(too many dims)" : buf, AF_MAX_RANK);
+    if (!dims_valid(s) || too_many_elements(s)) {
+        char buf[120] = "(too many dims)";
+        if (s.rank >= 0 && s.rank <= AF_MAX_RANK) ir_shape_str(s, buf, sizeof buf);
+        if (dims_valid(s))
+            ir_graph_fail(g, "%s '%s': shape %s " TOO_MANY_FIX, what, name ? name : "", buf);
+        else
+            ir_graph_fail(g, "%s '%s': shape %s is invalid; use 0..%d dimensions, each >= 1", what, name ? name : "",
+                          buf, AF_MAX_RANK);
         return NULL;
     }
     if (dt != AF_F32 && dt != AF_F16) { ir_graph_fail(g, "%s: unknown dtype %d; use AF_F32 or AF_F16", what, (int)dt); return NULL; }

@@ -79,9 +79,11 @@ af_shape af_shape_make(int rank, const int64_t *dims) {
 
 int64_t af_shape_count(af_shape s) {
     if (s.rank < 0 || s.rank > AF_MAX_RANK) return 0;
+    for (int i = 0; i < s.rank; i++)
+        if (s.dim[i] <= 0) return 0; /* negative: invalid; zero: an empty shape */
     int64_t n = 1;
     for (int i = 0; i < s.rank; i++) {
-        if (s.dim[i] < 0) return 0;
+        if (n > AF_MAX_ELEMENTS / s.dim[i]) return 0; /* checked before it could wrap */
         n *= s.dim[i];
     }
     return n;

@@ -124,6 +124,8 @@ static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
                 neg = i;
             } else if (a->sizes[i] < 0) {
                 FAIL("dimension %d is %lld", i, (long long)a->sizes[i]);
+            } else if (a->sizes[i] > 0 && known > AF_MAX_ELEMENTS / a->sizes[i]) {
+                FAIL("the target shape holds more than AF_MAX_ELEMENTS = 2^40 elements");
             } else {
                 known *= a->sizes[i];
             }

@@ -90,7 +90,7 @@ static af_status build_step(af_trainer *t, af_tensor *x, af_tensor *y, af_tensor
             seed = af_mul(d, ls); /* d mean(d^2) / dz = 2 d / count, folded into ls */
         }
     }
-    af_status st = seed ? af_backward_from(seed, root, t->np, w, grads, t->np, w) : AF_ERR_INVALID;
+    af_status st = seed ? af_backward_from(seed, root, t->np, w, grads, NULL) : AF_ERR_INVALID;
     t->g->vouching--;
     return st ? graph_error(t, "building the backward pass") : AF_OK;
 }

@@ -1,0 +1,23 @@
+#!/bin/sh
+# Builds tests/cpp/test_cpp_api.cpp with the C++ compilers on PATH that CMake did not
+# use (g++ and clang++), against the header and the shared library, and runs it.
+# usage: run_other.sh SOURCE_DIR SHARED_LIBRARY CMAKE_CXX_COMPILER_ID SANITIZE(ON|OFF)
+set -eu
+src=$1 lib=$2 used=$3 sanitize=$4
+if [ "$sanitize" = ON ]; then
+    # The library's sanitizer runtime belongs to its own compiler; mixing is not a test.
+    echo "cpp_api_other: skipped under AF_SANITIZE (cpp_api covers the header with $used)"
+    exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ran=0
+for cxx in g++ clang++; do
+    command -v "$cxx" >/dev/null 2>&1 || { echo "cpp_api_other: $cxx not found, skipped"; continue; }
+    case "$cxx/$used" in g++/GNU | clang++/Clang) echo "cpp_api_other: $cxx is CMake's compiler (cpp_api)"; continue ;; esac
+    "$cxx" -std=c++11 -Wall -Wextra -pedantic-errors -Werror -I"$src/include" "$src/tests/cpp/test_cpp_api.cpp" \
+        "$lib" -Wl,-rpath,"$(dirname "$lib")" -o "$work/test_cpp_api_$cxx"
+    "$work/test_cpp_api_$cxx"
+    ran=$((ran + 1))
+done
+echo "cpp_api_other: $ran other C++ compiler(s) built and ran the header test"

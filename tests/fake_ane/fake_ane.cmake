@@ -59,7 +59,14 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   # the full MNIST run README reports).
   add_test(NAME cli_train_ane COMMAND sh ${FAKE_DIR}/cli_train_ane.sh $<TARGET_FILE:aneforge> $<TARGET_FILE:fake_ane>
            ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/fake_ane/cli-train)
-  set_tests_properties(cli_train_ane PROPERTIES TIMEOUT 300 ENVIRONMENT "OPENBLAS_NUM_THREADS=1;ANEFORGE_PRECISION_CHECK=0")
+  # Sanitizer builds run the MLP only (the CNN runs take minutes there).
+  if(AF_SANITIZE OR AF_SANITIZE_THREAD)
+    set(AF_CLI_TRAIN_QUICK 1)
+  else()
+    set(AF_CLI_TRAIN_QUICK 0)
+  endif()
+  set_tests_properties(cli_train_ane PROPERTIES TIMEOUT 300
+                       ENVIRONMENT "OPENBLAS_NUM_THREADS=1;ANEFORGE_PRECISION_CHECK=0;AF_CLI_TRAIN_QUICK=${AF_CLI_TRAIN_QUICK}")
 
   # aneforge doctor against the fake, and without a framework.
   add_executable(test_doctor ${FAKE_DIR}/test_doctor.c)

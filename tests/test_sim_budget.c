@@ -22,7 +22,7 @@ static af_model *sim(af_graph *g, af_tensor *x, af_tensor *y, af_family_id fam) 
 typedef struct { af_graph *g; af_tensor *x, *y; } prog;
 
 static prog make_prog(float c, const char *name) {
-    prog p = { af_graph_new() };
+    prog p = { .g = af_graph_new() };
     p.x = af_input(p.g, name, AF_F16, AF_SHAPE(2, 8));
     p.y = af_adds(af_relu(p.x), c);
     return p;

@@ -78,6 +78,7 @@ static af_status fail(ane_state *s, char *msg, size_t n, af_status st, const cha
 }
 
 static af_status ane_init(const backend_cfg *cfg, const compile_plan *p, void **state, af_stats *stats, char *msg, size_t n) {
+    (void)cfg;
     ane_state *s = calloc(1, sizeof *s);
     if (!s) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
     s->p = p;

@@ -168,7 +168,7 @@ static bool host_update(af_trainer *t, int i, const float *g, int64_t step) {
     float lr = tr_lr_at(&t->o, step);
     host_opt o = { t->master[i], t->m[i], t->v[i], g, t->next[i][0], t->next[i][1], t->next[i][2], t->o.beta1,
                    t->o.beta2, 0.0f, t->o.eps, 1.0f - lr * t->o.weight_decay, lr / t->scale, 1.0f / t->scale,
-                   t->o.optimizer == AF_OPT_SGD };
+                   t->o.optimizer == AF_OPT_SGD, 0 }; /* bad: set below (atomic_init) */
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     int threads = t->o.compile.threads > 0 ? t->o.compile.threads : cpu_num_cores();
     if (!t->pool && threads > 1) t->pool = cpu_pool_new(threads); /* NULL: runs inline */

@@ -94,13 +94,14 @@ typedef struct { struct objc_object h; IOSurfaceRef s; } fsurfobj;
 
 static void surfobj_dealloc(void *o) { fake_release(((fsurfobj *)o)->s); }
 static id surfobj_new(Class self, SEL op, IOSurfaceRef s);
-static IOSurfaceRef surfobj_surface(id self, SEL op) { return ((fsurfobj *)self)->s; }
+static IOSurfaceRef surfobj_surface(id self, SEL op) { (void)op; return ((fsurfobj *)self)->s; }
 static const fake_method surfobj_cm[] = { { "objectWithIOSurface:", (void (*)(void))surfobj_new } };
 static const fake_method surfobj_im[] = { { "ioSurface", (void (*)(void))surfobj_surface } };
 static struct objc_class surfobj_meta = { NULL, 0, "_ANEIOSurfaceObject", NULL, surfobj_cm, 1, 0, NULL, 1 };
 static struct objc_class c_surfobj = { &surfobj_meta, 0, "_ANEIOSurfaceObject", &fake_NSObject, surfobj_im, 1, 0, surfobj_dealloc, 0 };
 
 static id surfobj_new(Class self, SEL op, IOSurfaceRef s) {
+    (void)self; (void)op;
     uint8_t *base;
     size_t n;
     int locked;
@@ -145,6 +146,7 @@ static int surfaces_ok(CFTypeRef objs, CFTypeRef idx, const char *what) {
 }
 
 static id request_new(Class self, SEL op, id ins, id in_idx, id outs, id out_idx, id weights_buffer, id perf_stats, id proc) {
+    (void)op;
     int64_t p;
     if (!surfaces_ok(ins, in_idx, "inputs") || !surfaces_ok(outs, out_idx, "outputs")) return NULL;
     if (!fake_number(proc, &p) || (weights_buffer && !fake_is(weights_buffer, &c_surfobj))) {
@@ -202,6 +204,7 @@ static int weights_ok(CFTypeRef w) {
 }
 
 static id desc_new(Class self, SEL op, id mil, id weights, id options) {
+    (void)op;
     size_t n;
     if (fake_string_text(mil)) {
         fake_note("+[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]: the MIL text is an NSString; "
@@ -254,6 +257,7 @@ static void model_dealloc(void *o) {
 }
 
 static id model_new(Class self, SEL op, id desc) {
+    (void)op;
     if (!fake_is(desc, &c_desc)) {
         fake_note("+[_ANEInMemoryModel inMemoryModelWithDescriptor:]: the argument is not an _ANEInMemoryModelDescriptor");
         return NULL;
@@ -291,7 +295,7 @@ static id model_new(Class self, SEL op, id desc) {
     return fake_autorelease(m);
 }
 
-static id model_hex(id self, SEL op) { return fake_autorelease((void *)fake_string(((fmodel *)self)->hex)); }
+static id model_hex(id self, SEL op) { (void)op; return fake_autorelease((void *)fake_string(((fmodel *)self)->hex)); }
 
 static BOOL fail(id *err, id e) {
     if (err) *err = e;
@@ -338,6 +342,7 @@ static id check_staged(fmodel *m, const char *dir) {
 }
 
 static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
+    (void)op; (void)qos;
     fmodel *m = (fmodel *)self;
     if (options && fake_dict_count(options) < 0) return fail(err, fake_error("compileWithQoS: options must be a dictionary"));
     long k = atomic_fetch_add(&compiles, 1) + 1;
@@ -371,6 +376,7 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
 }
 
 static BOOL model_load(id self, SEL op, unsigned qos, id options, id *err) {
+    (void)op; (void)qos; (void)options;
     fmodel *m = (fmodel *)self;
     if (m->state == CREATED) return fail(err, fake_error("loadWithQoS: the model is not compiled (call -compileWithQoS:options:error: first)"));
     if (m->state == LOADED) return YES;
@@ -388,6 +394,7 @@ static BOOL model_load(id self, SEL op, unsigned qos, id options, id *err) {
 }
 
 static BOOL model_unload(id self, SEL op, unsigned qos, id *err) {
+    (void)op; (void)qos;
     fmodel *m = (fmodel *)self;
     if (m->state != LOADED) return fail(err, fake_error("unloadWithQoS: the model is not loaded"));
     atomic_fetch_sub(&loaded, 1);
@@ -421,6 +428,7 @@ static id bind(fmodel *m, CFTypeRef objs, CFTypeRef idx, int is_in, uint8_t **ba
 }
 
 static BOOL model_evaluate(id self, SEL op, unsigned qos, id options, id request, id *err) {
+    (void)op; (void)qos; (void)options;
     fmodel *m = (fmodel *)self;
     if (m->state != LOADED)
         return fail(err, fake_error("evaluate: the program is not loaded (compile, then -loadWithQoS:options:error:)"));
@@ -463,6 +471,7 @@ static struct objc_class c_model = { &model_meta, 0, "_ANEInMemoryModel", &fake_
 /* ---------------------------------------------------------------- _ANEDeviceInfo */
 
 static id device_subtype(Class self, SEL op) {
+    (void)self; (void)op;
     return fake_autorelease((void *)fake_string(current_subtype()));
 }
 static const fake_method device_cm[] = { { "aneSubType", (void (*)(void))device_subtype } };
@@ -476,6 +485,7 @@ static struct objc_class c_device = { &device_meta, 0, "_ANEDeviceInfo", &fake_N
  * exactly. Returns a weighted sum no two arguments can fake. */
 static double probe_mix(Class self, SEL op, long a, double b, long c, float d, long e, double f, long g, long h, double i,
                         long j, float k) {
+    (void)self; (void)op;
     return (double)a + 2 * b + 3 * (double)c + 4 * (double)d + 5 * (double)e + 6 * f + 7 * (double)g + 8 * (double)h + 9 * i +
            10 * (double)j + 11 * (double)k;
 }

@@ -55,18 +55,18 @@ static void array_dealloc(void *o) {
 }
 static void error_dealloc(void *o) { fake_release((void *)((fnserror *)o)->text); }
 
-static id error_text(id self, SEL op) { return (id)((fnserror *)self)->text; }
+static id error_text(id self, SEL op) { (void)op; return (id)((fnserror *)self)->text; }
 static const fake_method error_methods[] = {
     { "localizedDescription", (void (*)(void))error_text },
     { "description", (void (*)(void))error_text },
 };
 
-struct objc_class fake_CFString = { NULL, 0, "__NSCFString", &fake_NSObject, NULL, 0, TYPE_STRING, string_dealloc };
-struct objc_class fake_CFData = { NULL, 0, "__NSCFData", &fake_NSObject, NULL, 0, TYPE_DATA, data_dealloc };
-struct objc_class fake_CFNumber = { NULL, 0, "__NSCFNumber", &fake_NSObject, NULL, 0, TYPE_NUMBER, NULL };
-struct objc_class fake_CFDictionary = { NULL, 0, "__NSCFDictionary", &fake_NSObject, NULL, 0, TYPE_DICT, dict_dealloc };
-struct objc_class fake_CFArray = { NULL, 0, "__NSCFArray", &fake_NSObject, NULL, 0, TYPE_ARRAY, array_dealloc };
-struct objc_class fake_NSError = { NULL, 0, "NSError", &fake_NSObject, error_methods, 2, TYPE_ERROR, error_dealloc };
+struct objc_class fake_CFString = { NULL, 0, "__NSCFString", &fake_NSObject, NULL, 0, TYPE_STRING, string_dealloc, 0 };
+struct objc_class fake_CFData = { NULL, 0, "__NSCFData", &fake_NSObject, NULL, 0, TYPE_DATA, data_dealloc, 0 };
+struct objc_class fake_CFNumber = { NULL, 0, "__NSCFNumber", &fake_NSObject, NULL, 0, TYPE_NUMBER, NULL, 0 };
+struct objc_class fake_CFDictionary = { NULL, 0, "__NSCFDictionary", &fake_NSObject, NULL, 0, TYPE_DICT, dict_dealloc, 0 };
+struct objc_class fake_CFArray = { NULL, 0, "__NSCFArray", &fake_NSObject, NULL, 0, TYPE_ARRAY, array_dealloc, 0 };
+struct objc_class fake_NSError = { NULL, 0, "NSError", &fake_NSObject, error_methods, 2, TYPE_ERROR, error_dealloc, 0 };
 
 static void check_allocator(CFAllocatorRef a, const char *fn) {
     if (a != NULL) fake_note("%s: the fake knows only the default allocator (pass NULL or kCFAllocatorDefault)", fn);

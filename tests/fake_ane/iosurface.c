@@ -79,6 +79,7 @@ kern_return_t IOSurfaceLock(IOSurfaceRef buffer, IOSurfaceLockOptions options, u
 }
 
 kern_return_t IOSurfaceUnlock(IOSurfaceRef buffer, IOSurfaceLockOptions options, uint32_t *seed) {
+    (void)options;
     fsurface *s = as_surface(buffer);
     if (!s || s->locks < 1) {
         fake_note("IOSurfaceUnlock: the surface is not locked");

@@ -142,12 +142,14 @@ void *fake_autorelease(void *obj) {
 /* ---------------------------------------------------------------- message lookup */
 
 static id nsobject_retain(id self, SEL op) {
+    (void)op;
     fake_retain(self);
     return self;
 }
-static void nsobject_release(id self, SEL op) { fake_release(self); }
-static id nsobject_autorelease(id self, SEL op) { return fake_autorelease(self); }
+static void nsobject_release(id self, SEL op) { (void)op; fake_release(self); }
+static id nsobject_autorelease(id self, SEL op) { (void)op; return fake_autorelease(self); }
 static id nsobject_description(id self, SEL op) {
+    (void)op;
     return fake_autorelease((void *)fake_string(self->isa->is_meta ? ((Class)self)->name : self->isa->name));
 }
 
@@ -157,7 +159,7 @@ static const fake_method nsobject_methods[] = {
     { "autorelease", (void (*)(void))nsobject_autorelease },
     { "description", (void (*)(void))nsobject_description },
 };
-struct objc_class fake_NSObject = { NULL, 0, "NSObject", NULL, nsobject_methods, 4, 0, NULL };
+struct objc_class fake_NSObject = { NULL, 0, "NSObject", NULL, nsobject_methods, 4, 0, NULL, 0 };
 
 /* The IMP for a message to nil: returns 0 in every return register. */
 extern void fake_objc_nil_imp(void) FAKE_HIDDEN;

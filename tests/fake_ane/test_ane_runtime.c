@@ -210,6 +210,7 @@ static void check_program(const char *name, const graph_prog *gp, test_rng *r,
 
 /* b_big [4, 16] + a_small [16]: MIL order (a_small, b_big) differs from graph order. */
 static void ref_bcast(const graph_prog *gp, uint16_t **in, double *out) {
+    (void)gp;
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 16; j++) out[i * 16 + j] = f16(in[0][i * 16 + j]) + f16(in[1][j]);
 }
@@ -217,6 +218,7 @@ static void ref_bcast(const graph_prog *gp, uint16_t **in, double *out) {
 static float lin_w[16 * 32], lin_b[16];
 /* relu(x [4, 32] @ W^T [32, 16] + b) with W and b baked (W goes to weight.bin). */
 static void ref_linear(const graph_prog *gp, uint16_t **in, double *out) {
+    (void)gp;
     for (int i = 0; i < 4; i++)
         for (int o = 0; o < 16; o++) {
             double s = lin_b[o];
@@ -230,7 +232,7 @@ static void case_programs(void) {
     test_rng r = { 7 };
     long live = fake.live_objects();
 
-    graph_prog a = { af_graph_new(), 2, 2 };
+    graph_prog a = { .g = af_graph_new(), .nin = 2, .nout = 2 };
     a.in[0] = af_input(a.g, "b_big", AF_F16, AF_SHAPE(4, 16));
     a.in[1] = af_input(a.g, "a_small", AF_F16, AF_SHAPE(16));
     a.out[0] = af_add(a.in[0], a.in[1]);
@@ -242,7 +244,7 @@ static void case_programs(void) {
     test_fill_uniform(&r, lin_b, 16, -0.5, 0.5);
     ir_round_f16_array(lin_w, 16 * 32); /* the program holds fp16 weights: the reference uses the same */
     ir_round_f16_array(lin_b, 16);
-    graph_prog l = { af_graph_new(), 1, 1 };
+    graph_prog l = { .g = af_graph_new(), .nin = 1, .nout = 1 };
     l.in[0] = af_input(l.g, "x", AF_F16, AF_SHAPE(4, 32));
     af_tensor *w = af_const(l.g, "w", AF_SHAPE(16, 32), lin_w), *b = af_const(l.g, "b", AF_SHAPE(16), lin_b);
     l.out[0] = af_relu(af_add(af_matmul(l.in[0], w, 0, 1), b));
@@ -252,7 +254,7 @@ static void case_programs(void) {
     for (int i = 0; mil_sample_names[i]; i++) { /* mlp-step, conv, attention */
         mil_sample s;
         CHECK(mil_sample_build(mil_sample_names[i], &s) == AF_OK, "%s", af_error_message());
-        graph_prog sp = { s.g, s.nin, s.nout };
+        graph_prog sp = { .g = s.g, .nin = s.nin, .nout = s.nout };
         memcpy(sp.in, s.in, sizeof s.in);
         memcpy(sp.out, s.out, sizeof s.out);
         check_program(mil_sample_names[i], &sp, &r, NULL, 0);
@@ -273,7 +275,7 @@ static int dir_entries(const char *path) {
 }
 
 static graph_prog small_prog(float k) {
-    graph_prog p = { af_graph_new(), 1, 1 };
+    graph_prog p = { .g = af_graph_new(), .nin = 1, .nout = 1 };
     p.in[0] = af_input(p.g, "x", AF_F16, AF_SHAPE(1, 8, 1, 16));
     p.out[0] = af_muls(af_relu(p.in[0]), k);
     return p;
@@ -323,7 +325,7 @@ static void case_cache(void) {
 
 static void case_alias(void) {
     open_fake();
-    graph_prog gp = { af_graph_new(), 2, 2 };
+    graph_prog gp = { .g = af_graph_new(), .nin = 2, .nout = 2 };
     gp.in[0] = af_input(gp.g, "state", AF_F16, AF_SHAPE(1, 4, 1, 16));
     gp.in[1] = af_input(gp.g, "delta", AF_F16, AF_SHAPE(1, 4, 1, 16));
     gp.out[0] = af_add(gp.in[0], gp.in[1]);      /* the new state */
@@ -542,7 +544,7 @@ static void case_traps(void) {
     open_fake();
     long live = fake.live_objects();
     /* a: [1, 4, 1, 8] (64 bytes), b: [1, 4, 1, 16] (128 bytes) -> y = a + b[..., :8]: sizes differ */
-    graph_prog gp = { af_graph_new(), 2, 1 };
+    graph_prog gp = { .g = af_graph_new(), .nin = 2, .nout = 1 };
     gp.in[0] = af_input(gp.g, "a", AF_F16, AF_SHAPE(1, 4, 1, 8));
     gp.in[1] = af_input(gp.g, "b", AF_F16, AF_SHAPE(1, 4, 1, 16));
     gp.out[0] = af_add(gp.in[0], af_slice(gp.in[1], (int64_t[]){ 0, 0, 0, 0 }, (int64_t[]){ 1, 4, 1, 8 }));

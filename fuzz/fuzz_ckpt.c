@@ -1,7 +1,8 @@
 /* libFuzzer target for the checkpoint container reader. Each input is loaded as it is
  * (almost always a checksum mismatch: that path is short) and again with its trailer
  * replaced by the right SHA-256, so mutations reach the structural checks and the
- * accepting path. An accepted container must answer every getter consistently.
+ * accepting path. An accepted container must answer every getter consistently, and
+ * (the format has one encoding per content) save back to exactly the bytes it came from.
  *
  *   make fuzz            (builds build-fuzz/fuzz_ckpt; seeds in tests/corpus/ckpt) */
 #include "data/sha256.h"
@@ -9,6 +10,7 @@
 #include "fuzz_util.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static void check_loaded(const ckpt *c, size_t size) {
     int64_t n = ckpt_count(c), total = 0;
@@ -31,9 +33,29 @@ static void check_loaded(const ckpt *c, size_t size) {
     REQUIRE((uint64_t)total <= size);
 }
 
+/* Saves c (through the real atomic save, in a per-process scratch directory) and checks
+ * the file is byte for byte `want`. */
+static void check_resave(const ckpt *c, const uint8_t *want, size_t size) {
+    static char path[512];
+    if (!path[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/fuzz_ckpt_%d.ckpt", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    }
+    REQUIRE(ckpt_save(c, path) == AF_OK);
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f);
+    uint8_t *got = malloc(size + 1);
+    REQUIRE(got);
+    size_t n = fread(got, 1, size + 1, f);
+    fclose(f);
+    remove(path);
+    REQUIRE(n == size && memcmp(got, want, size) == 0);
+    free(got);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ckpt *c = NULL;
-    if (ckpt_load_bytes(data, size, "fuzz.ckpt", &c) == AF_OK) check_loaded(c, size);
+    if (ckpt_load_bytes(data, size, "fuzz.ckpt", &c) == AF_OK) check_loaded(c, size), check_resave(c, data, size);
     else REQUIRE(c == NULL);
     ckpt_free(c);
     if (size < 32) return 0;
@@ -42,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(fixed, data, size);
     data_sha256(fixed, size - 32, fixed + size - 32);
     c = NULL;
-    if (ckpt_load_bytes(fixed, size, "fuzz.ckpt", &c) == AF_OK) check_loaded(c, size);
+    if (ckpt_load_bytes(fixed, size, "fuzz.ckpt", &c) == AF_OK) check_loaded(c, size), check_resave(c, fixed, size);
     else REQUIRE(c == NULL);
     ckpt_free(c);
     free(fixed);

@@ -1,8 +1,10 @@
 /* Writes the seed corpora of the data and checkpoint fuzz targets (a few valid files of
  * each form, made by the library's own writers where it has one, and a few near misses):
  *
- *   cc -Iinclude -Isrc fuzz/gen_seeds.c build/libaneforge.a -lm -lpthread -o gen_seeds
- *   ./gen_seeds tests/corpus        (writes idx/, cifar/, npy/, ckpt/, trainer_load/ under it) */
+ *   cc -Iinclude -Isrc fuzz/gen_seeds.c build/libaneforge.a -lopenblas -lm -lpthread -o gen_seeds
+ *   ./gen_seeds tests/corpus        (writes idx/, cifar/, npy/, ckpt/, trainer_load/ under it)
+ * (-lopenblas only when the library was built with it). The other files in those
+ * directories are inputs the fuzzers found, merged in with libFuzzer's -merge=1. */
 #define _POSIX_C_SOURCE 200809L
 #include "train/ckpt.h"
 #include "train/trainer_io.h"

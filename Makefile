@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 
-.PHONY: all build test test-asan test-tsan demo bench clean fuzz install
+.PHONY: all build test test-asan test-tsan demo bench clean fuzz fuzz-build fuzz-smoke install
 
 all: build
 
@@ -33,19 +33,40 @@ demo: build
 bench: build
 	./$(BUILD)/aneforge bench ops
 
-# libFuzzer targets for the MIL reader and the weight-file reader (needs clang).
+# libFuzzer targets, one per reader of untrusted bytes (needs clang with libFuzzer):
+# fuzz/fuzz_<name>.c, seeds in tests/corpus/<name>/, an optional fuzz/<name>.dict.
+# `make fuzz` runs each for FUZZ_TIME seconds, one after another, growing
+# build-fuzz/corpus-<name>; `make fuzz-smoke` only replays the seed corpora.
 FUZZ_TIME ?= 600
+FUZZ_TARGETS = mil milblob idx cifar npy ckpt trainer_load
 FUZZ_FLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-fuzz:
+fuzz-build:
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DAF_USE_BLAS=OFF \
 	  -DCMAKE_C_FLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target aneforge_static
-	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_mil.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_mil
-	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_milblob.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_milblob
-	@mkdir -p build-fuzz/corpus-mil build-fuzz/corpus-milblob
-	./build-fuzz/fuzz_mil -max_total_time=$(FUZZ_TIME) -dict=fuzz/mil.dict build-fuzz/corpus-mil tests/corpus/mil
-	./build-fuzz/fuzz_milblob -max_total_time=$(FUZZ_TIME) build-fuzz/corpus-milblob tests/corpus/milblob
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz_$$t"; \
+	  clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_$$t.c build-fuzz/libaneforge.a -lm -lpthread \
+	    -o build-fuzz/fuzz_$$t || exit 1; \
+	done
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus-$$t; \
+	  dict=; [ -f fuzz/$$t.dict ] && dict=-dict=fuzz/$$t.dict; \
+	  echo "./build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) $$dict build-fuzz/corpus-$$t tests/corpus/$$t"; \
+	  ./build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) $$dict build-fuzz/corpus-$$t tests/corpus/$$t || exit 1; \
+	done
+
+# Every seed once through every target (seconds), for CI where clang is there; `make
+# test` replays the same seeds through the same targets with any compiler (fuzz_seeds_*).
+fuzz-smoke: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  ./build-fuzz/fuzz_$$t -runs=0 tests/corpus/$$t >build-fuzz/smoke-$$t.log 2>&1 \
+	    && echo "fuzz_$$t: $$(ls tests/corpus/$$t | wc -l) seeds pass" \
+	    || { cat build-fuzz/smoke-$$t.log; echo "fuzz_$$t: FAILED on its seeds"; exit 1; }; \
+	done
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

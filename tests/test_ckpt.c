@@ -8,10 +8,12 @@
 #endif
 #include "support/check.h"
 #include "train/ckpt.h"
+#include "train/trainer_io.h"
 #include "data/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -400,6 +402,100 @@ static void test_missing(void) {
     ckpt_free(c);
 }
 
+/* ---------------------------------------------------------------- trainer import
+ * Bad records that fuzz/fuzz_trainer_load.c found: a checkpoint that fails to load must
+ * leave the trainer exactly as it was; one whose loss scale is not a positive finite
+ * number (gradients are divided by it) or whose step counters are negative or near
+ * INT64_MAX (steps advance them) must fail. */
+
+static af_trainer *tiny_trainer(void) {
+    af_net net = af_net_mlp(AF_SHAPE(4), 3, 2, 7);
+    af_train_opts o = af_train_defaults();
+    o.compile.target = AF_TARGET_CPU;
+    o.batch = o.eval_batch = 2;
+    o.dynamic_loss_scale = 1;
+    o.loss_scale = 1024;
+    af_trainer *t = af_trainer_new(&net, &o);
+    af_net_free(&net);
+    CHECK(t != NULL, "tiny trainer: %s", af_error_message());
+    return t;
+}
+
+static ckpt *state_of(af_trainer *t) {
+    ckpt *c = ckpt_new();
+    CHECK(c && tr_export(t, c) == AF_OK, "export: %s", af_error_message());
+    return c;
+}
+
+static int same_records(const ckpt *a, const ckpt *b) {
+    if (ckpt_count(a) != ckpt_count(b)) return 0;
+    for (int64_t i = 0; i < ckpt_count(a); i++) {
+        int64_t na, nb;
+        const void *pa = ckpt_get(a, ckpt_name(a, i), &na), *pb = ckpt_get(b, ckpt_name(a, i), &nb);
+        if (!pb || na != nb || memcmp(pa, pb, (size_t)na) != 0) return 0;
+    }
+    return 1;
+}
+
+/* A copy of src with record `name` replaced by (p, n), or left out when p is NULL. */
+static ckpt *edited(const ckpt *src, const char *name, const void *p, int64_t n) {
+    ckpt *c = ckpt_new();
+    for (int64_t i = 0; c && i < ckpt_count(src); i++) {
+        const char *nm = ckpt_name(src, i);
+        int64_t bytes;
+        const void *d = ckpt_get(src, nm, &bytes);
+        if (strcmp(nm, name) != 0) ckpt_put(c, nm, d, bytes);
+        else if (p) ckpt_put(c, nm, p, n);
+    }
+    return c;
+}
+
+static void test_trainer_import(void) {
+    af_trainer *a = tiny_trainer(), *b = tiny_trainer();
+    if (!a || !b) goto done;
+    const float x[8] = {1, -2, 0.5f, 3, -1, 0, 2, 1}, y[4] = {1, 0, 0, 1};
+    CHECK(af_trainer_step(a, x, y, NULL) == AF_OK, "step: %s", af_error_message()); /* a now differs from b */
+    ckpt *good = state_of(a), *before = state_of(b);
+    const float nan = NAN, inf = INFINITY, zero = 0.0f, neg = -2.0f;
+    uint8_t minus1[8], huge[8]; /* int64 records are little-endian */
+    put_le(minus1, UINT64_MAX, 8);
+    put_le(huge, INT64_MAX, 8);
+    const struct { const char *name; const void *p; int64_t n; const char *msg; } bad[] = {
+        {"adam_v.3", NULL, 0, "'adam_v.3' is missing"},   /* the last record the import reads */
+        {"param.2", "abc", 3, "'param.2' holds 3 bytes"},
+        {"trainer.scale", &nan, 4, "loss scale nan"},
+        {"trainer.scale", &inf, 4, "loss scale inf"},
+        {"trainer.scale", &zero, 4, "loss scale 0 "},
+        {"trainer.scale", &neg, 4, "loss scale -2"},
+        {"trainer.step", &minus1, 8, "'trainer.step' is -1"},
+        {"trainer.step", &huge, 8, "'trainer.step' is 9223372036854775807"}, /* step + 1 would overflow */
+        {"trainer.skipped", &minus1, 8, "'trainer.skipped' is -1"},
+        {"trainer.clean_run", &huge, 8, "'trainer.clean_run' is 9223372036854775807"},
+        {"trainer.skipped_consecutive", &minus1, 8, "'trainer.skipped_consecutive' is -1"},
+    };
+    const char *path = tpath("import.ckpt");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ckpt *e = edited(good, bad[i].name, bad[i].p, bad[i].n);
+        CHECK(e && ckpt_save(e, path) == AF_OK, "save case %zu: %s", i, af_error_message());
+        af_status st = af_trainer_load(b, path);
+        CHECK(st == AF_ERR_CORRUPT && msg_has(bad[i].msg), "case %zu (%s): status %d, message: %s", i, bad[i].name,
+              (int)st, af_error_message());
+        ckpt *now = state_of(b);
+        CHECK(same_records(now, before), "case %zu (%s): the failed load changed the trainer", i, bad[i].name);
+        ckpt_free(now);
+        ckpt_free(e);
+    }
+    CHECK(ckpt_save(good, path) == AF_OK && af_trainer_load(b, path) == AF_OK, "good load: %s", af_error_message());
+    ckpt *now = state_of(b);
+    CHECK(same_records(now, good), "a good load gives the saved state");
+    ckpt_free(now);
+    ckpt_free(good);
+    ckpt_free(before);
+done:
+    af_trainer_free(a);
+    af_trainer_free(b);
+}
+
 /* ---------------------------------------------------------------- crash safety */
 
 
@@ -554,6 +650,7 @@ int main(void) {
     test_flips();
     test_crafted();
     test_missing();
+    test_trainer_import();
     test_crash_safety();
     remove_tree(tmp);
     return check_finish("ckpt");

@@ -6,6 +6,7 @@
  * host_fp32. Runs the built binary (AF_CLI, set by CMake). */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
+#include "train/ckpt.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -98,6 +99,28 @@ int main(void) {
         int total, tagged = count_lines(log, want, &total);
         CHECK(total >= 2 && tagged == total, "%s: %d of %d log lines say %s", runs[i].args, tagged, total, want);
     }
+    /* Resuming from a checkpoint whose data position is negative fails cleanly (it used
+     * to index before the epoch's permutation). */
+    char ck[128], bad_ck[128];
+    snprintf(ck, sizeof ck, "%s/run.ckpt", dir);
+    snprintf(bad_ck, sizeof bad_ck, "%s/bad.ckpt", dir);
+    char args[400];
+    snprintf(args, sizeof args, "--plan host --save %s", ck);
+    CHECK(train(dir, args, log, json, sizeof json) == 0, "save run: %s", json);
+    const char *field[2] = { "cli.pos", "cli.epoch" };
+    for (int i = 0; i < 2; i++) {
+        ckpt *c = NULL;
+        CHECK(ckpt_load(ck, &c) == AF_OK && ckpt_put_i64(c, field[i], -3) == AF_OK && ckpt_save(c, bad_ck) == AF_OK,
+              "craft %s: %s", field[i], af_error_message());
+        ckpt_free(c);
+        snprintf(args, sizeof args, "--plan host --resume %s", bad_ck);
+        CHECK(train(dir, args, log, json, sizeof json) != 0, "resume with %s = -3 was accepted", field[i]);
+    }
+    snprintf(args, sizeof args, "--plan host --resume %s", ck);
+    CHECK(train(dir, args, log, json, sizeof json) == 0, "resume from the good checkpoint");
+    remove(ck);
+    remove(bad_ck);
+
     char p[400];
     const char *files[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
     for (int i = 0; i < 4; i++) { snprintf(p, sizeof p, "%s/mnist/%s", dir, files[i]); remove(p); }

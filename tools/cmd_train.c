@@ -236,6 +236,10 @@ static int load_ckpt(const char *path, af_trainer *t, const train_args *a, run_p
     if (!st) memcpy(&p->rng_epoch, r, sizeof p->rng_epoch);
     if (!st) st = ckpt_get_i64(c, "cli.epoch", &p->epoch);
     if (!st) st = ckpt_get_i64(c, "cli.pos", &p->pos);
+    /* pos indexes the epoch's permutation: a negative one would read before it. */
+    if (!st && (p->epoch < 0 || p->pos < 0))
+        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.epoch %lld and cli.pos %lld must be >= 0", path,
+                     (long long)p->epoch, (long long)p->pos);
     if (!st) st = tr_import(t, c);
     ckpt_free(c);
     if (st) fprintf(stderr, "aneforge train: cannot resume: %s\n", af_error_message());

@@ -33,10 +33,26 @@ af_status data_read_file(const char *path, const char *hint, uint8_t **buf, size
 af_status data_idx_read(const char *path, const char *hint, int rank, int64_t *dims,
                       uint8_t **buf, const uint8_t **data);
 
+/* Checks an IDX ubyte image held in memory (buf, len: a whole file; `path` names it in
+ * messages) as data_idx_read does; on success *data points at the payload inside buf. */
+af_status data_idx_parse(const char *path, const uint8_t *buf, size_t len, int rank, int64_t *dims,
+                         const uint8_t **data);
+
 /* Reads CIFAR-10 binary files in order into malloc'd *pixels ([count, 3072] CHW bytes)
  * and *labels ([count]); labels are checked < 10. */
 af_status data_cifar_read(int nfiles, const char *const *paths, const char *hint,
                         uint8_t **pixels, uint8_t **labels, int64_t *count);
+
+/* Checks one CIFAR-10 file held in memory (`path` names it in messages) and appends its
+ * records to the malloc'd *pixels / *labels, which hold *count records (NULL and 0 to
+ * start). On failure *count is unchanged and the arrays (perhaps moved) stay the caller's. */
+af_status data_cifar_append(const char *path, const uint8_t *buf, size_t len, uint8_t **pixels,
+                            uint8_t **labels, size_t *count);
+
+/* Parses a whole .npy file held in memory (`path` names it in messages) as af_npy_read
+ * does; dims needs room for 8. */
+af_status data_npy_parse(const char *path, const uint8_t *buf, size_t len, float **data, int *rank,
+                         int64_t *dims);
 
 #ifdef __cplusplus
 }

@@ -168,7 +168,16 @@ af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF
     size_t len;
     af_status st = data_read_file(path, NULL, &buf, &len);
     if (st != AF_OK) return st;
-    st = AF_ERR_CORRUPT;
+    st = data_npy_parse(path, buf, len, data, rank, dims);
+    free(buf);
+    return st;
+}
+
+af_status data_npy_parse(const char *path, const uint8_t *buf, size_t len, float **data, int *rank,
+                         int64_t *dims) {
+    *data = NULL;
+    *rank = 0;
+    af_status st = AF_ERR_CORRUPT;
     size_t hstart, hlen;
     int itemsize = 0, r = 0;
     int64_t d[NPY_PARSE_RANK];
@@ -225,13 +234,11 @@ af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF
             out[i] = f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
         }
     }
-    free(buf);
     *data = out;
     *rank = r;
     for (int i = 0; i < r; i++) dims[i] = d[i];
     return AF_OK;
 fail:
-    free(buf);
     return st;
 }
 

@@ -487,12 +487,23 @@ done:
 /* ---------------------------------------------------------------- load */
 
 typedef struct {
-    int fd;
+    int fd;           /* the file, or -1 to read from mem */
+    const uint8_t *mem;
+    size_t mem_len, mem_pos;
     uint8_t *buf;
     size_t pos, len;
     uint64_t off;     /* file offset of the next byte handed out */
     data_sha256_ctx sha;
 } ck_reader;
+
+/* Up to `want` bytes from the file or the memory image, as read() reports them. */
+static ssize_t rd_raw(ck_reader *r, uint8_t *into, size_t want) {
+    if (r->fd >= 0) return read(r->fd, into, want);
+    size_t k = r->mem_len - r->mem_pos < want ? r->mem_len - r->mem_pos : want;
+    if (k) memcpy(into, r->mem + r->mem_pos, k);
+    r->mem_pos += k;
+    return (ssize_t)k;
+}
 
 /* Reads exactly n bytes into dst (NULL discards them), hashing them when `hash`.
  * 0 on success, -1 on a read error (errno set), -2 when the file ends early. */
@@ -502,7 +513,7 @@ static int rd_get(ck_reader *r, void *dst, uint64_t n, int hash) {
         if (r->pos == r->len) {
             uint8_t *into = d && n >= CK_BUF ? d : r->buf;
             size_t want = into == d ? (n > CK_IO_CHUNK ? CK_IO_CHUNK : (size_t)n) : CK_BUF;
-            ssize_t k = read(r->fd, into, want);
+            ssize_t k = rd_raw(r, into, want);
             if (k < 0) {
                 if (errno == EINTR) continue;
                 return -1;
@@ -529,32 +540,11 @@ static af_status rd_error(const char *path, int rc) {
     return ir_fail(AF_ERR_IO, "%s: read error: %s", path, strerror(errno));
 }
 
-af_status ckpt_load(const char *path, ckpt **out) {
-    if (!out) return ir_fail(AF_ERR_INVALID, "ckpt_load: out is NULL");
-    *out = NULL;
-    if (!path) return ir_fail(AF_ERR_INVALID, "ckpt_load: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ir_fail(AF_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        af_status st = ir_fail(AF_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return st;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ir_fail(AF_ERR_IO, "%s: not a regular file", path);
-    }
-    const uint64_t size = (uint64_t)sb.st_size;
-
+/* Loads from r (a file or a memory image of `size` bytes; `path` names it). */
+static af_status load(ck_reader *r, const uint64_t size, const char *path, ckpt **out) {
     af_status st = AF_OK;
     ckpt *c = NULL;
-    ck_reader r = {fd, malloc(CK_BUF), 0, 0, 0, {{0}, 0, {0}, 0}};
-    if (!r.buf) {
-        close(fd);
-        return ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
-    }
-    data_sha256_init(&r.sha);
+    data_sha256_init(&r->sha);
     char why[512] = "";           /* a structural problem, reported if the checksum is right */
     uint64_t hdr_size = size;     /* the header's idea of the file size */
     int rc;
@@ -562,7 +552,7 @@ af_status ckpt_load(const char *path, ckpt **out) {
 
     /* Magic, then enough bytes for any version's header and trailer. */
     size_t nm = size < 8 ? (size_t)size : 8;
-    if ((rc = rd_get(&r, h, nm, 1)) != 0) {
+    if ((rc = rd_get(r, h, nm, 1)) != 0) {
         st = rd_error(path, rc);
         goto fail;
     }
@@ -576,7 +566,7 @@ af_status ckpt_load(const char *path, ckpt **out) {
         goto fail;
     }
     const uint64_t body_end = size - CK_TRAILER;
-    if ((rc = rd_get(&r, h + 8, 4, 1)) != 0) {
+    if ((rc = rd_get(r, h + 8, 4, 1)) != 0) {
         st = rd_error(path, rc);
         goto fail;
     }
@@ -590,7 +580,7 @@ af_status ckpt_load(const char *path, ckpt **out) {
                  (unsigned long long)size);
         goto verify;
     }
-    if ((rc = rd_get(&r, h + 12, CK_HDR - 12, 1)) != 0) {
+    if ((rc = rd_get(r, h + 12, CK_HDR - 12, 1)) != 0) {
         st = rd_error(path, rc);
         goto fail;
     }
@@ -618,11 +608,11 @@ af_status ckpt_load(const char *path, ckpt **out) {
 
     for (uint64_t i = 0; i < count; i++) {
         uint8_t rh[CK_REC_HDR];
-        if (body_end - r.off < CK_REC_HDR) {
+        if (body_end - r->off < CK_REC_HDR) {
             snprintf(why, sizeof why, "record %llu: header runs past the end of the records", (unsigned long long)i);
             goto verify;
         }
-        if ((rc = rd_get(&r, rh, CK_REC_HDR, 1)) != 0) {
+        if ((rc = rd_get(r, rh, CK_REC_HDR, 1)) != 0) {
             st = rd_error(path, rc);
             goto fail;
         }
@@ -640,11 +630,11 @@ af_status ckpt_load(const char *path, ckpt **out) {
         }
         char name[AF_CKPT_MAX_NAME + 8];
         const uint64_t npad = pad8(nlen);
-        if (body_end - r.off < npad) {
+        if (body_end - r->off < npad) {
             snprintf(why, sizeof why, "record %llu: name runs past the end of the records", (unsigned long long)i);
             goto verify;
         }
-        if ((rc = rd_get(&r, name, npad, 1)) != 0) {
+        if ((rc = rd_get(r, name, npad, 1)) != 0) {
             st = rd_error(path, rc);
             goto fail;
         }
@@ -656,7 +646,7 @@ af_status ckpt_load(const char *path, ckpt **out) {
             goto verify;
         }
         name[nlen] = 0;
-        const uint64_t remain = body_end - r.off;
+        const uint64_t remain = body_end - r->off;
         if (bytes > remain || pad8(bytes) > remain) {
             snprintf(why, sizeof why, "record %llu ('%s'): payload of %llu bytes runs past the end of the records",
                      (unsigned long long)i, name, (unsigned long long)bytes);
@@ -670,7 +660,7 @@ af_status ckpt_load(const char *path, ckpt **out) {
         }
         uint8_t tail[8];
         const uint64_t ntail = pad8(bytes) - bytes;
-        if ((rc = rd_get(&r, data, bytes, 1)) != 0 || (rc = rd_get(&r, tail, ntail, 1)) != 0) {
+        if ((rc = rd_get(r, data, bytes, 1)) != 0 || (rc = rd_get(r, tail, ntail, 1)) != 0) {
             free(data);
             st = rd_error(path, rc);
             goto fail;
@@ -691,22 +681,22 @@ af_status ckpt_load(const char *path, ckpt **out) {
         }
         if (st != AF_OK) goto fail;
     }
-    if (r.off != body_end)
+    if (r->off != body_end)
         snprintf(why, sizeof why, "%llu stray bytes after the last record",
-                 (unsigned long long)(body_end - r.off));
+                 (unsigned long long)(body_end - r->off));
 
 verify:
     /* Hash whatever was not read, then compare with the trailer. */
-    if ((rc = rd_get(&r, NULL, body_end - r.off, 1)) != 0) {
+    if ((rc = rd_get(r, NULL, body_end - r->off, 1)) != 0) {
         st = rd_error(path, rc);
         goto fail;
     }
     uint8_t want[CK_TRAILER], got[CK_TRAILER];
-    if ((rc = rd_get(&r, want, CK_TRAILER, 0)) != 0) {
+    if ((rc = rd_get(r, want, CK_TRAILER, 0)) != 0) {
         st = rd_error(path, rc);
         goto fail;
     }
-    data_sha256_final(&r.sha, got);
+    data_sha256_final(&r->sha, got);
     if (memcmp(want, got, CK_TRAILER) != 0) {
         if (hdr_size > size)
             st = ir_fail(AF_ERR_CORRUPT,
@@ -730,14 +720,43 @@ verify:
         st = ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    free(r.buf);
-    close(fd);
     *out = c;
     return AF_OK;
 
 fail:
+    ckpt_free(c);
+    return st;
+}
+
+af_status ckpt_load(const char *path, ckpt **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "ckpt_load: out is NULL");
+    *out = NULL;
+    if (!path) return ir_fail(AF_ERR_INVALID, "ckpt_load: path is NULL");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ir_fail(AF_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        af_status st = ir_fail(AF_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return st;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ir_fail(AF_ERR_IO, "%s: not a regular file", path);
+    }
+    ck_reader r = {.fd = fd, .buf = malloc(CK_BUF)};
+    af_status st = r.buf ? load(&r, (uint64_t)sb.st_size, path, out) : ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
     free(r.buf);
     close(fd);
-    ckpt_free(c);
+    return st;
+}
+
+af_status ckpt_load_bytes(const uint8_t *bytes, size_t n, const char *name, ckpt **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "ckpt_load_bytes: out is NULL");
+    *out = NULL;
+    if (!name || (!bytes && n)) return ir_fail(AF_ERR_INVALID, "ckpt_load_bytes: name or bytes is NULL");
+    ck_reader r = {.fd = -1, .mem = bytes, .mem_len = n, .buf = malloc(CK_BUF)};
+    af_status st = r.buf ? load(&r, (uint64_t)n, name, out) : ir_fail(AF_ERR_NOMEM, "%s: out of memory", name);
+    free(r.buf);
     return st;
 }

@@ -17,6 +17,7 @@
 #ifndef AF_CKPT_H
 #define AF_CKPT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "aneforge.h"
 
@@ -71,6 +72,9 @@ af_status  ckpt_save(const ckpt *c, const char *path);
  * NULL. AF_ERR_IO when the file cannot be read, AF_ERR_CORRUPT when it fails a check,
  * AF_ERR_UNSUPPORTED for a newer format version. Temp files are never looked at. */
 af_status  ckpt_load(const char *path, ckpt **out);
+/* ckpt_load over a whole file held in memory (bytes, n); `name` stands for the path in
+ * messages and in the loaded checkpoint's. */
+af_status  ckpt_load_bytes(const uint8_t *bytes, size_t n, const char *name, ckpt **out);
 
 #ifdef __cplusplus
 }

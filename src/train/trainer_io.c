@@ -162,15 +162,21 @@ af_status tr_export(af_trainer *t, ckpt *c) {
     return st;
 }
 
-static af_status get_array(const ckpt *c, const char *name, float *dst, int64_t n) {
+/* The float array record `name` of n floats, or NULL (with the error set) when it is
+ * missing or mis-sized. */
+static const void *get_array(const ckpt *c, const char *name, int64_t n) {
     int64_t bytes = 0;
     const void *p = ckpt_get(c, name, &bytes);
-    if (!p) return ir_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' is missing", name);
-    if (bytes != n * (int64_t)sizeof(float))
-        return ir_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' holds %lld bytes but the model needs %lld; was it saved for another model?",
-                       name, (long long)bytes, (long long)(n * (int64_t)sizeof(float)));
-    memcpy(dst, p, (size_t)bytes);
-    return AF_OK;
+    if (!p) {
+        ir_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' is missing", name);
+        return NULL;
+    }
+    if (bytes != n * (int64_t)sizeof(float)) {
+        ir_fail(AF_ERR_CORRUPT, "checkpoint: record '%s' holds %lld bytes but the model needs %lld; was it saved for another model?",
+                name, (long long)bytes, (long long)(n * (int64_t)sizeof(float)));
+        return NULL;
+    }
+    return p;
 }
 
 /* Brings loaded moments (v, or r = sqrt(v), in units `unit`) to this plan's form: the
@@ -188,33 +194,54 @@ static void convert_moments(af_trainer *t, int i, bool saved_rms, float unit) {
     }
 }
 
+/* Checks every record it needs before it changes anything, so a checkpoint that fails
+ * leaves the trainer as it was. */
 af_status tr_import(af_trainer *t, const ckpt *c) {
-    int64_t np = 0, bytes = 0;
+    int64_t np = 0, step = 0, skipped = 0, clean_run = 0, consecutive = 0, bytes = 0;
     af_status st = ckpt_get_i64(c, "trainer.nparams", &np);
     if (st) return st;
     if (np != t->np) return ir_fail(AF_ERR_CORRUPT, "checkpoint: it holds %lld params but the model has %d; was it saved for another model?", (long long)np, t->np);
-    if ((st = ckpt_get_i64(c, "trainer.step", &t->step)) || (st = ckpt_get_i64(c, "trainer.skipped", &t->skipped)) ||
-        (st = ckpt_get_i64(c, "trainer.clean_run", &t->clean_run)))
+    if ((st = ckpt_get_i64(c, "trainer.step", &step)) || (st = ckpt_get_i64(c, "trainer.skipped", &skipped)) ||
+        (st = ckpt_get_i64(c, "trainer.clean_run", &clean_run)))
         return st;
+    if (ckpt_get_i64(c, "trainer.skipped_consecutive", &consecutive)) consecutive = 0;
+    /* Steps advance these (and step + 1 enters the bias correction): a negative count or
+     * one near INT64_MAX cannot come from a run. */
+    const int64_t counter[4] = { step, skipped, clean_run, consecutive };
+    static const char *const counter_name[4] = { "step", "skipped", "clean_run", "skipped_consecutive" };
+    for (int k = 0; k < 4; k++)
+        if (counter[k] < 0 || counter[k] > INT64_MAX / 2)
+            return ir_fail(AF_ERR_CORRUPT, "checkpoint: record 'trainer.%s' is %lld, not a step count in 0..2^62",
+                           counter_name[k], (long long)counter[k]);
+    float scale;
     const void *sc = ckpt_get(c, "trainer.scale", &bytes);
-    if (!sc || bytes != sizeof t->scale) return ir_fail(AF_ERR_CORRUPT, "checkpoint: record 'trainer.scale' is missing or mis-sized");
-    memcpy(&t->scale, sc, sizeof t->scale);
-    if (ckpt_get_i64(c, "trainer.skipped_consecutive", &t->skipped_consecutive)) t->skipped_consecutive = 0;
+    if (!sc || bytes != sizeof scale) return ir_fail(AF_ERR_CORRUPT, "checkpoint: record 'trainer.scale' is missing or mis-sized");
+    memcpy(&scale, sc, sizeof scale);
+    if (!(scale > 0) || !isfinite(scale)) /* gradients are divided by it */
+        return ir_fail(AF_ERR_CORRUPT, "checkpoint: loss scale %g is not positive and finite", (double)scale);
     /* Checkpoints without the moment records hold v in loss-scale units. */
     const char *rep = ckpt_get_str(c, "trainer.moments");
     bool saved_rms = rep && !strcmp(rep, "rms");
-    float unit = t->scale;
+    float unit = scale;
     const void *u = ckpt_get(c, "trainer.moment_unit", &bytes);
     if (u && bytes == sizeof unit) memcpy(&unit, u, sizeof unit);
     if (!(unit > 0) || !isfinite(unit)) return ir_fail(AF_ERR_CORRUPT, "checkpoint: moment unit %g is not positive", (double)unit);
-    char name[64];
+    const void *rec[TR_MAXP][3];
+    static const char *const kind[3] = { "param", "adam_m", "adam_v" };
     for (int i = 0; i < t->np; i++) {
-        snprintf(name, sizeof name, "param.%d", i);
-        if ((st = get_array(c, name, t->master[i], t->count[i]))) return st;
-        snprintf(name, sizeof name, "adam_m.%d", i);
-        if ((st = get_array(c, name, t->m[i], t->count[i]))) return st;
-        snprintf(name, sizeof name, "adam_v.%d", i);
-        if ((st = get_array(c, name, t->v[i], t->count[i]))) return st;
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s.%d", kind[k], i);
+            if (!(rec[i][k] = get_array(c, name, t->count[i]))) return AF_ERR_CORRUPT;
+        }
+    }
+    t->step = step, t->skipped = skipped, t->clean_run = clean_run, t->skipped_consecutive = consecutive;
+    t->scale = scale;
+    for (int i = 0; i < t->np; i++) {
+        size_t n = (size_t)t->count[i] * sizeof(float);
+        memcpy(t->master[i], rec[i][0], n);
+        memcpy(t->m[i], rec[i][1], n);
+        memcpy(t->v[i], rec[i][2], n);
         convert_moments(t, i, saved_rms, unit);
     }
     t->moment_unit = t->o.plan == AF_PLAN_HOST ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;

@@ -43,9 +43,11 @@ fuzz:
 	@cmake --build build-fuzz -j $(JOBS) --target aneforge_static
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_mil.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_mil
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_milblob.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_milblob
-	@mkdir -p build-fuzz/corpus-mil build-fuzz/corpus-milblob
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_llama.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_llama
+	@mkdir -p build-fuzz/corpus-mil build-fuzz/corpus-milblob build-fuzz/corpus-llama
 	./build-fuzz/fuzz_mil -max_total_time=$(FUZZ_TIME) -dict=fuzz/mil.dict build-fuzz/corpus-mil tests/corpus/mil
 	./build-fuzz/fuzz_milblob -max_total_time=$(FUZZ_TIME) build-fuzz/corpus-milblob tests/corpus/milblob
+	./build-fuzz/fuzz_llama -max_total_time=$(FUZZ_TIME) build-fuzz/corpus-llama tests/corpus/llama
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

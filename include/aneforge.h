@@ -695,8 +695,10 @@ AF_API af_status af_llama_save(const af_llama_weights *w, const char *path, int 
 
 /* A generator: the forward pass of run.c (RMSNorm eps 1e-5, RoPE on pairs (2i, 2i+1) with
  * theta 10000, grouped KV heads, SwiGLU) one token at a time with a KV cache, in fp32 on
- * the host. It borrows w, which must outlive it; threads 0 = one per core. Used by one
- * thread at a time. */
+ * the host, with run.c's arithmetic in run.c's order: its logits are run.c's bit for bit
+ * (where the two are compiled alike), so with the sampler below a seed gives run.c's
+ * tokens. The thread count never changes a result. It borrows w, which must outlive it;
+ * threads 0 = one per core. Used by one thread at a time. */
 typedef struct af_llama_gen af_llama_gen;
 AF_API af_llama_gen *af_llama_gen_new(const af_llama_weights *w, int threads);
 AF_API void af_llama_gen_free(af_llama_gen *g); /* NULL is fine */

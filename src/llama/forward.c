@@ -1,7 +1,10 @@
 /* The forward pass of llama2.c's run.c, one token at a time with a KV cache, in fp32.
- * Generation is matrix-vector bound: each weight row is one dot product, rows split
- * over the pool (a row's sum never depends on the split, so results do not depend on
- * the thread count). */
+ * It does run.c's arithmetic in run.c's order (each dot product summed left to right,
+ * RoPE's angles in float, the same forms of RMSNorm, softmax and SwiGLU), so its logits
+ * are run.c's bit for bit where the compilers agree, and a seed samples run.c's tokens.
+ * Generation is matrix-vector bound: rows split over the pool (a row's sum never
+ * depends on the split, so results do not depend on the thread count), four rows at a
+ * time so four independent sums hide the adds' latency. */
 #include "llama/llama.h"
 #include "cpu/pool.h"
 #include "ir/ir.h"
@@ -21,22 +24,31 @@ struct af_llama_gen {
     cpu_pool *pool;
 };
 
-/* Eight running sums so the compiler can vectorise without reassociating. */
 static float dot(const float *a, const float *b, int n) {
-    float s[8] = { 0 };
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) s[k] += a[i + k] * b[i + k];
-    float t = 0;
-    for (; i < n; i++) t += a[i] * b[i];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
+    float s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
 }
 
 typedef struct { float *out; const float *w, *x; int n; } matvec_job;
 
 static void matvec_rows(void *ctx, int64_t b, int64_t e) {
     const matvec_job *j = ctx;
-    for (int64_t r = b; r < e; r++) j->out[r] = dot(j->w + r * (int64_t)j->n, j->x, j->n);
+    const int n = j->n;
+    const float *x = j->x;
+    int64_t r = b;
+    for (; r + 4 <= e; r += 4) {
+        const float *w0 = j->w + r * n, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int i = 0; i < n; i++) {
+            s0 += w0[i] * x[i];
+            s1 += w1[i] * x[i];
+            s2 += w2[i] * x[i];
+            s3 += w3[i] * x[i];
+        }
+        j->out[r] = s0, j->out[r + 1] = s1, j->out[r + 2] = s2, j->out[r + 3] = s3;
+    }
+    for (; r < e; r++) j->out[r] = dot(j->w + r * n, x, n);
 }
 
 /* out[d] = W[d, n] x[n] */
@@ -47,9 +59,8 @@ static void matvec(cpu_pool *pool, float *out, const float *w, const float *x, i
 }
 
 static void rmsnorm(float *o, const float *x, const float *weight, int n) {
-    float ss = 0;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
-    float scale = 1.0f / sqrtf(ss / n + 1e-5f);
+    float ss = dot(x, x, n);
+    float scale = 1.0f / sqrtf(ss / (float)n + 1e-5f);
     for (int i = 0; i < n; i++) o[i] = weight[i] * (scale * x[i]);
 }
 
@@ -83,13 +94,13 @@ static void attention(af_llama_gen *g, int layer) {
     const af_llama_config *c = &g->c;
     const int hs = g->head_size, group = c->n_heads / c->n_kv_heads;
     const size_t loff = (size_t)layer * c->seq_len * g->kv_dim;
-    const float inv_sqrt = 1.0f / sqrtf((float)hs);
+    const float root = sqrtf((float)hs);
     for (int h = 0; h < c->n_heads; h++) {
         const float *q = g->q + h * hs;
         const size_t kvh = (size_t)(h / group) * hs; /* consecutive query heads share a KV head */
         float *att = g->att;
         for (int t = 0; t <= g->pos; t++)
-            att[t] = dot(q, g->key_cache + loff + (size_t)t * g->kv_dim + kvh, hs) * inv_sqrt;
+            att[t] = dot(q, g->key_cache + loff + (size_t)t * g->kv_dim + kvh, hs) / root;
         softmax(att, g->pos + 1);
         float *out = g->xb + h * hs;
         memset(out, 0, (size_t)hs * sizeof(float));
@@ -129,7 +140,8 @@ af_status af_llama_gen_feed(af_llama_gen *g, int token) {
         matvec(g->pool, g->hb2, tensor(g, AF_LLAMA_W3, l), g->xb, dim, hidden);
         for (int i = 0; i < hidden; i++) { /* SwiGLU: silu(w1 x) * (w3 x) */
             float a = g->hb[i];
-            g->hb[i] = a / (1.0f + expf(-a)) * g->hb2[i];
+            a *= 1.0f / (1.0f + expf(-a));
+            g->hb[i] = a * g->hb2[i];
         }
         matvec(g->pool, g->xb, tensor(g, AF_LLAMA_W2, l), g->hb, hidden, dim);
         for (int i = 0; i < dim; i++) g->x[i] += g->xb[i];
@@ -170,7 +182,14 @@ af_llama_gen *af_llama_gen_new(const af_llama_weights *w, int threads) {
         *slots[i] = p;
         p += sizes[i];
     }
-    llama_rope_table(c->seq_len, g->head_size, g->rope_cos, g->rope_sin);
+    /* run.c's angles: pos * 10000^(-2i / head_size), in float. */
+    for (int pos = 0; pos < c->seq_len; pos++)
+        for (int i = 0; i < g->head_size / 2; i++) {
+            float freq = 1.0f / powf(10000.0f, (float)(2 * i) / (float)g->head_size);
+            float angle = (float)pos * freq;
+            g->rope_cos[(size_t)pos * (g->head_size / 2) + i] = cosf(angle);
+            g->rope_sin[(size_t)pos * (g->head_size / 2) + i] = sinf(angle);
+        }
     if (threads != 1 && !(g->pool = cpu_pool_new(threads))) goto nomem;
     return g;
 nomem:

@@ -22,7 +22,8 @@ const char *llama_config_problem(const af_llama_config *c, char *why, size_t cap
 
 /* RoPE's cos and sin for positions [0, seq_len) and pair index [0, head_size / 2):
  * angle pos * 10000^(-2i / head_size) in double, rounded to float ([seq_len][head_size/2]).
- * The generator rotates with them and the version-0 writer fills freq_cis with them. */
+ * The version-0 writer fills freq_cis with them (run.c skips them; the generator
+ * computes its angles in float, as run.c does). */
 void llama_rope_table(int seq_len, int head_size, float *cos_out, float *sin_out);
 
 /* Reads a model file held in memory (`what` names it in messages); as af_llama_load. */

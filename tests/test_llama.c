@@ -4,8 +4,9 @@
  * tests/fixtures/llama/make_fixtures.py (see README.md there) wrote two small random
  * models (a: shared classifier, 4 heads over 2 KV heads; b: separate classifier, 3
  * layers) as version-0 and version-1 files with its own writer, their float64 PyTorch
- * logits at every position of a token sequence, a greedy continuation, and tokens drawn
- * by a Python copy of run.c's sampler from fixed logits. */
+ * logits at every position of a token sequence, the float32 logits of a step-by-step
+ * Python copy of run.c's forward, a greedy continuation, and tokens drawn by a Python
+ * copy of run.c's sampler from fixed logits. */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "aneforge.h"
@@ -193,6 +194,26 @@ static void test_forward(void) {
         check_logits(models[m], w1, 1, NULL);
         check_logits(models[m], w0, 2, two); /* rows split over threads: same bits */
         CHECK(!memcmp(one, two, (size_t)n * 4), "model %s: 1 and 2 threads differ", models[m]);
+        /* run.c's own arithmetic, replayed in float32 by the fixture script: the same bits
+         * where float expressions are not fused into FMAs (baseline x86-64), else round-off. */
+        char name[64];
+        int64_t nr;
+        snprintf(name, sizeof name, "model_%s_runc_logits", models[m]);
+        float *runc = npy(name, &nr);
+        if (runc && nr == n) {
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__FMA__)
+            int64_t first = -1;
+            for (int64_t i = 0; i < n && first < 0; i++)
+                if (memcmp(&one[i], &runc[i], 4)) first = i;
+            CHECK(first < 0, "model %s: logit %lld is %.9g, run.c's arithmetic gives %.9g", models[m],
+                  (long long)first, first < 0 ? 0 : one[first], first < 0 ? 0 : runc[first]);
+#else
+            double worst = 0;
+            for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(one[i] - runc[i]));
+            CHECK(worst <= 1e-5, "model %s: %g from run.c's arithmetic", models[m], worst);
+#endif
+        }
+        free(runc);
         free(one);
         free(two);
         af_llama_weights_free(w0);

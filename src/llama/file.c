@@ -208,7 +208,7 @@ af_status llama_parse(const uint8_t *bytes, size_t size, const char *what, af_ll
     *out = NULL;
     if (!bytes && size) return ir_fail(AF_ERR_INVALID, "llama_parse: bytes is NULL");
     uint8_t head[LLAMA_V1_HEADER] = { 0 };
-    memcpy(head, bytes, size < sizeof head ? size : sizeof head);
+    if (size) memcpy(head, bytes, size < sizeof head ? size : sizeof head);
     source s = { .mem = bytes };
     return read_weights(&s, head, size, what ? what : "llama2.c model", out, version);
 }

@@ -1,0 +1,209 @@
+/* aneforge generate: samples text (token ids until the tokenizer is wired in) from a
+ * llama2.c model with the KV-cache generator, following run.c's generate loop. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "cli.h"
+#include "aneforge.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    const char *model, *tokenizer, *prompt, *tokens;
+    long steps, threads;
+    float temperature, top_p;
+    uint64_t seed;
+    int json;
+} gen_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: aneforge generate --model M [--tokens IDS | --tokenizer T --prompt TEXT] [options]\n\n"
+            "Runs a llama2.c model (export.py's version 0 or 1 file) one token at a time with a\n"
+            "KV cache and samples as llama2.c's run.c does, so the same seed gives run.c's tokens.\n\n"
+            "  --model PATH        the model file\n"
+            "  --tokens 1,403,...  the prompt as token ids (default: 1, the BOS token)\n"
+            "  --tokenizer PATH    a llama2.c tokenizer.bin, with --prompt (not wired in yet: use --tokens)\n"
+            "  --prompt TEXT       the prompt text\n"
+            "  --steps N           positions to run, prompt included (default 256; 0 or more than\n"
+            "                      the model's seq_len: seq_len)\n"
+            "  --temperature T     0 takes the most likely token (default 1.0)\n"
+            "  --top-p P           nucleus sampling in (0, 1); 0 or 1 samples from all (default 0.9)\n"
+            "  --seed S            the sampler's seed, a positive integer (default: the time, as run.c)\n"
+            "  --threads N         threads for the matrix-vector products (default: one per core)\n"
+            "  --json              one JSON line: tokens, prompt_tokens, seed, tokens_per_s\n\n"
+            "Prints the sequence's token ids (prompt included) separated by spaces. Generation\n"
+            "stops after --steps positions or when the model produces BOS (1), as in run.c.\n");
+}
+
+static int bad(const char *fmt, const char *a) {
+    fprintf(stderr, "aneforge generate: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (try --help)\n");
+    return 2;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *s, float *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v)) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, gen_args *a) {
+    *a = (gen_args){ .steps = 256, .temperature = 1.0f, .top_p = 0.9f };
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
+        if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!v) return bad("%s needs a value", k);
+        i++;
+        if (!strcmp(k, "--model")) a->model = v;
+        else if (!strcmp(k, "--tokenizer")) a->tokenizer = v;
+        else if (!strcmp(k, "--prompt")) a->prompt = v;
+        else if (!strcmp(k, "--tokens")) a->tokens = v;
+        else if (!strcmp(k, "--steps")) { if (parse_long(v, 0, 1L << 30, &a->steps)) return bad("--steps wants an integer >= 0, not '%s'", v); }
+        else if (!strcmp(k, "--threads")) { if (parse_long(v, 1, 1024, &a->threads)) return bad("--threads wants a positive integer, not '%s'", v); }
+        else if (!strcmp(k, "--temperature")) { if (parse_float(v, &a->temperature) || a->temperature < 0) return bad("--temperature wants a number >= 0, not '%s'", v); }
+        else if (!strcmp(k, "--top-p")) { if (parse_float(v, &a->top_p) || a->top_p < 0 || a->top_p > 1) return bad("--top-p wants a number in [0, 1], not '%s'", v); }
+        else if (!strcmp(k, "--seed")) {
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-' || s == 0) return bad("--seed wants a positive integer, not '%s'", v);
+            a->seed = s;
+        } else return bad("unknown option '%s'", k);
+    }
+    if (!a->model) return bad("%s", "--model is required");
+    if (a->tokens && (a->prompt || a->tokenizer)) return bad("%s", "give --tokens or --tokenizer with --prompt, not both");
+    if (!a->tokenizer != !a->prompt) return bad("%s", "--tokenizer and --prompt go together");
+    if (!a->seed) a->seed = (uint64_t)time(NULL);
+    return 0;
+}
+
+/* "1,403,22" -> ids, each in [0, vocab). */
+static int parse_tokens(const char *s, int vocab, int **ids, int *n) {
+    int cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    *ids = malloc((size_t)cap * sizeof(int));
+    *n = 0;
+    if (!*ids) return bad("%s", "out of memory");
+    for (const char *p = s;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 0 || v >= vocab || (*end && *end != ','))
+            return bad("--tokens wants comma-separated ids below the model's vocab size, not '%s'", s);
+        (*ids)[(*n)++] = (int)v;
+        if (!*end) return 0;
+        p = end + 1;
+    }
+}
+
+/* The tokenizer's place: src/text's llama2.c tokenizer (issue 14, part 3) plugs in here,
+ * encoding the prompt as run.c does (BOS 1, then the text) and, in run(), decoding each
+ * new token instead of printing its id. Until it is merged --tokens is the way in. */
+static int tokenizer_prompt(const char *tokenizer, const char *prompt, int vocab, int **ids, int *n) {
+    (void)prompt, (void)vocab, (void)ids, (void)n;
+    fprintf(stderr, "aneforge generate: --tokenizer %s: the tokenizer is not wired into generate yet; pass the "
+                    "prompt as ids with --tokens\n", tokenizer);
+    return 2;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* run.c's generate loop: feed the prompt, then sample; stop at BOS or after steps. */
+static int run(const gen_args *a, af_llama_gen *g, af_llama_sampler *s, const int *prompt, int nprompt,
+               int steps, int **seq, int *nseq, double *tokens_per_s) {
+    *seq = malloc((size_t)(steps + 1) * sizeof(int));
+    if (!*seq) return bad("%s", "out of memory");
+    int token = prompt[0], n = 0;
+    (*seq)[n++] = token;
+    if (!a->json) printf("%d", token);
+    double start = 0;
+    for (int pos = 0; pos < steps; pos++) {
+        if (af_llama_gen_feed(g, token)) {
+            fprintf(stderr, "aneforge generate: %s\n", af_error_message());
+            return 1;
+        }
+        int next = pos < nprompt - 1 ? prompt[pos + 1] : af_llama_sample(s, af_llama_gen_logits(g));
+        if (next < 0) {
+            fprintf(stderr, "aneforge generate: %s\n", af_error_message());
+            return 1;
+        }
+        if (next == 1) break; /* BOS delimits sequences */
+        (*seq)[n++] = next;
+        if (!a->json) {
+            printf(" %d", next);
+            fflush(stdout);
+        }
+        token = next;
+        if (pos == 0) start = now_s(); /* the first step warms caches; time the rest */
+    }
+    double secs = now_s() - start;
+    *tokens_per_s = n > 2 && secs > 0 ? (n - 2) / secs : 0;
+    *nseq = n;
+    return 0;
+}
+
+int cmd_generate(int argc, char **argv) {
+    gen_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    af_llama_weights *w = af_llama_load(a.model, NULL);
+    if (!w) {
+        fprintf(stderr, "aneforge generate: %s\n", af_error_message());
+        return 1;
+    }
+    const af_llama_config *c = af_llama_weights_config(w);
+    int *prompt = NULL, nprompt = 0, *seq = NULL, nseq = 0;
+    af_llama_gen *g = NULL;
+    af_llama_sampler *s = NULL;
+    double tps = 0;
+    if (a.tokenizer) rc = tokenizer_prompt(a.tokenizer, a.prompt, c->vocab_size, &prompt, &nprompt);
+    else rc = parse_tokens(a.tokens ? a.tokens : "1", c->vocab_size, &prompt, &nprompt);
+    if (rc) goto out;
+    int steps = a.steps == 0 || a.steps > c->seq_len ? c->seq_len : (int)a.steps;
+    g = af_llama_gen_new(w, (int)a.threads);
+    s = af_llama_sampler_new(c->vocab_size, a.temperature, a.top_p, a.seed);
+    if (!g || !s) {
+        fprintf(stderr, "aneforge generate: %s\n", af_error_message());
+        rc = 1;
+        goto out;
+    }
+    rc = run(&a, g, s, prompt, nprompt, steps, &seq, &nseq, &tps);
+    if (rc) goto out;
+    if (a.json) {
+        printf("{\"tokens\": [");
+        for (int i = 0; i < nseq; i++) printf("%s%d", i ? ", " : "", seq[i]);
+        printf("], \"prompt_tokens\": %d, \"seed\": %llu, \"tokens_per_s\": %.1f}\n", nprompt,
+               (unsigned long long)a.seed, tps);
+    } else {
+        printf("\n");
+    }
+out:
+    free(seq);
+    free(prompt);
+    af_llama_sampler_free(s);
+    af_llama_gen_free(g);
+    af_llama_weights_free(w);
+    return rc;
+}

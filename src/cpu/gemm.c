@@ -1,6 +1,8 @@
-/* Single-precision GEMM: BLAS when available, else a portable cache-blocked kernel
- * (GotoBLAS layout: pack a KC x NC panel of op(B) and an MC x KC block of op(A) into
- * contiguous slivers, then run an MR x NR register-tile micro-kernel over them). */
+/* Single-precision GEMM driver (GotoBLAS layout): pack a KC x NC panel of op(B) and an
+ * MC x KC block of op(A) into contiguous slivers, then run the MR x NR micro-kernel the
+ * CPU's features chose (gemm_ukernel.h) over them; the epilogue (bias, ReLU) is applied
+ * to each tile while it is still in L1. BLAS is reached only through the policy in
+ * gemm.h. */
 #if defined(AF_HAVE_BLAS)
 #if defined(AF_HAVE_ACCELERATE)
 #include <Accelerate/Accelerate.h>
@@ -22,72 +24,26 @@
 void openblas_set_num_threads(int num_threads); /* not every cblas.h declares it */
 #endif
 
-/* Blocking: an A block (MC x KC, ~96 KiB) stays in L2, a B sliver (KC x NR) in L1.
- * MC and NC are multiples of every MR and NR below. */
-enum { KC = 256, MC = 96, NC = 2048 };
+/* N block: a multiple of every NR. */
+enum { NC = 2048, MAX_TILE = 12 * 32 };
 /* Below this many multiply-adds, waking the pool costs more than it saves. */
 #define PARALLEL_MIN_MACS (1 << 20)
 
-typedef void (*ukernel_fn)(int64_t kc, const float *a, const float *b, float *ab);
-typedef struct { int mr, nr; ukernel_fn fn; } ukernel;
+static gemm_ukernel pick_ukernel(void) {
+    gemm_ukernel k;
+    if (gemm_ukernel_avx512(&k) || gemm_ukernel_avx2(&k) || gemm_ukernel_neon(&k)) return k;
+    gemm_ukernel_portable(&k);
+    return k;
+}
 
-/* The micro-kernel: ab[6][NR] = sum_k a[k][0..6) x b[k][0..NR). The six rows are
- * spelled out (one accumulator array each, constant trip count NR) so the compiler
- * unrolls and vectorizes over j and keeps the 6*NR sums in registers; a loop over rows
- * invites -O3's loop interchange, which moves the sums to memory. */
-#define MR6 6
-#define MADD_PLAIN(a, b, c) ((c) + (a) * (b))
-#define MADD_FMA(a, b, c) fmaf((a), (b), (c))
-#define DEFINE_UKERNEL(NAME, NR, MADD, ATTR)                                             \
-    ATTR static void NAME(int64_t kc, const float *restrict a, const float *restrict b,  \
-                          float *restrict ab) {                                         \
-        float c0[NR], c1[NR], c2[NR], c3[NR], c4[NR], c5[NR];                           \
-        for (int j = 0; j < NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = c4[j] = c5[j] = 0; \
-        for (int64_t k = 0; k < kc; k++, a += MR6, b += NR) {                           \
-            const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5]; \
-            for (int j = 0; j < NR; j++) {                                              \
-                const float bj = b[j];                                                  \
-                c0[j] = MADD(a0, bj, c0[j]);                                            \
-                c1[j] = MADD(a1, bj, c1[j]);                                            \
-                c2[j] = MADD(a2, bj, c2[j]);                                            \
-                c3[j] = MADD(a3, bj, c3[j]);                                            \
-                c4[j] = MADD(a4, bj, c4[j]);                                            \
-                c5[j] = MADD(a5, bj, c5[j]);                                            \
-            }                                                                           \
-        }                                                                               \
-        memcpy(ab, c0, sizeof c0);                                                      \
-        memcpy(ab + NR, c1, sizeof c1);                                                 \
-        memcpy(ab + 2 * NR, c2, sizeof c2);                                             \
-        memcpy(ab + 3 * NR, c3, sizeof c3);                                             \
-        memcpy(ab + 4 * NR, c4, sizeof c4);                                             \
-        memcpy(ab + 5 * NR, c5, sizeof c5);                                             \
+const gemm_ukernel *cpu_gemm_ukernel(void) {
+    static gemm_ukernel k;
+    static atomic_int done;
+    if (!atomic_load(&done)) { /* racing first calls compute the same value */
+        k = pick_ukernel();
+        atomic_store(&done, 1);
     }
-
-/* 6x16 with FMA: 12 AVX2 (or 24 NEON) accumulators, enough independent FMAs to cover
- * their latency. Baseline x86-64 builds compile it separately for AVX2+FMA and pick it
- * at run time, since most x86 CPUs in use have them. */
-#if (defined(__AVX2__) && defined(__FMA__)) || defined(__aarch64__)
-#define AF_GEMM_WIDE 1
-DEFINE_UKERNEL(ukernel_6x16, 16, MADD_FMA, )
-#elif (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define AF_GEMM_WIDE 2
-DEFINE_UKERNEL(ukernel_6x16, 16, MADD_FMA, __attribute__((target("avx2,fma"))))
-#endif
-#if !defined(AF_GEMM_WIDE) || AF_GEMM_WIDE == 2
-/* 6x8 keeps 12 accumulators live, within the 16 vector registers of baseline x86-64. */
-DEFINE_UKERNEL(ukernel_6x8, 8, MADD_PLAIN, )
-#endif
-
-static ukernel pick_ukernel(void) {
-#if defined(AF_GEMM_WIDE) && AF_GEMM_WIDE == 1
-    return (ukernel){6, 16, ukernel_6x16};
-#else
-#if defined(AF_GEMM_WIDE)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (ukernel){6, 16, ukernel_6x16};
-#endif
-    return (ukernel){6, 8, ukernel_6x8};
-#endif
+    return &k;
 }
 
 /* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-row slivers, k-major,
@@ -96,15 +52,21 @@ static void pack_a(int ta, const float *A, int64_t lda, int64_t i0, int64_t p0, 
                    int64_t kc, int mr, float *restrict dst) {
     for (int64_t is = 0; is < mc; is += mr, dst += (int64_t)mr * kc) {
         int64_t rows = mc - is < mr ? mc - is : mr;
+        if (ta) { /* op(A)'s k-th column of the sliver is contiguous in A */
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = A + (p0 + k) * lda + i0 + is;
+                int64_t i = 0;
+                for (; i < rows; i++) dst[k * mr + i] = src[i];
+                for (; i < mr; i++) dst[k * mr + i] = 0.0f;
+            }
+            continue;
+        }
         for (int64_t i = 0; i < mr; i++) {
             if (i >= rows) {
                 for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = 0.0f;
-            } else if (!ta) {
+            } else {
                 const float *src = A + (i0 + is + i) * lda + p0;
                 for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = src[k];
-            } else {
-                const float *src = A + p0 * lda + i0 + is + i;
-                for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = src[k * lda];
             }
         }
     }
@@ -125,7 +87,10 @@ static void pack_b(int tb, const float *B, int64_t ldb, int64_t p0, int64_t j0, 
         } else {
             for (int64_t j = 0; j < nr; j++) {
                 const float *src = B + (j0 + js + j) * ldb + p0;
-                for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = j < cols ? src[k] : 0.0f;
+                if (j < cols)
+                    for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = src[k];
+                else
+                    for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = 0.0f;
             }
         }
     }
@@ -146,6 +111,23 @@ static void store_tile(float *C, int64_t ldc, int64_t m, int64_t n, int nr, cons
     }
 }
 
+/* The epilogue on C[i0.., j0..] of size m x n. */
+static void apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m,
+                           int64_t n) {
+    for (int64_t i = 0; i < m; i++) {
+        float *c = C + (i0 + i) * ldc + j0;
+        if (ep->bias && ep->bias_rows) {
+            const float b = ep->bias[i0 + i];
+            for (int64_t j = 0; j < n; j++) c[j] += b;
+        } else if (ep->bias) {
+            const float *b = ep->bias + j0;
+            for (int64_t j = 0; j < n; j++) c[j] += b[j];
+        }
+        if (ep->relu)
+            for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
+    }
+}
+
 static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
     for (int64_t i = 0; i < M; i++) {
         float *c = C + i * ldc;
@@ -156,13 +138,14 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
 }
 
 typedef struct {
-    ukernel uk;
+    gemm_ukernel uk;
     int ta, tb;
     int64_t M, N, K;
     float alpha, beta;
     const float *A, *B;
     int64_t lda, ldb, ldc;
     float *C;
+    const cpu_epilogue *ep;
     int split_rows; /* parallel split: 1 over MR-row groups, 0 over NR-column groups */
 } gemm_job;
 
@@ -174,6 +157,7 @@ static float *alloc_floats(int64_t n) {
 /* The serial blocked algorithm on the sub-matrix C[i0.., j0..] of size m x n. */
 static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int64_t n) {
     const int mr = g->uk.mr, nr = g->uk.nr;
+    const int64_t KC = g->uk.kc, MC = g->uk.mc;
     int64_t kc_max = g->K < KC ? g->K : KC;
     int64_t nc_max = n < NC ? (n + nr - 1) / nr * nr : NC;
     int64_t mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;
@@ -183,22 +167,31 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
         free(bp);
         return -1;
     }
-    float ab[16 * 16];
+    float ab[MAX_TILE];
+    const bool unit_alpha = g->alpha == 1.0f;
     for (int64_t jc = 0; jc < n; jc += NC) {
         int64_t nc = n - jc < NC ? n - jc : NC;
         for (int64_t pc = 0; pc < g->K; pc += KC) {
             int64_t kc = g->K - pc < KC ? g->K - pc : KC;
             float beta = pc == 0 ? g->beta : 1.0f; /* later K blocks accumulate */
+            bool last = pc + kc >= g->K;
             pack_b(g->tb, g->B, g->ldb, pc, j0 + jc, kc, nc, nr, bp);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
                 pack_a(g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
+                    int64_t tn = nc - jr < nr ? nc - jr : nr;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
-                        g->uk.fn(kc, ap + ir * kc, bp + jr * kc, ab);
-                        store_tile(g->C + (i0 + ic + ir) * g->ldc + j0 + jc + jr, g->ldc,
-                                   mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr,
-                                   nr, ab, g->alpha, beta);
+                        int64_t tm = mc - ir < mr ? mc - ir : mr;
+                        int64_t ci = i0 + ic + ir, cj = j0 + jc + jr;
+                        float *c = g->C + ci * g->ldc + cj;
+                        if (tm == mr && tn == nr && unit_alpha && (beta == 0.0f || beta == 1.0f)) {
+                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, c, g->ldc, beta != 0.0f);
+                        } else { /* an edge tile, or scaling: through a tile buffer */
+                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, ab, nr, 0);
+                            store_tile(c, g->ldc, tm, tn, nr, ab, g->alpha, beta);
+                        }
+                        if (last && g->ep) apply_epilogue(g->ep, g->C, g->ldc, ci, cj, tm, tn);
                     }
                 }
             }
@@ -220,6 +213,7 @@ static void gemm_naive(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int
             float *c = g->C + i * g->ldc + j;
             *c = g->beta == 0.0f ? g->alpha * s : g->alpha * s + g->beta * *c;
         }
+    if (g->ep) apply_epilogue(g->ep, g->C, g->ldc, i0, j0, m, n);
 }
 
 static void gemm_task(void *ctx, int64_t b, int64_t e) {
@@ -235,17 +229,18 @@ static void gemm_task(void *ctx, int64_t b, int64_t e) {
     if (gemm_block(g, i0, m, j0, n) != 0) gemm_naive(g, i0, m, j0, n); /* out of memory */
 }
 
-void cpu_sgemm_portable(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
-                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                        float *C, int64_t ldc) {
+void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                    float *C, int64_t ldc, const cpu_epilogue *ep) {
     if (M <= 0 || N <= 0) return;
+    if (ep && !ep->bias && !ep->relu) ep = NULL;
     if (K <= 0 || alpha == 0.0f) { /* BLAS semantics: A and B are not read */
         scale_c(M, N, beta, C, ldc);
+        if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
-    gemm_job g = {pick_ukernel(), ta != 0, tb != 0, M, N, K, alpha, beta, A, B,
-                  lda, ldb, ldc, C, 1};
-    int64_t mgroups = (M + g.uk.mr - 1) / g.uk.mr, ngroups = (N + g.uk.nr - 1) / g.uk.nr;
+    gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1};
+    int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);
     if (threads > 1 && (double)M * (double)N * (double)K >= PARALLEL_MIN_MACS) {
         /* Each task packs its own copy of the operand it shares, so split the larger
@@ -271,7 +266,6 @@ static void blas_call(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-#if !defined(AF_HAVE_ACCELERATE)
 typedef struct {
     int ta, tb, by_rows;
     int64_t M, N, K, lda, ldb, ldc, parts;
@@ -294,47 +288,82 @@ static void blas_part(void *p, int64_t i0, int64_t i1) {
                       s->beta, s->C + a, s->ldc);
     }
 }
+#endif
 
-static void blas_gemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+bool cpu_sgemm_blas(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                    float *C, int64_t ldc) {
+#if defined(AF_HAVE_BLAS)
+    /* cblas takes int sizes and rejects leading dimensions shorter than a row. */
+    int64_t arow = ta ? M : K, brow = tb ? K : N;
+    if (M <= 0 || N <= 0 || K <= 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX ||
+        ldb > INT_MAX || ldc > INT_MAX || lda < arow || ldb < brow || ldc < N)
+        return false;
+#if defined(AF_HAVE_ACCELERATE)
+    (void)p;
+    blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
     int threads = cpu_pool_threads(p);
     if (threads < 2 || M * N * K < BLAS_SPLIT_MIN_MACS) {
         blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else {
+        blas_split s = { ta, tb, M >= N, M, N, K, lda, ldb, ldc, threads, alpha, beta, A, B, C };
+        cpu_pool_for(p, threads, 1, blas_part, &s);
+    }
+#endif
+    return true;
+#else
+    (void)p, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
+    (void)beta, (void)C, (void)ldc;
+    return false;
+#endif
+}
+
+/* Whether cpu_sgemm hands products to BLAS: Accelerate always (it reaches Apple's
+ * matrix units, which no hand-written kernel can); another BLAS only when no SIMD
+ * kernel of ours fits this CPU. */
+static bool prefer_blas(void) {
+#if defined(AF_HAVE_ACCELERATE)
+    return true;
+#elif defined(AF_HAVE_BLAS)
+    return !cpu_gemm_ukernel()->simd;
+#else
+    return false;
+#endif
+}
+
+const char *cpu_blas_name(void) {
+#if defined(AF_HAVE_ACCELERATE)
+    return "accelerate";
+#elif defined(AF_HAVE_BLAS)
+    return "openblas";
+#else
+    return NULL;
+#endif
+}
+
+const char *cpu_gemm_path(void) { return prefer_blas() ? cpu_blas_name() : cpu_gemm_ukernel()->name; }
+
+void cpu_sgemm_ep(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                  float *C, int64_t ldc, const cpu_epilogue *ep) {
+    if (prefer_blas() && K > 0 && alpha != 0.0f &&
+        cpu_sgemm_blas(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) {
+        if (ep && (ep->bias || ep->relu)) apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
-    blas_split s = { ta, tb, M >= N, M, N, K, lda, ldb, ldc, threads, alpha, beta, A, B, C };
-    cpu_pool_for(p, threads, 1, blas_part, &s);
+    cpu_sgemm_with(cpu_gemm_ukernel(), p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
 }
-#endif /* !AF_HAVE_ACCELERATE */
-#endif
 
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                float *C, int64_t ldc) {
-#if defined(AF_HAVE_BLAS)
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    /* cblas takes int sizes and rejects leading dimensions shorter than a row. */
-    int64_t arow = ta ? M : K, brow = tb ? K : N;
-    if (M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
-        ldc <= INT_MAX && lda >= arow && ldb >= brow && ldc >= N) {
-#if defined(AF_HAVE_ACCELERATE)
-        blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#else
-        blas_gemm(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#endif
-        return;
-    }
-#endif
-    cpu_sgemm_portable(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    cpu_sgemm_ep(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
 void cpu_blas_set_threads(int n) {
 #if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
-    (void)n; /* OpenBLAS stays on one thread: cpu_sgemm splits large products over the pool */
+    (void)n; /* OpenBLAS stays on one thread: products are split over the pool */
     static _Atomic int once = 0;
     if (!atomic_exchange(&once, 1)) openblas_set_num_threads(1);
 #else

@@ -136,6 +136,13 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
     run_case(g, pool, 0, 1, 5, 700, 300, 1, 0, 3);    /* column split */
     run_case(g, NULL, 1, 0, 2, 2100, 600, 1, 1, 0);   /* N > NC, K > KC */
     run_case(g, pool, 0, 0, 26, 64, 1030, 1, 0, 0);   /* full tiles with K > 2 KC */
+    /* few outputs, long K, A B^T: the dot-product path (blocks sliding back at the
+     * edges, extents shorter than a block, K split over the pool, a masked K tail) */
+    run_case_ep(g, pool, 0, 1, 16, 9, 5003, 1, 0, 0, g->blas ? 0 : 1);
+    run_case_ep(g, pool, 0, 1, 33, 145, 3001, 0.5f, 1, 2, g->blas ? 0 : 5);
+    run_case_ep(g, NULL, 0, 1, 5, 7, 2000, 1, 0, 1, g->blas ? 0 : 3);
+    run_case(g, pool, 0, 1, 3, 2, 1100, -1, 0.5f, 0);
+    run_case(g, pool, 0, 1, 1, 1, 1025, 1, 0, 0);
     if (g->blas) return; /* BLAS refuses degenerate sizes by contract; cpu_sgemm covers them */
     /* degenerate sizes: K == 0 scales C by beta (then the epilogue); M or N == 0 touches nothing */
     run_case(g, pool, 0, 0, 4, 5, 0, 1, 0, 2);

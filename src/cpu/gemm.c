@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,9 +150,42 @@ typedef struct {
     int split_rows; /* parallel split: 1 over MR-row groups, 0 over NR-column groups */
 } gemm_job;
 
-static float *alloc_floats(int64_t n) {
-    size_t bytes = ((size_t)n * sizeof(float) + 63) & ~(size_t)63;
-    return aligned_alloc(64, bytes);
+/* Packing buffers live per thread and only grow: allocating them per call cost more
+ * than the product itself for small GEMMs (buffers past malloc's mmap threshold are
+ * mapped, faulted in and unmapped every time). A key destructor frees a thread's
+ * buffer when the thread (a pool worker) exits. */
+typedef struct { float *p; size_t floats; } pack_buf;
+static pthread_key_t pack_key;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+
+static void pack_buf_free(void *v) {
+    pack_buf *b = v;
+    free(b->p);
+    free(b);
+}
+static void pack_key_make(void) {
+    if (pthread_key_create(&pack_key, pack_buf_free) != 0) pack_key = 0;
+}
+
+static float *pack_space(size_t floats) {
+    pthread_once(&pack_once, pack_key_make);
+    pack_buf *b = pthread_getspecific(pack_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (pthread_setspecific(pack_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->floats < floats) {
+        size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+        float *p = aligned_alloc(64, bytes);
+        if (!p) return NULL;
+        free(b->p);
+        b->p = p;
+        b->floats = floats;
+    }
+    return b->p;
 }
 
 /* The serial blocked algorithm on the sub-matrix C[i0.., j0..] of size m x n. */
@@ -161,12 +195,11 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
     int64_t kc_max = g->K < KC ? g->K : KC;
     int64_t nc_max = n < NC ? (n + nr - 1) / nr * nr : NC;
     int64_t mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;
-    float *ap = alloc_floats(mc_max * kc_max), *bp = alloc_floats(nc_max * kc_max);
-    if (!ap || !bp) {
-        free(ap);
-        free(bp);
-        return -1;
-    }
+    /* a-block first, then the b-panel at a 64-byte boundary */
+    int64_t a_floats = (mc_max * kc_max + 15) / 16 * 16;
+    float *ap = pack_space((size_t)(a_floats + nc_max * kc_max));
+    if (!ap) return -1;
+    float *bp = ap + a_floats;
     float ab[MAX_TILE];
     const bool unit_alpha = g->alpha == 1.0f;
     for (int64_t jc = 0; jc < n; jc += NC) {
@@ -185,10 +218,10 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                         int64_t tm = mc - ir < mr ? mc - ir : mr;
                         int64_t ci = i0 + ic + ir, cj = j0 + jc + jr;
                         float *c = g->C + ci * g->ldc + cj;
-                        if (tm == mr && tn == nr && unit_alpha && (beta == 0.0f || beta == 1.0f)) {
-                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, c, g->ldc, beta != 0.0f);
-                        } else { /* an edge tile, or scaling: through a tile buffer */
-                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, ab, nr, 0);
+                        if (unit_alpha && (beta == 0.0f || beta == 1.0f)) {
+                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, c, g->ldc, beta != 0.0f, (int)tm, (int)tn);
+                        } else { /* scaling: through a tile buffer */
+                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, ab, nr, 0, mr, nr);
                             store_tile(c, g->ldc, tm, tn, nr, ab, g->alpha, beta);
                         }
                         if (last && g->ep) apply_epilogue(g->ep, g->C, g->ldc, ci, cj, tm, tn);
@@ -197,8 +230,6 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
             }
         }
     }
-    free(ap);
-    free(bp);
     return 0;
 }
 
@@ -229,6 +260,83 @@ static void gemm_task(void *ctx, int64_t b, int64_t e) {
     if (gemm_block(g, i0, m, j0, n) != 0) gemm_naive(g, i0, m, j0, n); /* out of memory */
 }
 
+/* C = A B^T with few outputs and a long K (a weight gradient summed over a batch: a
+ * packed tile would be mostly padding and the packing would copy both operands): dot
+ * products read in place, K cut into L1-sized chunks and split over the threads, each
+ * thread summing into its own M x N buffer. */
+enum { DOT_KCHUNK = 1024 };
+#define DOT_MAX_OUTPUTS 8192
+
+static bool use_dots(const gemm_ukernel *uk, int ta, int tb, int64_t M, int64_t N, int64_t K) {
+    int64_t wider = M > N ? M : N;
+    return uk->dot && !ta && tb && M * N <= DOT_MAX_OUTPUTS && K >= DOT_KCHUNK && K >= 16 * wider;
+}
+
+/* Where the block holding index i starts (blocks of d in an extent n), the stride to use
+ * and which of its rows are new. A block that would overhang the end slides back to
+ * end at n (its overlap is recomputed and dropped); an extent shorter than d reads one
+ * row d times (stride 0) and keeps the first. */
+typedef struct { int64_t start, stride, lo, hi, next; } dot_block;
+
+static dot_block block_at(int64_t i, int64_t n, int d, int64_t ld) {
+    if (n < d) return (dot_block){ i, 0, 0, 1, i + 1 };
+    int64_t st = i + d <= n ? i : n - d;
+    return (dot_block){ st, ld, i - st, d, st + d };
+}
+
+typedef struct {
+    const gemm_ukernel *uk;
+    int64_t M, N, K, lda, ldb, parts;
+    const float *A, *B;
+    float *acc; /* parts x M x N, zeroed */
+} dot_job;
+
+static void dot_part(void *ctx, int64_t p0, int64_t p1) {
+    const dot_job *d = ctx;
+    const int dm = d->uk->dmr, dn = d->uk->dnr;
+    int64_t chunks = (d->K + DOT_KCHUNK - 1) / DOT_KCHUNK;
+    for (int64_t part = p0; part < p1; part++) {
+        float *acc = d->acc + part * d->M * d->N;
+        for (int64_t ch = chunks * part / d->parts; ch < chunks * (part + 1) / d->parts; ch++) {
+            int64_t k0 = ch * DOT_KCHUNK, kc = d->K - k0 < DOT_KCHUNK ? d->K - k0 : DOT_KCHUNK;
+            for (int64_t i = 0; i < d->M;) {
+                dot_block bi = block_at(i, d->M, dm, d->lda);
+                for (int64_t j = 0; j < d->N;) {
+                    dot_block bj = block_at(j, d->N, dn, d->ldb);
+                    float t[64] = { 0 };
+                    d->uk->dot(kc, d->A + bi.start * d->lda + k0, bi.stride, d->B + bj.start * d->ldb + k0, bj.stride, t);
+                    for (int64_t r = bi.lo; r < bi.hi; r++)
+                        for (int64_t q = bj.lo; q < bj.hi; q++) acc[(bi.start + r) * d->N + bj.start + q] += t[r * dn + q];
+                    j = bj.next;
+                }
+                i = bi.next;
+            }
+        }
+    }
+}
+
+/* false when the partial sums cannot be allocated (the caller packs instead). */
+static bool gemm_dots(const gemm_ukernel *uk, cpu_pool *p, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
+                      const cpu_epilogue *ep) {
+    int64_t chunks = (K + DOT_KCHUNK - 1) / DOT_KCHUNK, parts = cpu_pool_threads(p);
+    if (parts > chunks) parts = chunks;
+    float *acc = calloc((size_t)(parts * M * N), sizeof *acc);
+    if (!acc) return false;
+    dot_job d = { uk, M, N, K, lda, ldb, parts, A, B, acc };
+    cpu_pool_for(p, parts, 1, dot_part, &d);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int64_t q = 0; q < parts; q++) s += acc[(q * M + i) * N + j];
+            float *c = C + i * ldc + j;
+            *c = beta == 0.0f ? alpha * s : alpha * s + beta * *c;
+        }
+    if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
+    free(acc);
+    return true;
+}
+
 void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K,
                     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                     float *C, int64_t ldc, const cpu_epilogue *ep) {
@@ -239,6 +347,7 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
         if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
+    if (use_dots(uk, ta, tb, M, N, K) && gemm_dots(uk, p, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep)) return;
     gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1};
     int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);

@@ -12,71 +12,215 @@
 #define AVX2 __attribute__((target("avx2,fma")))
 
 /* 12 x 32: 24 zmm accumulators, two b vectors, one broadcast: 27 of 32 registers, and
- * 24 independent FMAs per k, enough to cover the FMA latency on two 512-bit pipes. */
+ * 24 independent FMAs per k, enough to cover the FMA latency on two 512-bit pipes.
+ * Edge tiles run the same code with fewer rows (R) and, when n <= 16, one b vector
+ * (NV): the constants fold, so an edge costs only the work it needs. */
 #define R512(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
 #define F512(i)                                                                                    \
-    { __m512 ai = _mm512_set1_ps(a[i]);                                                            \
-      c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                                                  \
-      c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1); }
-#define S512(i)                                                                                    \
-    { float *r = c + (i) * ldc;                                                                    \
-      if (accumulate) {                                                                            \
-          c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(r));                                    \
-          c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(r + 16));                               \
-      }                                                                                            \
-      _mm512_storeu_ps(r, c##i##0);                                                                \
-      _mm512_storeu_ps(r + 16, c##i##1); }
-
-AVX512 static void ukernel_avx512_12x32(int64_t kc, const float *restrict a, const float *restrict b,
-                                        float *restrict c, int64_t ldc, int accumulate) {
-    R512(0) R512(1) R512(2) R512(3) R512(4) R512(5) R512(6) R512(7) R512(8) R512(9) R512(10) R512(11)
-    for (int64_t k = 0; k < kc; k++, a += 12, b += 32) {
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-        F512(0) F512(1) F512(2) F512(3) F512(4) F512(5) F512(6) F512(7) F512(8) F512(9) F512(10) F512(11)
+    if ((i) < R) {                                                                                 \
+        __m512 ai = _mm512_set1_ps(a[i]);                                                          \
+        c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                                                \
+        if (NV > 1) c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                                    \
     }
-    S512(0) S512(1) S512(2) S512(3) S512(4) S512(5) S512(6) S512(7) S512(8) S512(9) S512(10) S512(11)
+#define S512(i)                                                                                    \
+    if ((i) < R) {                                                                                 \
+        float *r = c + (i) * ldc;                                                                  \
+        if (accumulate) {                                                                          \
+            c##i##0 = _mm512_add_ps(c##i##0, _mm512_maskz_loadu_ps(m0, r));                        \
+            if (NV > 1) c##i##1 = _mm512_add_ps(c##i##1, _mm512_maskz_loadu_ps(m1, r + 16));       \
+        }                                                                                          \
+        _mm512_mask_storeu_ps(r, m0, c##i##0);                                                     \
+        if (NV > 1) _mm512_mask_storeu_ps(r + 16, m1, c##i##1);                                    \
+    }
+#define ALL12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+#define GEN512(RR, NVV)                                                                            \
+    AVX512 static void k512_##RR##_##NVV(int64_t kc, const float *restrict a, const float *restrict b, \
+                                         float *restrict c, int64_t ldc, int accumulate, int n) {  \
+        enum { R = RR, NV = NVV };                                                                 \
+        ALL12(R512)                                                                                \
+        for (int64_t k = 0; k < kc; k++, a += 12, b += 32) {                                       \
+            __m512 b0 = _mm512_loadu_ps(b), b1 = NV > 1 ? _mm512_loadu_ps(b + 16) : b0;           \
+            ALL12(F512)                                                                            \
+        }                                                                                          \
+        /* column masks: the first n of 32 */                                                      \
+        const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);                       \
+        const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xffffu : n <= 16 ? 0u : (1u << (n - 16)) - 1);  \
+        ALL12(S512)                                                                                \
+    }
+#define GEN512_R(RR) GEN512(RR, 1) GEN512(RR, 2)
+GEN512_R(1) GEN512_R(2) GEN512_R(3) GEN512_R(4) GEN512_R(5) GEN512_R(6)
+GEN512_R(7) GEN512_R(8) GEN512_R(9) GEN512_R(10) GEN512_R(11) GEN512_R(12)
+
+typedef void (*tile_fn)(int64_t, const float *, const float *, float *, int64_t, int, int);
+#define T512(RR) { k512_##RR##_1, k512_##RR##_2 },
+static const tile_fn k512[12][2] = { T512(1) T512(2) T512(3) T512(4) T512(5) T512(6)
+                                     T512(7) T512(8) T512(9) T512(10) T512(11) T512(12) };
+
+static void ukernel_avx512_12x32(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,
+                                 int m, int n) {
+    k512[m - 1][n > 16](kc, a, b, c, ldc, accumulate, n);
 }
 
-/* 6 x 16: 12 ymm accumulators, two b vectors, one broadcast: 15 of 16 registers. */
+/* 6 x 16: 12 ymm accumulators, two b vectors, one broadcast: 15 of 16 registers; edge
+ * tiles as above. */
 #define R256(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
 #define F256(i)                                                                                    \
-    { __m256 ai = _mm256_broadcast_ss(a + (i));                                                    \
-      c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                                                  \
-      c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1); }
-#define S256(i)                                                                                    \
-    { float *r = c + (i) * ldc;                                                                    \
-      if (accumulate) {                                                                            \
-          c##i##0 = _mm256_add_ps(c##i##0, _mm256_loadu_ps(r));                                    \
-          c##i##1 = _mm256_add_ps(c##i##1, _mm256_loadu_ps(r + 8));                                \
-      }                                                                                            \
-      _mm256_storeu_ps(r, c##i##0);                                                                \
-      _mm256_storeu_ps(r + 8, c##i##1); }
-
-AVX2 static void ukernel_avx2_6x16(int64_t kc, const float *restrict a, const float *restrict b,
-                                   float *restrict c, int64_t ldc, int accumulate) {
-    R256(0) R256(1) R256(2) R256(3) R256(4) R256(5)
-    for (int64_t k = 0; k < kc; k++, a += 6, b += 16) {
-        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-        F256(0) F256(1) F256(2) F256(3) F256(4) F256(5)
+    if ((i) < R) {                                                                                 \
+        __m256 ai = _mm256_broadcast_ss(a + (i));                                                  \
+        c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                                                \
+        if (NV > 1) c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);                                    \
     }
-    S256(0) S256(1) S256(2) S256(3) S256(4) S256(5)
+#define S256(i)                                                                                    \
+    if ((i) < R) {                                                                                 \
+        float *r = c + (i) * ldc;                                                                  \
+        if (accumulate) {                                                                          \
+            c##i##0 = _mm256_add_ps(c##i##0, _mm256_maskload_ps(r, m0));                           \
+            if (NV > 1) c##i##1 = _mm256_add_ps(c##i##1, _mm256_maskload_ps(r + 8, m1));          \
+        }                                                                                          \
+        _mm256_maskstore_ps(r, m0, c##i##0);                                                       \
+        if (NV > 1) _mm256_maskstore_ps(r + 8, m1, c##i##1);                                       \
+    }
+#define ALL6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+#define GEN256(RR, NVV)                                                                            \
+    AVX2 static void k256_##RR##_##NVV(int64_t kc, const float *restrict a, const float *restrict b, \
+                                       float *restrict c, int64_t ldc, int accumulate, int n) {    \
+        enum { R = RR, NV = NVV };                                                                 \
+        ALL6(R256)                                                                                 \
+        for (int64_t k = 0; k < kc; k++, a += 6, b += 16) {                                        \
+            __m256 b0 = _mm256_loadu_ps(b), b1 = NV > 1 ? _mm256_loadu_ps(b + 8) : b0;            \
+            ALL6(F256)                                                                             \
+        }                                                                                          \
+        /* column masks: lane j is stored when j < n */                                            \
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                            \
+        const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);                         \
+        const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lane);                     \
+        ALL6(S256)                                                                                 \
+    }
+#define GEN256_R(RR) GEN256(RR, 1) GEN256(RR, 2)
+GEN256_R(1) GEN256_R(2) GEN256_R(3) GEN256_R(4) GEN256_R(5) GEN256_R(6)
+#define T256(RR) { k256_##RR##_1, k256_##RR##_2 },
+static const tile_fn k256[6][2] = { T256(1) T256(2) T256(3) T256(4) T256(5) T256(6) };
+
+static void ukernel_avx2_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,
+                              int m, int n) {
+    k256[m - 1][n > 8](kc, a, b, c, ldc, accumulate, n);
+}
+
+/* 4 x 3 dot products: 12 zmm sums, 7 loads per 12 FMAs; the tail of k by masked loads. */
+#define D512(i, j) __m512 s##i##j = _mm512_setzero_ps();
+#define DF512(i, j) s##i##j = _mm512_fmadd_ps(a##i, b##j, s##i##j);
+#define DR512(i, j) acc[(i) * 3 + (j)] += _mm512_reduce_add_ps(s##i##j);
+#define DOT512_STEP(LOAD)                                                                              { __m512 a0 = LOAD(a + p), a1 = LOAD(a + lda + p), a2 = LOAD(a + 2 * lda + p),                              a3 = LOAD(a + 3 * lda + p);                                                                 __m512 b0 = LOAD(b + p), b1 = LOAD(b + ldb + p), b2 = LOAD(b + 2 * ldb + p);                       DF512(0, 0) DF512(0, 1) DF512(0, 2) DF512(1, 0) DF512(1, 1) DF512(1, 2)                            DF512(2, 0) DF512(2, 1) DF512(2, 2) DF512(3, 0) DF512(3, 1) DF512(3, 2) }
+
+AVX512 static void dot_avx512_4x3(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *acc) {
+    D512(0, 0) D512(0, 1) D512(0, 2) D512(1, 0) D512(1, 1) D512(1, 2)
+    D512(2, 0) D512(2, 1) D512(2, 2) D512(3, 0) D512(3, 1) D512(3, 2)
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16) DOT512_STEP(_mm512_loadu_ps)
+    if (p < k) {
+        const __mmask16 m = (__mmask16)((1u << (k - p)) - 1);
+#define MASKED(ptr) _mm512_maskz_loadu_ps(m, (ptr))
+        DOT512_STEP(MASKED)
+#undef MASKED
+    }
+    DR512(0, 0) DR512(0, 1) DR512(0, 2) DR512(1, 0) DR512(1, 1) DR512(1, 2)
+    DR512(2, 0) DR512(2, 1) DR512(2, 2) DR512(3, 0) DR512(3, 1) DR512(3, 2)
 }
 
 bool gemm_ukernel_avx512(gemm_ukernel *k) {
     if (!cpu_features_get()->avx512f) return false;
     /* Measured on a Zen 4 (README): kc 256 with mc 384 (a 384 KiB a-block in a 1 MiB L2)
      * holds up best at 2048; 128..384 are within noise at 256..1024. */
-    *k = (gemm_ukernel){ "avx512", 12, 32, 256, 384, true, ukernel_avx512_12x32 };
+    *k = (gemm_ukernel){ "avx512", 12, 32, 256, 384, true, ukernel_avx512_12x32, 4, 3, dot_avx512_4x3 };
     return true;
+}
+
+/* 3 x 3 dot products: 9 ymm sums and 6 loads fit the 16 registers; a scalar tail. */
+#define D256(i, j) __m256 s##i##j = _mm256_setzero_ps();
+#define DF256(i, j) s##i##j = _mm256_fmadd_ps(a##i, b##j, s##i##j);
+
+AVX2 static float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static void dot_avx2_3x3(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *acc) {
+    D256(0, 0) D256(0, 1) D256(0, 2) D256(1, 0) D256(1, 1) D256(1, 2) D256(2, 0) D256(2, 1) D256(2, 2)
+    int64_t p = 0;
+    for (; p + 8 <= k; p += 8) {
+        __m256 a0 = _mm256_loadu_ps(a + p), a1 = _mm256_loadu_ps(a + lda + p), a2 = _mm256_loadu_ps(a + 2 * lda + p);
+        __m256 b0 = _mm256_loadu_ps(b + p), b1 = _mm256_loadu_ps(b + ldb + p), b2 = _mm256_loadu_ps(b + 2 * ldb + p);
+        DF256(0, 0) DF256(0, 1) DF256(0, 2) DF256(1, 0) DF256(1, 1) DF256(1, 2) DF256(2, 0) DF256(2, 1) DF256(2, 2)
+    }
+    __m256 s[9] = { s00, s01, s02, s10, s11, s12, s20, s21, s22 };
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            float t = hsum256(s[i * 3 + j]);
+            for (int64_t q = p; q < k; q++) t += a[i * lda + q] * b[j * ldb + q];
+            acc[i * 3 + j] += t;
+        }
 }
 
 bool gemm_ukernel_avx2(gemm_ukernel *k) {
     const cpu_features *f = cpu_features_get();
     if (!f->avx2 || !f->fma) return false;
-    *k = (gemm_ukernel){ "avx2", 6, 16, 384, 192, true, ukernel_avx2_6x16 };
+    *k = (gemm_ukernel){ "avx2", 6, 16, 384, 192, true, ukernel_avx2_6x16, 3, 3, dot_avx2_3x3 };
     return true;
 }
 #else
+/* 4 x 3 dot products: 12 zmm sums, 7 loads per 12 FMAs; the tail of k by masked loads. */
+#define D512(i, j) __m512 s##i##j = _mm512_setzero_ps();
+#define DF512(i, j) s##i##j = _mm512_fmadd_ps(a##i, b##j, s##i##j);
+#define DR512(i, j) acc[(i) * 3 + (j)] += _mm512_reduce_add_ps(s##i##j);
+#define DOT512_STEP(LOAD)                                                                              { __m512 a0 = LOAD(a + p), a1 = LOAD(a + lda + p), a2 = LOAD(a + 2 * lda + p),                              a3 = LOAD(a + 3 * lda + p);                                                                 __m512 b0 = LOAD(b + p), b1 = LOAD(b + ldb + p), b2 = LOAD(b + 2 * ldb + p);                       DF512(0, 0) DF512(0, 1) DF512(0, 2) DF512(1, 0) DF512(1, 1) DF512(1, 2)                            DF512(2, 0) DF512(2, 1) DF512(2, 2) DF512(3, 0) DF512(3, 1) DF512(3, 2) }
+
+AVX512 static void dot_avx512_4x3(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *acc) {
+    D512(0, 0) D512(0, 1) D512(0, 2) D512(1, 0) D512(1, 1) D512(1, 2)
+    D512(2, 0) D512(2, 1) D512(2, 2) D512(3, 0) D512(3, 1) D512(3, 2)
+    int64_t p = 0;
+    for (; p + 16 <= k; p += 16) DOT512_STEP(_mm512_loadu_ps)
+    if (p < k) {
+        const __mmask16 m = (__mmask16)((1u << (k - p)) - 1);
+#define MASKED(ptr) _mm512_maskz_loadu_ps(m, (ptr))
+        DOT512_STEP(MASKED)
+#undef MASKED
+    }
+    DR512(0, 0) DR512(0, 1) DR512(0, 2) DR512(1, 0) DR512(1, 1) DR512(1, 2)
+    DR512(2, 0) DR512(2, 1) DR512(2, 2) DR512(3, 0) DR512(3, 1) DR512(3, 2)
+}
+
 bool gemm_ukernel_avx512(gemm_ukernel *k) { (void)k; return false; }
+/* 3 x 3 dot products: 9 ymm sums and 6 loads fit the 16 registers; a scalar tail. */
+#define D256(i, j) __m256 s##i##j = _mm256_setzero_ps();
+#define DF256(i, j) s##i##j = _mm256_fmadd_ps(a##i, b##j, s##i##j);
+
+AVX2 static float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static void dot_avx2_3x3(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *acc) {
+    D256(0, 0) D256(0, 1) D256(0, 2) D256(1, 0) D256(1, 1) D256(1, 2) D256(2, 0) D256(2, 1) D256(2, 2)
+    int64_t p = 0;
+    for (; p + 8 <= k; p += 8) {
+        __m256 a0 = _mm256_loadu_ps(a + p), a1 = _mm256_loadu_ps(a + lda + p), a2 = _mm256_loadu_ps(a + 2 * lda + p);
+        __m256 b0 = _mm256_loadu_ps(b + p), b1 = _mm256_loadu_ps(b + ldb + p), b2 = _mm256_loadu_ps(b + 2 * ldb + p);
+        DF256(0, 0) DF256(0, 1) DF256(0, 2) DF256(1, 0) DF256(1, 1) DF256(1, 2) DF256(2, 0) DF256(2, 1) DF256(2, 2)
+    }
+    __m256 s[9] = { s00, s01, s02, s10, s11, s12, s20, s21, s22 };
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            float t = hsum256(s[i * 3 + j]);
+            for (int64_t q = p; q < k; q++) t += a[i * lda + q] * b[j * ldb + q];
+            acc[i * 3 + j] += t;
+        }
+}
+
 bool gemm_ukernel_avx2(gemm_ukernel *k) { (void)k; return false; }
 #endif

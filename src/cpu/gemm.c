@@ -12,12 +12,14 @@
 #endif
 
 #include "cpu/gemm.h"
+#include "cpu/cpu_features.h"
 
 #include <stdatomic.h>
 
 #include <limits.h>
 #include <pthread.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -428,14 +430,48 @@ bool cpu_sgemm_blas(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K
 #endif
 }
 
+#if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
+/* OpenBLAS picks its kernels from the CPU's name; the core it picked, when it says. */
+char *openblas_get_corename(void) __attribute__((weak));
+
+static bool name_is(const char *name, const char *const *list) {
+    for (; *list; list++) {
+        const char *a = name, *b = *list;
+        while (*a && *b && (*a | 0x20) == (*b | 0x20)) a++, b++;
+        if (!*a && !*b) return true;
+    }
+    return false;
+}
+
+/* Whether OpenBLAS's own choice uses the widest vector ISA the CPU has, checked against
+ * the CPU's features: on a CPU it cannot name it falls back to SSE3 ("Prescott") and is
+ * 2-3x slower than our kernels; where it named the CPU it is as fast or faster. */
+static bool openblas_fits_cpu(void) {
+    const char *core = openblas_get_corename ? openblas_get_corename() : NULL;
+    if (!core) return false; /* cannot tell: our kernels are the safe choice */
+    static const char *const avx512[] = { "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
+    static const char *const avx2[] = { "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
+    const cpu_features *f = cpu_features_get();
+    if (f->avx512f) return name_is(core, avx512);
+    if (f->avx2 && f->fma) return name_is(core, avx2);
+    return true; /* arm64 builds use NEON kernels for every core; elsewhere ours are plain C */
+}
+#endif
+
 /* Whether cpu_sgemm hands products to BLAS: Accelerate always (it reaches Apple's
- * matrix units, which no hand-written kernel can); another BLAS only when no SIMD
- * kernel of ours fits this CPU. */
+ * matrix units, which no hand-written kernel can); OpenBLAS when the kernels it chose
+ * fit this CPU's features, or when no SIMD kernel of ours does. Decided once. */
 static bool prefer_blas(void) {
 #if defined(AF_HAVE_ACCELERATE)
     return true;
 #elif defined(AF_HAVE_BLAS)
-    return !cpu_gemm_ukernel()->simd;
+    static atomic_int decided; /* 0 unknown, 1 ours, 2 BLAS */
+    int d = atomic_load(&decided);
+    if (!d) {
+        d = !cpu_gemm_ukernel()->simd || openblas_fits_cpu() ? 2 : 1;
+        atomic_store(&decided, d);
+    }
+    return d == 2;
 #else
     return false;
 #endif
@@ -451,17 +487,31 @@ const char *cpu_blas_name(void) {
 #endif
 }
 
-const char *cpu_gemm_path(void) { return prefer_blas() ? cpu_blas_name() : cpu_gemm_ukernel()->name; }
+const char *cpu_gemm_path(void) {
+    if (!prefer_blas()) return cpu_gemm_ukernel()->name;
+#if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
+    static char path[64];
+    if (!path[0]) { /* racing first calls write the same text */
+        const char *core = openblas_get_corename ? openblas_get_corename() : NULL;
+        snprintf(path, sizeof path, "openblas%s%s", core ? " " : "", core ? core : "");
+    }
+    return path;
+#else
+    return cpu_blas_name();
+#endif
+}
 
 void cpu_sgemm_ep(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                   float *C, int64_t ldc, const cpu_epilogue *ep) {
-    if (prefer_blas() && K > 0 && alpha != 0.0f &&
+    /* Few outputs over a long K: our dot products beat any packed GEMM (BLAS included). */
+    const gemm_ukernel *uk = cpu_gemm_ukernel();
+    if (prefer_blas() && K > 0 && alpha != 0.0f && !use_dots(uk, ta, tb, M, N, K) &&
         cpu_sgemm_blas(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) {
         if (ep && (ep->bias || ep->relu)) apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
-    cpu_sgemm_with(cpu_gemm_ukernel(), p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
+    cpu_sgemm_with(uk, p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
 }
 
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,

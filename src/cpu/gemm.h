@@ -3,9 +3,11 @@
  *
  * The kernel is chosen once from the CPU's own features (cpu_features.h): the project's
  * packed micro-kernels for AVX-512, AVX2+FMA or NEON. A BLAS library is used only where
- * it is the better choice whatever the CPU: Accelerate on macOS, or a linked BLAS when
- * none of our SIMD kernels fits the CPU. So a BLAS that misjudges the CPU (OpenBLAS
- * 0.3.21 on CPUs it cannot name runs SSE3 kernels) never sits on the hot path. */
+ * it is the better choice: Accelerate on macOS; OpenBLAS when the kernels it picked from
+ * the CPU's name use the widest vector ISA the CPU's features report (OpenBLAS 0.3.21
+ * falls back to SSE3 on CPUs it cannot name, 2-3x slower than ours), or when none of our
+ * SIMD kernels fits the CPU. Products with few outputs over a long K always take our
+ * dot-product path. */
 #ifndef AF_CPU_GEMM_H
 #define AF_CPU_GEMM_H
 #include <stdbool.h>
@@ -40,7 +42,7 @@ bool cpu_sgemm_blas(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K
 /* The best of our micro-kernels on this CPU. */
 const gemm_ukernel *cpu_gemm_ukernel(void);
 /* What cpu_sgemm runs on this machine: "avx512", "avx2", "neon", "portable",
- * "accelerate" or "openblas". */
+ * "accelerate" or "openblas" (with the core it picked, e.g. "openblas Cooperlake"). */
 const char *cpu_gemm_path(void);
 /* The linked BLAS ("openblas", "accelerate") or NULL. */
 const char *cpu_blas_name(void);

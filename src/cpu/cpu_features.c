@@ -24,6 +24,7 @@ static cpu_features detect(void) {
     f.avx2 = __builtin_cpu_supports("avx2");
     f.fma = __builtin_cpu_supports("fma");
     f.avx512f = __builtin_cpu_supports("avx512f");
+    f.avx512vl = __builtin_cpu_supports("avx512vl");
 #elif defined(__aarch64__)
 #if defined(__linux__)
     f.neon = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
@@ -50,6 +51,7 @@ const char *cpu_features_string(void) {
     const cpu_features *f = cpu_features_get();
     char buf[64] = "";
     if (f->avx512f) strcat(buf, " avx512f");
+    if (f->avx512vl) strcat(buf, " avx512vl");
     if (f->avx2) strcat(buf, " avx2");
     if (f->fma) strcat(buf, " fma");
     if (f->neon) strcat(buf, " neon");

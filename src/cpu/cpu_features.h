@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 typedef struct {
-    bool avx2, fma, avx512f; /* x86-64 */
+    bool avx2, fma, avx512f, avx512vl; /* x86-64 */
     bool neon;               /* arm64 Advanced SIMD */
 } cpu_features;
 

@@ -181,8 +181,50 @@ static void test_conv(void) {
     }
 }
 
+/* A ReLU's gradient as autograd writes it, select(x > x - x, g, x - x), runs as one pass
+ * with the same values (infinities and NaN included); x stays alive until that pass even
+ * though the nodes that read it are absorbed (a buffer computed in between would
+ * otherwise take its place). */
+static void test_relu_grad(void) {
+    enum { N = 4099 };
+    float x[N], gr[N], y[N], zout[N];
+    test_fill_uniform(&rng, x, N, -1, 1);
+    test_fill_uniform(&rng, gr, N, -3, 3);
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = INFINITY, x[3] = -INFINITY, x[4] = NAN;
+    for (int kind = 0; kind < 2; kind++) {
+        af_graph *g = af_graph_new();
+        af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(N)), *gi = af_input(g, "g", AF_F32, AF_SHAPE(N));
+        af_tensor *xv = af_muls(xi, 1.0f); /* an intermediate, so its buffer can be reused */
+        af_tensor *z = af_sub(xv, xv), *c = af_greater(xv, z);
+        af_tensor *gv = af_muls(gi, 2.0f); /* scheduled between the compare and the select */
+        af_tensor *out[2] = { af_select(c, gv, z), z }, *in[2] = { xi, gi };
+        int nout = kind ? 2 : 1; /* kind 1 requests x - x too: nothing may be absorbed */
+        compile_plan p;
+        char msg[256];
+        CHECK(plan_build(&p, g, 2, in, nout, out, msg, sizeof msg) == AF_OK, "plan: %s", msg);
+        cpu_fusion f[16];
+        int absorbed = p.nsched <= 16 ? cpu_fuse_plan(&p, f) : -1, fused = 0;
+        for (int s = 0; s < p.nsched && absorbed >= 0; s++) fused += f[s].relu_grad_x >= 0;
+        CHECK(kind ? absorbed == 0 && fused == 0 : absorbed == 2 && fused == 1, "relu gradient kind %d: %d absorbed, %d fused",
+              kind, absorbed, fused);
+        plan_free(&p);
+        af_buffer inb[2] = { AF_BUF_F32(x, N), AF_BUF_F32(gr, N) }, outb[2] = { AF_BUF_F32(y, N), AF_BUF_F32(zout, N) };
+        run_cpu(g, 2, in, inb, nout, out, outb);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            double zz = (double)x[i] - (double)x[i], want = x[i] > zz ? 2.0 * gr[i] : zz;
+            bool same = isnan(want) ? isnan(y[i]) : (double)y[i] == want && !signbit(y[i]) == !signbit(want);
+            if (!same && bad < 3) fprintf(stderr, "x %g g %g: got %g want %g\n", x[i], gr[i], y[i], want);
+            bad += !same;
+        }
+        CHECK(bad == 0, "relu gradient kind %d: %d wrong values", kind, bad);
+        af_graph_free(g);
+    }
+}
+
 int main(void) {
     test_linear();
     test_conv();
+    test_relu_grad();
     return check_finish("cpu_fuse");
 }

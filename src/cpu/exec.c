@@ -176,7 +176,12 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     for (int s = 0; s < p->nsched; s++) {
         af_tensor *t = p->sched[s];
         const cpu_fusion *f = e->fusion ? &e->fusion[s] : NULL;
-        if (f && f->absorbed) continue; /* ran inside its chain's head */
+        if (f && f->absorbed) continue; /* runs inside another node */
+        if (f && f->relu_grad_x >= 0) { /* select(x > x - x, g, x - x) in one pass */
+            cpu_relu_grad(e->pool, e->val[f->relu_grad_x], e->val[t->src[1]->id], e->val[t->id],
+                          af_shape_count(t->shape));
+            continue;
+        }
         cpu_epilogue ep = { 0 };
         float *out = e->val[t->id];
         if (f && f->tail >= 0) { /* a fused chain: the head writes the tail's values */

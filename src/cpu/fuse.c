@@ -31,7 +31,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     int n = p->ntensors, absorbed = 0;
     int *reads = calloc((size_t)n + 1, sizeof *reads), *pos = malloc(((size_t)n + 1) * sizeof *pos);
     bool *is_out = calloc((size_t)n + 1, sizeof *is_out);
-    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false };
+    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1 };
     if (!reads || !pos || !is_out) goto done; /* no fusion: still correct */
     for (int id = 0; id < n; id++) pos[id] = -1;
     for (int s = 0; s < p->nsched; s++) {
@@ -64,9 +64,28 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
             }
         }
         if (tail < 0) continue;
-        f[s] = (cpu_fusion){ tail, bias, relu, false };
+        f[s] = (cpu_fusion){ tail, bias, relu, false, -1 };
         for (int j = 0; j < nchain; j++) f[chain[j]].absorbed = true;
         absorbed += nchain;
+    }
+    for (int s = 0; s < p->nsched; s++) {
+        const af_tensor *t = p->sched[s];
+        if (t->op != AF_OP_SELECT || f[s].absorbed || f[s].tail >= 0) continue;
+        const af_tensor *c = t->src[0], *g = t->src[1], *z = t->src[2];
+        if (c->op != AF_OP_GREATER || c->src[1] != z || z->op != AF_OP_SUB) continue;
+        const af_tensor *x = c->src[0];
+        if (z->src[0] != x || z->src[1] != x || g == z || g == c) continue;
+        /* c and z feed nothing else (z: the compare and the select), same shapes, fp32 */
+        if (reads[c->id] != 1 || reads[z->id] != 2 || is_out[c->id] || is_out[z->id] || pos[c->id] < 0 ||
+            pos[z->id] < 0 || f[pos[c->id]].absorbed || f[pos[z->id]].absorbed || f[pos[c->id]].tail >= 0 ||
+            f[pos[z->id]].tail >= 0)
+            continue;
+        if (!af_shape_eq(x->shape, t->shape) || !af_shape_eq(g->shape, t->shape) || x->dtype != AF_F32 ||
+            g->dtype != AF_F32 || t->dtype != AF_F32 || c->dtype != AF_F32 || z->dtype != AF_F32)
+            continue;
+        f[s].relu_grad_x = x->id;
+        f[pos[c->id]].absorbed = f[pos[z->id]].absorbed = true;
+        absorbed += 2;
     }
 done:
     free(reads);

@@ -65,6 +65,7 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         af_tensor *t = p->sched[s];
         if (cpu_is_alias(t)) root[t->id] = root[t->src[0]->id];
         for (int k = 0; k < t->nsrc; k++) last[root[t->src[k]->id]] = s;
+        if (f && f[s].relu_grad_x >= 0) last[root[f[s].relu_grad_x]] = s; /* read by the fused select */
     }
     for (int i = 0; ok && i < p->nout; i++) keep[root[p->out[i]->id]] = true;
     for (int i = 0; ok && i < p->nin; i++) {
@@ -81,8 +82,10 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         }
         int64_t sc = cpu_scratch_floats(t, threads);
         if (sc > *scratch_floats) *scratch_floats = sc;
-        for (int k = 0; k < t->nsrc && ok; k++) {
-            af_tensor *src = g->t[root[t->src[k]->id]];
+        int nread = t->nsrc + (f && f[s].relu_grad_x >= 0);
+        for (int k = 0; k < nread && ok; k++) {
+            int id = k < t->nsrc ? t->src[k]->id : f[s].relu_grad_x; /* the fused select's x last */
+            af_tensor *src = g->t[root[id]];
             bool dup = false; /* the same buffer twice must be freed once */
             for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;
             if (!dup && last[src->id] == s && !keep[src->id] && src->op != AF_OP_CONST && src->op != AF_OP_INPUT &&

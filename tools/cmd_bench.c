@@ -3,8 +3,9 @@
  * bench/README.md describes every number.
  *
  *   gemm         af_matmul_w (and af_matmul at 1024) compiled and run through af_run vs
- *                a direct cpu_sgemm (BLAS when built with it) of the same size, same
- *                thread count, samples interleaved; GFLOP/s medians and ratios.
+ *                the direct GEMMs on the machine (our packed kernel, and BLAS when
+ *                linked), same thread count, samples interleaved; the kernel path,
+ *                GFLOP/s medians, the machine's peak and the ratios.
  *   elementwise  af_add / af_mul (row broadcast) / af_relu on large fp32 tensors vs
  *                memcpy of the same size (one thread and split over the pool); GB/s.
  *   softmax      rows/s of af_softmax over the last axis, two shapes.
@@ -19,6 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "aneforge.h"
+#include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/pool.h"
 
@@ -34,6 +36,7 @@
 /* OpenBLAS introspection, resolved only when OpenBLAS is linked in. */
 extern char *openblas_get_config(void) __attribute__((weak));
 extern int openblas_get_num_threads(void) __attribute__((weak));
+extern char *openblas_get_corename(void) __attribute__((weak));
 #define AF_BENCH_OPENBLAS_WEAK 1
 #endif
 
@@ -55,8 +58,9 @@ static void usage(FILE *f) {
             "Micro-benchmarks of the CPU executor. Prints one JSON object on stdout;\n"
             "progress lines go to stderr.\n\n"
             "sections:\n"
-            "  gemm         af_matmul_w through af_compile/af_run vs a direct cpu_sgemm (BLAS)\n"
-            "               call, square sizes 256, 512, 1024, 2048; GFLOP/s and ratio\n"
+            "  gemm         af_matmul_w through af_compile/af_run vs the best direct GEMM on\n"
+            "               the machine (our kernel, and BLAS when linked), square sizes 256,\n"
+            "               512, 1024, 2048; kernel path, GFLOP/s, peak and ratio\n"
             "  elementwise  af_add, af_mul (row broadcast), af_relu vs memcpy; GB/s and ratio\n"
             "  softmax      rows/s of af_softmax(last axis) on [4096,1024] and [32768,128]\n"
             "  layer_norm   rows/s of af_layer_norm on the same shapes\n"
@@ -73,8 +77,8 @@ static void usage(FILE *f) {
             "  --check        exit with status 1 when a target misses\n"
             "  -h, --help     show this help\n\n"
             "targets (reported under \"targets\"):\n"
-            "  gemm_vs_blas      executor GEMM >= 90%% of direct BLAS for sizes >= 512 (median of\n"
-            "                    the ratios of back-to-back sample pairs, \"ratio_paired\")\n"
+            "  gemm_vs_best      executor GEMM >= 90%% of the best direct GEMM on the machine for\n"
+            "                    sizes 256..2048 (median of per-round ratios, \"ratio_paired\")\n"
             "  elementwise       af_add GB/s >= 50%% of memcpy GB/s\n"
             "  compile_1000      af_compile of a 1,000-node graph < 20 ms\n");
 }
@@ -145,16 +149,6 @@ static void sample(workload *w) {
     for (int i = 0; i < w->iters; i++)
         if (!w->fn(w->ctx)) bench_failed = true;
     if (w->n < 64) w->t[w->n++] = (now_s() - t0) / w->iters;
-}
-
-/* Interleaved samples of two workloads (order alternates to cancel drift). */
-static void measure_pair(workload *a, workload *b, const bench_opts *o) {
-    calibrate(a, o->min_s);
-    calibrate(b, o->min_s);
-    for (int r = 0; r < o->repeat; r++) {
-        if (r % 2 == 0) { sample(a); sample(b); }
-        else { sample(b); sample(a); }
-    }
 }
 
 /* Round-robin samples of n workloads, starting one later each round. */
@@ -253,25 +247,33 @@ typedef struct {
     cpu_pool *pool;
 } sgemm_ctx;
 
-static bool run_sgemm(void *p) {
+/* The two direct GEMMs on the machine, called without the executor: our packed kernel
+ * (the one the CPU's features chose) and the linked BLAS, both split over the same pool. */
+static bool run_ours(void *p) {
     sgemm_ctx *s = p;
-    /* The same BLAS path the executor takes, called directly: the difference is the
-     * executor's overhead. (OpenBLAS's own threading is no faster here: README.) */
-    cpu_sgemm(s->pool, s->ta, s->tb, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b, s->n, 0.0f, s->c, s->n);
+    cpu_sgemm_with(cpu_gemm_ukernel(), s->pool, s->ta, s->tb, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b, s->n, 0.0f,
+                   s->c, s->n, NULL);
     return true;
+}
+
+static bool run_blas(void *p) {
+    sgemm_ctx *s = p;
+    return cpu_sgemm_blas(s->pool, s->ta, s->tb, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b, s->n, 0.0f, s->c, s->n);
 }
 
 typedef struct {
     int64_t n;
-    double graph_gflops, direct_gflops, ratio, ratio_paired, max_abs_diff;
-    int iters_graph, iters_direct;
-    int blas_threads_graph, blas_threads_direct;
+    double graph_gflops, ours_gflops, blas_gflops, peak_gflops, ratio_paired, max_abs_diff;
+    const char *peak_path;
+    int iters_graph;
     bool ok;
 } gemm_result;
 
-/* One size: op 0 = af_matmul_w (x @ wt^T, wt baked), 1 = af_matmul (a @ b, both inputs). */
+/* One size: op 0 = af_matmul_w (x @ wt^T, wt baked), 1 = af_matmul (a @ b, both inputs).
+ * The executor, our kernel and BLAS (when linked) are sampled round-robin; the peak is
+ * the faster direct GEMM, so a slow path in the executor shows as a low ratio. */
 static gemm_result bench_gemm(int64_t n, int op, const bench_opts *o) {
-    gemm_result res = { .n = n };
+    gemm_result res = { .n = n, .blas_gflops = NAN };
     int64_t nn = n * n;
     float *a = alloc_fill(nn, 1), *b = alloc_fill(nn, 2);
     float *c1 = calloc((size_t)nn, sizeof *c1), *c2 = calloc((size_t)nn, sizeof *c2);
@@ -303,22 +305,30 @@ static gemm_result bench_gemm(int64_t n, int op, const bench_opts *o) {
     rc.out[0] = AF_BUF_F32(c1, nn);
     int threads = bench_threads(o);
     sgemm_ctx sc = { n, 0, op == 0, a, b, c2, threads, threads > 1 ? cpu_pool_new(threads) : NULL };
-    workload wg = { run_model, &rc }, wd = { run_sgemm, &sc };
     cpu_blas_set_threads(threads); /* what af_compile set; stated again for the direct side */
-    res.blas_threads_graph = blas_threads_now();
-    measure_pair(&wg, &wd, o);
-    cpu_pool_free(sc.pool);
-    res.blas_threads_direct = blas_threads_now();
+    workload w[3] = { { .fn = run_model, .ctx = &rc }, { .fn = run_ours, .ctx = &sc }, { .fn = run_blas, .ctx = &sc } };
+    int nw = cpu_have_blas() ? 3 : 2;
+    measure_set(w, nw, o);
     double flops = 2.0 * (double)n * (double)n * (double)n;
-    res.graph_gflops = flops / med(&wg) * 1e-9;
-    res.direct_gflops = flops / med(&wd) * 1e-9;
-    res.ratio = res.graph_gflops / res.direct_gflops;
+    res.graph_gflops = flops / med(&w[0]) * 1e-9;
+    res.ours_gflops = flops / med(&w[1]) * 1e-9;
+    if (nw == 3) res.blas_gflops = flops / med(&w[2]) * 1e-9;
+    bool blas_best = nw == 3 && res.blas_gflops > res.ours_gflops;
+    res.peak_gflops = blas_best ? res.blas_gflops : res.ours_gflops;
+    res.peak_path = blas_best ? cpu_blas_name() : cpu_gemm_ukernel()->name;
+    /* per round, the best direct time over the executor's: robust on a noisy machine */
     double pr[64];
-    int np = wg.n < wd.n ? wg.n : wd.n;
-    for (int i = 0; i < np; i++) pr[i] = wd.t[i] / wg.t[i]; /* samples taken back to back */
+    int np = w[0].n;
+    for (int j = 1; j < nw; j++) np = w[j].n < np ? w[j].n : np;
+    for (int i = 0; i < np; i++) {
+        double best = w[1].t[i];
+        if (nw == 3 && w[2].t[i] < best) best = w[2].t[i];
+        pr[i] = best / w[0].t[i];
+    }
     res.ratio_paired = np ? median(pr, np) : NAN;
-    res.iters_graph = wg.iters;
-    res.iters_direct = wd.iters;
+    res.iters_graph = w[0].iters;
+    run_ours(&sc); /* c2 from our kernel: the executor must agree with it */
+    cpu_pool_free(sc.pool);
     double d = 0;
     for (int64_t i = 0; i < nn; i++) d = fmax(d, fabs((double)c1[i] - (double)c2[i]));
     res.max_abs_diff = d;
@@ -334,16 +344,23 @@ done:
 }
 
 static void print_gemm_entry(const gemm_result *r, const char *op) {
-    printf("{\"op\": \"%s\", \"n\": %lld, \"graph_gflops\": ", op, (long long)r->n);
+    printf("{\"op\": \"%s\", \"n\": %lld, \"kernel_path\": ", op, (long long)r->n);
+    json_str(cpu_gemm_path());
+    printf(", \"graph_gflops\": ");
     json_num(r->graph_gflops, 2);
-    printf(", \"direct_gflops\": ");
-    json_num(r->direct_gflops, 2);
-    printf(", \"ratio\": ");
-    json_num(r->ratio, 4);
+    printf(", \"ours_gflops\": ");
+    json_num(r->ours_gflops, 2);
+    printf(", \"blas_gflops\": ");
+    json_num(r->blas_gflops, 2);
+    printf(", \"peak_gflops\": ");
+    json_num(r->peak_gflops, 2);
+    printf(", \"peak_path\": ");
+    json_str(r->peak_path);
+    printf(", \"ratio_vs_peak\": ");
+    json_num(r->graph_gflops / r->peak_gflops, 4);
     printf(", \"ratio_paired\": ");
     json_num(r->ratio_paired, 4);
-    printf(", \"iters_per_sample\": [%d, %d], \"blas_threads\": [%d, %d], \"max_abs_diff\": ", r->iters_graph,
-           r->iters_direct, r->blas_threads_graph, r->blas_threads_direct);
+    printf(", \"iters_per_sample\": %d, \"max_abs_diff\": ", r->iters_graph);
     json_num(r->max_abs_diff, 9);
     printf("}");
 }
@@ -426,7 +443,7 @@ static bool ew_setup(ew_case *e, int kind, int64_t n, const float *xa, const flo
 typedef struct { int64_t rows, cols; double rows_per_s, gbs, ms; bool ok; } row_result;
 
 static row_result bench_rows(int layer_norm, int64_t rows, int64_t cols, const bench_opts *o) {
-    row_result r = { rows, cols };
+    row_result r = { .rows = rows, .cols = cols };
     int64_t n = rows * cols;
     float *x = alloc_fill(n, 3), *y = malloc((size_t)n * sizeof *y);
     float *gamma = alloc_fill(cols, 4), *beta = alloc_fill(cols, 5);
@@ -446,7 +463,7 @@ static row_result bench_rows(int layer_norm, int64_t rows, int64_t cols, const b
         goto done;
     }
     run_ctx rc = { .m = m, .in = { AF_BUF_F32(x, n) }, .out = { AF_BUF_F32(y, n) } };
-    workload w = { run_model, &rc };
+    workload w = { .fn = run_model, .ctx = &rc };
     measure_one(&w, o);
     double t = med(&w);
     r.ms = t * 1e3;
@@ -641,7 +658,20 @@ static int bench_ops(const bench_opts *o) {
 
     printf("{\n  \"benchmark\": \"aneforge bench ops\",\n  \"version\": \"%s\",\n  \"timestamp\": \"%s\",\n",
            AF_VERSION, stamp);
-    printf("  \"machine\": {\"cores\": %d, \"threads\": %d, \"blas\": %s, \"blas_threads\": %d, \"openblas_config\": ",
+    printf("  \"machine\": {\"cpu\": ");
+    json_str(cpu_model_name());
+    printf(", \"cpu_features\": ");
+    json_str(cpu_features_string());
+    printf(", \"gemm_path\": ");
+    json_str(cpu_gemm_path());
+    printf(", \"gemm_kernel\": \"%s %dx%d\", \"openblas_core\": ", cpu_gemm_ukernel()->name, cpu_gemm_ukernel()->mr,
+           cpu_gemm_ukernel()->nr);
+    const char *core = NULL;
+#ifdef AF_BENCH_OPENBLAS_WEAK
+    if (openblas_get_corename) core = openblas_get_corename();
+#endif
+    json_str(core);
+    printf(", \"cores\": %d, \"threads\": %d, \"blas\": %s, \"blas_threads\": %d, \"openblas_config\": ",
            cpu_num_cores(), threads, cpu_have_blas() ? "true" : "false", blas_threads_now());
     const char *cfg = NULL;
 #ifdef AF_BENCH_OPENBLAS_WEAK
@@ -673,7 +703,9 @@ static int bench_ops(const bench_opts *o) {
             printf("%s\n    ", i ? "," : "");
             if (!r.ok) { bench_failed = true; printf("{\"op\": \"matmul_w\", \"n\": %lld, \"error\": true}", (long long)sizes[i]); continue; }
             print_gemm_entry(&r, "matmul_w");
-            if (sizes[i] >= 512 && !(r.ratio_paired >= 0.9)) pass_gemm = false;
+            if (!(r.ratio_paired >= 0.9)) pass_gemm = false;
+            fprintf(stderr, "bench: gemm %lld: executor %.1f GFLOP/s on %s, machine peak %.1f (%s)\n",
+                    (long long)sizes[i], r.graph_gflops, cpu_gemm_path(), r.peak_gflops, r.peak_path);
         }
         fprintf(stderr, "bench: gemm (af_matmul) 1024 ...\n");
         gemm_result r = bench_gemm(1024, 1, o);
@@ -704,11 +736,11 @@ static int bench_ops(const bench_opts *o) {
             pcopy_ctx pc = { { c, a, n }, pool };
             ew_case ec[3];
             bool ok[3];
-            workload w[5] = { { run_memcpy, &cc }, { run_memcpy_threaded, &pc } };
+            workload w[5] = { { .fn = run_memcpy, .ctx = &cc }, { .fn = run_memcpy_threaded, .ctx = &pc } };
             int nw = 2;
             for (int k = 0; k < 3; k++) {
                 ok[k] = ew_setup(&ec[k], k, n, a, b, c, o);
-                if (ok[k]) w[nw++] = (workload){ run_model, &ec[k].rc };
+                if (ok[k]) w[nw++] = (workload){ .fn = run_model, .ctx = &ec[k].rc };
             }
             measure_set(w, nw, o);
             double bytes = 2.0 * (double)n * 4;
@@ -789,7 +821,7 @@ static int bench_ops(const bench_opts *o) {
     }
 
     printf("  \"targets\": {");
-    printf("\"gemm_within_10pct_of_blas_ge512\": %s, ", ran_gemm ? (pass_gemm ? "true" : "false") : "null");
+    printf("\"gemm_ge_90pct_of_best_256_2048\": %s, ", ran_gemm ? (pass_gemm ? "true" : "false") : "null");
     printf("\"elementwise_add_ge_50pct_memcpy\": %s, ", ran_ew ? (pass_ew ? "true" : "false") : "null");
     printf("\"compile_1000_nodes_lt_20ms\": %s},\n", ran_compile ? (pass_compile ? "true" : "false") : "null");
     printf("  \"load_average_1m_at_end\": ");

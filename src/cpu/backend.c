@@ -21,7 +21,7 @@ static af_status cpu_init(const backend_cfg *cfg, const compile_plan *p, void **
     (void)stats;
     cpu_state *s = calloc(1, sizeof *s);
     if (!s) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
-    cpu_exec_opts o = { .fp16 = cfg->fp16, .threads = cfg->threads };
+    cpu_exec_opts o = { .fp16 = cfg->fp16, .threads = cfg->threads, .fuse = !cfg->fp16 };
     af_status st = cpu_exec_new(p, &o, &s->e, msg, n);
     if (st) { free(s); return st; }
     s->flops = p->flops;

@@ -14,6 +14,7 @@ typedef struct {
     bool fp16;                 /* fp16 storage: every stored value rounded to fp16 */
     bool fp16_accum;           /* reduce_sum accumulates in fp16 */
     int threads;               /* >= 1 */
+    bool fuse;                 /* run bias/ReLU chains inside GEMM epilogues (fuse.h); fp32 without hooks only */
     cpu_node_hook after_node;  /* NULL: none */
     const unsigned char *hook_at; /* per schedule index: nonzero calls after_node there (NULL: every node) */
     void *hook_ctx;

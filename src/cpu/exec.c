@@ -1,5 +1,6 @@
 /* The CPU executor: feed inputs, run the schedule, deliver outputs. */
 #include "cpu/cpu_exec.h"
+#include "cpu/fuse.h"
 #include "cpu/gemm.h"
 #include "cpu/kernels.h"
 #include "cpu/mem_plan.h"
@@ -22,6 +23,7 @@ struct cpu_exec {
     const float **srcptr;  /* room for the widest node's source pointers */
     cpu_pool *pool;
     int *state_out;        /* per input: the output copied onto it after a run, or -1 */
+    cpu_fusion *fusion;    /* per schedule index, or NULL: no fusion */
 };
 
 static bool needs_rounding(const cpu_exec *e, const af_tensor *t) { return e->o.fp16 || t->dtype == AF_F16; }
@@ -37,6 +39,7 @@ void cpu_exec_free(cpu_exec *e) {
     free(e->scratch);
     free(e->srcptr);
     free(e->state_out);
+    free(e->fusion);
     cpu_pool_free(e->pool);
     free(e);
 }
@@ -74,7 +77,15 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
         if (e->o.fp16) ir_round_f16_array(e->baked[id], cnt);
         e->val[id] = e->baked[id];
     }
-    if (!cpu_plan_memory(p, e->o.threads, e->offset, &e->arena_floats, &e->scratch_floats))
+    /* Fusing skips nodes, so never where every node's result is observed or rounded. */
+    if (e->o.fuse && !e->o.fp16 && !e->o.after_node) {
+        e->fusion = malloc(sizeof *e->fusion * (size_t)(p->nsched + 1));
+        if (e->fusion && cpu_fuse_plan(p, e->fusion) == 0) {
+            free(e->fusion);
+            e->fusion = NULL;
+        }
+    }
+    if (!cpu_plan_memory(p, e->fusion, e->o.threads, e->offset, &e->arena_floats, &e->scratch_floats))
         return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory planning buffers");
     e->arena = malloc((size_t)(e->arena_floats + CPU_ALIGN_FLOATS) * sizeof(float));
     e->scratch = e->scratch_floats ? malloc((size_t)e->scratch_floats * sizeof(float)) : NULL;
@@ -163,13 +174,25 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     const float **ins = e->srcptr;
     for (int s = 0; s < p->nsched; s++) {
         af_tensor *t = p->sched[s];
-        if (e->offset[t->id] < 0) { /* an aliasing reshape: same values, new shape */
+        const cpu_fusion *f = e->fusion ? &e->fusion[s] : NULL;
+        if (f && f->absorbed) continue; /* runs inside another node */
+        if (f && f->relu_grad_x >= 0) { /* select(x > x - x, g, x - x) in one pass */
+            cpu_relu_grad(e->pool, e->val[f->relu_grad_x], e->val[t->src[1]->id], e->val[t->id],
+                          af_shape_count(t->shape));
+            continue;
+        }
+        cpu_epilogue ep = { 0 };
+        float *out = e->val[t->id];
+        if (f && f->tail >= 0) { /* a fused chain: the head writes the tail's values */
+            ep = (cpu_epilogue){ f->bias_id >= 0 ? e->val[f->bias_id] : NULL, false, f->relu };
+            out = e->val[p->sched[f->tail]->id];
+        } else if (e->offset[t->id] < 0) { /* an aliasing reshape: same values, new shape */
             e->val[t->id] = e->val[t->src[0]->id];
             continue;
         }
         for (int k = 0; k < t->nsrc; k++) ins[k] = e->val[t->src[k]->id];
-        cpu_call c = { .t = t, .in = ins, .out = e->val[t->id], .pool = e->pool, .scratch = e->scratch,
-                       .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16 };
+        cpu_call c = { .t = t, .in = ins, .out = out, .pool = e->pool, .scratch = e->scratch,
+                       .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16, .ep = f && f->tail >= 0 ? &ep : NULL };
         cpu_kernels[t->op](&c);
         if (e->o.after_node && (!e->o.hook_at || e->o.hook_at[s])) e->o.after_node(e->o.hook_ctx, s, t, e->val[t->id], ins);
         if (needs_rounding(e, t)) ir_round_f16_array(e->val[t->id], af_shape_count(t->shape));

@@ -1,6 +1,8 @@
-/* Single-precision GEMM: BLAS when available, else a portable cache-blocked kernel
- * (GotoBLAS layout: pack a KC x NC panel of op(B) and an MC x KC block of op(A) into
- * contiguous slivers, then run an MR x NR register-tile micro-kernel over them). */
+/* Single-precision GEMM driver (GotoBLAS layout): pack a KC x NC panel of op(B) and an
+ * MC x KC block of op(A) into contiguous slivers, then run the MR x NR micro-kernel the
+ * CPU's features chose (gemm_ukernel.h) over them; the epilogue (bias, ReLU) is applied
+ * to each tile while it is still in L1. BLAS is reached only through the policy in
+ * gemm.h. */
 #if defined(AF_HAVE_BLAS)
 #if defined(AF_HAVE_ACCELERATE)
 #include <Accelerate/Accelerate.h>
@@ -10,11 +12,14 @@
 #endif
 
 #include "cpu/gemm.h"
+#include "cpu/cpu_features.h"
 
 #include <stdatomic.h>
 
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,72 +27,26 @@
 void openblas_set_num_threads(int num_threads); /* not every cblas.h declares it */
 #endif
 
-/* Blocking: an A block (MC x KC, ~96 KiB) stays in L2, a B sliver (KC x NR) in L1.
- * MC and NC are multiples of every MR and NR below. */
-enum { KC = 256, MC = 96, NC = 2048 };
+/* N block: a multiple of every NR. */
+enum { NC = 2048, MAX_TILE = 12 * 32 };
 /* Below this many multiply-adds, waking the pool costs more than it saves. */
 #define PARALLEL_MIN_MACS (1 << 20)
 
-typedef void (*ukernel_fn)(int64_t kc, const float *a, const float *b, float *ab);
-typedef struct { int mr, nr; ukernel_fn fn; } ukernel;
+static gemm_ukernel pick_ukernel(void) {
+    gemm_ukernel k;
+    if (gemm_ukernel_avx512(&k) || gemm_ukernel_avx2(&k) || gemm_ukernel_neon(&k)) return k;
+    gemm_ukernel_portable(&k);
+    return k;
+}
 
-/* The micro-kernel: ab[6][NR] = sum_k a[k][0..6) x b[k][0..NR). The six rows are
- * spelled out (one accumulator array each, constant trip count NR) so the compiler
- * unrolls and vectorizes over j and keeps the 6*NR sums in registers; a loop over rows
- * invites -O3's loop interchange, which moves the sums to memory. */
-#define MR6 6
-#define MADD_PLAIN(a, b, c) ((c) + (a) * (b))
-#define MADD_FMA(a, b, c) fmaf((a), (b), (c))
-#define DEFINE_UKERNEL(NAME, NR, MADD, ATTR)                                             \
-    ATTR static void NAME(int64_t kc, const float *restrict a, const float *restrict b,  \
-                          float *restrict ab) {                                         \
-        float c0[NR], c1[NR], c2[NR], c3[NR], c4[NR], c5[NR];                           \
-        for (int j = 0; j < NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = c4[j] = c5[j] = 0; \
-        for (int64_t k = 0; k < kc; k++, a += MR6, b += NR) {                           \
-            const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5]; \
-            for (int j = 0; j < NR; j++) {                                              \
-                const float bj = b[j];                                                  \
-                c0[j] = MADD(a0, bj, c0[j]);                                            \
-                c1[j] = MADD(a1, bj, c1[j]);                                            \
-                c2[j] = MADD(a2, bj, c2[j]);                                            \
-                c3[j] = MADD(a3, bj, c3[j]);                                            \
-                c4[j] = MADD(a4, bj, c4[j]);                                            \
-                c5[j] = MADD(a5, bj, c5[j]);                                            \
-            }                                                                           \
-        }                                                                               \
-        memcpy(ab, c0, sizeof c0);                                                      \
-        memcpy(ab + NR, c1, sizeof c1);                                                 \
-        memcpy(ab + 2 * NR, c2, sizeof c2);                                             \
-        memcpy(ab + 3 * NR, c3, sizeof c3);                                             \
-        memcpy(ab + 4 * NR, c4, sizeof c4);                                             \
-        memcpy(ab + 5 * NR, c5, sizeof c5);                                             \
+const gemm_ukernel *cpu_gemm_ukernel(void) {
+    static gemm_ukernel k;
+    static atomic_int done;
+    if (!atomic_load(&done)) { /* racing first calls compute the same value */
+        k = pick_ukernel();
+        atomic_store(&done, 1);
     }
-
-/* 6x16 with FMA: 12 AVX2 (or 24 NEON) accumulators, enough independent FMAs to cover
- * their latency. Baseline x86-64 builds compile it separately for AVX2+FMA and pick it
- * at run time, since most x86 CPUs in use have them. */
-#if (defined(__AVX2__) && defined(__FMA__)) || defined(__aarch64__)
-#define AF_GEMM_WIDE 1
-DEFINE_UKERNEL(ukernel_6x16, 16, MADD_FMA, )
-#elif (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define AF_GEMM_WIDE 2
-DEFINE_UKERNEL(ukernel_6x16, 16, MADD_FMA, __attribute__((target("avx2,fma"))))
-#endif
-#if !defined(AF_GEMM_WIDE) || AF_GEMM_WIDE == 2
-/* 6x8 keeps 12 accumulators live, within the 16 vector registers of baseline x86-64. */
-DEFINE_UKERNEL(ukernel_6x8, 8, MADD_PLAIN, )
-#endif
-
-static ukernel pick_ukernel(void) {
-#if defined(AF_GEMM_WIDE) && AF_GEMM_WIDE == 1
-    return (ukernel){6, 16, ukernel_6x16};
-#else
-#if defined(AF_GEMM_WIDE)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (ukernel){6, 16, ukernel_6x16};
-#endif
-    return (ukernel){6, 8, ukernel_6x8};
-#endif
+    return &k;
 }
 
 /* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-row slivers, k-major,
@@ -96,15 +55,21 @@ static void pack_a(int ta, const float *A, int64_t lda, int64_t i0, int64_t p0, 
                    int64_t kc, int mr, float *restrict dst) {
     for (int64_t is = 0; is < mc; is += mr, dst += (int64_t)mr * kc) {
         int64_t rows = mc - is < mr ? mc - is : mr;
+        if (ta) { /* op(A)'s k-th column of the sliver is contiguous in A */
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = A + (p0 + k) * lda + i0 + is;
+                int64_t i = 0;
+                for (; i < rows; i++) dst[k * mr + i] = src[i];
+                for (; i < mr; i++) dst[k * mr + i] = 0.0f;
+            }
+            continue;
+        }
         for (int64_t i = 0; i < mr; i++) {
             if (i >= rows) {
                 for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = 0.0f;
-            } else if (!ta) {
+            } else {
                 const float *src = A + (i0 + is + i) * lda + p0;
                 for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = src[k];
-            } else {
-                const float *src = A + p0 * lda + i0 + is + i;
-                for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = src[k * lda];
             }
         }
     }
@@ -125,7 +90,10 @@ static void pack_b(int tb, const float *B, int64_t ldb, int64_t p0, int64_t j0, 
         } else {
             for (int64_t j = 0; j < nr; j++) {
                 const float *src = B + (j0 + js + j) * ldb + p0;
-                for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = j < cols ? src[k] : 0.0f;
+                if (j < cols)
+                    for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = src[k];
+                else
+                    for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = 0.0f;
             }
         }
     }
@@ -146,6 +114,23 @@ static void store_tile(float *C, int64_t ldc, int64_t m, int64_t n, int nr, cons
     }
 }
 
+/* The epilogue on C[i0.., j0..] of size m x n. */
+static void apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m,
+                           int64_t n) {
+    for (int64_t i = 0; i < m; i++) {
+        float *c = C + (i0 + i) * ldc + j0;
+        if (ep->bias && ep->bias_rows) {
+            const float b = ep->bias[i0 + i];
+            for (int64_t j = 0; j < n; j++) c[j] += b;
+        } else if (ep->bias) {
+            const float *b = ep->bias + j0;
+            for (int64_t j = 0; j < n; j++) c[j] += b[j];
+        }
+        if (ep->relu)
+            for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
+    }
+}
+
 static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
     for (int64_t i = 0; i < M; i++) {
         float *c = C + i * ldc;
@@ -156,56 +141,97 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
 }
 
 typedef struct {
-    ukernel uk;
+    gemm_ukernel uk;
     int ta, tb;
     int64_t M, N, K;
     float alpha, beta;
     const float *A, *B;
     int64_t lda, ldb, ldc;
     float *C;
+    const cpu_epilogue *ep;
     int split_rows; /* parallel split: 1 over MR-row groups, 0 over NR-column groups */
 } gemm_job;
 
-static float *alloc_floats(int64_t n) {
-    size_t bytes = ((size_t)n * sizeof(float) + 63) & ~(size_t)63;
-    return aligned_alloc(64, bytes);
+/* Packing buffers live per thread and only grow: allocating them per call cost more
+ * than the product itself for small GEMMs (buffers past malloc's mmap threshold are
+ * mapped, faulted in and unmapped every time). A key destructor frees a thread's
+ * buffer when the thread (a pool worker) exits. */
+typedef struct { float *p; size_t floats; } pack_buf;
+static pthread_key_t pack_key;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+
+static void pack_buf_free(void *v) {
+    pack_buf *b = v;
+    free(b->p);
+    free(b);
+}
+static void pack_key_make(void) {
+    if (pthread_key_create(&pack_key, pack_buf_free) != 0) pack_key = 0;
+}
+
+static float *pack_space(size_t floats) {
+    pthread_once(&pack_once, pack_key_make);
+    pack_buf *b = pthread_getspecific(pack_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (pthread_setspecific(pack_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->floats < floats) {
+        size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+        float *p = aligned_alloc(64, bytes);
+        if (!p) return NULL;
+        free(b->p);
+        b->p = p;
+        b->floats = floats;
+    }
+    return b->p;
 }
 
 /* The serial blocked algorithm on the sub-matrix C[i0.., j0..] of size m x n. */
 static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int64_t n) {
     const int mr = g->uk.mr, nr = g->uk.nr;
+    const int64_t KC = g->uk.kc, MC = g->uk.mc;
     int64_t kc_max = g->K < KC ? g->K : KC;
     int64_t nc_max = n < NC ? (n + nr - 1) / nr * nr : NC;
     int64_t mc_max = m < MC ? (m + mr - 1) / mr * mr : MC;
-    float *ap = alloc_floats(mc_max * kc_max), *bp = alloc_floats(nc_max * kc_max);
-    if (!ap || !bp) {
-        free(ap);
-        free(bp);
-        return -1;
-    }
-    float ab[16 * 16];
+    /* a-block first, then the b-panel at a 64-byte boundary */
+    int64_t a_floats = (mc_max * kc_max + 15) / 16 * 16;
+    float *ap = pack_space((size_t)(a_floats + nc_max * kc_max));
+    if (!ap) return -1;
+    float *bp = ap + a_floats;
+    float ab[MAX_TILE];
+    const bool unit_alpha = g->alpha == 1.0f;
     for (int64_t jc = 0; jc < n; jc += NC) {
         int64_t nc = n - jc < NC ? n - jc : NC;
         for (int64_t pc = 0; pc < g->K; pc += KC) {
             int64_t kc = g->K - pc < KC ? g->K - pc : KC;
             float beta = pc == 0 ? g->beta : 1.0f; /* later K blocks accumulate */
+            bool last = pc + kc >= g->K;
             pack_b(g->tb, g->B, g->ldb, pc, j0 + jc, kc, nc, nr, bp);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
                 pack_a(g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, mr, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
+                    int64_t tn = nc - jr < nr ? nc - jr : nr;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
-                        g->uk.fn(kc, ap + ir * kc, bp + jr * kc, ab);
-                        store_tile(g->C + (i0 + ic + ir) * g->ldc + j0 + jc + jr, g->ldc,
-                                   mc - ir < mr ? mc - ir : mr, nc - jr < nr ? nc - jr : nr,
-                                   nr, ab, g->alpha, beta);
+                        int64_t tm = mc - ir < mr ? mc - ir : mr;
+                        int64_t ci = i0 + ic + ir, cj = j0 + jc + jr;
+                        float *c = g->C + ci * g->ldc + cj;
+                        if (unit_alpha && (beta == 0.0f || beta == 1.0f)) {
+                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, c, g->ldc, beta != 0.0f, (int)tm, (int)tn);
+                        } else { /* scaling: through a tile buffer */
+                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, ab, nr, 0, mr, nr);
+                            store_tile(c, g->ldc, tm, tn, nr, ab, g->alpha, beta);
+                        }
+                        if (last && g->ep) apply_epilogue(g->ep, g->C, g->ldc, ci, cj, tm, tn);
                     }
                 }
             }
         }
     }
-    free(ap);
-    free(bp);
     return 0;
 }
 
@@ -220,6 +246,7 @@ static void gemm_naive(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int
             float *c = g->C + i * g->ldc + j;
             *c = g->beta == 0.0f ? g->alpha * s : g->alpha * s + g->beta * *c;
         }
+    if (g->ep) apply_epilogue(g->ep, g->C, g->ldc, i0, j0, m, n);
 }
 
 static void gemm_task(void *ctx, int64_t b, int64_t e) {
@@ -235,17 +262,96 @@ static void gemm_task(void *ctx, int64_t b, int64_t e) {
     if (gemm_block(g, i0, m, j0, n) != 0) gemm_naive(g, i0, m, j0, n); /* out of memory */
 }
 
-void cpu_sgemm_portable(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
-                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                        float *C, int64_t ldc) {
+/* C = A B^T with few outputs and a long K (a weight gradient summed over a batch: a
+ * packed tile would be mostly padding and the packing would copy both operands): dot
+ * products read in place, K cut into L1-sized chunks and split over the threads, each
+ * thread summing into its own M x N buffer. */
+enum { DOT_KCHUNK = 1024 };
+#define DOT_MAX_OUTPUTS 8192
+
+static bool use_dots(const gemm_ukernel *uk, int ta, int tb, int64_t M, int64_t N, int64_t K) {
+    int64_t wider = M > N ? M : N;
+    return uk->dot && !ta && tb && M * N <= DOT_MAX_OUTPUTS && K >= DOT_KCHUNK && K >= 16 * wider;
+}
+
+/* Where the block holding index i starts (blocks of d in an extent n), the stride to use
+ * and which of its rows are new. A block that would overhang the end slides back to
+ * end at n (its overlap is recomputed and dropped); an extent shorter than d reads one
+ * row d times (stride 0) and keeps the first. */
+typedef struct { int64_t start, stride, lo, hi, next; } dot_block;
+
+static dot_block block_at(int64_t i, int64_t n, int d, int64_t ld) {
+    if (n < d) return (dot_block){ i, 0, 0, 1, i + 1 };
+    int64_t st = i + d <= n ? i : n - d;
+    return (dot_block){ st, ld, i - st, d, st + d };
+}
+
+typedef struct {
+    const gemm_ukernel *uk;
+    int64_t M, N, K, lda, ldb, parts;
+    const float *A, *B;
+    float *acc; /* parts x M x N, zeroed */
+} dot_job;
+
+static void dot_part(void *ctx, int64_t p0, int64_t p1) {
+    const dot_job *d = ctx;
+    const int dm = d->uk->dmr, dn = d->uk->dnr;
+    int64_t chunks = (d->K + DOT_KCHUNK - 1) / DOT_KCHUNK;
+    for (int64_t part = p0; part < p1; part++) {
+        float *acc = d->acc + part * d->M * d->N;
+        for (int64_t ch = chunks * part / d->parts; ch < chunks * (part + 1) / d->parts; ch++) {
+            int64_t k0 = ch * DOT_KCHUNK, kc = d->K - k0 < DOT_KCHUNK ? d->K - k0 : DOT_KCHUNK;
+            for (int64_t i = 0; i < d->M;) {
+                dot_block bi = block_at(i, d->M, dm, d->lda);
+                for (int64_t j = 0; j < d->N;) {
+                    dot_block bj = block_at(j, d->N, dn, d->ldb);
+                    float t[64] = { 0 };
+                    d->uk->dot(kc, d->A + bi.start * d->lda + k0, bi.stride, d->B + bj.start * d->ldb + k0, bj.stride, t);
+                    for (int64_t r = bi.lo; r < bi.hi; r++)
+                        for (int64_t q = bj.lo; q < bj.hi; q++) acc[(bi.start + r) * d->N + bj.start + q] += t[r * dn + q];
+                    j = bj.next;
+                }
+                i = bi.next;
+            }
+        }
+    }
+}
+
+/* false when the partial sums cannot be allocated (the caller packs instead). */
+static bool gemm_dots(const gemm_ukernel *uk, cpu_pool *p, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
+                      const cpu_epilogue *ep) {
+    int64_t chunks = (K + DOT_KCHUNK - 1) / DOT_KCHUNK, parts = cpu_pool_threads(p);
+    if (parts > chunks) parts = chunks;
+    float *acc = calloc((size_t)(parts * M * N), sizeof *acc);
+    if (!acc) return false;
+    dot_job d = { uk, M, N, K, lda, ldb, parts, A, B, acc };
+    cpu_pool_for(p, parts, 1, dot_part, &d);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int64_t q = 0; q < parts; q++) s += acc[(q * M + i) * N + j];
+            float *c = C + i * ldc + j;
+            *c = beta == 0.0f ? alpha * s : alpha * s + beta * *c;
+        }
+    if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
+    free(acc);
+    return true;
+}
+
+void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                    float *C, int64_t ldc, const cpu_epilogue *ep) {
     if (M <= 0 || N <= 0) return;
+    if (ep && !ep->bias && !ep->relu) ep = NULL;
     if (K <= 0 || alpha == 0.0f) { /* BLAS semantics: A and B are not read */
         scale_c(M, N, beta, C, ldc);
+        if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
-    gemm_job g = {pick_ukernel(), ta != 0, tb != 0, M, N, K, alpha, beta, A, B,
-                  lda, ldb, ldc, C, 1};
-    int64_t mgroups = (M + g.uk.mr - 1) / g.uk.mr, ngroups = (N + g.uk.nr - 1) / g.uk.nr;
+    if (use_dots(uk, ta, tb, M, N, K) && gemm_dots(uk, p, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep)) return;
+    gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1};
+    int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);
     if (threads > 1 && (double)M * (double)N * (double)K >= PARALLEL_MIN_MACS) {
         /* Each task packs its own copy of the operand it shares, so split the larger
@@ -271,7 +377,6 @@ static void blas_call(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-#if !defined(AF_HAVE_ACCELERATE)
 typedef struct {
     int ta, tb, by_rows;
     int64_t M, N, K, lda, ldb, ldc, parts;
@@ -294,47 +399,133 @@ static void blas_part(void *p, int64_t i0, int64_t i1) {
                       s->beta, s->C + a, s->ldc);
     }
 }
+#endif
 
-static void blas_gemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+bool cpu_sgemm_blas(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                    float *C, int64_t ldc) {
+#if defined(AF_HAVE_BLAS)
+    /* cblas takes int sizes and rejects leading dimensions shorter than a row. */
+    int64_t arow = ta ? M : K, brow = tb ? K : N;
+    if (M <= 0 || N <= 0 || K <= 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX ||
+        ldb > INT_MAX || ldc > INT_MAX || lda < arow || ldb < brow || ldc < N)
+        return false;
+#if defined(AF_HAVE_ACCELERATE)
+    (void)p;
+    blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
     int threads = cpu_pool_threads(p);
     if (threads < 2 || M * N * K < BLAS_SPLIT_MIN_MACS) {
         blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else {
+        blas_split s = { ta, tb, M >= N, M, N, K, lda, ldb, ldc, threads, alpha, beta, A, B, C };
+        cpu_pool_for(p, threads, 1, blas_part, &s);
+    }
+#endif
+    return true;
+#else
+    (void)p, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
+    (void)beta, (void)C, (void)ldc;
+    return false;
+#endif
+}
+
+#if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
+/* OpenBLAS picks its kernels from the CPU's name; the core it picked, when it says. */
+char *openblas_get_corename(void) __attribute__((weak));
+
+static bool name_is(const char *name, const char *const *list) {
+    for (; *list; list++) {
+        const char *a = name, *b = *list;
+        while (*a && *b && (*a | 0x20) == (*b | 0x20)) a++, b++;
+        if (!*a && !*b) return true;
+    }
+    return false;
+}
+
+/* Whether OpenBLAS's own choice uses the widest vector ISA the CPU has, checked against
+ * the CPU's features: on a CPU it cannot name it falls back to SSE3 ("Prescott") and is
+ * 2-3x slower than our kernels; where it named the CPU it is as fast or faster. */
+static bool openblas_fits_cpu(void) {
+    const char *core = openblas_get_corename ? openblas_get_corename() : NULL;
+    if (!core) return false; /* cannot tell: our kernels are the safe choice */
+    static const char *const avx512[] = { "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
+    static const char *const avx2[] = { "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", NULL };
+    const cpu_features *f = cpu_features_get();
+    if (f->avx512f) return name_is(core, avx512);
+    if (f->avx2 && f->fma) return name_is(core, avx2);
+    return true; /* arm64 builds use NEON kernels for every core; elsewhere ours are plain C */
+}
+#endif
+
+/* Whether cpu_sgemm hands products to BLAS: Accelerate always (it reaches Apple's
+ * matrix units, which no hand-written kernel can); OpenBLAS when the kernels it chose
+ * fit this CPU's features, or when no SIMD kernel of ours does. Decided once. */
+static bool prefer_blas(void) {
+#if defined(AF_HAVE_ACCELERATE)
+    return true;
+#elif defined(AF_HAVE_BLAS)
+    static atomic_int decided; /* 0 unknown, 1 ours, 2 BLAS */
+    int d = atomic_load(&decided);
+    if (!d) {
+        d = !cpu_gemm_ukernel()->simd || openblas_fits_cpu() ? 2 : 1;
+        atomic_store(&decided, d);
+    }
+    return d == 2;
+#else
+    return false;
+#endif
+}
+
+const char *cpu_blas_name(void) {
+#if defined(AF_HAVE_ACCELERATE)
+    return "accelerate";
+#elif defined(AF_HAVE_BLAS)
+    return "openblas";
+#else
+    return NULL;
+#endif
+}
+
+const char *cpu_gemm_path(void) {
+    if (!prefer_blas()) return cpu_gemm_ukernel()->name;
+#if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
+    static char path[64];
+    if (!path[0]) { /* racing first calls write the same text */
+        const char *core = openblas_get_corename ? openblas_get_corename() : NULL;
+        snprintf(path, sizeof path, "openblas%s%s", core ? " " : "", core ? core : "");
+    }
+    return path;
+#else
+    return cpu_blas_name();
+#endif
+}
+
+void cpu_sgemm_ep(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                  float *C, int64_t ldc, const cpu_epilogue *ep) {
+    /* Few outputs over a long K, narrower than one packed tile: our dot products beat a
+     * packed GEMM there, BLAS's included (16x9x50176: 57 vs 26 GFLOP/s on Zen 4; at
+     * 32x144x12544 OpenBLAS's Cooperlake kernel wins, 64 vs 53). */
+    const gemm_ukernel *uk = cpu_gemm_ukernel();
+    bool dots = use_dots(uk, ta, tb, M, N, K) && (M < uk->mr || N < uk->nr);
+    if (prefer_blas() && K > 0 && alpha != 0.0f && !dots &&
+        cpu_sgemm_blas(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) {
+        if (ep && (ep->bias || ep->relu)) apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
-    blas_split s = { ta, tb, M >= N, M, N, K, lda, ldb, ldc, threads, alpha, beta, A, B, C };
-    cpu_pool_for(p, threads, 1, blas_part, &s);
+    cpu_sgemm_with(uk, p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
 }
-#endif /* !AF_HAVE_ACCELERATE */
-#endif
 
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                float *C, int64_t ldc) {
-#if defined(AF_HAVE_BLAS)
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    /* cblas takes int sizes and rejects leading dimensions shorter than a row. */
-    int64_t arow = ta ? M : K, brow = tb ? K : N;
-    if (M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
-        ldc <= INT_MAX && lda >= arow && ldb >= brow && ldc >= N) {
-#if defined(AF_HAVE_ACCELERATE)
-        blas_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#else
-        blas_gemm(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#endif
-        return;
-    }
-#endif
-    cpu_sgemm_portable(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    cpu_sgemm_ep(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
 void cpu_blas_set_threads(int n) {
 #if defined(AF_HAVE_BLAS) && !defined(AF_HAVE_ACCELERATE)
-    (void)n; /* OpenBLAS stays on one thread: cpu_sgemm splits large products over the pool */
+    (void)n; /* OpenBLAS stays on one thread: products are split over the pool */
     static _Atomic int once = 0;
     if (!atomic_exchange(&once, 1)) openblas_set_num_threads(1);
 #else

@@ -1,19 +1,51 @@
-/* Row-major single-precision GEMM: C = alpha * op(A) @ op(B) + beta * C, where op
- * transposes when ta/tb is set. op(A) is [M,K], op(B) is [K,N], C is [M,N].
- * Uses BLAS (OpenBLAS, Accelerate) when built with AF_HAVE_BLAS, else a portable
- * blocked kernel parallelised over the pool. */
+/* Row-major single-precision GEMM: C = epilogue(alpha * op(A) @ op(B) + beta * C), where
+ * op transposes when ta/tb is set. op(A) is [M,K], op(B) is [K,N], C is [M,N].
+ *
+ * The kernel is chosen once from the CPU's own features (cpu_features.h): the project's
+ * packed micro-kernels for AVX-512, AVX2+FMA or NEON. A BLAS library is used only where
+ * it is the better choice: Accelerate on macOS; OpenBLAS when the kernels it picked from
+ * the CPU's name use the widest vector ISA the CPU's features report (OpenBLAS 0.3.21
+ * falls back to SSE3 on CPUs it cannot name, 2-3x slower than ours), or when none of our
+ * SIMD kernels fits the CPU. Products with few outputs over a long K always take our
+ * dot-product path. */
 #ifndef AF_CPU_GEMM_H
 #define AF_CPU_GEMM_H
+#include <stdbool.h>
 #include <stdint.h>
+#include "cpu/gemm_ukernel.h"
 #include "cpu/pool.h"
+
+/* Applied to each finished element of C, after beta: c += bias (per column j, or per
+ * row i when bias_rows), then max(c, 0) when relu. */
+typedef struct {
+    const float *bias; /* NULL: none */
+    bool bias_rows;
+    bool relu;
+} cpu_epilogue;
 
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                float *C, int64_t ldc);
-/* The portable kernel, always compiled (tests compare it with BLAS). */
-void cpu_sgemm_portable(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
-                        const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                        float *C, int64_t ldc);
+/* The same with an epilogue (ep may be NULL). */
+void cpu_sgemm_ep(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                  float *C, int64_t ldc, const cpu_epilogue *ep);
+/* Our packed GEMM with a given micro-kernel (tests run every kernel the CPU has). */
+void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                    float *C, int64_t ldc, const cpu_epilogue *ep);
+/* The linked BLAS called directly (split over the pool as cpu_sgemm would); false when
+ * built without BLAS or when the sizes do not fit cblas's ints. For comparisons. */
+bool cpu_sgemm_blas(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                    float *C, int64_t ldc);
+/* The best of our micro-kernels on this CPU. */
+const gemm_ukernel *cpu_gemm_ukernel(void);
+/* What cpu_sgemm runs on this machine: "avx512", "avx2", "neon", "portable",
+ * "accelerate" or "openblas" (with the core it picked, e.g. "openblas Cooperlake"). */
+const char *cpu_gemm_path(void);
+/* The linked BLAS ("openblas", "accelerate") or NULL. */
+const char *cpu_blas_name(void);
 /* Tells the BLAS library how many threads to use (no-op without BLAS). */
 void cpu_blas_set_threads(int n);
 int  cpu_have_blas(void);

@@ -86,7 +86,10 @@ static void conv_image(const cpu_call *c, int64_t b, float *scratch) {
             cols = scratch;
         }
         float *o = c->out + (b * cout + gi * cout_g) * ho * wo;
-        cpu_sgemm(NULL, 0, 0, cout_g, ho * wo, kk, 1.0f, c->in[1] + gi * cout_g * kk, kk, cols, ho * wo, 0.0f, o, ho * wo);
+        cpu_epilogue ep; /* a fused bias is per output channel: per GEMM row */
+        if (c->ep) ep = (cpu_epilogue){ c->ep->bias ? c->ep->bias + gi * cout_g : NULL, true, c->ep->relu };
+        cpu_sgemm_ep(NULL, 0, 0, cout_g, ho * wo, kk, 1.0f, c->in[1] + gi * cout_g * kk, kk, cols, ho * wo, 0.0f, o,
+                     ho * wo, c->ep ? &ep : NULL);
     }
 }
 

@@ -99,6 +99,21 @@ static void select_rows(void *p, int64_t r0, int64_t r1) {
     }
 }
 
+typedef struct { const float *x, *g; float *out; } relu_grad_ctx;
+
+static void relu_grad_range(void *p, int64_t b, int64_t e) {
+    const relu_grad_ctx *r = p;
+    for (int64_t i = b; i < e; i++) {
+        const float x = r->x[i], z = x - x; /* +0, or NaN for inf and NaN: as the unfused nodes */
+        r->out[i] = x > z ? r->g[i] : z;
+    }
+}
+
+void cpu_relu_grad(cpu_pool *pool, const float *x, const float *g, float *out, int64_t n) {
+    relu_grad_ctx r = { x, g, out };
+    cpu_pool_for(pool, n, PAR_MIN, relu_grad_range, &r);
+}
+
 void cpu_k_select(const cpu_call *c) {
     bcast_ctx x = { .c = c };
     af_shape ins[3] = { c->t->src[0]->shape, c->t->src[1]->shape, c->t->src[2]->shape };

@@ -8,7 +8,7 @@ void cpu_k_matmul_w(const cpu_call *c) {
     const af_tensor *t = c->t;
     int64_t n = t->src[1]->shape.dim[0], k = t->src[1]->shape.dim[1];
     int64_t m = af_shape_count(t->src[0]->shape) / k;
-    cpu_sgemm(c->pool, 0, 1, m, n, k, 1.0f, c->in[0], k, c->in[1], k, 0.0f, c->out, n);
+    cpu_sgemm_ep(c->pool, 0, 1, m, n, k, 1.0f, c->in[0], k, c->in[1], k, 0.0f, c->out, n, c->ep);
 }
 
 /* Offset of batch `i` (a flat index into the output batch dims) within an operand
@@ -77,6 +77,15 @@ static void batch_range(void *p, int64_t b0, int64_t b1) {
     }
 }
 
+bool cpu_matmul_is_one_gemm(const af_tensor *t) {
+    af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
+    int64_t m = so.dim[so.rank - 2], n = so.dim[so.rank - 1];
+    int64_t batches = af_shape_count(so) / (m * n);
+    int64_t batch_a = af_shape_count(sa) / (sa.dim[sa.rank - 1] * sa.dim[sa.rank - 2]);
+    int64_t batch_b = af_shape_count(sb) / (sb.dim[sb.rank - 1] * sb.dim[sb.rank - 2]);
+    return (batch_b == 1 && batch_a == batches && !t->a.ta) || batches == 1; /* the two paths below */
+}
+
 void cpu_k_matmul(const cpu_call *c) {
     const af_tensor *t = c->t;
     af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
@@ -90,7 +99,7 @@ void cpu_k_matmul(const cpu_call *c) {
     int64_t batch_a = af_shape_count(sa) / mat_a, batch_b = af_shape_count(sb) / mat_b;
     /* A shared right operand with a full left batch is one tall GEMM (a linear layer on [B, T, D]). */
     if (batch_b == 1 && batch_a == batches && !ta) {
-        cpu_sgemm(c->pool, 0, tb, batches * m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n);
+        cpu_sgemm_ep(c->pool, 0, tb, batches * m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);
         return;
     }
     /* Tiny products against a shared left operand: one wide GEMM beats thousands of calls. */
@@ -102,7 +111,7 @@ void cpu_k_matmul(const cpu_call *c) {
     /* Otherwise whole products in parallel, each on one thread. */
     batch_ctx x = { c, sa, sb, so, m, n, k, lda, ldb, mat_a, mat_b };
     if (batches == 1) {
-        cpu_sgemm(c->pool, ta, tb, m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n);
+        cpu_sgemm_ep(c->pool, ta, tb, m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);
         return;
     }
     cpu_pool_for(c->pool, batches, 1, batch_range, &x);

@@ -19,6 +19,19 @@ static float identity(ir_op op) {
     return op == IR_OP_REDUCE_MAX ? -INFINITY : op == IR_OP_REDUCE_MIN ? INFINITY : 0.0f;
 }
 
+/* A row sum in double (wide accumulation keeps long sums accurate) over eight
+ * independent partial sums: one running sum is bound by the adder's latency, eight
+ * keep the adders busy and vectorise (a bias gradient's row sums went 4x faster). */
+static double sum_wide(const float *x, int64_t n) {
+    double s[8] = { 0 };
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++) s[l] += x[j + l];
+    double t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; j < n; j++) t += x[j];
+    return t;
+}
+
 /* Reduced axes contiguous: out[o, i] = reduce_r x[o, r, i]. */
 static void reduce_block(ir_op op, const float *x, float *out, int64_t outer, int64_t red, int64_t inner) {
     for (int64_t o = 0; o < outer; o++) {
@@ -27,9 +40,7 @@ static void reduce_block(ir_op op, const float *x, float *out, int64_t outer, in
         if (inner == 1) {
             float acc = identity(op);
             if (op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN) {
-                double s = 0.0; /* wide accumulation keeps long sums accurate */
-                for (int64_t r = 0; r < red; r++) s += xo[r];
-                acc = (float)s;
+                acc = (float)sum_wide(xo, red);
             } else {
                 for (int64_t r = 0; r < red; r++) acc = combine(op, acc, xo[r]);
             }
@@ -97,9 +108,7 @@ static void reduce_blocked(ir_op op, const float *x, float *out, af_shape xs, un
         if (red[r - 1]) {
             float acc = identity(op);
             if (sum) {
-                double t = 0.0;
-                for (int64_t j = 0; j < inner; j++) t += xb[j];
-                acc = (float)t;
+                acc = (float)sum_wide(xb, inner);
             } else {
                 for (int64_t j = 0; j < inner; j++) acc = combine(op, acc, xb[j]);
             }

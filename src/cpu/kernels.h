@@ -3,6 +3,7 @@
 #ifndef AF_CPU_KERNELS_H
 #define AF_CPU_KERNELS_H
 #include "ir/ir.h"
+#include "cpu/gemm.h"
 #include "cpu/pool.h"
 
 typedef struct {
@@ -13,6 +14,7 @@ typedef struct {
     float *scratch;          /* cpu_scratch_floats(t, threads) floats, or NULL when that is 0 */
     int fp16_accum;          /* reduce_sum accumulates in fp16 (ane-sim families) */
     int fp16;                /* fp16-storage numerics: scalar attributes are fp16 too */
+    const cpu_epilogue *ep;  /* a fused bias/ReLU (fuse.h) for matmul_w, matmul, conv; else NULL */
 } cpu_call;
 
 typedef void (*cpu_kernel_fn)(const cpu_call *c);
@@ -42,4 +44,9 @@ void cpu_k_conv(const cpu_call *c);
 void cpu_k_conv_transpose(const cpu_call *c);
 int64_t cpu_conv_scratch(const af_tensor *t);
 int64_t cpu_matmul_scratch(const af_tensor *t);
+/* out = x > z ? g : z with z = x - x, elementwise over n: a ReLU's gradient as autograd
+ * writes it (select(greater(x, sub(x, x)), g, sub(x, x))), in one pass. */
+void cpu_relu_grad(cpu_pool *pool, const float *x, const float *g, float *out, int64_t n);
+/* Whether cpu_k_matmul runs t as one GEMM over its whole output (so an epilogue fits). */
+bool cpu_matmul_is_one_gemm(const af_tensor *t);
 #endif

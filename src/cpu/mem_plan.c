@@ -50,7 +50,8 @@ static bool alloc_give(allocator *a, int64_t off, int64_t size) {
 
 bool cpu_is_alias(const af_tensor *t) { return t->op == IR_OP_RESHAPE && t->src[0]->op != IR_OP_CONST; }
 
-bool cpu_plan_memory(const compile_plan *p, int threads, int64_t *offset, int64_t *arena_floats, int64_t *scratch_floats) {
+bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, int64_t *offset, int64_t *arena_floats,
+                     int64_t *scratch_floats) {
     af_graph *g = p->g;
     int n = p->ntensors;
     int *last = calloc((size_t)n + 1, sizeof *last), *root = malloc(((size_t)n + 1) * sizeof *root);
@@ -64,6 +65,7 @@ bool cpu_plan_memory(const compile_plan *p, int threads, int64_t *offset, int64_
         af_tensor *t = p->sched[s];
         if (cpu_is_alias(t)) root[t->id] = root[t->src[0]->id];
         for (int k = 0; k < t->nsrc; k++) last[root[t->src[k]->id]] = s;
+        if (f && f[s].relu_grad_x >= 0) last[root[f[s].relu_grad_x]] = s; /* read by the fused select */
     }
     for (int i = 0; ok && i < p->nout; i++) keep[root[p->out[i]->id]] = true;
     for (int i = 0; ok && i < p->nin; i++) {
@@ -72,14 +74,22 @@ bool cpu_plan_memory(const compile_plan *p, int threads, int64_t *offset, int64_
     }
     for (int s = 0; ok && s < p->nsched; s++) {
         af_tensor *t = p->sched[s];
-        if (!cpu_is_alias(t)) offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
+        if (f && f[s].tail >= 0) { /* the chain's result, written by this node */
+            af_tensor *tail = p->sched[f[s].tail];
+            offset[tail->id] = alloc_take(&al, af_shape_count(tail->shape));
+        } else if (!cpu_is_alias(t) && !(f && f[s].absorbed)) {
+            offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
+        }
         int64_t sc = cpu_scratch_floats(t, threads);
         if (sc > *scratch_floats) *scratch_floats = sc;
-        for (int k = 0; k < t->nsrc && ok; k++) {
-            af_tensor *src = g->t[root[t->src[k]->id]];
+        int nread = t->nsrc + (f && f[s].relu_grad_x >= 0);
+        for (int k = 0; k < nread && ok; k++) {
+            int id = k < t->nsrc ? t->src[k]->id : f[s].relu_grad_x; /* the fused select's x last */
+            af_tensor *src = g->t[root[id]];
             bool dup = false; /* the same buffer twice must be freed once */
             for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;
-            if (!dup && last[src->id] == s && !keep[src->id] && src->op != IR_OP_CONST && src->op != IR_OP_INPUT)
+            if (!dup && last[src->id] == s && !keep[src->id] && src->op != IR_OP_CONST && src->op != IR_OP_INPUT &&
+                offset[src->id] >= 0) /* absorbed values have no buffer */
                 ok = alloc_give(&al, offset[src->id], af_shape_count(src->shape));
         }
     }

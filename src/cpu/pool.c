@@ -1,12 +1,15 @@
 /* A fixed pthread pool. Between jobs workers first poll for a short while (a training
  * step dispatches jobs back to back, and a futex wake-up costs as much as a small
- * job), then sleep on a condition variable so an idle pool never holds a core; the
- * caller runs chunk 0 itself. */
+ * job), then sleep on a condition variable so an idle pool never holds a core. A job's
+ * chunks are claimed from a shared counter by the caller and by whichever workers are
+ * awake: on a busy machine a worker that the scheduler has not run yet leaves its chunk
+ * to the caller instead of stalling the whole job until it gets a core. */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,7 +19,7 @@
 
 typedef struct {
     cpu_pool *pool;
-    int index; /* 1..threads-1; the caller is chunk 0 */
+    int index; /* 1..threads-1 */
 } worker_arg;
 
 struct cpu_pool {
@@ -26,9 +29,11 @@ struct cpu_pool {
     pthread_mutex_t run_lock; /* serializes callers that share one pool */
     pthread_mutex_t lock;     /* guards everything below */
     pthread_cond_t work_cv;   /* a new job was published, or stop */
-    pthread_cond_t done_cv;   /* pending reached 0 */
+    pthread_cond_t done_cv;   /* the job is over: every chunk done, no worker inside */
     _Atomic uint64_t generation; /* bumped once per job (written under lock) */
-    _Atomic int pending;      /* workers still running chunks of this job (written under lock) */
+    _Atomic int next;         /* the next unclaimed chunk of the current job */
+    _Atomic int done;         /* chunks of the current job finished */
+    _Atomic int active;       /* workers inside the current job (changed under lock) */
     int stop;
     /* the current job */
     cpu_range_fn fn;
@@ -68,11 +73,26 @@ static void spin_while_equal_u64(_Atomic uint64_t *v, uint64_t old) {
     }
 }
 
-static void spin_while_positive(_Atomic int *v) {
+/* Polls until the job is over (every chunk done, no worker still inside it) or the
+ * spin time is up; returns whether it is over. */
+static bool spin_until_over(cpu_pool *p, int nchunks) {
     int64_t end = now_ns() + POOL_SPIN_NS;
-    while (atomic_load_explicit(v, memory_order_acquire) > 0) {
+    while (atomic_load(&p->done) < nchunks || atomic_load(&p->active) > 0) {
         for (int i = 0; i < 64; i++) atomic_signal_fence(memory_order_seq_cst);
-        if (now_ns() > end) return;
+        if (now_ns() > end) return false;
+    }
+    return true;
+}
+
+/* Runs chunks of the current job until none is left unclaimed. */
+static void run_chunks(cpu_pool *p, cpu_range_fn fn, void *ctx, int64_t n, int nchunks) {
+    for (;;) {
+        int c = atomic_fetch_add_explicit(&p->next, 1, memory_order_acq_rel);
+        if (c >= nchunks) return;
+        int64_t b, e;
+        chunk_range(n, nchunks, c, &b, &e);
+        fn(ctx, b, e);
+        atomic_fetch_add(&p->done, 1);
     }
 }
 
@@ -89,16 +109,25 @@ static void *worker_main(void *arg) {
         }
         while (!p->stop && p->generation == seen) pthread_cond_wait(&p->work_cv, &p->lock);
         if (p->stop) break;
-        seen = p->generation;
-        if (wa->index >= p->nchunks) continue; /* not needed for this job */
+        seen = p->generation; /* a job missed while asleep is over: only the latest counts */
         cpu_range_fn fn = p->fn;
         void *ctx = p->ctx;
-        int64_t b, e;
-        chunk_range(p->n, p->nchunks, wa->index, &b, &e);
+        int64_t n = p->n;
+        int nchunks = p->nchunks;
+        /* Enter the job, then check it is not over: the caller reads done, then active,
+         * so (all sequentially consistent) either it sees this worker inside and waits,
+         * or this worker sees every chunk done and stays out of a job whose context may
+         * be gone. Job changes need the lock, so the snapshot above stays current. */
+        atomic_fetch_add(&p->active, 1);
+        if (atomic_load(&p->done) >= nchunks) {
+            if (atomic_fetch_sub(&p->active, 1) == 1) pthread_cond_signal(&p->done_cv);
+            continue;
+        }
         pthread_mutex_unlock(&p->lock);
-        fn(ctx, b, e);
+        run_chunks(p, fn, ctx, n, nchunks);
         pthread_mutex_lock(&p->lock);
-        if (--p->pending == 0) pthread_cond_signal(&p->done_cv);
+        atomic_fetch_sub(&p->active, 1);
+        if (atomic_load(&p->done) >= nchunks && atomic_load(&p->active) == 0) pthread_cond_signal(&p->done_cv);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -171,18 +200,18 @@ void cpu_pool_for(cpu_pool *p, int64_t n, int64_t min_chunk, cpu_range_fn fn, vo
     p->ctx = ctx;
     p->n = n;
     p->nchunks = nchunks;
-    p->pending = nchunks - 1;
+    atomic_store(&p->next, 0);
+    atomic_store(&p->done, 0);
     p->generation++;
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->lock);
 
-    int64_t b, e;
-    chunk_range(n, nchunks, 0, &b, &e);
-    fn(ctx, b, e);
+    run_chunks(p, fn, ctx, n, nchunks);
 
-    spin_while_positive(&p->pending);
-    pthread_mutex_lock(&p->lock);
-    while (p->pending > 0) pthread_cond_wait(&p->done_cv, &p->lock);
-    pthread_mutex_unlock(&p->lock);
+    if (!spin_until_over(p, nchunks)) {
+        pthread_mutex_lock(&p->lock);
+        while (atomic_load(&p->done) < nchunks || atomic_load(&p->active) > 0) pthread_cond_wait(&p->done_cv, &p->lock);
+        pthread_mutex_unlock(&p->lock);
+    }
     pthread_mutex_unlock(&p->run_lock);
 }

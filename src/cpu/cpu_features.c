@@ -1,0 +1,86 @@
+/* CPU feature detection. x86 asks cpuid through the compiler's __builtin_cpu_supports
+ * (which also checks that the OS saves the wide registers); Linux arm64 reads the
+ * kernel's hwcaps; Apple arm64 always has NEON. */
+#define _DEFAULT_SOURCE
+#include "cpu/cpu_features.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+static cpu_features detect(void) {
+    cpu_features f = { 0 };
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    f.avx2 = __builtin_cpu_supports("avx2");
+    f.fma = __builtin_cpu_supports("fma");
+    f.avx512f = __builtin_cpu_supports("avx512f");
+    f.avx512vl = __builtin_cpu_supports("avx512vl");
+#elif defined(__aarch64__)
+#if defined(__linux__)
+    f.neon = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+    f.neon = true; /* Advanced SIMD is mandatory on arm64 */
+#endif
+#endif
+    return f;
+}
+
+const cpu_features *cpu_features_get(void) {
+    /* Detection is idempotent and cheap; racing first calls compute the same value. */
+    static cpu_features f;
+    static volatile int done;
+    if (!done) {
+        f = detect();
+        done = 1;
+    }
+    return &f;
+}
+
+const char *cpu_features_string(void) {
+    static char s[64];
+    const cpu_features *f = cpu_features_get();
+    char buf[64] = "";
+    if (f->avx512f) strcat(buf, " avx512f");
+    if (f->avx512vl) strcat(buf, " avx512vl");
+    if (f->avx2) strcat(buf, " avx2");
+    if (f->fma) strcat(buf, " fma");
+    if (f->neon) strcat(buf, " neon");
+    snprintf(s, sizeof s, "%s", buf[0] ? buf + 1 : "none");
+    return s;
+}
+
+const char *cpu_model_name(void) {
+    static char name[128];
+    if (name[0]) return name;
+    snprintf(name, sizeof name, "unknown");
+#if defined(__APPLE__)
+    size_t n = sizeof name;
+    if (sysctlbyname("machdep.cpu.brand_string", name, &n, NULL, 0) != 0) snprintf(name, sizeof name, "unknown");
+#else
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return name;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        /* "model name" on x86; arm64 kernels name only the part number ("CPU part"). */
+        if (strncmp(line, "model name", 10) && strncmp(line, "Model", 5)) continue;
+        char *v = strchr(line, ':');
+        if (!v) continue;
+        v += 1 + (v[1] == ' ');
+        v[strcspn(v, "\n")] = 0;
+        snprintf(name, sizeof name, "%s", v);
+        break;
+    }
+    fclose(f);
+#endif
+    return name;
+}

@@ -1,0 +1,17 @@
+/* What this CPU can do, asked of the CPU itself (cpuid on x86, hwcaps on Linux arm64),
+ * never guessed from its name: the GEMM and convolution kernels are chosen from it. */
+#ifndef AF_CPU_FEATURES_H
+#define AF_CPU_FEATURES_H
+#include <stdbool.h>
+
+typedef struct {
+    bool avx2, fma, avx512f, avx512vl; /* x86-64 */
+    bool neon;               /* arm64 Advanced SIMD */
+} cpu_features;
+
+const cpu_features *cpu_features_get(void);
+/* The features above that are present, space-separated ("avx512f avx2 fma"), or "none". */
+const char *cpu_features_string(void);
+/* The CPU's model name (/proc/cpuinfo, sysctl on macOS), or "unknown". */
+const char *cpu_model_name(void);
+#endif

@@ -1,0 +1,34 @@
+/* GEMM micro-kernels: c[MR x NR] (+)= a-sliver x b-sliver over kc steps, where the
+ * a-sliver holds MR values per k (k-major) and the b-sliver NR values per k. One per
+ * instruction set; gemm.c packs the operands and picks one by the CPU's features. */
+#ifndef AF_CPU_GEMM_UKERNEL_H
+#define AF_CPU_GEMM_UKERNEL_H
+#include <stdbool.h>
+#include <stdint.h>
+
+/* accumulate: 0 stores the product into c, 1 adds it to c. c has row stride ldc; only
+ * its first m rows and n columns are touched (an edge tile: m <= MR, n <= NR). */
+typedef void (*gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate,
+                                int m, int n);
+/* Dot products for C = A B^T with few rows and a long K (a weight gradient summed over
+ * a batch): acc[i * dnr + j] += sum_k a[i * lda + k] * b[j * ldb + k] for a dmr x dnr
+ * block, both operands read in place along k, no packing. */
+typedef void (*gemm_dot_fn)(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *acc);
+
+typedef struct {
+    const char *name; /* "avx512", "avx2", ... : what `bench ops` and --version report */
+    int mr, nr;       /* register tile */
+    int kc;           /* k block: the kc x nr b-sliver stays in L1 */
+    int mc;           /* m block (a multiple of mr): the mc x kc a-block stays in L2 */
+    bool simd;        /* hand-written for a vector ISA (false: the portable fallback) */
+    gemm_ukernel_fn fn;
+    int dmr, dnr;     /* the dot kernel's block */
+    gemm_dot_fn dot;
+} gemm_ukernel;
+
+/* Each returns false when the CPU (or the compiler) lacks the instruction set. */
+bool gemm_ukernel_avx512(gemm_ukernel *k);
+bool gemm_ukernel_avx2(gemm_ukernel *k);
+bool gemm_ukernel_neon(gemm_ukernel *k);
+void gemm_ukernel_portable(gemm_ukernel *k); /* always available */
+#endif

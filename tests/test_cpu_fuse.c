@@ -1,0 +1,230 @@
+/* Epilogue fusion in the CPU executor (src/cpu/fuse.c): which chains fuse, which must
+ * not (a value read twice or requested, a bias computed after the head), and that every
+ * case, fused or not, computes what a double-precision loop computes. */
+#include "aneforge.h"
+#include "compile/plan.h"
+#include "cpu/fuse.h"
+#include "support/check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static test_rng rng = {7};
+
+/* The fusion the CPU executor would plan for these outputs. Returns the number of
+ * absorbed nodes; *heads counts fused heads, *bias and *relu what the first one fused. */
+static int plan_fusion(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, int *heads, bool *bias,
+                       bool *relu) {
+    compile_plan p;
+    char msg[256];
+    *heads = 0;
+    *bias = *relu = false;
+    if (plan_build(&p, g, nin, in, nout, out, msg, sizeof msg) != AF_OK) {
+        CHECK(0, "plan_build: %s", msg);
+        return -1;
+    }
+    cpu_fusion *f = calloc((size_t)p.nsched + 1, sizeof *f);
+    int absorbed = f ? cpu_fuse_plan(&p, f) : -1;
+    for (int s = 0; f && s < p.nsched; s++)
+        if (f[s].tail >= 0 && (*heads)++ == 0) {
+            *bias = f[s].bias_id >= 0;
+            *relu = f[s].relu;
+        }
+    free(f);
+    plan_free(&p);
+    return absorbed;
+}
+
+static void run_cpu(af_graph *g, int nin, af_tensor **in, af_buffer *inb, int nout, af_tensor **out, af_buffer *outb) {
+    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = 2 };
+    af_model *m = af_compile(g, nin, in, nout, out, &o);
+    CHECK(m != NULL, "compile: %s", af_error_message());
+    if (!m) return;
+    CHECK(af_run(m, inb, outb) == AF_OK, "run: %s", af_error_message());
+    CHECK(af_run(m, inb, outb) == AF_OK, "second run: %s", af_error_message()); /* arena reuse across runs */
+    af_model_free(m);
+}
+
+static void check_close(const char *what, const float *got, const double *want, int64_t n) {
+    double scale = 1e-30, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+    CHECK(worst <= 1e-5 * scale, "%s: worst |got - want| %g (scale %g)", what, worst, scale);
+}
+
+/* y = relu?(x @ w^T + b) in double; x [m, k], w [n, k], b [n] or NULL. */
+static void ref_linear(const float *x, const float *w, const float *b, int64_t m, int64_t n, int64_t k, bool relu,
+                       double *y) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = b ? b[j] : 0.0;
+            for (int64_t q = 0; q < k; q++) s += (double)x[i * k + q] * w[j * k + q];
+            y[i * n + j] = relu && s < 0 ? 0 : s;
+        }
+}
+
+/* Linear layers, matmul (weight an input) and matmul_w (baked), in the fusable and the
+ * non-fusable arrangements. */
+static void test_linear(void) {
+    enum { M = 37, N = 19, K = 53 };
+    float x[M * K], w[N * K], b[N], y[M * N], y2[M * N];
+    double want[M * N];
+    test_fill_uniform(&rng, x, M * K, -1, 1);
+    test_fill_uniform(&rng, w, N * K, -1, 1);
+    test_fill_uniform(&rng, b, N, -1, 1);
+    for (int kind = 0; kind < 6; kind++) {
+        af_graph *g = af_graph_new();
+        af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(M, K)), *wi = af_input(g, "w", AF_F32, AF_SHAPE(N, K));
+        af_tensor *bi = af_input(g, "b", AF_F32, AF_SHAPE(N)), *in[3] = { xi, wi, bi }, *out[2];
+        int nin = 3, nout = 1, want_heads = 1;
+        bool want_bias = true, want_relu = true;
+        const char *name = "";
+        if (kind == 0) { /* matmul + bias + relu: all fused */
+            name = "matmul+bias+relu";
+            out[0] = af_relu(af_add(af_matmul(xi, wi, 0, 1), bi));
+        } else if (kind == 1) { /* baked weight, bias first in the add, no relu */
+            name = "matmul_w+bias";
+            af_tensor *wc = af_const(g, "wc", AF_SHAPE(N, K), w);
+            out[0] = af_add(bi, af_matmul_w(xi, wc));
+            in[1] = bi; /* the baked weight is not an input */
+            nin = 2;
+            want_relu = false;
+        } else if (kind == 2) { /* relu straight after the product */
+            name = "matmul+relu";
+            out[0] = af_relu(af_matmul(xi, wi, 0, 1));
+            nin = 2;
+            want_bias = false;
+        } else if (kind == 3) { /* the sum is requested too: bias fuses, relu must not */
+            name = "sum requested";
+            out[0] = af_add(af_matmul(xi, wi, 0, 1), bi);
+            out[1] = af_relu(out[0]);
+            nout = 2;
+            want_relu = false;
+        } else if (kind == 4) { /* the product is read twice: nothing fuses */
+            name = "product read twice";
+            af_tensor *p = af_matmul(xi, wi, 0, 1);
+            out[0] = af_relu(af_add(p, bi));
+            out[1] = af_muls(p, 1.0f);
+            nout = 2;
+            want_heads = 0;
+        } else { /* the bias is computed after the product: it cannot be read early */
+            name = "late bias";
+            af_tensor *p = af_matmul(xi, wi, 0, 1);
+            out[0] = af_add(p, af_muls(bi, 1.0f));
+            want_heads = 0;
+        }
+        int heads;
+        bool fb, fr;
+        plan_fusion(g, nin, in, nout, out, &heads, &fb, &fr);
+        CHECK(heads == want_heads, "%s: %d fused heads, want %d", name, heads, want_heads);
+        if (want_heads) CHECK(fb == want_bias && fr == want_relu, "%s: fused bias %d relu %d", name, fb, fr);
+        af_buffer inb[3] = { AF_BUF_F32(x, M * K), AF_BUF_F32(kind == 1 ? b : w, kind == 1 ? N : N * K),
+                             AF_BUF_F32(b, N) };
+        af_buffer outb[2] = { AF_BUF_F32(y, M * N), AF_BUF_F32(y2, M * N) };
+        run_cpu(g, nin, in, inb, nout, out, outb);
+        bool has_bias = kind != 2;
+        bool relu0 = kind == 0 || kind == 2 || kind == 4;
+        ref_linear(x, w, has_bias ? b : NULL, M, N, K, relu0, want);
+        check_close(name, y, want, M * N);
+        if (kind == 3) {
+            ref_linear(x, w, b, M, N, K, true, want);
+            check_close("sum requested: relu", y2, want, M * N);
+        }
+        if (kind == 4) {
+            ref_linear(x, w, NULL, M, N, K, false, want);
+            check_close("product read twice: product", y2, want, M * N);
+        }
+        af_graph_free(g);
+    }
+}
+
+/* conv [+ per-channel bias] [+ relu], plain and grouped, against a direct loop. */
+static void test_conv(void) {
+    enum { B = 3, CI = 4, H = 9, W = 7, CO = 6, KH = 3, KW = 3 };
+    for (int groups = 1; groups <= 2; groups++) {
+        int cig = CI / groups, cog = CO / groups;
+        float x[B * CI * H * W], w[CO * CI * KH * KW], b[CO], y[B * CO * H * W];
+        double want[B * CO * H * W];
+        test_fill_uniform(&rng, x, B * CI * H * W, -1, 1);
+        test_fill_uniform(&rng, w, CO * cig * KH * KW, -1, 1);
+        test_fill_uniform(&rng, b, CO, -1, 1);
+        af_graph *g = af_graph_new();
+        af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(B, CI, H, W));
+        af_tensor *bi = af_input(g, "b", AF_F32, AF_SHAPE(1, CO, 1, 1));
+        af_tensor *wc = af_const(g, "w", AF_SHAPE(CO, cig, KH, KW), w);
+        int pad[2] = { 1, 1 };
+        af_tensor *in[2] = { xi, bi }, *out = af_relu(af_add(af_conv(xi, wc, NULL, pad, NULL, groups), bi));
+        int heads;
+        bool fb, fr;
+        plan_fusion(g, 2, in, 1, &out, &heads, &fb, &fr);
+        CHECK(heads == 1 && fb && fr, "conv groups %d: fused heads %d bias %d relu %d", groups, heads, fb, fr);
+        af_buffer inb[2] = { AF_BUF_F32(x, B * CI * H * W), AF_BUF_F32(b, CO) }, outb = AF_BUF_F32(y, B * CO * H * W);
+        run_cpu(g, 2, in, inb, 1, &out, &outb);
+        for (int n = 0; n < B; n++)
+            for (int co = 0; co < CO; co++)
+                for (int i = 0; i < H; i++)
+                    for (int j = 0; j < W; j++) {
+                        double s = b[co];
+                        int gi = co / cog;
+                        for (int ci = 0; ci < cig; ci++)
+                            for (int u = 0; u < KH; u++)
+                                for (int v = 0; v < KW; v++) {
+                                    int ih = i - 1 + u, iw = j - 1 + v;
+                                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                    s += (double)x[((n * CI + gi * cig + ci) * H + ih) * W + iw] *
+                                         w[((co * cig + ci) * KH + u) * KW + v];
+                                }
+                        want[((n * CO + co) * H + i) * W + j] = s < 0 ? 0 : s;
+                    }
+        check_close(groups == 1 ? "conv+bias+relu" : "grouped conv+bias+relu", y, want, B * CO * H * W);
+        af_graph_free(g);
+    }
+}
+
+/* A ReLU's gradient as autograd writes it, select(x > x - x, g, x - x), runs as one pass
+ * with the same values (infinities and NaN included); x stays alive until that pass even
+ * though the nodes that read it are absorbed (a buffer computed in between would
+ * otherwise take its place). */
+static void test_relu_grad(void) {
+    enum { N = 4099 };
+    float x[N], gr[N], y[N], zout[N];
+    test_fill_uniform(&rng, x, N, -1, 1);
+    test_fill_uniform(&rng, gr, N, -3, 3);
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = INFINITY, x[3] = -INFINITY, x[4] = NAN;
+    for (int kind = 0; kind < 2; kind++) {
+        af_graph *g = af_graph_new();
+        af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(N)), *gi = af_input(g, "g", AF_F32, AF_SHAPE(N));
+        af_tensor *xv = af_muls(xi, 1.0f); /* an intermediate, so its buffer can be reused */
+        af_tensor *z = af_sub(xv, xv), *c = af_greater(xv, z);
+        af_tensor *gv = af_muls(gi, 2.0f); /* scheduled between the compare and the select */
+        af_tensor *out[2] = { af_select(c, gv, z), z }, *in[2] = { xi, gi };
+        int nout = kind ? 2 : 1; /* kind 1 requests x - x too: nothing may be absorbed */
+        compile_plan p;
+        char msg[256];
+        CHECK(plan_build(&p, g, 2, in, nout, out, msg, sizeof msg) == AF_OK, "plan: %s", msg);
+        cpu_fusion f[16];
+        int absorbed = p.nsched <= 16 ? cpu_fuse_plan(&p, f) : -1, fused = 0;
+        for (int s = 0; s < p.nsched && absorbed >= 0; s++) fused += f[s].relu_grad_x >= 0;
+        CHECK(kind ? absorbed == 0 && fused == 0 : absorbed == 2 && fused == 1, "relu gradient kind %d: %d absorbed, %d fused",
+              kind, absorbed, fused);
+        plan_free(&p);
+        af_buffer inb[2] = { AF_BUF_F32(x, N), AF_BUF_F32(gr, N) }, outb[2] = { AF_BUF_F32(y, N), AF_BUF_F32(zout, N) };
+        run_cpu(g, 2, in, inb, nout, out, outb);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            double zz = (double)x[i] - (double)x[i], want = x[i] > zz ? 2.0 * gr[i] : zz;
+            bool same = isnan(want) ? isnan(y[i]) : (double)y[i] == want && !signbit(y[i]) == !signbit(want);
+            if (!same && bad < 3) fprintf(stderr, "x %g g %g: got %g want %g\n", x[i], gr[i], y[i], want);
+            bad += !same;
+        }
+        CHECK(bad == 0, "relu gradient kind %d: %d wrong values", kind, bad);
+        af_graph_free(g);
+    }
+}
+
+int main(void) {
+    test_linear();
+    test_conv();
+    test_relu_grad();
+    return check_finish("cpu_fuse");
+}

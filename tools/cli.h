@@ -8,4 +8,5 @@ int cmd_demo(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_mil(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
 #endif

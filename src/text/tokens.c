@@ -21,9 +21,10 @@ af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const cha
     for (size_t i = 0; i < count; i++) {
         t[i] = (uint16_t)(buf[2 * i] | buf[2 * i + 1] << 8);
         if (vocab > 0 && t[i] >= vocab) {
+            unsigned id = t[i];
             free(t);
             return ir_fail(AF_ERR_CORRUPT, "%s: token %zu is %u, outside the vocabulary of %d: was the file made "
-                                           "with another tokenizer?", what, i, (unsigned)t[i], vocab);
+                                           "with another tokenizer?", what, i, id, vocab);
         }
     }
     *tokens = t;

@@ -46,6 +46,9 @@ fuzz:
 	@mkdir -p build-fuzz/corpus-mil build-fuzz/corpus-milblob
 	./build-fuzz/fuzz_mil -max_total_time=$(FUZZ_TIME) -dict=fuzz/mil.dict build-fuzz/corpus-mil tests/corpus/mil
 	./build-fuzz/fuzz_milblob -max_total_time=$(FUZZ_TIME) build-fuzz/corpus-milblob tests/corpus/milblob
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_tokenizer.c build-fuzz/libaneforge.a -lm -lpthread -o build-fuzz/fuzz_tokenizer
+	@mkdir -p build-fuzz/corpus-tokenizer
+	./build-fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) build-fuzz/corpus-tokenizer tests/corpus/tokenizer
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -12,7 +12,9 @@
  *    whitespace), as sentencepiece's never cross words;
  *  - merge k takes the most frequent adjacent pair (ties: the lower symbol ids) and its
  *    token scores -(k + 1), so run.c, which merges the pair with the best score first,
- *    replays the merges in the order they were learnt.
+ *    replays the merges in the order they were learnt. (Text that spells a special or
+ *    byte token's name, "<0x41>" or "<unk>", is the exception: run.c merges it into
+ *    that token, scored 0, whatever training did.)
  * The pair counts are updated incrementally: a merge revisits only the chunks holding
  * its pair, and a heap with stale entries skipped on the way out gives the best pair. */
 #include "text/maps.h"

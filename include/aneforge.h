@@ -584,7 +584,8 @@ AF_API af_status     af_tokenizer_encode(const af_tokenizer *t, const char *text
 AF_API const char   *af_tokenizer_decode_piece(const af_tokenizer *t, int prev, int token, size_t *len);
 /* Decodes n ids into a malloc'd, NUL-terminated string of *len bytes (free with free()):
  * each id's piece after the id before it; BOS and EOS add nothing. decode(encode(text,
- * AF_ENCODE_BOS)) gives text back. */
+ * AF_ENCODE_BOS)) gives text back, unless text spells a token's name ("<0x41>") that
+ * merges whole: run.c's format cannot tell that token from the byte. */
 AF_API af_status     af_tokenizer_decode(const af_tokenizer *t, const int32_t *tokens, int64_t n, char **text,
                                          size_t *len);
 AF_API void          af_tokenizer_free(af_tokenizer *t);                /* NULL is fine */

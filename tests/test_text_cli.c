@@ -106,7 +106,7 @@ static int count_docs(const char *p, int *seen) {
 }
 
 static void test_fetch(void) {
-    char out[8192], args[1024];
+    char out[8192], args[4096];
     snprintf(args, sizeof args, "data fetch text --from %s --dir %s --val-percent 30", path("src"), dir);
     int rc = cli(args, out, sizeof out);
     CHECK(rc == 0, "fetch text: rc %d: %s", rc, out);
@@ -135,7 +135,7 @@ static void test_fetch(void) {
 }
 
 static void test_tokenizer_and_tokens(void) {
-    char out[8192], args[1024];
+    char out[8192], args[4096];
     snprintf(args, sizeof args, "tokenizer train --vocab 300 %s -o %s", path("text/train.txt"), path("tok.bin"));
     int rc = cli(args, out, sizeof out);
     CHECK(rc == 0 && strstr(out, "bytes per token"), "tokenizer train: rc %d: %s", rc, out);

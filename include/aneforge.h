@@ -560,6 +560,64 @@ AF_API af_status af_npy_read(const char *path, float **data, int *rank, int64_t 
  * file. */
 AF_API af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims);
 
+/* ---------------------------------------------------------------- text and tokens (src/text)
+ * Tokenizers in llama2.c's tokenizer.bin format: int32 max_token_length, then per token
+ * a float32 score, an int32 length and the bytes (little-endian; the file ends after the
+ * last token). Ids 0, 1, 2 are <unk>, <s> (BOS) and </s> (EOS); 3..258 the byte tokens
+ * <0x00>..<0xFF>. Any llama2.c tokenizer.bin loads, Llama 2's own included.
+ *
+ * Encoding is llama2.c run.c's: an optional BOS; a " " token before non-empty text (the
+ * dummy prefix); each UTF-8 code point as its token, or as byte tokens (byte + 3) when it
+ * has none; then, repeatedly, the adjacent pair whose concatenation is the token with
+ * the highest score (above -1e10; the leftmost on ties) becomes that token; an optional
+ * EOS. Decoding a token after BOS drops its leading space, and a "<0xXX>" token is the
+ * byte XX. A tokenizer is read-only once made: any number of threads may use one. */
+typedef struct af_tokenizer af_tokenizer;
+enum { AF_TOKEN_UNK = 0, AF_TOKEN_BOS = 1, AF_TOKEN_EOS = 2 };
+enum {
+    AF_ENCODE_BOS = 1,       /* start with BOS */
+    AF_ENCODE_EOS = 2,       /* end with EOS */
+    AF_ENCODE_NO_PREFIX = 4  /* no dummy-prefix " " (run.c always adds it) */
+};
+
+/* NULL on error (af_error_message says what is wrong with the file). Free with
+ * af_tokenizer_free. */
+AF_API af_tokenizer *af_tokenizer_load(const char *path);
+AF_API af_status     af_tokenizer_save(const af_tokenizer *t, const char *path);
+/* 259 tokens: the specials and one per byte (printable ASCII spelled as itself, the rest
+ * <0xXX>); byte b encodes as b + 3 whichever way it is spelled. */
+AF_API af_tokenizer *af_tokenizer_byte_level(void);
+/* Learns a BPE vocabulary of at most vocab_size tokens (260..65536) from ndocs documents
+ * (docs[i] is lens[i] bytes, any bytes): the specials and byte tokens, the learnt merges
+ * scored -1, -2, ... in the order learnt, then the documents' characters, so that
+ * encoding replays the merges. Training stops early when no pair occurs twice. */
+AF_API af_tokenizer *af_tokenizer_train(int64_t ndocs, const char *const *docs, const size_t *lens, int vocab_size);
+AF_API int           af_tokenizer_vocab_size(const af_tokenizer *t);   /* 0 for NULL */
+/* Token id's bytes (NUL-terminated, owned by t), its length and score; NULL when id is
+ * out of range. */
+AF_API const char   *af_tokenizer_token(const af_tokenizer *t, int id, size_t *len, float *score);
+/* Encodes text[0..len) (any bytes) into a malloc'd array of *n ids the caller frees with
+ * free(). flags: AF_ENCODE_*. */
+AF_API af_status     af_tokenizer_encode(const af_tokenizer *t, const char *text, size_t len, unsigned flags,
+                                         int32_t **tokens, int64_t *n);
+/* run.c's decode of one token that follows `prev` (-1: none): its bytes (*len of them,
+ * owned by t), or NULL for an id out of range. A byte token gives its one byte (even
+ * 0x00, which run.c, printing C strings, drops). */
+AF_API const char   *af_tokenizer_decode_piece(const af_tokenizer *t, int prev, int token, size_t *len);
+/* Decodes n ids into a malloc'd, NUL-terminated string of *len bytes (free with free()):
+ * each id's piece after the id before it; BOS and EOS add nothing. decode(encode(text,
+ * AF_ENCODE_BOS)) gives text back, unless text spells a token's name ("<0x41>") that
+ * merges whole: run.c's format cannot tell that token from the byte. */
+AF_API af_status     af_tokenizer_decode(const af_tokenizer *t, const int32_t *tokens, int64_t n, char **text,
+                                         size_t *len);
+AF_API void          af_tokenizer_free(af_tokenizer *t);                /* NULL is fine */
+
+/* Token files (llama2.c's and TinyStories' .bin): uint16 ids, little-endian, no header.
+ * Reading gives a malloc'd array of *n ids (free with free()); vocab_size > 0 rejects any
+ * id >= vocab_size. A failed write removes the file. */
+AF_API af_status af_tokens_read(const char *path, int vocab_size, uint16_t **tokens, int64_t *n);
+AF_API af_status af_tokens_write(const char *path, const uint16_t *tokens, int64_t n);
+
 /* ---------------------------------------------------------------- fp16 helpers */
 
 AF_API uint16_t af_f32_to_f16(float f);   /* round to nearest even; overflow gives +-inf */

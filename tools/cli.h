@@ -9,4 +9,5 @@ int cmd_train(int argc, char **argv);
 int cmd_mil(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
 #endif

@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "cli_env.h"
+#include "data_text.h"
 #include "data/data.h"
 #include "data/sha256.h"
 
@@ -273,6 +274,8 @@ static void usage(FILE *f) {
             "  fetch fashion [--dir DIR] [--from SRC]  copy Fashion-MNIST from SRC\n"
             "                                          (default " FASHION_DEB_DIR ",\n"
             "                                          Debian's dataset-fashion-mnist)\n"
+            "  fetch text [--dir DIR] [--from SRC]     fortunes (Debian's fortunes) as train/val text\n"
+            "  tokenize --tokenizer T IN -o OUT        text to a uint16 token file (--help for more)\n"
             "  info [--dir DIR]                        list the datasets present and verify them\n\n"
             "Files are checked by SHA-256 and installed as DIR/<set>/train-images-idx3-ubyte etc.\n"
             "DIR defaults to $ANEFORGE_DATA, else ./data. CIFAR-10 is not fetched: extract\n"
@@ -305,11 +308,15 @@ static int info(const char *dir) {
     if (n == 6 && good == 6) printf("cifar10  ok: 6 batch files of 10000 records in %s\n", c10);
     else printf("cifar10  %s: %d of 6 batch files (%d of the right size); extract cifar-10-binary.tar.gz's "
                 "*.bin into %s\n", n ? "incomplete" : "missing", n, good, c10);
+    data_text_info(dir);
     return 0;
 }
 
 int cmd_data(int argc, char **argv) {
     const char *dir = NULL, *from = FASHION_DEB_DIR, *sub = NULL, *set = NULL;
+    if (argc > 1 && !strcmp(argv[1], "tokenize")) return data_tokenize(argc - 1, argv + 1);
+    if (argc > 2 && !strcmp(argv[1], "fetch") && !strcmp(argv[2], "text"))
+        return data_fetch_text(argc - 2, argv + 2, cli_data_dir());
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

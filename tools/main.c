@@ -15,8 +15,9 @@ static const struct {
     const char *help;
 } commands[] = {
     { "ops", cmd_ops, "print the op table (--json for JSON)" },
-    { "data", cmd_data, "fetch and inspect datasets (data fetch mnist|fashion, data info)" },
+    { "data", cmd_data, "fetch and inspect datasets (data fetch mnist|fashion|text, data tokenize, data info)" },
     { "bench", cmd_bench, "run benchmarks and print JSON (bench ops)" },
+    { "tokenizer", cmd_tokenizer, "train, write and use llama2.c-format tokenizers (tokenizer train|bytes|encode|decode|info)" },
     { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
     { "generate", cmd_generate, "sample from a llama2.c model file (KV cache, run.c's sampler)" },

@@ -1,0 +1,67 @@
+/* Token files as llama2.c and TinyStories write them: uint16 token ids, little-endian,
+ * one after the other, no header. */
+#include "text/text.h"
+#include "data/data.h"
+#include "ir/ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const char *what, uint16_t **tokens,
+                           int64_t *n) {
+    *tokens = NULL;
+    *n = 0;
+    if (size % 2)
+        return ir_fail(AF_ERR_CORRUPT, "%s: %zu bytes is not a whole number of uint16 tokens (a token file is "
+                                       "little-endian uint16 ids with no header)", what, size);
+    size_t count = size / 2;
+    uint16_t *t = malloc(count ? count * sizeof *t : 1);
+    if (!t) return ir_fail(AF_ERR_NOMEM, "%s: out of memory for %zu tokens", what, count);
+    for (size_t i = 0; i < count; i++) {
+        t[i] = (uint16_t)(buf[2 * i] | buf[2 * i + 1] << 8);
+        if (vocab > 0 && t[i] >= vocab) {
+            unsigned id = t[i];
+            free(t);
+            return ir_fail(AF_ERR_CORRUPT, "%s: token %zu is %u, outside the vocabulary of %d: was the file made "
+                                           "with another tokenizer?", what, i, id, vocab);
+        }
+    }
+    *tokens = t;
+    *n = (int64_t)count;
+    return AF_OK;
+}
+
+af_status af_tokens_read(const char *path, int vocab_size, uint16_t **tokens, int64_t *n) {
+    if (tokens) *tokens = NULL;
+    if (n) *n = 0;
+    if (!tokens || !n) return ir_fail(AF_ERR_INVALID, "af_tokens_read: tokens and n must not be NULL");
+    uint8_t *buf;
+    size_t size;
+    af_status st = data_read_file(path, "write one with `aneforge data tokenize`", &buf, &size);
+    if (st != AF_OK) return st;
+    st = txt_tokens_parse(buf, size, vocab_size, path, tokens, n);
+    free(buf);
+    return st;
+}
+
+af_status af_tokens_write(const char *path, const uint16_t *tokens, int64_t n) {
+    if (!path || n < 0 || (!tokens && n))
+        return ir_fail(AF_ERR_INVALID, "af_tokens_write: path and tokens must not be NULL, n >= 0");
+    FILE *f = fopen(path, "wb");
+    if (!f) return ir_fail(AF_ERR_IO, "cannot create %s", path);
+    uint8_t chunk[8192];
+    int ok = 1;
+    for (int64_t i = 0; ok && i < n;) {
+        int64_t m = n - i < (int64_t)sizeof chunk / 2 ? n - i : (int64_t)sizeof chunk / 2;
+        for (int64_t j = 0; j < m; j++) chunk[2 * j] = (uint8_t)tokens[i + j], chunk[2 * j + 1] = (uint8_t)(tokens[i + j] >> 8);
+        ok = fwrite(chunk, 2, (size_t)m, f) == (size_t)m;
+        i += m;
+    }
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) {
+        remove(path);
+        return ir_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
+    }
+    return AF_OK;
+}

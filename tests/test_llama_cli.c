@@ -6,10 +6,12 @@
 #include "support/check.h"
 #include "aneforge.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef AF_CLI
 #define AF_CLI "./aneforge"
@@ -59,8 +61,74 @@ static int by_hand(const char *model, const int *prompt, int np, int steps, floa
     return n;
 }
 
+/* A small random model whose vocabulary is the byte-level tokenizer's, and that tokenizer,
+ * written under TMPDIR; returns 0 on failure. */
+static int write_model_and_tokenizer(char *model, char *tokpath, size_t n) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(model, n, "%s/af_llama_cli_model_%d.bin", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    snprintf(tokpath, n, "%s/af_llama_cli_tok_%d.bin", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    af_tokenizer *bytes = af_tokenizer_byte_level();
+    af_llama_config c;
+    if (!bytes || af_llama_preset("tiny", af_tokenizer_vocab_size(bytes), &c) != AF_OK) return 0;
+    c.seq_len = 32;
+    af_llama_weights *w = af_llama_weights_new(&c);
+    if (!w) return 0;
+    test_rng r = { 9 };
+    float *d = af_llama_weights_data(w);
+    for (int64_t i = 0; i < af_llama_weight_count(&c); i++) d[i] = (float)(test_uniform(&r) - 0.5) * 0.2f;
+    int ok = af_llama_save(w, model, 0) == AF_OK && af_tokenizer_save(bytes, tokpath) == AF_OK;
+    af_llama_weights_free(w);
+    af_tokenizer_free(bytes);
+    return ok;
+}
+
+/* With --tokenizer the prompt is encoded as run.c does (BOS, then the text) and the
+ * output is the text of the generated tokens, which the token ids of --json decode to. */
+static void test_tokenizer(void) {
+    char model[256], tokpath[256];
+    CHECK(write_model_and_tokenizer(model, tokpath, sizeof model), "writing a model and a tokenizer: %s", af_error_message());
+    af_tokenizer *tok = af_tokenizer_load(tokpath);
+    CHECK(tok != NULL, "loading the tokenizer: %s", af_error_message());
+    char args[1024], text[8192], json[8192];
+    snprintf(args, sizeof args, "--model %s --tokenizer %s --prompt \"hi there\" --steps 20 --temperature 0", model, tokpath);
+    CHECK(generate(args, text, sizeof text) == 0, "generate with a tokenizer");
+    snprintf(args + strlen(args), sizeof args - strlen(args), " --json");
+    CHECK(generate(args, json, sizeof json) == 0, "generate --json with a tokenizer");
+    const char *p = strchr(json, '[');
+    int ids[64], n = 0;
+    while (p && *p && *p != ']' && n < 64) { /* "[1, 262, ...]" */
+        char *end;
+        long v = strtol(p + 1, &end, 10);
+        if (end == p + 1) break;
+        ids[n++] = (int)v;
+        p = end;
+    }
+    int32_t *want = NULL;
+    int64_t nw = 0;
+    CHECK(tok && af_tokenizer_encode(tok, "hi there", 8, AF_ENCODE_BOS, &want, &nw) == AF_OK, "encode");
+    bool prompt_ok = n >= nw;
+    for (int64_t i = 0; i < nw && prompt_ok; i++) prompt_ok = ids[i] == want[i];
+    CHECK(prompt_ok && nw == 10, "the prompt is BOS + ' hi there' as run.c encodes it (%lld tokens)", (long long)nw);
+    int32_t all[64]; /* decoded with the BOS, whose next piece loses its dummy space, as printed */
+    for (int i = 0; i < n; i++) all[i] = ids[i];
+    char *decoded = NULL;
+    size_t dlen = 0;
+    CHECK(tok && af_tokenizer_decode(tok, all, n, &decoded, &dlen) == AF_OK, "decode");
+    size_t tl = strlen(text);
+    while (tl && text[tl - 1] == '\n') text[--tl] = 0; /* the final newline */
+    CHECK(decoded && dlen == tl && !memcmp(decoded, text, dlen), "printed text '%s' is the tokens' text '%.*s'", text,
+          (int)dlen, decoded ? decoded : "");
+    CHECK(!strncmp(text, "hi there", 8), "the text starts with the prompt, without its dummy space: '%s'", text);
+    free(decoded);
+    free(want);
+    af_tokenizer_free(tok);
+    remove(tokpath);
+    remove(model);
+}
+
 int main(void) {
     char out[8192];
+    test_tokenizer();
     int got[512], want[512];
 
     /* Greedy from PyTorch's prompt follows PyTorch's argmax tokens. */
@@ -112,8 +180,8 @@ int main(void) {
     CHECK(generate("--model " FIXDIR "/model_a_v0.bin --tokens 1,37", out, sizeof out) == 2, "token 37 of 37");
     CHECK(generate("--model " FIXDIR "/model_a_v0.bin --seed 0", out, sizeof out) == 2, "seed 0");
     CHECK(generate("--model " FIXDIR "/model_a_v0.bin --top-p 2", out, sizeof out) == 2, "top-p 2");
-    CHECK(generate("--model " FIXDIR "/model_a_v0.bin --tokenizer t.bin --prompt hi", out, sizeof out) == 2,
-          "tokenizer not wired");
+    CHECK(generate("--model " FIXDIR "/model_a_v0.bin --tokenizer /nonexistent/t.bin --prompt hi", out, sizeof out) == 1,
+          "a missing tokenizer file");
     CHECK(generate("--model " FIXDIR "/model_a_logits.npy", out, sizeof out) == 1, "not a model");
     return check_finish("llama_cli");
 }

@@ -1,8 +1,10 @@
-/* aneforge generate: samples text (token ids until the tokenizer is wired in) from a
- * llama2.c model with the KV-cache generator, following run.c's generate loop. */
+/* aneforge generate: samples text from a llama2.c model with the KV-cache generator,
+ * following run.c's generate loop (token ids in and out, or text with --tokenizer). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cli.h"
 #include "aneforge.h"
+
+#include <stdbool.h>
 
 #include <errno.h>
 #include <math.h>
@@ -27,7 +29,8 @@ static void usage(FILE *f) {
             "KV cache and samples as llama2.c's run.c does, so the same seed gives run.c's tokens.\n\n"
             "  --model PATH        the model file\n"
             "  --tokens 1,403,...  the prompt as token ids (default: 1, the BOS token)\n"
-            "  --tokenizer PATH    a llama2.c tokenizer.bin, with --prompt (not wired in yet: use --tokens)\n"
+            "  --tokenizer PATH    a llama2.c tokenizer.bin: --prompt is encoded with it (BOS first, as\n"
+            "                      run.c does) and the output printed as text\n"
             "  --prompt TEXT       the prompt text\n"
             "  --steps N           positions to run, prompt included (default 256; 0 or more than\n"
             "                      the model's seq_len: seq_len)\n"
@@ -36,7 +39,8 @@ static void usage(FILE *f) {
             "  --seed S            the sampler's seed, a positive integer (default: the time, as run.c)\n"
             "  --threads N         threads for the matrix-vector products (default: one per core)\n"
             "  --json              one JSON line: tokens, prompt_tokens, seed, tokens_per_s\n\n"
-            "Prints the sequence's token ids (prompt included) separated by spaces. Generation\n"
+            "Prints the sequence (prompt included): token ids separated by spaces, or text with\n"
+            "--tokenizer. Generation\n"
             "stops after --steps positions or when the model produces BOS (1), as in run.c.\n");
 }
 
@@ -117,11 +121,40 @@ static int parse_tokens(const char *s, int vocab, int **ids, int *n) {
 /* The tokenizer's place: src/text's llama2.c tokenizer (issue 14, part 3) plugs in here,
  * encoding the prompt as run.c does (BOS 1, then the text) and, in run(), decoding each
  * new token instead of printing its id. Until it is merged --tokens is the way in. */
-static int tokenizer_prompt(const char *tokenizer, const char *prompt, int vocab, int **ids, int *n) {
-    (void)prompt, (void)vocab, (void)ids, (void)n;
-    fprintf(stderr, "aneforge generate: --tokenizer %s: the tokenizer is not wired into generate yet; pass the "
-                    "prompt as ids with --tokens\n", tokenizer);
-    return 2;
+/* run.c's prompt: the text encoded with BOS (and the dummy-prefix space), checked
+ * against the model's vocabulary. */
+static int tokenizer_prompt(const af_tokenizer *tok, const char *prompt, int vocab, int **ids, int *n) {
+    if (af_tokenizer_vocab_size(tok) > vocab) {
+        fprintf(stderr, "aneforge generate: the tokenizer has %d tokens but the model only %d: use the model's own tokenizer\n",
+                af_tokenizer_vocab_size(tok), vocab);
+        return 2;
+    }
+    int32_t *t = NULL;
+    int64_t k = 0;
+    const char *text = prompt ? prompt : "";
+    if (af_tokenizer_encode(tok, text, strlen(text), AF_ENCODE_BOS, &t, &k)) {
+        fprintf(stderr, "aneforge generate: --prompt: %s\n", af_error_message());
+        return 1;
+    }
+    *ids = malloc(sizeof **ids * (size_t)(k > 0 ? k : 1));
+    if (!*ids) { free(t); return bad("%s", "out of memory"); }
+    for (int64_t i = 0; i < k; i++) (*ids)[i] = t[i];
+    *n = (int)k;
+    free(t);
+    return 0;
+}
+
+/* Prints token `next` after `prev`: its text with a tokenizer (run.c's piece rules; like
+ * run.c, not the first token, BOS), its id without. */
+static void print_token(const af_tokenizer *tok, int prev, int next, bool first) {
+    if (!tok) {
+        printf(first ? "%d" : " %d", next);
+        return;
+    }
+    if (first) return;
+    size_t len = 0;
+    const char *piece = af_tokenizer_decode_piece(tok, prev, next, &len);
+    if (piece) fwrite(piece, 1, len, stdout);
 }
 
 static double now_s(void) {
@@ -131,13 +164,13 @@ static double now_s(void) {
 }
 
 /* run.c's generate loop: feed the prompt, then sample; stop at BOS or after steps. */
-static int run(const gen_args *a, af_llama_gen *g, af_llama_sampler *s, const int *prompt, int nprompt,
-               int steps, int **seq, int *nseq, double *tokens_per_s) {
+static int run(const gen_args *a, const af_tokenizer *tok, af_llama_gen *g, af_llama_sampler *s, const int *prompt,
+               int nprompt, int steps, int **seq, int *nseq, double *tokens_per_s) {
     *seq = malloc((size_t)(steps + 1) * sizeof(int));
     if (!*seq) return bad("%s", "out of memory");
     int token = prompt[0], n = 0;
     (*seq)[n++] = token;
-    if (!a->json) printf("%d", token);
+    if (!a->json) print_token(tok, -1, token, true);
     double start = 0;
     for (int pos = 0; pos < steps; pos++) {
         if (af_llama_gen_feed(g, token)) {
@@ -152,7 +185,7 @@ static int run(const gen_args *a, af_llama_gen *g, af_llama_sampler *s, const in
         if (next == 1) break; /* BOS delimits sequences */
         (*seq)[n++] = next;
         if (!a->json) {
-            printf(" %d", next);
+            print_token(tok, token, next, false);
             fflush(stdout);
         }
         token = next;
@@ -177,8 +210,14 @@ int cmd_generate(int argc, char **argv) {
     int *prompt = NULL, nprompt = 0, *seq = NULL, nseq = 0;
     af_llama_gen *g = NULL;
     af_llama_sampler *s = NULL;
+    af_tokenizer *tok = NULL;
     double tps = 0;
-    if (a.tokenizer) rc = tokenizer_prompt(a.tokenizer, a.prompt, c->vocab_size, &prompt, &nprompt);
+    if (a.tokenizer && !(tok = af_tokenizer_load(a.tokenizer))) {
+        fprintf(stderr, "aneforge generate: --tokenizer: %s\n", af_error_message());
+        rc = 1;
+        goto out;
+    }
+    if (tok) rc = tokenizer_prompt(tok, a.prompt, c->vocab_size, &prompt, &nprompt);
     else rc = parse_tokens(a.tokens ? a.tokens : "1", c->vocab_size, &prompt, &nprompt);
     if (rc) goto out;
     int steps = a.steps == 0 || a.steps > c->seq_len ? c->seq_len : (int)a.steps;
@@ -189,7 +228,7 @@ int cmd_generate(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    rc = run(&a, g, s, prompt, nprompt, steps, &seq, &nseq, &tps);
+    rc = run(&a, tok, g, s, prompt, nprompt, steps, &seq, &nseq, &tps);
     if (rc) goto out;
     if (a.json) {
         printf("{\"tokens\": [");
@@ -205,5 +244,6 @@ out:
     af_llama_sampler_free(s);
     af_llama_gen_free(g);
     af_llama_weights_free(w);
+    af_tokenizer_free(tok);
     return rc;
 }

@@ -106,7 +106,7 @@ static const bad_case bad[] = {
     { HEAD "    tensor<fp16, [4]> y = relu(x = x);\n" "  } -> (y);\n}\n}\n", AF_ERR_CORRUPT, ":7:1:", "end of the text" },
     { HEAD "    tensor<fp16, [4]> y = relu(x = \"x);\n" TAIL, AF_ERR_CORRUPT, ":4:36:", "unterminated string" },
     { HEAD "    tensor<fp16, [4]> y = relu(x = x) @;\n" TAIL, AF_ERR_CORRUPT, ":4:39:", "unexpected character '@'" },
-    { HEAD "    fp16 c = const()[val = fp16(0x1p-1)];\n    tensor<fp16, [4]> y = cast(x = x, dtype = string(\"int8\"));\n" TAIL, AF_ERR_UNSUPPORTED, ":5:39:", "cast to int8" },
+    { HEAD "    fp16 c = const()[val = fp16(0x1p-1)];\n    tensor<fp16, [4]> y = cast(x = x, dtype = string(\"int64\"));\n" TAIL, AF_ERR_UNSUPPORTED, ":5:39:", "cast to int64" },
     { HEAD "    tensor<fp16, [4]> y = layer_norm(x = x, axes = tensor<int32, [1]>([0]), epsilon = fp16(0), gamma = fp16(1));\n" TAIL, AF_ERR_SHAPE, ":4:5:", "gamma" },
     { HEAD "    tensor<fp16, [4]> y = const()[val = tensor<fp16, [4]>(BLOBFILE(path = string(\"@model_path/weights/weight.bin\"), offset = uint64(64)))];\n" TAIL,
       AF_ERR_IO, ":4:41:", "no weight file" },

@@ -63,6 +63,7 @@ typedef struct {
     const char *source_name; /* for messages ("model.mil"); NULL = "<mil>" */
     const char *model_dir;   /* what @model_path names; NULL = no files on disk */
     const char *weights_dir; /* what @model_path/weights names; NULL = model_dir/weights */
+    const char *function;    /* the function to read; NULL = "main", or the only one */
     int nblobs;              /* in-memory weight files, looked up before the disk */
     const mil_blobsrc *blobs;
 } mil_read_opts;
@@ -73,6 +74,8 @@ typedef struct {
     af_tensor **in, **out;  /* owned by g: function arguments and returned values */
     char **in_names;        /* owned by g: the MIL names, in the same order */
     char **out_names;
+    const char **in_types;  /* the declared MIL dtype of each argument ("fp16", "int32", "bool", ...) */
+    const char **out_types; /* and of each result */
 } mil_module;
 
 /* Parses MIL text into a new graph. On failure *m is zeroed, nothing leaks, and

@@ -24,7 +24,9 @@ struct cpu_exec {
     int *state_out;        /* per input: the output copied onto it after a run, or -1 */
 };
 
-static bool needs_rounding(const cpu_exec *e, const af_tensor *t) { return e->o.fp16 || t->dtype == AF_F16; }
+static bool needs_rounding(const cpu_exec *e, const af_tensor *t) {
+    return (e->o.fp16 && !(t->flags & IR_TF_EXACT)) || t->dtype == AF_F16;
+}
 
 void cpu_exec_free(cpu_exec *e) {
     if (!e) return;
@@ -71,7 +73,7 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
         e->baked[id] = malloc((size_t)cnt * sizeof(float) + 1);
         if (!e->baked[id]) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
         memcpy(e->baked[id], t->data, (size_t)cnt * sizeof(float));
-        if (e->o.fp16) ir_round_f16_array(e->baked[id], cnt);
+        if (e->o.fp16 && !(t->flags & IR_TF_EXACT)) ir_round_f16_array(e->baked[id], cnt);
         e->val[id] = e->baked[id];
     }
     if (!cpu_plan_memory(p, e->o.threads, e->offset, &e->arena_floats, &e->scratch_floats))

@@ -143,6 +143,7 @@ static void unary_range(void *p, int64_t b, int64_t e) {
     case IR_OP_SIN: UN_LOOP(sinf(x)); break;
     case IR_OP_COS: UN_LOOP(cosf(x)); break;
     case IR_OP_ERF: UN_LOOP(erff(x)); break;
+    case IR_OP_FLOOR: UN_LOOP(floorf(x)); break;
     case IR_OP_CAST:
         if (c->t->a.to == AF_F16) ir_round_f16_array(memmove(o, a, (size_t)n * sizeof *o), n);
         else memmove(o, a, (size_t)n * sizeof *o);

@@ -78,6 +78,7 @@ static double unop(const af_tensor *t, double x) {
     case IR_OP_SIN: return sin(x);
     case IR_OP_COS: return cos(x);
     case IR_OP_ERF: return erf(x);
+    case IR_OP_FLOOR: return floor(x);
     case IR_OP_CAST: return t->a.to == AF_F16 ? (double)af_round_f16((float)x) : x;
     default: return NAN;
     }

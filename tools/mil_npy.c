@@ -49,18 +49,18 @@ static double element(const npy_kind *k, const unsigned char *p) {
     }
 }
 
-/* Whether v is a value of the MIL dtype `dt`; why not in *why. */
-static bool fits(const char *dt, double v, const char **why) {
+/* Whether v is a value of the MIL dtype `dt`; why not in why. */
+static bool fits(const char *dt, double v, char *why, size_t n) {
     double lo, hi;
     if (!strcmp(dt, "fp16") || !strcmp(dt, "fp32")) return true;
-    if (v != floor(v)) { *why = "is not a whole number"; return false; }
+    if (v != floor(v)) { snprintf(why, n, "is not a whole number"); return false; }
     if (!strcmp(dt, "bool")) { lo = 0; hi = 1; }
     else if (!strcmp(dt, "int8")) { lo = -128; hi = 127; }
     else if (!strcmp(dt, "uint8")) { lo = 0; hi = 255; }
     else if (!strcmp(dt, "int16")) { lo = -32768; hi = 32767; }
     else if (!strcmp(dt, "uint16")) { lo = 0; hi = 65535; }
-    else { lo = -16777216; hi = 16777216; } /* int32: what the reader holds exactly */
-    if (v < lo || v > hi) { *why = "is outside the dtype's range (int32: |v| <= 2^24, held exactly)"; return false; }
+    else { lo = -16777216; hi = 16777216; } /* int32: what the reader holds exactly in fp32 */
+    if (v < lo || v > hi) { snprintf(why, n, "is outside %.0f..%.0f", lo, hi); return false; }
     return true;
 }
 
@@ -104,8 +104,8 @@ int mil_npy_read(const char *path, const char *dt, float **data, int *rank, int6
     if (fread(raw, (size_t)k->size, (size_t)n, f) != (size_t)n) { snprintf(err, errlen, "%s holds fewer than its %lld elements", path, (long long)n); goto out; }
     for (int64_t i = 0; i < n; i++) {
         double v = element(k, raw + i * k->size);
-        const char *why = "";
-        if (!fits(dt, v, &why)) { snprintf(err, errlen, "%s: element %lld (%g) %s for a %s argument", path, (long long)i, v, why, dt); goto out; }
+        char why[80];
+        if (!fits(dt, v, why, sizeof why)) { snprintf(err, errlen, "%s: element %lld (%g) %s, the range of the %s argument", path, (long long)i, v, why, dt); goto out; }
         (*data)[i] = (float)v;
     }
     rc = 0;

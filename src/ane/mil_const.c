@@ -66,7 +66,7 @@ static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
     if (!f) { mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory"); return NULL; }
     if (lit->v) {
         for (int64_t i = 0; i < lit->count; i++) {
-            if (mil_dtype_is_int(lit->type.dt) && !int_fits(M, lit, lit->v[i], i, line, col)) return NULL;
+            if (mil_dtype_is_int(lit->type.dt) && !int_fits(M, lit, lit->v[i], i, lit->line, lit->col)) return NULL;
             f[i] = (float)lit->v[i];
         }
         return f;
@@ -96,13 +96,13 @@ static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
         case MIL_UINT16: f[i] = (uint16_t)(q[0] | q[1] << 8); break;
         case MIL_INT32: {
             int32_t v = (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24);
-            if (!int_fits(M, lit, v, i, line, col)) return NULL;
+            if (!int_fits(M, lit, v, i, lit->line, lit->col)) return NULL;
             f[i] = (float)v;
             break;
         }
         default: {
             uint32_t v = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
-            if (!int_fits(M, lit, v, i, line, col)) return NULL;
+            if (!int_fits(M, lit, v, i, lit->line, lit->col)) return NULL;
             f[i] = (float)v;
             break;
         }

@@ -20,6 +20,9 @@ static af_tensor *exact_const(af_graph *g, af_shape s, const float *v) {
     return t;
 }
 
+/* A scalar that must keep its value at fp16 precision (a count or a type's range). */
+static af_tensor *xfill(af_tensor *like, float v) { return like ? exact_const(like->g, scalar_shape(), &v) : NULL; }
+
 /* 0, 1, ..., d-1 along `axis` of a rank-`rank` shape of ones elsewhere. */
 static af_tensor *iota(af_graph *g, int rank, int axis, int64_t d) {
     af_shape s = { .rank = rank };
@@ -79,8 +82,8 @@ static bool h_cast(call *c, int op) {
         return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "dtype"), "cast to %s is not supported (bool, int8, uint8, int16, uint16, int32, uint32, fp16, fp32)", dt);
     af_tensor *y = cls == MIL_VC_FLOAT ? trunc_of(x) : x;
     if (hi - lo < 65536) { /* wrap: lo + (y - lo) mod 2^bits; powers of two divide exactly */
-        af_tensor *span = fill(x, (float)(hi - lo + 1));
-        y = af_adds(mod_of(af_adds(y, (float)-lo), span), (float)lo);
+        af_tensor *span = xfill(x, (float)(hi - lo + 1)), *low = xfill(x, (float)lo);
+        y = af_add(mod_of(af_sub(y, low), span), low);
     }
     return mil_out(c, 0, y, MIL_VC_INT);
 }
@@ -219,7 +222,7 @@ static bool h_argext(call *c, int op) {
     if (a < 0) return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "axis"), "axis %lld is out of range", (long long)axis);
     int64_t d = x->shape.dim[a];
     af_tensor *m = op ? af_reduce_min(x, 1, &a, true) : af_reduce_max(x, 1, &a, true);
-    af_tensor *cand = af_select(af_equal(x, m), iota(x->g, x->shape.rank, a, d), fill(x, (float)d));
+    af_tensor *cand = af_select(af_equal(x, m), iota(x->g, x->shape.rank, a, d), xfill(x, (float)d));
     af_tensor *y = af_reduce_min(cand, 1, &a, true);
     return mil_out(c, 0, drop_axes(y, x, 1, &a, keep), MIL_VC_INT);
 }
@@ -243,9 +246,10 @@ static bool h_one_hot(call *c, int op) {
     int64_t d[AF_MAX_RANK];
     for (int i = 0, k = 0; i < r; i++) d[i] = i == a ? 1 : idx->shape.dim[k++];
     af_tensor *hot = af_equal(mil_reshape_to(idx, r, d), iota(idx->g, r, a, size));
-    af_tensor *y = af_select(hot, fill(idx, (float)on), fill(idx, (float)offv));
     const mil_lit *ol = mil_const_arg(c, "on_value", &present, NULL);
     int cls = present && ol ? mil_dtype_class(ol->type.dt) : MIL_VC_INT;
+    af_tensor *y = cls == MIL_VC_FLOAT ? af_select(hot, fill(idx, (float)on), fill(idx, (float)offv))
+                                       : af_select(hot, xfill(idx, (float)on), xfill(idx, (float)offv));
     return mil_out(c, 0, y, cls == MIL_VC_BOOL ? MIL_VC_INT : cls);
 }
 
@@ -369,8 +373,8 @@ static bool h_pad(call *c, int op) {
     return mil_out(c, 0, y, MIL_VC_SAME);
 }
 
-/* l2_norm: x / sqrt(max(sum(x^2), epsilon)) over the given axes (default the last three,
- * or all when the rank is smaller). */
+/* l2_norm: x / sqrt(sum(x^2) + epsilon) over the last three axes (coremltools' iOS 15
+ * definition; all axes for rank < 3), or over `axes` where an older program gives them. */
 static bool h_l2_norm(call *c, int op) {
     int axes[AF_MAX_RANK], n;
     double eps;
@@ -383,7 +387,7 @@ static bool h_l2_norm(call *c, int op) {
         for (int i = 0; i < n; i++) axes[i] = r - n + i;
     }
     af_tensor *ss = af_reduce_sum(af_square(x), n, axes, true);
-    return mil_out(c, 0, af_div(x, af_sqrt(af_maximum(ss, fill(x, (float)eps)))), MIL_VC_SAME);
+    return mil_out(c, 0, af_div(x, af_sqrt(af_adds(ss, (float)eps))), MIL_VC_SAME);
 }
 
 /* upsample_nearest_neighbor with whole scale factors: each pixel repeated. */
@@ -493,7 +497,7 @@ static bool h_gather_along(call *c, int op) {
         id[i] = idx->shape.dim[k];
         k++;
     }
-    af_tensor *wrapped = af_add(idx, af_muls(af_less(idx, fill(idx, 0)), (float)d));
+    af_tensor *wrapped = af_add(idx, af_mul(af_less(idx, fill(idx, 0)), xfill(idx, (float)d)));
     af_tensor *hot = af_equal(mil_reshape_to(wrapped, r + 1, id), iota(x->g, r + 1, a + 1, d));
     int red = a + 1;
     af_tensor *y = af_reduce_max(af_select(hot, mil_reshape_to(x, r + 1, xd), fill(x, -INFINITY)), 1, &red, false);

@@ -382,19 +382,20 @@ static bool untyped_literal(parser *p, mil_lit **out) {
     /* A list: read the tokens once to learn the count and the dtype, then parse. */
     mil_lexer save = p->L;
     mil_token first = p->tok;
-    int64_t n = 0;
-    bool ints = true, bools = false;
+    int64_t n = 0, nbools = 0;
+    bool ints = true;
     TRY(next(p));
     while (!is(p, "]")) {
         if (n && !expect(p, ",")) return false;
         if (n >= AF_MIL_MAX_INLINE) return mil_error(p->d, AF_ERR_UNSUPPORTED, lit->line, lit->col, "inline literal larger than %lld elements", (long long)AF_MIL_MAX_INLINE);
-        if (is(p, "true") || is(p, "false")) bools = true;
+        if (is(p, "true") || is(p, "false")) nbools++;
         else if (p->tok.kind == TK_NUM || is(p, "inf") || is(p, "nan")) ints = ints && integer_spelling(&p->tok);
         else return perr(p, "expected %s", "a number or a bool in an untyped list (nested lists need a tensor<...> type)");
+        if (nbools && nbools <= n) return perr(p, "%s", "an untyped list mixes bools and numbers");
         n++;
         TRY(next(p));
     }
-    if (bools && n && !ints) return perr(p, "%s", "an untyped list mixes bools and numbers");
+    bool bools = n && nbools == n;
     p->L = save;
     p->tok = first;
     lit->type.dt = bools ? MIL_BOOL : ints ? MIL_INT32 : MIL_FP32;

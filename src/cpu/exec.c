@@ -25,7 +25,7 @@ struct cpu_exec {
 };
 
 static bool needs_rounding(const cpu_exec *e, const af_tensor *t) {
-    return (e->o.fp16 && !(t->flags & IR_TF_EXACT)) || t->dtype == AF_F16;
+    return !(t->flags & IR_TF_EXACT) && (e->o.fp16 || t->dtype == AF_F16); /* exact: MIL integers and bools */
 }
 
 void cpu_exec_free(cpu_exec *e) {

@@ -14,6 +14,12 @@
  *     reduce_log_sum_exp, reduce_prod, reduce_argmin, one_hot, cumsum both ways,
  *     band_part, tile, pad in three modes, l2_norm, upsample_nearest_neighbor,
  *     gather_along_axis, quantize, dequantize, leaky_relu, elu, sigmoid_hard);
+ *   - layout_coreml8: program(1.2) with a CoreML8 opset: atan, asin, acos, atanh, gather
+ *     (negative indices), scatter (update) and scatter_along_axis (add, duplicates),
+ *     stack, flatten2d, shape, reverse, depth_to_space / space_to_depth, pixel_shuffle /
+ *     pixel_unshuffle, upsample_bilinear both ways, einsum (contraction and batch),
+ *     prelu, crop, range_1d past 2048, fill, constexpr_blockwise_shift_scale,
+ *     constexpr_cast;
  *   - weights_ios16: @model_path/weights.bin whose header says 1 record for 2 (read,
  *     with a warning through the log) and @model_path/weights/weight.bin with int8
  *     constexpr_affine_dequantize data and an int32 table beyond fp16's range.
@@ -156,6 +162,7 @@ static void test_programs(void) {
         run_case("ints_ios17", "argmax_long", fp32);
         run_case("literals_ios18", "main", fp32);
         run_case("ops_ios18", "main", fp32);
+        run_case("layout_coreml8", "main", fp32);
         warned[0] = 0;
         run_case("weights_ios16", "main", fp32);
         CHECK(strstr(warned, "header says 1 records but the file holds 2"), "count-1 weight file: warning '%s'", warned);

@@ -36,8 +36,9 @@ af_tensor *mil_reshape_to(af_tensor *x, int rank, const int64_t *dims);
 
 typedef bool (*mil_op_fn)(call *c, int op);
 typedef struct { const char *name; mil_op_fn fn; int op; } mil_op_entry;
-/* The handlers of mil_map_ext.c, NULL-name terminated. */
+/* The handlers of mil_map_ext.c and mil_map_layout.c, NULL-name terminated. */
 extern const mil_op_entry mil_ops_ext[];
+extern const mil_op_entry mil_ops_layout[];
 
 #define X_(name) mil_targ(c, name, true, NULL)
 #define NEED(p) do { if (!(p)) return false; } while (0)

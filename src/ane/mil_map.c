@@ -588,6 +588,7 @@ static const mil_op_entry optab[] = {
     { "exp", h_unary, IR_OP_EXP }, { "tanh", h_unary, IR_OP_TANH }, { "sigmoid", h_unary, IR_OP_SIGMOID },
     { "relu", h_unary, IR_OP_RELU }, { "silu", h_unary, IR_OP_SILU }, { "sin", h_unary, IR_OP_SIN },
     { "cos", h_unary, IR_OP_COS }, { "erf", h_unary, IR_OP_ERF },
+    { "atan", h_unary, IR_OP_ATAN }, { "asin", h_unary, IR_OP_ASIN }, { "acos", h_unary, IR_OP_ACOS }, { "atanh", h_unary, IR_OP_ATANH },
     { "rsqrt", h_eps_unary, IR_OP_RSQRT }, { "inverse", h_eps_unary, IR_OP_INVERSE }, { "log", h_eps_unary, IR_OP_LOG },
     { "gelu", h_gelu, 0 }, { "linear", h_linear, 0 }, { "matmul", h_matmul, 0 },
     { "reduce_sum", h_reduce, IR_OP_REDUCE_SUM }, { "reduce_mean", h_reduce, IR_OP_REDUCE_MEAN },
@@ -661,6 +662,8 @@ static const mil_op_entry *find_op(const char *name) {
     for (size_t k = 0; k < sizeof optab / sizeof optab[0]; k++)
         if (!strcmp(optab[k].name, name)) return &optab[k];
     for (const mil_op_entry *e = mil_ops_ext; e->name; e++)
+        if (!strcmp(e->name, name)) return e;
+    for (const mil_op_entry *e = mil_ops_layout; e->name; e++)
         if (!strcmp(e->name, name)) return e;
     return NULL;
 }

@@ -35,6 +35,15 @@ static af_tensor *iota(af_graph *g, int rank, int axis, int64_t d) {
     return t;
 }
 
+/* Whether a result of base elements times the factors stays within the reader's
+ * tensor cap; an error otherwise (untrusted sizes never reach an allocation). */
+static bool fits_cap(call *c, int64_t base, int n, const int64_t *factor) {
+    double total = (double)base;
+    for (int i = 0; i < n; i++) total *= (double)factor[i];
+    if (total <= (double)(1 << 24)) return true;
+    return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "the result would hold %.0f elements (at most 2^24)", total);
+}
+
 static af_tensor *floor_of(af_tensor *x) { return x ? ir_build(IR_OP_FLOOR, 1, &x, NULL) : NULL; }
 static af_tensor *ceil_of(af_tensor *x) { return x ? af_neg(floor_of(af_neg(x))) : NULL; }
 static af_tensor *trunc_of(af_tensor *x) { return x ? af_select(af_less(x, fill(x, 0)), ceil_of(x), floor_of(x)) : NULL; }
@@ -243,6 +252,7 @@ static bool h_one_hot(call *c, int op) {
     if (r > AF_MAX_RANK) return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "the result's rank exceeds %d", AF_MAX_RANK);
     int a = ir_norm_axis((int)axis, r);
     if (a < 0) return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "axis"), "axis %lld is out of range", (long long)axis);
+    NEED(fits_cap(c, af_shape_count(idx->shape), 1, &size));
     int64_t d[AF_MAX_RANK];
     for (int i = 0, k = 0; i < r; i++) d[i] = i == a ? 1 : idx->shape.dim[k++];
     af_tensor *hot = af_equal(mil_reshape_to(idx, r, d), iota(idx->g, r, a, size));
@@ -262,7 +272,7 @@ static bool h_cumsum(call *c, int op) {
     int r = x->shape.rank, a = ir_norm_axis((int)axis, r);
     if (a < 0) return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "axis"), "axis %lld is out of range", (long long)axis);
     int64_t d = x->shape.dim[a];
-    if (d > 4096) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "axis"), "cumsum along an axis of %lld (at most 4096)", (long long)d);
+    if (d > 2048) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "axis"), "cumsum along an axis of %lld (at most 2048)", (long long)d);
     /* y[.., i] = sum_j x[.., j] * T[j][i], T the (strict, reversed) triangle */
     float *tv = calloc((size_t)(d * d), sizeof(float));
     if (!tv) return mil_cfail(c, AF_ERR_NOMEM, NULL, "out of memory");
@@ -295,7 +305,7 @@ static bool h_band_part(call *c, int op) {
     int r = x->shape.rank;
     if (r < 2) return mil_cfail(c, AF_ERR_SHAPE, NULL, "x needs rank >= 2");
     int64_t m = x->shape.dim[r - 2], n = x->shape.dim[r - 1];
-    if (m * n > (1 << 24)) return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "the band is too large");
+    if (m * n > (1 << 22)) return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "the band is too large (%lld x %lld)", (long long)m, (long long)n);
     float *v = malloc(sizeof(float) * (size_t)(m * n));
     if (!v) return mil_cfail(c, AF_ERR_NOMEM, NULL, "out of memory");
     for (int64_t i = 0; i < m; i++)
@@ -312,9 +322,11 @@ static bool h_tile(call *c, int op) {
     af_tensor *x = X_("x");
     NEED(x && mil_get_ints(c, "reps", reps, AF_MAX_RANK, &n, true));
     if (n != x->shape.rank) return mil_cfail(c, AF_ERR_SHAPE, mil_find(c, "reps"), "reps has %d entries for a rank-%d x", n, x->shape.rank);
+    for (int i = 0; i < n; i++)
+        if (reps[i] < 1 || reps[i] > 1024) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "reps"), "reps must be in 1..1024");
+    NEED(fits_cap(c, af_shape_count(x->shape), n, reps));
     af_tensor *y = x;
     for (int i = 0; i < n && y; i++) {
-        if (reps[i] < 1 || reps[i] > 1024) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "reps"), "reps must be in 1..1024");
         if (reps[i] == 1) continue;
         af_tensor **xs = malloc(sizeof *xs * (size_t)reps[i]);
         if (!xs) return mil_cfail(c, AF_ERR_NOMEM, NULL, "out of memory");
@@ -339,6 +351,12 @@ static bool h_pad(call *c, int op) {
     if (n % 2 || n / 2 > r) return mil_cfail(c, AF_ERR_SHAPE, mil_find(c, "pad"), "pad needs an even count of at most %d entries", 2 * r);
     int m = strcmp(mode, "constant") ? strcmp(mode, "reflect") ? strcmp(mode, "replicate") ? -1 : 2 : 1 : 0;
     if (m < 0) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "mode"), "mode '%s' is not one of constant, reflect, replicate", mode);
+    int64_t grow[AF_MAX_RANK];
+    for (int k = 0; k < n / 2; k++) {
+        int64_t d = x->shape.dim[r - n / 2 + k];
+        grow[k] = p[2 * k] < 0 || p[2 * k + 1] < 0 || p[2 * k] > 1024 || p[2 * k + 1] > 1024 ? 1 : (d + p[2 * k] + p[2 * k + 1] + d - 1) / d;
+    }
+    NEED(fits_cap(c, af_shape_count(x->shape), n / 2, grow));
     af_tensor *y = x;
     for (int k = 0; k < n / 2 && y; k++) {
         int ax = r - n / 2 + k;
@@ -353,10 +371,12 @@ static bool h_pad(call *c, int op) {
             int64_t cnt = side ? after : before;
             if (side) parts[np++] = y;
             if (!cnt) continue;
-            if (m == 0) {
-                af_shape fs = y->shape;
-                fs.dim[ax] = cnt;
-                parts[np++] = af_const_fill(y->g, fs, (float)cv);
+            if (m == 0) { /* cnt copies of constant_val, broadcast from a one-thick slice: no large constant */
+                af_shape os = { .rank = r };
+                for (int i = 0; i < r; i++) os.dim[i] = i == ax ? cnt : 1;
+                s[ax] = 1;
+                parts[np++] = af_select(af_const_fill(y->g, os, 1.0f), fill(y, (float)cv), af_slice(y, b, s));
+                s[ax] = d;
                 continue;
             }
             s[ax] = 1;
@@ -398,6 +418,8 @@ static bool h_upsample_nn(call *c, int op) {
     if (x->shape.rank != 4) return mil_cfail(c, AF_ERR_SHAPE, NULL, "x needs rank 4 [N, C, H, W]");
     if (sh != floor(sh) || sw != floor(sw) || sh < 1 || sw < 1 || sh > 64 || sw > 64)
         return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "only whole scale factors 1..64 are supported");
+    int64_t f2[2] = { (int64_t)sh, (int64_t)sw };
+    NEED(fits_cap(c, af_shape_count(x->shape), 2, f2));
     const int64_t *d = x->shape.dim;
     int64_t e[5] = { d[0] * d[1], d[2], 1, d[3], 1 };
     af_shape os = { .rank = 5, .dim = { 1, 1, (int64_t)sh, 1, (int64_t)sw } };
@@ -488,7 +510,7 @@ static bool h_gather_along(call *c, int op) {
     for (int i = 0; i < r; i++)
         if (i != a && idx->shape.dim[i] != x->shape.dim[i]) return mil_cfail(c, AF_ERR_SHAPE, NULL, "indices differ from x on axis %d", i);
     int64_t d = x->shape.dim[a], n = idx->shape.dim[a], xd[AF_MAX_RANK], id[AF_MAX_RANK];
-    if (af_shape_count(idx->shape) * d > (1 << 24)) return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "too large");
+    NEED(fits_cap(c, af_shape_count(idx->shape), 1, &d));
     /* x as [.., 1, d, ..], indices as [.., n, 1, ..] */
     for (int i = 0, k = 0; i <= r; i++) {
         if (i == a) { xd[i] = 1; id[i] = n; continue; }

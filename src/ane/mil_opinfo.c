@@ -16,7 +16,7 @@ static const char *const lowering[IR_OP_COUNT] = {
     [IR_OP_ABS] = "abs", [IR_OP_SQUARE] = "square", [IR_OP_SQRT] = "sqrt", [IR_OP_RSQRT] = "rsqrt",
     [IR_OP_INVERSE] = "inverse", [IR_OP_EXP] = "exp", [IR_OP_LOG] = "log", [IR_OP_TANH] = "tanh",
     [IR_OP_SIGMOID] = "sigmoid", [IR_OP_RELU] = "relu", [IR_OP_GELU] = "gelu", [IR_OP_SILU] = "silu",
-    [IR_OP_SIN] = "sin", [IR_OP_COS] = "cos", [IR_OP_ERF] = "erf", [IR_OP_FLOOR] = "floor",
+    [IR_OP_SIN] = "sin", [IR_OP_COS] = "cos", [IR_OP_ERF] = "erf", [IR_OP_FLOOR] = "floor", [IR_OP_ATAN] = "atan", [IR_OP_ASIN] = "asin", [IR_OP_ACOS] = "acos", [IR_OP_ATANH] = "atanh",
     [IR_OP_MATMUL_W] = "linear", [IR_OP_MATMUL] = "matmul",
     [IR_OP_REDUCE_SUM] = "reduce_sum", [IR_OP_REDUCE_MEAN] = "reduce_mean",
     [IR_OP_REDUCE_MAX] = "reduce_max", [IR_OP_REDUCE_MIN] = "reduce_min",

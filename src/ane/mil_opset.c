@@ -3,6 +3,7 @@
  * table show which of them the reader maps (mil_op_supported); a program using one it
  * does not map is refused with the op's name, line and column. */
 #include "ane/mil_ast.h"
+#include "ane/opinfo.h"
 
 #include <string.h>
 
@@ -59,4 +60,13 @@ bool mil_coreml_op_known(const char *name) {
     for (int i = 0; mil_coreml_ops[i]; i++)
         if (!strcmp(mil_coreml_ops[i], name)) return true;
     return false;
+}
+
+const char *mil_coreml_op(int i, bool *read) {
+    for (int k = 0; mil_coreml_ops[k]; k++)
+        if (k == i) {
+            if (read) *read = mil_op_supported(mil_coreml_ops[k]) || !strcmp(mil_coreml_ops[k], "const");
+            return mil_coreml_ops[k];
+        }
+    return NULL;
 }

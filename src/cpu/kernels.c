@@ -14,6 +14,7 @@ const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
     [IR_OP_EXP] = cpu_k_unary, [IR_OP_LOG] = cpu_k_unary, [IR_OP_TANH] = cpu_k_unary,
     [IR_OP_SIGMOID] = cpu_k_unary, [IR_OP_RELU] = cpu_k_unary, [IR_OP_GELU] = cpu_k_unary,
     [IR_OP_SILU] = cpu_k_unary, [IR_OP_SIN] = cpu_k_unary, [IR_OP_COS] = cpu_k_unary, [IR_OP_ERF] = cpu_k_unary, [IR_OP_FLOOR] = cpu_k_unary,
+    [IR_OP_ATAN] = cpu_k_unary, [IR_OP_ASIN] = cpu_k_unary, [IR_OP_ACOS] = cpu_k_unary, [IR_OP_ATANH] = cpu_k_unary,
     [IR_OP_MATMUL_W] = cpu_k_matmul_w, [IR_OP_MATMUL] = cpu_k_matmul,
     [IR_OP_REDUCE_SUM] = cpu_k_reduce, [IR_OP_REDUCE_MEAN] = cpu_k_reduce,
     [IR_OP_REDUCE_MAX] = cpu_k_reduce, [IR_OP_REDUCE_MIN] = cpu_k_reduce,

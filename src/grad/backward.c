@@ -16,6 +16,7 @@ const grad_vjp_fn grad_vjps[IR_OP_COUNT] = {
     [IR_OP_EXP] = grad_vjp_unary, [IR_OP_LOG] = grad_vjp_unary, [IR_OP_TANH] = grad_vjp_unary,
     [IR_OP_SIGMOID] = grad_vjp_unary, [IR_OP_RELU] = grad_vjp_unary, [IR_OP_GELU] = grad_vjp_unary,
     [IR_OP_SILU] = grad_vjp_unary, [IR_OP_SIN] = grad_vjp_unary, [IR_OP_COS] = grad_vjp_unary,
+    [IR_OP_ATAN] = grad_vjp_unary, [IR_OP_ASIN] = grad_vjp_unary, [IR_OP_ACOS] = grad_vjp_unary, [IR_OP_ATANH] = grad_vjp_unary,
     [IR_OP_ERF] = grad_vjp_unary,
     [IR_OP_MATMUL_W] = grad_vjp_matmul, [IR_OP_MATMUL] = grad_vjp_matmul,
     [IR_OP_REDUCE_SUM] = grad_vjp_reduce, [IR_OP_REDUCE_MEAN] = grad_vjp_reduce,

@@ -53,6 +53,41 @@ static int blob_code_bytes(mil_dtype dt, milblob_dtype *code) {
     }
 }
 
+/* Sub-byte dtypes (palettized weights' indices): packed LSB-first, as MILBlob stores them. */
+static bool sub_byte(mil_dtype dt, milblob_dtype *code) {
+    switch (dt) {
+    case MIL_INT4: *code = AF_MILBLOB_INT4; return true;
+    case MIL_UINT1: *code = AF_MILBLOB_UINT1; return true;
+    case MIL_UINT2: *code = AF_MILBLOB_UINT2; return true;
+    case MIL_UINT3: *code = AF_MILBLOB_UINT3; return true;
+    case MIL_UINT4: *code = AF_MILBLOB_UINT4; return true;
+    case MIL_UINT6: *code = AF_MILBLOB_UINT6; return true;
+    default: return false;
+    }
+}
+
+static float *sub_byte_floats(mil_mapper *M, const mil_lit *lit, milblob_dtype want, float *f) {
+    milblob_dtype got;
+    const void *data;
+    int64_t nbytes;
+    int bits = milblob_dtype_bits(want);
+    if (!mil_blob_get(M, lit->blob_path, lit->blob_offset, &got, &data, &nbytes, lit->line, lit->col)) return NULL;
+    if (got != want || nbytes != (lit->count * bits + 7) / 8) {
+        mil_error(M->diag, AF_ERR_CORRUPT, lit->line, lit->col, "the weight record at offset %llu holds %lld bytes of %s but the constant is %lld elements of %s",
+                  (unsigned long long)lit->blob_offset, (long long)nbytes, milblob_dtype_name(got), (long long)lit->count, mil_dtype_name(lit->type.dt));
+        return NULL;
+    }
+    const uint8_t *b = data;
+    for (int64_t i = 0; i < lit->count; i++) {
+        uint64_t pos = (uint64_t)i * (uint64_t)bits;
+        unsigned v = b[pos / 8] >> (pos % 8);
+        if (pos % 8 + (uint64_t)bits > 8) v |= (unsigned)b[pos / 8 + 1] << (8 - pos % 8);
+        v &= (1u << bits) - 1;
+        f[i] = want == AF_MILBLOB_INT4 && v >= 8 ? (float)v - 16.0f : (float)v;
+    }
+    return f;
+}
+
 /* Integers are held in fp32 (IR_TF_EXACT tensors): whole numbers are exact to 2^24. */
 static bool int_fits(mil_mapper *M, const mil_lit *lit, double v, int64_t i, int line, int col) {
     if (fabs(v) <= 16777216.0) return true;
@@ -76,6 +111,7 @@ static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
     int size = blob_code_bytes(lit->type.dt, &want);
     const void *data;
     int64_t nbytes;
+    if (!size && sub_byte(lit->type.dt, &want)) return sub_byte_floats(M, lit, want, f);
     if (!size) { mil_error(M->diag, AF_ERR_UNSUPPORTED, lit->line, lit->col, "BLOBFILE constants of dtype %s are not supported", mil_dtype_name(lit->type.dt)); return NULL; }
     if (!mil_blob_get(M, lit->blob_path, lit->blob_offset, &got, &data, &nbytes, lit->line, lit->col)) return NULL;
     if (got != want || nbytes != lit->count * size) {

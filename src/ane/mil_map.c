@@ -364,6 +364,20 @@ static bool h_slice_by_size(call *c, int op) {
     return mil_out(c, 0, af_slice(x, b, s), false);
 }
 
+/* Python's slice start..stop by step on an axis of d, after wrapping negatives, with
+ * the masks (begin_mask: from the first element in the step's direction; end_mask: to
+ * the last; squeeze_mask: only `begin`, and the axis dropped). */
+static int64_t slice_axis(int64_t d, int64_t b, int64_t e, int64_t st, bool bm, bool em, bool sq, int64_t *start) {
+    if (sq) { *start = b < 0 ? b + d : b; return *start >= 0 && *start < d ? 1 : 0; }
+    int64_t lo = st > 0 ? 0 : -1, hi = st > 0 ? d : d - 1;
+    int64_t s0 = bm ? (st > 0 ? 0 : d - 1) : (b < 0 ? b + d : b), s1 = em ? (st > 0 ? d : -1) : (e < 0 ? e + d : e);
+    s0 = s0 < lo ? lo : s0 > hi ? hi : s0;
+    s1 = s1 < lo ? lo : s1 > hi ? hi : s1;
+    *start = s0;
+    int64_t n = st > 0 ? (s1 - s0 + st - 1) / st : (s0 - s1 + (-st) - 1) / (-st);
+    return n > 0 ? n : 0;
+}
+
 static bool h_slice_by_index(call *c, int op) {
     int64_t b[AF_MAX_RANK], e[AF_MAX_RANK], st[AF_MAX_RANK], bm[AF_MAX_RANK], em[AF_MAX_RANK], sm[AF_MAX_RANK];
     int nb, ne, nst, nbm, nem, nsm;
@@ -374,22 +388,43 @@ static bool h_slice_by_index(call *c, int op) {
     int r = x->shape.rank;
     if (nb != r || ne != r || (nst >= 0 && nst != r) || (nbm >= 0 && nbm != r) || (nem >= 0 && nem != r) || (nsm >= 0 && nsm != r))
         return mil_cfail(c, AF_ERR_SHAPE, NULL, "begin, end, stride and masks need %d entries each", r);
-    int64_t size[AF_MAX_RANK], keep[AF_MAX_RANK];
+    int64_t start[AF_MAX_RANK], count[AF_MAX_RANK], step[AF_MAX_RANK], keep[AF_MAX_RANK];
     int nk = 0;
+    bool unit = true;
     for (int i = 0; i < r; i++) {
-        int64_t d = x->shape.dim[i];
-        if (nst >= 0 && st[i] != 1) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "stride"), "strides other than 1 are not supported");
-        int64_t lo = nbm >= 0 && bm[i] ? 0 : (b[i] < 0 ? b[i] + d : b[i]);
-        int64_t hi = nem >= 0 && em[i] ? d : (e[i] < 0 ? e[i] + d : e[i]);
-        if (nsm >= 0 && sm[i]) hi = lo + 1;
-        if (lo < 0) lo = 0;
-        if (hi > d) hi = d;
-        if (hi <= lo) return mil_cfail(c, AF_ERR_SHAPE, NULL, "axis %d selects nothing", i);
-        b[i] = lo;
-        size[i] = hi - lo;
-        if (!(nsm >= 0 && sm[i])) keep[nk++] = size[i];
+        bool sq = nsm >= 0 && sm[i];
+        step[i] = nst >= 0 && !sq ? st[i] : 1;
+        if (step[i] == 0) return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "stride"), "stride on axis %d is 0", i);
+        count[i] = slice_axis(x->shape.dim[i], b[i], e[i], step[i], nbm >= 0 && bm[i], nem >= 0 && em[i], sq, &start[i]);
+        if (count[i] < 1) return mil_cfail(c, AF_ERR_SHAPE, NULL, "axis %d selects nothing", i);
+        if (step[i] != 1 && count[i] > 1) {
+            unit = false;
+            if (count[i] > 1024) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "stride"), "a strided slice of %lld elements on axis %d (at most 1024)", (long long)count[i], i);
+        }
+        if (!sq) keep[nk++] = count[i];
     }
-    af_tensor *y = af_slice(x, b, size);
+    af_tensor *y;
+    if (unit) {
+        y = af_slice(x, start, count);
+    } else { /* one-element slices along each strided axis, concatenated in order */
+        y = x;
+        for (int i = 0; i < r && y; i++) {
+            int64_t bb[AF_MAX_RANK] = { 0 }, ss[AF_MAX_RANK];
+            for (int k = 0; k < r; k++) ss[k] = y->shape.dim[k];
+            if (step[i] == 1 || count[i] == 1) {
+                bb[i] = start[i];
+                ss[i] = count[i];
+                y = af_slice(y, bb, ss);
+                continue;
+            }
+            af_tensor **parts = malloc(sizeof *parts * (size_t)count[i]);
+            if (!parts) return mil_cfail(c, AF_ERR_NOMEM, NULL, "out of memory");
+            ss[i] = 1;
+            for (int64_t k = 0; k < count[i]; k++) { bb[i] = start[i] + k * step[i]; parts[k] = af_slice(y, bb, ss); }
+            y = af_concat((int)count[i], parts, i);
+            free(parts);
+        }
+    }
     if (y && nk != r) y = mil_reshape_to(y, nk, keep);
     return mil_out(c, 0, y, false);
 }

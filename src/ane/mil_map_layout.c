@@ -445,7 +445,72 @@ static bool h_blockwise_shift_scale(call *c, int op) {
     return mil_out(c, 0, y, MIL_VC_FLOAT);
 }
 
+/* constexpr_lut_to_dense, folded when read: each index picks its palette entry.
+ * iOS 16: indices are uint8 bytes of packed nbits-wide indices (LSB first), lut holds
+ * 2^nbits values and shape the result's shape. iOS 18: indices are a uintN tensor of
+ * the result's shape and lut [blocks..., 2^nbits, 1] gives each block its palette
+ * (vector_size 1). */
+static bool h_lut(call *c, int op) {
+    int cls = MIL_VC_FLOAT;
+    af_tensor *ind = X_("indices"), *lut = ind ? mil_targ(c, "lut", true, &cls) : NULL;
+    NEED(lut);
+    if (ind->op != IR_OP_CONST || lut->op != IR_OP_CONST || !ind->data || !lut->data)
+        return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "indices and lut must be constants");
+    int64_t shp[AF_MAX_RANK];
+    int ns;
+    NEED(mil_get_ints(c, "shape", shp, AF_MAX_RANK, &ns, false));
+    af_shape os = { 0 };
+    float *v = NULL;
+    if (ns >= 0) { /* iOS 16 */
+        int64_t k = af_shape_count(lut->shape), n = 1;
+        int bits = 0;
+        while ((1 << bits) < k && bits < 8) bits++;
+        if (lut->shape.rank != 1 || (1 << bits) != k || !bits) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "lut"), "lut needs 2, 4, 16, 64 or 256 entries");
+        os.rank = ns;
+        for (int i = 0; i < ns; i++) {
+            if (shp[i] < 1) return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "shape"), "shape entries must be >= 1");
+            os.dim[i] = shp[i];
+            n *= shp[i];
+            if (n > (1 << 24)) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "shape"), "the result is too large");
+        }
+        if (af_shape_count(ind->shape) * 8 < n * bits) return mil_cfail(c, AF_ERR_SHAPE, mil_find(c, "indices"), "indices hold fewer than %lld %d-bit entries", (long long)n, bits);
+        if (!(v = malloc(sizeof(float) * (size_t)n))) return mil_cfail(c, AF_ERR_NOMEM, NULL, "out of memory");
+        for (int64_t i = 0; i < n; i++) {
+            int64_t pos = i * bits;
+            unsigned byte0 = (unsigned)ind->data[pos / 8], byte1 = pos / 8 + 1 < af_shape_count(ind->shape) ? (unsigned)ind->data[pos / 8 + 1] : 0;
+            unsigned q = ((byte0 | byte1 << 8) >> (pos % 8)) & ((1u << bits) - 1);
+            v[i] = lut->data[q];
+        }
+    } else { /* iOS 18 */
+        int r = ind->shape.rank;
+        if (lut->shape.rank != r + 2 || lut->shape.dim[r + 1] != 1)
+            return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "lut"), "lut must be [blocks per axis..., palette, 1] (vector_size 1)");
+        int64_t k = lut->shape.dim[r], n = af_shape_count(ind->shape), st[AF_MAX_RANK], ls[AF_MAX_RANK + 2];
+        for (int i = 0; i < r; i++)
+            if (ind->shape.dim[i] % lut->shape.dim[i]) return mil_cfail(c, AF_ERR_SHAPE, mil_find(c, "lut"), "lut's axis %d does not divide the indices'", i);
+        os = ind->shape;
+        ir_strides(ind->shape, st);
+        ir_strides(lut->shape, ls);
+        if (!(v = malloc(sizeof(float) * (size_t)(n + 1)))) return mil_cfail(c, AF_ERR_NOMEM, NULL, "out of memory");
+        for (int64_t e = 0; e < n; e++) {
+            float q = ind->data[e];
+            if (!(q >= 0 && q < (float)k)) { free(v); return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "indices"), "index %g is outside the palette of %lld", q, (long long)k); }
+            int64_t off = (int64_t)q * ls[r], rem = e;
+            for (int i = 0; i < r; i++) {
+                off += rem / st[i] / (ind->shape.dim[i] / lut->shape.dim[i]) * ls[i];
+                rem %= st[i];
+            }
+            v[e] = lut->data[off];
+        }
+    }
+    af_tensor *t = af_const(c->M->g, NULL, os, v);
+    free(v);
+    if (t && cls != MIL_VC_FLOAT) t->flags |= IR_TF_EXACT;
+    return mil_out(c, 0, t, cls);
+}
+
 const mil_op_entry mil_ops_layout[] = {
+    { "constexpr_lut_to_dense", h_lut, 0 },
     { "gather", h_gather, 0 }, { "scatter", h_scatter, 0 }, { "scatter_along_axis", h_scatter, 1 },
     { "stack", h_stack, 0 }, { "flatten2d", h_flatten2d, 0 }, { "shape", h_shape, 0 }, { "fill", h_fill, 0 },
     { "range_1d", h_range, 0 }, { "reverse", h_reverse, 0 }, { "prelu", h_prelu, 0 }, { "crop", h_crop, 0 },

@@ -31,6 +31,7 @@
 #include "../tools/mil_npy.c"
 
 #include "support/check.h"
+#include "support/milrun.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -179,18 +180,6 @@ static mil_module parse_ok(const char *text, const char *fn, const char *what) {
     return m;
 }
 
-static void run_f32(const mil_module *m, const float *const *in, float **out) {
-    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP16, .threads = 1 };
-    af_model *model = af_compile(m->g, m->nin, m->in, m->nout, m->out, &o);
-    CHECK(model != NULL, "compile: %s", af_error_message());
-    if (!model) return;
-    af_buffer bi[4], bo[4];
-    for (int i = 0; i < m->nin; i++) bi[i] = AF_BUF_F32((float *)in[i], af_shape_count(m->in[i]->shape));
-    for (int i = 0; i < m->nout; i++) bo[i] = AF_BUF_F32(out[i], af_shape_count(m->out[i]->shape));
-    CHECK(af_run(model, bi, bo) == AF_OK, "run: %s", af_error_message());
-    af_model_free(model);
-}
-
 /* Every version and opset spelling reads; a program's functions are chosen by name. */
 static void test_versions(void) {
     const char *versions[] = { "1", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5" };
@@ -210,7 +199,7 @@ static void test_versions(void) {
                 float a[3] = { -7, 5, 4096 + 1 }, r[3];
                 const float *in[1] = { a };
                 float *out[1] = { r };
-                run_f32(&m, in, out);
+                test_mil_run(&m, in, out);
                 for (int i = 0; i < 3; i++) { /* int32 exact at fp16 precision; fp32 at the engine's fp16 */
                     float want = f ? af_round_f16(af_round_f16(a[i]) * 2) : a[i] * 3;
                     CHECK(r[i] == want, "%s %s: element %d is %g, want %g", what, f ? "twice" : "main", i, r[i], want);
@@ -238,7 +227,7 @@ static void test_literal_spellings(void) {
     float x[4] = { 1, -1, 0.5f, 2 }, e[2], f[4], c[4];
     const float *in[1] = { x };
     float *out[2] = { e, f };
-    run_f32(&m, in, out);
+    test_mil_run(&m, in, out);
     const float add[4] = { 11, 22, 33, 44 };
     for (int i = 0; i < 4; i++) c[i] = (x[i] + add[i]) * 0.5f;
     for (int r = 0; r < 2; r++) {

@@ -428,7 +428,8 @@ static bool h_upsample_nn(call *c, int op) {
     return mil_out(c, 0, y ? mil_reshape_to(y, 4, o) : NULL, MIL_VC_SAME);
 }
 
-/* dequantize: (x - zero_point) * scale; quantize: clip(round(x / scale) + zero_point)
+/* dequantize and constexpr_affine_dequantize: (x - zero_point) * scale; quantize:
+ * clip(round(x / scale) + zero_point)
  * into the output dtype's range. Per-channel scale and zero point lie along axis. */
 static af_tensor *along(call *c, af_tensor *x, const char *name, int64_t axis, bool *ok) {
     af_tensor *p = mil_targ(c, name, false, NULL);
@@ -441,20 +442,25 @@ static af_tensor *along(call *c, af_tensor *x, const char *name, int64_t axis, b
     return mil_reshape_to(p, x->shape.rank, d);
 }
 
-static bool h_quant(call *c, int op) {
+/* The quantized tensor `name`, its scale and zero point (NULL when absent) placed to
+ * broadcast along axis; false with an error. */
+static bool quant_args(call *c, const char *name, af_tensor **x, af_tensor **scale, af_tensor **zp) {
     int64_t axis;
     bool ok;
-    const char *odt = "int8";
-    af_tensor *x = mil_targ(c, "input", true, NULL);
-    NEED(x && mil_get_int(c, "axis", &axis, 0));
-    af_tensor *scale = along(c, x, "scale", axis, &ok);
+    *x = mil_targ(c, name, true, NULL);
+    NEED(*x && mil_get_int(c, "axis", &axis, 0));
+    *scale = along(c, *x, "scale", axis, &ok);
     NEED(ok);
-    af_tensor *zp = along(c, x, "zero_point", axis, &ok);
-    NEED(ok && scale);
-    if (op == 0) { /* dequantize */
-        af_tensor *v = zp ? af_sub(x, zp) : x;
-        return mil_out(c, 0, af_mul(v, scale), MIL_VC_FLOAT);
-    }
+    *zp = along(c, *x, "zero_point", axis, &ok);
+    return ok && *scale;
+}
+
+static bool h_quant(call *c, int op) {
+    const char *odt = "int8";
+    af_tensor *x, *scale, *zp;
+    NEED(quant_args(c, op == 2 ? "quantized_data" : "input", &x, &scale, &zp));
+    if (op != 1) /* dequantize, and constexpr_affine_dequantize, whose inputs are constants */
+        return mil_out(c, 0, af_mul(zp ? af_sub(x, zp) : x, scale), MIL_VC_FLOAT);
     double lo, hi;
     NEED(mil_get_str(c, "output_dtype", &odt, "int8"));
     if (!int_range(odt, &lo, &hi) || hi > 255) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "output_dtype"), "output_dtype must be int8 or uint8");
@@ -462,21 +468,6 @@ static bool h_quant(call *c, int op) {
     if (zp) q = af_add(q, zp);
     q = af_minimum(af_maximum(q, fill(x, (float)lo)), fill(x, (float)hi));
     return mil_out(c, 0, q, MIL_VC_INT);
-}
-
-/* constexpr_affine_dequantize: a constant (quantized_data - zero_point) * scale,
- * folded when the program is read. */
-static bool h_affine_dequant(call *c, int op) {
-    int64_t axis;
-    bool ok;
-    af_tensor *q = mil_targ(c, "quantized_data", true, NULL);
-    NEED(q && mil_get_int(c, "axis", &axis, 0));
-    af_tensor *scale = along(c, q, "scale", axis, &ok);
-    NEED(ok);
-    af_tensor *zp = along(c, q, "zero_point", axis, &ok);
-    NEED(ok && scale);
-    af_tensor *y = af_mul(zp ? af_sub(q, zp) : q, scale);
-    return mil_out(c, 0, y, MIL_VC_FLOAT);
 }
 
 /* batch_norm over axis 1: (x - mean) / sqrt(variance + epsilon) * gamma + beta. */
@@ -544,7 +535,7 @@ const mil_op_entry mil_ops_ext[] = {
     { "tile", h_tile, 0 }, { "pad", h_pad, 0 }, { "l2_norm", h_l2_norm, 0 },
     { "upsample_nearest_neighbor", h_upsample_nn, 0 },
     { "dequantize", h_quant, 0 }, { "quantize", h_quant, 1 },
-    { "constexpr_affine_dequantize", h_affine_dequant, 0 },
+    { "constexpr_affine_dequantize", h_quant, 2 },
     { "batch_norm", h_batch_norm, 0 }, { "gather_along_axis", h_gather_along, 0 },
     { NULL, NULL, 0 },
 };

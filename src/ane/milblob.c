@@ -260,17 +260,24 @@ static af_status parse(milblob *b, int follow) {
     if (!follow && (count > room || count > INT_MAX))
         BAD(AF_ERR_CORRUPT, "milblob %s: header count %u at offset 0 needs at least %llu bytes, file has %llu",
             nm, count, (unsigned long long)(HDR + (uint64_t)count * REC), (unsigned long long)n);
-    uint64_t cap = follow ? room : count;
-    if (cap > INT_MAX) cap = INT_MAX;
+    /* Following headers, the table grows as records are found (at most `room`). */
+    uint64_t cap = follow ? (room < 16 ? room : 16) : count, limit = room < INT_MAX ? room : INT_MAX;
     if (cap) {
         b->rec = calloc((size_t)cap, sizeof *b->rec);
         if (!b->rec) BAD(AF_ERR_NOMEM, "milblob %s: out of memory for %llu records", nm, (unsigned long long)cap);
     }
     uint64_t end = HDR;
     uint32_t i = 0;
-    for (; follow ? (i < cap && (i == 0 ? n > HDR : record_follows(b, end))) : i < count; i++) {
+    for (; follow ? (i < limit && (i == 0 ? n > HDR : record_follows(b, end))) : i < count; i++) {
         char of[32] = "";
         if (!follow) snprintf(of, sizeof of, " of %u", count);
+        if (i == cap) {
+            uint64_t nc = cap * 2 < limit ? cap * 2 : limit;
+            milblob_record *nr = realloc(b->rec, (size_t)nc * sizeof *nr);
+            if (!nr) BAD(AF_ERR_NOMEM, "milblob %s: out of memory for %llu records", nm, (unsigned long long)nc);
+            b->rec = nr;
+            cap = nc;
+        }
         af_status st = check_record(b, i, of, align_up(end), end, &end); /* always 64-aligned */
         if (st) return st;
     }

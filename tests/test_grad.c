@@ -87,6 +87,11 @@ static af_tensor *c_silu(gcase *c) { return af_silu(P(c, -3, 3, 3, 4)); }
 static af_tensor *c_sin(gcase *c) { return af_sin(P(c, -3, 3, 3, 4)); }
 static af_tensor *c_cos(gcase *c) { return af_cos(P(c, -3, 3, 3, 4)); }
 static af_tensor *c_erf(gcase *c) { return af_erf(P(c, -2, 2, 3, 4)); }
+static af_tensor *un(ir_op op, af_tensor *x) { return ir_build(op, 1, &x, NULL); } /* MIL-only ops */
+static af_tensor *c_atan(gcase *c) { return un(IR_OP_ATAN, P(c, -3, 3, 3, 4)); }
+static af_tensor *c_asin(gcase *c) { return un(IR_OP_ASIN, P(c, -0.8f, 0.8f, 3, 4)); }
+static af_tensor *c_acos(gcase *c) { return un(IR_OP_ACOS, P(c, -0.8f, 0.8f, 3, 4)); }
+static af_tensor *c_atanh(gcase *c) { return un(IR_OP_ATANH, P(c, -0.7f, 0.7f, 3, 4)); }
 static af_tensor *c_matmul_w(gcase *c) { return af_matmul_w(PN(c, 2, 3, 5), CN(c, 4, 5)); }
 static af_tensor *c_matmul_wp(gcase *c) { return af_matmul_w(PN(c, 3, 5), PN(c, 4, 5)); }
 static af_tensor *c_matmul(gcase *c) { return af_matmul(PN(c, 2, 3, 4), PN(c, 4, 5), 0, 0); }
@@ -184,7 +189,8 @@ static const grad_case cases[] = {
     { "log", IR_OP_LOG, c_log }, { "tanh", IR_OP_TANH, c_tanh }, { "sigmoid", IR_OP_SIGMOID, c_sigmoid },
     { "relu", IR_OP_RELU, c_relu }, { "gelu exact", IR_OP_GELU, c_gelu }, { "gelu tanh", IR_OP_GELU, c_gelu_t },
     { "silu", IR_OP_SILU, c_silu }, { "sin", IR_OP_SIN, c_sin }, { "cos", IR_OP_COS, c_cos },
-    { "erf", IR_OP_ERF, c_erf }, { "matmul_w baked", IR_OP_MATMUL_W, c_matmul_w },
+    { "erf", IR_OP_ERF, c_erf }, { "atan", IR_OP_ATAN, c_atan }, { "asin", IR_OP_ASIN, c_asin },
+    { "acos", IR_OP_ACOS, c_acos }, { "atanh", IR_OP_ATANH, c_atanh }, { "matmul_w baked", IR_OP_MATMUL_W, c_matmul_w },
     { "matmul_w param weight", IR_OP_MATMUL_W, c_matmul_wp }, { "matmul shared rhs", IR_OP_MATMUL, c_matmul },
     { "matmul transposes", IR_OP_MATMUL, c_matmul_t }, { "matmul broadcast batch", IR_OP_MATMUL, c_matmul_b },
     { "reduce_sum", IR_OP_REDUCE_SUM, c_rsum }, { "reduce_mean", IR_OP_REDUCE_MEAN, c_rmean },

@@ -337,7 +337,64 @@ static void test_corruptions(void) {
     free(base);
 }
 
+
+static char logged[600];
+static void capture(af_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level == AF_LOG_WARN) snprintf(logged, sizeof logged, "%s", msg);
+}
+
+/* The reader the MIL front end uses follows record headers: a header count that
+ * disagrees (several public builders write 1 for 2 or 3 records) is read with a warning
+ * through the log; a file the headers do not describe is still refused. */
+static void test_follow_headers(void) {
+    size_t n0;
+    uint8_t *base = base_file(&n0);
+    uint8_t *buf = malloc(n0 + 64);
+    const struct { uint32_t count; long len; int want; const char *warn; } cases[] = {
+        {3, -1, 3, NULL},                                   /* the count agrees: no warning */
+        {1, -1, 3, "the header says 1 records but the file holds 3"},
+        {0, -1, 3, "the header says 0 records but the file holds 3"},
+        {2, -1, 3, "the header says 2 records but the file holds 3"},
+        {9, -1, 3, "the header says 9 records but the file holds 3"},
+        {UINT32_MAX, -1, 3, "the header says 4294967295 records"},
+        {3, 512, 2, "the header says 3 records but the file holds 2"}, /* cut at a record boundary */
+        {3, 530, -1, "record 2 at offset 512: 64-byte record runs past"},
+        {3, 578, -1, "record 2 at offset 512: 3-byte payload at 576 runs past"},
+        {1, 579 + 64, -1, "64 stray bytes"},
+    };
+    af_set_log(capture, NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(buf, base, n0);
+        memset(buf + n0, 0, 64);
+        wr32(buf, cases[i].count);
+        size_t n = cases[i].len >= 0 ? (size_t)cases[i].len : n0;
+        logged[0] = 0;
+        milblob *b = NULL;
+        af_status st = milblob_open_follow(buf, n, &b);
+        if (cases[i].want < 0) {
+            CHECK(st == AF_ERR_CORRUPT && !b && has(cases[i].warn), "follow case %zu: %s", i, af_error_message());
+            continue;
+        }
+        CHECK(st == AF_OK && milblob_count(b) == cases[i].want, "follow case %zu: %s", i, af_error_message());
+        CHECK(cases[i].warn ? strstr(logged, cases[i].warn) != NULL : logged[0] == 0, "follow case %zu: logged '%s'", i, logged);
+        for (int k = 0; k < milblob_count(b); k++) { /* the same records the checked reader finds */
+            milblob_record r, want;
+            milblob *s = NULL;
+            CHECK(milblob_open(base, n0, &s) == AF_OK && milblob_record_at(b, k, &r) == AF_OK &&
+                  milblob_record_at(s, k, &want) == AF_OK && r.offset == want.offset && r.nbytes == want.nbytes &&
+                  r.dtype == want.dtype, "follow case %zu: record %d", i, k);
+            milblob_free(s);
+        }
+        milblob_free(b);
+    }
+    af_set_log(NULL, NULL);
+    free(buf);
+    free(base);
+}
+
 int main(void) {
+    test_follow_headers();
     test_two_fp32_constants();
     test_four_blob_reference();
     test_roundtrips("test_milblob_roundtrip.bin");

@@ -1,16 +1,17 @@
 /* aneforge mil: write Apple MIL programs and run them on the CPU.
  *   mil emit NAME --out DIR        writes DIR/model.mil and DIR/weights/weight.bin
- *   mil run MODEL.mil [--weights DIR] --in NAME=FILE.npy ... --out DIR [--fp32]
- *   mil check MODEL.mil [--weights DIR]
+ *   mil run MODEL.mil [--weights DIR] [--function NAME] --in NAME=FILE.npy ... --out DIR [--fp32]
+ *   mil check MODEL.mil [--weights DIR] [--function NAME]
  * `run` executes with the engine's fp16 numerics (every op's result rounded to fp16)
  * unless --fp32; inputs are matched to function arguments by name, and each returned
- * value is written as DIR/<name>.npy (float32). */
+ * value is written as DIR/<name>.npy with its declared dtype (bool, int8 ... int32, fp16, fp32). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include "cli.h"
 #include "aneforge.h"
 #include "ane/mil.h"
+#include "mil_npy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,18 +21,20 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: aneforge mil emit NAME --out DIR\n"
-               "       aneforge mil run MODEL.mil [--weights DIR] --in NAME=FILE.npy ... --out DIR [--fp32]\n"
-               "       aneforge mil check MODEL.mil [--weights DIR]\n\n"
+               "       aneforge mil run MODEL.mil [--weights DIR] [--function NAME] --in NAME=FILE.npy ... --out DIR [--fp32]\n"
+               "       aneforge mil check MODEL.mil [--weights DIR] [--function NAME]\n\n"
                "emit   writes a built-in program as DIR/model.mil and DIR/weights/weight.bin;\n"
                "       NAME is one of:");
     for (int i = 0; mil_sample_names[i]; i++) fprintf(f, " %s", mil_sample_names[i]);
     fprintf(f, " (mlp-step is a whole training step:\n"
                "       forward, cross-entropy, backward and the SGD update)\n"
-               "run    parses a MIL program (Apple's program(1.0)..(1.3) spellings) and its weight files,\n"
+               "run    parses a MIL program (program(1)..(1.5), opsets ios15..ios18 and CoreML5..CoreML9) and its weight files,\n"
                "       feeds each function argument from a NumPy .npy file, runs it on the CPU with the\n"
                "       engine's fp16 numerics (--fp32: in fp32) and writes every returned value as\n"
-               "       DIR/<name>.npy. BLOBFILE paths @model_path/weights/... are looked up in --weights\n"
-               "       (default: the weights/ folder beside MODEL.mil)\n"
+               "       DIR/<name>.npy with its declared dtype (bool, int8, uint8, int16, uint16, int32, fp16, fp32;\n"
+               "       inputs may be any numeric .npy whose values fit). BLOBFILE paths @model_path/weights/... are\n"
+               "       looked up in --weights (default: the weights/ folder beside MODEL.mil). --function runs that\n"
+               "       function of a program with several (default: main)\n"
                "check  parses a program and lists its arguments and results\n");
 }
 
@@ -56,14 +59,14 @@ static char *read_text(const char *path, size_t *len) {
 }
 
 /* Parses path; prints the error and returns 1 on failure. */
-static int load(const char *path, const char *weights, mil_module *m) {
+static int load(const char *path, const char *weights, const char *function, mil_module *m) {
     size_t len;
     char *text = read_text(path, &len);
     if (!text) { fprintf(stderr, "aneforge mil: cannot read %s: %s\n", path, strerror(errno)); return 1; }
     char *dir = ir_strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = 0;
-    mil_read_opts o = { .source_name = path, .model_dir = slash ? dir : ".", .weights_dir = weights };
+    mil_read_opts o = { .source_name = path, .model_dir = slash ? dir : ".", .weights_dir = weights, .function = function };
     af_status st = mil_parse(text, len, &o, m);
     free(text);
     free(dir);
@@ -89,25 +92,26 @@ static int cmd_emit(int argc, char **argv) {
 }
 
 static int cmd_check(int argc, char **argv) {
-    const char *path = NULL, *weights = NULL;
+    const char *path = NULL, *weights = NULL, *function = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
+        else if (!strcmp(argv[i], "--function") && i + 1 < argc) function = argv[++i];
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else { fprintf(stderr, "aneforge mil check: unexpected '%s' (try --help)\n", argv[i]); return 2; }
     }
     if (!path) { usage(stderr); return 2; }
     mil_module m;
-    if (load(path, weights, &m)) return 1;
+    if (load(path, weights, function, &m)) return 1;
     char s[160];
-    for (int i = 0; i < m.nin; i++) { shape_text(m.in[i]->shape, s, sizeof s); printf("argument %s %s\n", m.in_names[i], s); }
-    for (int i = 0; i < m.nout; i++) { shape_text(m.out[i]->shape, s, sizeof s); printf("result   %s %s\n", m.out_names[i], s); }
+    for (int i = 0; i < m.nin; i++) { shape_text(m.in[i]->shape, s, sizeof s); printf("argument %s %s %s\n", m.in_names[i], m.in_types[i], s); }
+    for (int i = 0; i < m.nout; i++) { shape_text(m.out[i]->shape, s, sizeof s); printf("result   %s %s %s\n", m.out_names[i], m.out_types[i], s); }
     printf("%d graph nodes\n", af_graph_size(m.g));
     af_graph_free(m.g);
     return 0;
 }
 
 static int cmd_run(int argc, char **argv) {
-    const char *path = NULL, *weights = NULL, *outdir = NULL;
+    const char *path = NULL, *weights = NULL, *outdir = NULL, *function = NULL;
     bool fp32 = false;
     int nfeeds = 0;
     char **feeds = calloc((size_t)argc + 1, sizeof *feeds);
@@ -115,6 +119,7 @@ static int cmd_run(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) outdir = argv[++i];
+        else if (!strcmp(argv[i], "--function") && i + 1 < argc) function = argv[++i];
         else if (!strcmp(argv[i], "--in") && i + 1 < argc) feeds[nfeeds++] = argv[++i];
         else if (!strcmp(argv[i], "--fp32")) fp32 = true;
         else if (argv[i][0] != '-' && !path) path = argv[i];
@@ -122,7 +127,7 @@ static int cmd_run(int argc, char **argv) {
     }
     if (!path || !outdir) { usage(stderr); free(feeds); return 2; }
     mil_module m;
-    if (load(path, weights, &m)) { free(feeds); return 1; }
+    if (load(path, weights, function, &m)) { free(feeds); return 1; }
     int rc = 1;
     af_model *model = NULL;
     float **data = calloc((size_t)m.nin + 1, sizeof *data), **res = calloc((size_t)m.nout + 1, sizeof *res);
@@ -137,7 +142,8 @@ static int cmd_run(int argc, char **argv) {
         if (data[k]) { fprintf(stderr, "aneforge mil run: argument %s is fed twice\n", m.in_names[k]); goto done; }
         int rank;
         int64_t dims[AF_MAX_RANK];
-        if (af_npy_read(eq + 1, &data[k], &rank, dims)) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+        char err[400];
+        if (mil_npy_read(eq + 1, m.in_types[k], &data[k], &rank, dims, err, sizeof err)) { fprintf(stderr, "aneforge mil run: %s\n", err); goto done; }
         af_shape want = m.in[k]->shape, got = { .rank = rank };
         bool same = rank == want.rank;
         for (int i = 0; same && i < rank; i++) same = dims[i] == want.dim[i];
@@ -172,11 +178,12 @@ static int cmd_run(int argc, char **argv) {
         char *p = malloc(n), s[120];
         if (!p) goto done;
         snprintf(p, n, "%s/%s.npy", outdir, m.out_names[i]);
-        af_status st = af_npy_write(p, res[i], m.out[i]->shape.rank, m.out[i]->shape.dim);
+        char err[400];
+        int st = mil_npy_write(p, m.out_types[i], res[i], m.out[i]->shape.rank, m.out[i]->shape.dim, err, sizeof err);
         shape_text(m.out[i]->shape, s, sizeof s);
-        if (!st) printf("%s %s -> %s\n", m.out_names[i], s, p);
+        if (!st) printf("%s %s %s -> %s\n", m.out_names[i], m.out_types[i], s, p);
         free(p);
-        if (st) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+        if (st) { fprintf(stderr, "aneforge mil run: %s\n", err); goto done; }
     }
     rc = 0;
 done:

@@ -26,14 +26,32 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
+/* Core ML's MIL op set and whether `aneforge mil run` reads each op. */
+static int list_mil(bool markdown) {
+    bool read;
+    int yes = 0, all = 0;
+    if (markdown) printf("| MIL op | read |\n|---|---|\n");
+    for (int i = 0; mil_coreml_op(i, &read); i++, all++) {
+        yes += read;
+        if (markdown) printf("| `%s` | %s |\n", mil_coreml_op(i, NULL), read ? "yes" : "no");
+        else printf("%-34s %s\n", mil_coreml_op(i, NULL), read ? "yes" : "-");
+    }
+    if (!markdown) printf("%d of Core ML's %d MIL ops are read by `aneforge mil run`\n", yes, all);
+    return 0;
+}
+
 int cmd_ops(int argc, char **argv) {
     bool json = false;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--mil")) return list_mil(i + 1 < argc && !strcmp(argv[i + 1], "--markdown"));
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: aneforge ops [--json]\n\nPrints every op-table row: name, arity, kind, whether it has an fp32\n"
+            printf("usage: aneforge ops [--json]\n       aneforge ops --mil [--markdown]\n\n"
+                   "Prints every op-table row: name, arity, kind, whether it has an fp32\n"
                    "and an fp16 CPU kernel, its VJP (yes, zero = piecewise constant, leaf), its MIL lowering,\n"
-                   "its bridge unit, and the Neural Engine target restrictions.\n");
+                   "its bridge unit, and the Neural Engine target restrictions.\n"
+                   "--mil lists Core ML's MIL op set (iOS 15..18, from coremltools' op definitions) and\n"
+                   "whether `aneforge mil run` reads each op.\n");
             return 0;
         } else {
             fprintf(stderr, "aneforge ops: unknown option '%s' (try --help)\n", argv[i]);

@@ -14,11 +14,16 @@
  *   op lowers); the reader recognises those decompositions and fuses them back, so
  *   emit -> parse gives the op it started from and bit-identical results.
  *
- * What the reader accepts: program(1.0) .. (1.3), opsets ios15..ios18, the ios18
- * spelling (`string("x")`, `fp16 e = ...`) and the ios16/17 one (`tensor<string,
- * []>("x")`), inline or BLOBFILE constants, literals written directly as arguments,
- * statements without a name attribute. Input is untrusted: every error is reported
- * with its line and column, nothing aborts, sizes are capped. */
+ * What the reader accepts: program(1) and (1.0) .. (1.5), opsets ios15..ios18 and
+ * CoreML5..CoreML9, several functions (one chosen by name), the ios18 spelling
+ * (`string("x")`, `fp16 e = ...`) and the ios16/17 one (`tensor<string, []>("x")`),
+ * nested or flat value lists, bare scalars for one-element tensors, untyped operands
+ * (`axis = -1`, `keep_dims = true`), inline or BLOBFILE constants in any number of
+ * weight files (records found by their headers), statements without a name attribute,
+ * `//` and block comments. Values may be bool, (u)int8, (u)int16, int32, fp16 or fp32:
+ * integers and bools are held exactly (IR_TF_EXACT, whole numbers to 2^24). Input is
+ * untrusted: every error is reported with its line and column, nothing aborts, sizes
+ * are capped. */
 #ifndef AF_ANE_MIL_H
 #define AF_ANE_MIL_H
 
@@ -63,6 +68,7 @@ typedef struct {
     const char *source_name; /* for messages ("model.mil"); NULL = "<mil>" */
     const char *model_dir;   /* what @model_path names; NULL = no files on disk */
     const char *weights_dir; /* what @model_path/weights names; NULL = model_dir/weights */
+    const char *function;    /* the function to read; NULL = "main", or the only one */
     int nblobs;              /* in-memory weight files, looked up before the disk */
     const mil_blobsrc *blobs;
 } mil_read_opts;
@@ -73,6 +79,8 @@ typedef struct {
     af_tensor **in, **out;  /* owned by g: function arguments and returned values */
     char **in_names;        /* owned by g: the MIL names, in the same order */
     char **out_names;
+    const char **in_types;  /* the declared MIL dtype of each argument ("fp16", "int32", "bool", ...) */
+    const char **out_types; /* and of each result */
 } mil_module;
 
 /* Parses MIL text into a new graph. On failure *m is zeroed, nothing leaks, and

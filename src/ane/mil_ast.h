@@ -53,6 +53,10 @@ mil_dtype mil_dtype_from(const char *p, size_t n);   /* MIL_DT_NONE when not a d
 const char *mil_dtype_name(mil_dtype dt);
 bool mil_dtype_is_int(mil_dtype dt);
 bool mil_dtype_is_float(mil_dtype dt);
+/* Value classes: how the IR holds a MIL value. Floats as fp16/fp32; bools as 0/1 and
+ * integers as whole numbers in fp32 tensors flagged IR_TF_EXACT (exact to 2^24). */
+enum { MIL_VC_SAME = 0, MIL_VC_BOOL = 1, MIL_VC_FLOAT = 2, MIL_VC_INT = 3 };
+int mil_dtype_class(mil_dtype dt);
 
 typedef enum { MIL_TY_TENSOR, MIL_TY_OTHER } mil_tykind; /* a bare dtype is a rank-0 tensor */
 typedef struct {
@@ -126,7 +130,7 @@ typedef struct {
     af_tensor *t;       /* IR tensor, once built (consts lazily) */
     const mil_lit *lit; /* a const's value */
     float *vals;        /* a const's values as floats, once resolved (arena) */
-    bool is_bool;       /* holds 0/1 for a MIL bool */
+    int cls;            /* its value class (MIL_VC_*), once built */
     int uses;
 } mil_sym;
 
@@ -167,6 +171,14 @@ const float *mil_const_values(mil_mapper *M, mil_sym *s, int line, int col);
 bool mil_scalar_of(mil_mapper *M, const mil_value *v, double *out);
 /* Finds the canonical decompositions mil_lower.c writes; fills M->fuse. */
 void mil_fuse(mil_mapper *M);
+/* Whether the reader maps the MIL op `name` (mil_map.c, mil_map_ext.c). */
+bool mil_op_supported(const char *name);
+/* Whether Core ML's iOS 15..18 op set (coremltools' MIL op definitions) has `name`
+ * (mil_opset.c); the list itself, NULL-terminated, for `aneforge ops --mil`. */
+bool mil_coreml_op_known(const char *name);
+extern const char *const mil_coreml_ops[];
+/* The dtypes function arguments and results may have. */
+bool mil_io_dtype(mil_dtype dt);
 /* Builds the graph for function f; false with the diagnostic set on error. */
 bool mil_map_function(mil_mapper *M);
 /* Blob files (mil_read.c): the payload of the record at offset in the file `path`. */

@@ -3,6 +3,7 @@
 #include "ane/mil_ast.h"
 #include "ir/fp16.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- symbols */
@@ -52,11 +53,57 @@ static int blob_code_bytes(mil_dtype dt, milblob_dtype *code) {
     }
 }
 
+/* Sub-byte dtypes (palettized weights' indices): packed LSB-first, as MILBlob stores them. */
+static bool sub_byte(mil_dtype dt, milblob_dtype *code) {
+    switch (dt) {
+    case MIL_INT4: *code = AF_MILBLOB_INT4; return true;
+    case MIL_UINT1: *code = AF_MILBLOB_UINT1; return true;
+    case MIL_UINT2: *code = AF_MILBLOB_UINT2; return true;
+    case MIL_UINT3: *code = AF_MILBLOB_UINT3; return true;
+    case MIL_UINT4: *code = AF_MILBLOB_UINT4; return true;
+    case MIL_UINT6: *code = AF_MILBLOB_UINT6; return true;
+    default: return false;
+    }
+}
+
+static float *sub_byte_floats(mil_mapper *M, const mil_lit *lit, milblob_dtype want, float *f) {
+    milblob_dtype got;
+    const void *data;
+    int64_t nbytes;
+    int bits = milblob_dtype_bits(want);
+    if (!mil_blob_get(M, lit->blob_path, lit->blob_offset, &got, &data, &nbytes, lit->line, lit->col)) return NULL;
+    if (got != want || nbytes != (lit->count * bits + 7) / 8) {
+        mil_error(M->diag, AF_ERR_CORRUPT, lit->line, lit->col, "the weight record at offset %llu holds %lld bytes of %s but the constant is %lld elements of %s",
+                  (unsigned long long)lit->blob_offset, (long long)nbytes, milblob_dtype_name(got), (long long)lit->count, mil_dtype_name(lit->type.dt));
+        return NULL;
+    }
+    const uint8_t *b = data;
+    for (int64_t i = 0; i < lit->count; i++) {
+        uint64_t pos = (uint64_t)i * (uint64_t)bits;
+        unsigned v = b[pos / 8] >> (pos % 8);
+        if (pos % 8 + (uint64_t)bits > 8) v |= (unsigned)b[pos / 8 + 1] << (8 - pos % 8);
+        v &= (1u << bits) - 1;
+        f[i] = want == AF_MILBLOB_INT4 && v >= 8 ? (float)v - 16.0f : (float)v;
+    }
+    return f;
+}
+
+/* Integers are held in fp32 (IR_TF_EXACT tensors): whole numbers are exact to 2^24. */
+static bool int_fits(mil_mapper *M, const mil_lit *lit, double v, int64_t i, int line, int col) {
+    if (fabs(v) <= 16777216.0) return true;
+    return mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col,
+                     "%s value %.0f (element %lld) is beyond 2^24: the reader holds integers in fp32 and could not keep it exact",
+                     mil_dtype_name(lit->type.dt), v, (long long)i);
+}
+
 static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
     float *f = mil_alloc(M->arena, sizeof(float) * (size_t)(lit->count ? lit->count : 1));
     if (!f) { mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory"); return NULL; }
     if (lit->v) {
-        for (int64_t i = 0; i < lit->count; i++) f[i] = (float)lit->v[i];
+        for (int64_t i = 0; i < lit->count; i++) {
+            if (mil_dtype_is_int(lit->type.dt) && !int_fits(M, lit, lit->v[i], i, lit->line, lit->col)) return NULL;
+            f[i] = (float)lit->v[i];
+        }
         return f;
     }
     if (!lit->blob) { mil_error(M->diag, AF_ERR_INVALID, line, col, "a %s constant has no numeric value", mil_dtype_name(lit->type.dt)); return NULL; }
@@ -64,6 +111,7 @@ static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
     int size = blob_code_bytes(lit->type.dt, &want);
     const void *data;
     int64_t nbytes;
+    if (!size && sub_byte(lit->type.dt, &want)) return sub_byte_floats(M, lit, want, f);
     if (!size) { mil_error(M->diag, AF_ERR_UNSUPPORTED, lit->line, lit->col, "BLOBFILE constants of dtype %s are not supported", mil_dtype_name(lit->type.dt)); return NULL; }
     if (!mil_blob_get(M, lit->blob_path, lit->blob_offset, &got, &data, &nbytes, lit->line, lit->col)) return NULL;
     if (got != want || nbytes != lit->count * size) {
@@ -82,8 +130,18 @@ static float *lit_floats(mil_mapper *M, const mil_lit *lit, int line, int col) {
         case MIL_UINT8: f[i] = q[0]; break;
         case MIL_INT16: f[i] = (int16_t)(q[0] | q[1] << 8); break;
         case MIL_UINT16: f[i] = (uint16_t)(q[0] | q[1] << 8); break;
-        case MIL_INT32: f[i] = (float)(int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24); break;
-        default: f[i] = (float)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24); break;
+        case MIL_INT32: {
+            int32_t v = (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24);
+            if (!int_fits(M, lit, v, i, lit->line, lit->col)) return NULL;
+            f[i] = (float)v;
+            break;
+        }
+        default: {
+            uint32_t v = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+            if (!int_fits(M, lit, v, i, lit->line, lit->col)) return NULL;
+            f[i] = (float)v;
+            break;
+        }
         }
     }
     return f;
@@ -123,12 +181,13 @@ bool mil_shape_of(mil_mapper *M, const mil_type *ty, af_shape *s, int line, int 
 /* An IR constant holding a literal's values (bools as 0/1). */
 af_tensor *mil_const_tensor(mil_mapper *M, const char *name, const mil_lit *lit, const float *vals, int line, int col) {
     af_shape s;
-    if (!(mil_dtype_is_float(lit->type.dt) || lit->type.dt == MIL_BOOL)) {
-        mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "%s tensors cannot be op inputs here (only fp16, fp32 and bool)", mil_dtype_name(lit->type.dt));
+    if (!(mil_dtype_is_float(lit->type.dt) || lit->type.dt == MIL_BOOL || mil_dtype_is_int(lit->type.dt))) {
+        mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "%s tensors cannot be op inputs", mil_dtype_name(lit->type.dt));
         return NULL;
     }
     if (!mil_shape_of(M, &lit->type, &s, line, col)) return NULL;
     if (!vals && !(vals = lit_floats(M, lit, line, col))) return NULL;
+
     af_tensor *t = af_const(M->g, name, s, vals);
     if (!t) mil_error(M->diag, AF_ERR_NOMEM, line, col, "%s", af_graph_error(M->g) ? af_graph_error(M->g) : "out of memory");
     return t;

@@ -1,6 +1,6 @@
 /* MIL tokens, the arena and diagnostics. Tokens: identifiers, numbers (decimal, C99
  * hex floats, hex bit patterns, inf/nan with a sign), quoted strings, punctuation and
- * "->". `//` starts a comment to the end of the line. */
+ * "->". `//` starts a comment to the end of the line; block comments (slash-star ... star-slash) may span lines. */
 #include "ane/mil_ast.h"
 
 #include <stdarg.h>
@@ -80,6 +80,9 @@ mil_dtype mil_dtype_from(const char *p, size_t n) {
 }
 
 const char *mil_dtype_name(mil_dtype dt) { return dt > 0 && dt <= MIL_UINT64 ? dtype_names[dt] : "?"; }
+int mil_dtype_class(mil_dtype dt) {
+    return dt == MIL_BOOL ? MIL_VC_BOOL : mil_dtype_is_int(dt) ? MIL_VC_INT : MIL_VC_FLOAT;
+}
 bool mil_dtype_is_int(mil_dtype dt) { return dt >= MIL_INT4 && dt <= MIL_UINT64; }
 bool mil_dtype_is_float(mil_dtype dt) { return dt >= MIL_FP16 && dt <= MIL_BF16; }
 
@@ -136,7 +139,13 @@ bool mil_lex(mil_lexer *L, mil_token *t) {
         char c = at(L, 0);
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r') advance(L, 1);
         else if (c == '/' && at(L, 1) == '/') { while (L->i < L->n && L->s[L->i] != '\n') advance(L, 1); }
-        else break;
+        else if (c == '/' && at(L, 1) == '*') {
+            int line = L->line, col = L->col;
+            advance(L, 2);
+            while (L->i < L->n && !(at(L, 0) == '*' && at(L, 1) == '/')) advance(L, 1);
+            if (L->i >= L->n) return mil_error(L->diag, AF_ERR_CORRUPT, line, col, "unterminated /* comment");
+            advance(L, 2);
+        } else break;
     }
     *t = (mil_token){ .kind = TK_EOF, .p = L->s + L->i, .n = 0, .line = L->line, .col = L->col };
     if (L->i >= L->n) return true;

@@ -184,7 +184,8 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         mil_stmt(e, ty, v, t->op == IR_OP_ADDS ? "add" : "mul", 2, kv);
         return true;
     case IR_OP_ABS: case IR_OP_SQUARE: case IR_OP_SQRT: case IR_OP_EXP: case IR_OP_TANH: case IR_OP_SIGMOID:
-    case IR_OP_RELU: case IR_OP_SILU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_ERF:
+    case IR_OP_RELU: case IR_OP_SILU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_ERF: case IR_OP_FLOOR:
+    case IR_OP_ATAN: case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATANH:
         kv[0] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, name, 1, kv);
         return true;

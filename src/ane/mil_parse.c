@@ -233,6 +233,32 @@ static bool nested(parser *p, mil_lit *lit, int axis, int64_t *pos) {
     return next(p);
 }
 
+/* A rank >= 2 tensor written as one flat list of all its elements in row-major order
+ * (`tensor<fp16, [2, 2]>([1, 2, 3, 4])`). */
+static bool flat(parser *p, mil_lit *lit) {
+    TRY(expect(p, "["));
+    for (int64_t i = 0; i < lit->count; i++) {
+        if (i && !is(p, ","))
+            return mil_error(p->d, AF_ERR_CORRUPT, p->tok.line, p->tok.col,
+                             "the flat literal has %lld elements but its type holds %lld", (long long)i, (long long)lit->count);
+        if (i) TRY(next(p));
+        TRY(scalar(p, lit, &lit->v[i]));
+    }
+    if (!is(p, "]"))
+        return mil_error(p->d, AF_ERR_CORRUPT, p->tok.line, p->tok.col, "the flat literal has more than the %lld elements its type holds",
+                         (long long)lit->count);
+    return next(p);
+}
+
+/* A one-element tensor written as a bare scalar (`tensor<int32, [1]>(1)`). */
+static bool bare_scalar(parser *p, mil_lit *lit) {
+    if (lit->count != 1)
+        return mil_error(p->d, AF_ERR_CORRUPT, p->tok.line, p->tok.col,
+                         "a bare scalar stands only for a one-element tensor; this type holds %lld elements, write them in [...]",
+                         (long long)lit->count);
+    return scalar(p, lit, lit->v);
+}
+
 static bool blobfile(parser *p, mil_lit *lit) {
     TRY(next(p) && expect(p, "("));
     bool have_path = false, have_off = false;
@@ -295,7 +321,11 @@ static bool parse_literal(parser *p, mil_lit **out) {
             if (!lit->v) return nomem(p);
         }
         int64_t pos = 0;
+        mil_token nx = { 0 };
+        if (ty->rank && is(p, "[")) TRY(peek(p, &nx));
         if (ty->rank == 0) TRY(scalar(p, lit, lit->v));
+        else if (!is(p, "[")) TRY(bare_scalar(p, lit));
+        else if (ty->rank >= 2 && !mil_tok_is(&nx, "[")) TRY(flat(p, lit));
         else TRY(nested(p, lit, 0, &pos));
     }
     TRY(expect(p, ")"));
@@ -312,6 +342,70 @@ static bool starts_literal(parser *p) {
     if (!peek(p, &nx)) return false;
     if (is(p, "tensor") || is(p, "dict") || is(p, "tuple") || is(p, "list") || is(p, "state")) return mil_tok_is(&nx, "<");
     return mil_dtype_from(p->tok.p, p->tok.n) && mil_tok_is(&nx, "(");
+}
+
+/* Whether a number token is written as an integer (no point, exponent or hex float). */
+static bool integer_spelling(const mil_token *t) {
+    if (t->kind != TK_NUM) return false;
+    for (size_t i = 0; i < t->n; i++)
+        if (strchr(".eEpPxXin", t->p[i])) return false;
+    return true;
+}
+
+/* An operand written without a type, as hand-written MIL does: `axis = -1` (int32),
+ * `alpha = 0.5` (fp32), `keep_dims = true` (bool), `mode = "EXACT"` (string) and
+ * one-level lists `axes = [0, 1]` (int32, or fp32 when any entry is not an integer). */
+static bool untyped_literal(parser *p, mil_lit **out) {
+    mil_lit *lit = mil_alloc(p->a, sizeof *lit);
+    if (!lit) return nomem(p);
+    lit->line = lit->type.line = p->tok.line;
+    lit->col = lit->type.col = p->tok.col;
+    lit->count = 1;
+    if (p->tok.kind == TK_STR) {
+        lit->type.dt = MIL_STRING;
+        *out = lit;
+        return string_token(p, &lit->s);
+    }
+    if (is(p, "true") || is(p, "false")) {
+        lit->type.dt = MIL_BOOL;
+        if (!(lit->v = mil_alloc(p->a, sizeof(double)))) return nomem(p);
+        lit->v[0] = is(p, "true");
+        *out = lit;
+        return next(p);
+    }
+    if (!is(p, "[")) {
+        lit->type.dt = integer_spelling(&p->tok) ? MIL_INT32 : MIL_FP32;
+        if (!(lit->v = mil_alloc(p->a, sizeof(double)))) return nomem(p);
+        *out = lit;
+        return number(p, lit->type.dt, lit->v);
+    }
+    /* A list: read the tokens once to learn the count and the dtype, then parse. */
+    mil_lexer save = p->L;
+    mil_token first = p->tok;
+    int64_t n = 0, nbools = 0;
+    bool ints = true;
+    TRY(next(p));
+    while (!is(p, "]")) {
+        if (n && !expect(p, ",")) return false;
+        if (n >= AF_MIL_MAX_INLINE) return mil_error(p->d, AF_ERR_UNSUPPORTED, lit->line, lit->col, "inline literal larger than %lld elements", (long long)AF_MIL_MAX_INLINE);
+        if (is(p, "true") || is(p, "false")) nbools++;
+        else if (p->tok.kind == TK_NUM || is(p, "inf") || is(p, "nan")) ints = ints && integer_spelling(&p->tok);
+        else return perr(p, "expected %s", "a number or a bool in an untyped list (nested lists need a tensor<...> type)");
+        if (nbools && nbools <= n) return perr(p, "%s", "an untyped list mixes bools and numbers");
+        n++;
+        TRY(next(p));
+    }
+    bool bools = n && nbools == n;
+    p->L = save;
+    p->tok = first;
+    lit->type.dt = bools ? MIL_BOOL : ints ? MIL_INT32 : MIL_FP32;
+    lit->type.rank = 1;
+    lit->type.dim[0] = n;
+    lit->count = n;
+    if (!(lit->v = mil_alloc(p->a, sizeof(double) * (size_t)(n ? n : 1)))) return nomem(p);
+    int64_t pos = 0;
+    *out = lit;
+    return nested(p, lit, 0, &pos);
 }
 
 static bool parse_value(parser *p, mil_value *v) {
@@ -334,6 +428,10 @@ static bool parse_value(parser *p, mil_value *v) {
     if (starts_literal(p)) {
         v->kind = MIL_V_LIT;
         return parse_literal(p, &v->lit);
+    }
+    if (p->tok.kind == TK_NUM || p->tok.kind == TK_STR || is(p, "true") || is(p, "false") || is(p, "[")) {
+        v->kind = MIL_V_LIT;
+        return untyped_literal(p, &v->lit);
     }
     if (p->tok.kind != TK_IDENT) return perr(p, "expected %s", "a variable, a typed literal or a tuple");
     v->kind = MIL_V_IDENT;
@@ -393,6 +491,16 @@ static bool parse_stmt(parser *p, mil_stmt *s) {
     return expect(p, ";");
 }
 
+/* The opsets Core ML names: ios15..ios18, and CoreML5..CoreML9 (the same sets by
+ * Core ML specification version). */
+static bool known_opset(const char *s) {
+    static const char *const known[] = { "ios15", "ios16", "ios17", "ios18",
+                                         "CoreML5", "CoreML6", "CoreML7", "CoreML8", "CoreML9" };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(s, known[i])) return true;
+    return false;
+}
+
 static bool parse_func(parser *p, mil_func *f) {
     f->line = p->tok.line;
     f->col = p->tok.col;
@@ -400,7 +508,10 @@ static bool parse_func(parser *p, mil_func *f) {
     if (!(f->name = ident(p, "a function name"))) return false;
     if (is(p, "<")) {
         TRY(next(p));
+        int line = p->tok.line, col = p->tok.col;
         if (!(f->opset = ident(p, "an opset such as ios18"))) return false;
+        if (!known_opset(f->opset))
+            return mil_error(p->d, AF_ERR_UNSUPPORTED, line, col, "opset '%s' is not one of ios15..ios18 or CoreML5..CoreML9", f->opset);
         TRY(expect(p, ">"));
     }
     TRY(expect(p, "("));
@@ -449,7 +560,8 @@ bool mil_parse_program(const char *text, size_t len, mil_arena *a, mil_diag *d, 
     TRY(expect(&p, "program") && expect(&p, "("));
     if (p.tok.kind != TK_NUM || p.tok.n >= sizeof prog->version) return perr(&p, "expected %s", "a version such as 1.3");
     memcpy(prog->version, p.tok.p, p.tok.n);
-    if (strncmp(prog->version, "1.", 2) || !prog->version[2])
+    bool v1 = !strcmp(prog->version, "1") || (!strncmp(prog->version, "1.", 2) && prog->version[2] && strspn(prog->version + 2, "0123456789") == strlen(prog->version + 2));
+    if (!v1)
         return mil_error(d, AF_ERR_UNSUPPORTED, p.tok.line, p.tok.col, "program version %s is not 1.x", prog->version);
     TRY(next(&p) && expect(&p, ")"));
     if (is(&p, "[")) TRY(skip_group(&p));

@@ -22,7 +22,7 @@ static bool open_blob(mil_mapper *M, const char *path, milblob **out, int line, 
     const mil_read_opts *o = M->opts;
     for (int i = 0; o && i < o->nblobs; i++) {
         if (!o->blobs[i].path || strcmp(o->blobs[i].path, path)) continue;
-        if (milblob_open(o->blobs[i].bytes, o->blobs[i].n, out) != AF_OK)
+        if (milblob_open_follow(o->blobs[i].bytes, o->blobs[i].n, out) != AF_OK)
             return mil_error(M->diag, AF_ERR_CORRUPT, line, col, "weight file %s: %s", path, af_error_message());
         return true;
     }
@@ -39,7 +39,7 @@ static bool open_blob(mil_mapper *M, const char *path, milblob **out, int line, 
     char *file = malloc(n);
     if (!file) return mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory");
     snprintf(file, n, "%s/%s", dir, rest);
-    af_status st = milblob_read_file(file, out);
+    af_status st = milblob_read_file_follow(file, out);
     free(file);
     if (st) return mil_error(M->diag, st, line, col, "weight file for \"%s\": %s", path, af_error_message());
     return true;
@@ -78,11 +78,20 @@ af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil
     mil_program prog;
     mil_mapper M = { .arena = &arena, .diag = &diag, .opts = opts, .mod = m };
     if (mil_parse_program(text ? text : "", len, &arena, &diag, &prog)) {
+        const char *want = opts && opts->function ? opts->function : "main";
         for (int i = 0; i < prog.nfuncs && !M.f; i++)
-            if (!strcmp(prog.funcs[i].name, "main")) M.f = &prog.funcs[i];
-        if (!M.f && prog.nfuncs == 1) M.f = &prog.funcs[0];
-        if (!M.f) mil_error(&diag, AF_ERR_INVALID, 1, 1, "the program has no function 'main'");
-        else if (!(M.g = af_graph_new())) mil_error(&diag, AF_ERR_NOMEM, 1, 1, "out of memory");
+            if (!strcmp(prog.funcs[i].name, want)) M.f = &prog.funcs[i];
+        if (!M.f && prog.nfuncs == 1 && !(opts && opts->function)) M.f = &prog.funcs[0];
+        if (!M.f) {
+            char names[300] = "";
+            for (int i = 0; i < prog.nfuncs; i++) {
+                size_t k = strlen(names);
+                if (k + 4 >= sizeof names) break;
+                snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", prog.funcs[i].name);
+            }
+            mil_error(&diag, AF_ERR_INVALID, 1, 1, "the program has no function '%s' (it has: %s)%s", want,
+                      prog.nfuncs ? names : "none", opts && opts->function ? "" : "; choose one by name");
+        } else if (!(M.g = af_graph_new())) mil_error(&diag, AF_ERR_NOMEM, 1, 1, "out of memory");
         else mil_map_function(&M);
     }
     for (int i = 0; i < M.nfiles; i++) milblob_free(M.files[i].b);

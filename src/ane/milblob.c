@@ -194,8 +194,57 @@ void milblob_free(milblob *b) {
 /* Records the error and returns its status from parse (the caller frees b). */
 #define BAD(...) return ir_fail(__VA_ARGS__)
 
-/* Validates the whole file so that milblob_get needs no further checks. */
-static af_status parse(milblob *b) {
+/* Checks the record at off and stores it as record i; end receives its payload's end. */
+static af_status check_record(milblob *b, uint32_t i, const char *of, uint64_t off, uint64_t prev_end, uint64_t *end) {
+    const uint8_t *p = b->bytes;
+    const char *nm = b->name;
+    uint64_t n = b->n;
+    /* ANEForge-style files put the next record right after the payload (ref. §1.7). */
+    const char *hint = (off != prev_end && prev_end + 4 <= n && ir_get_u32(p + prev_end) == AF_MILBLOB_SENTINEL)
+                           ? "; a record starts unaligned right after the previous payload" : "";
+    if (off > n || n - off < REC)
+        BAD(AF_ERR_CORRUPT, "milblob %s: record %u%s at offset %llu: 64-byte record runs past the end (%llu bytes)%s",
+            nm, i, of, (unsigned long long)off, (unsigned long long)n, hint);
+    const uint8_t *r = p + off;
+    uint32_t sentinel = ir_get_u32(r), code = ir_get_u32(r + 4);
+    uint64_t size = ir_get_u64(r + 8), data = ir_get_u64(r + 16), pad = ir_get_u64(r + 24);
+    if (sentinel != AF_MILBLOB_SENTINEL)
+        BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: sentinel 0x%08X, want 0xDEADBEEF%s",
+            nm, i, (unsigned long long)off, sentinel, hint);
+    int bits = code < NDTYPES ? dtype_bits[code] : 0; /* no enum cast before the check */
+    if (!bits)
+        BAD(AF_ERR_UNSUPPORTED, "milblob %s: record %u at offset %llu: unknown BlobDataType %u (known: 1..%d)",
+            nm, i, (unsigned long long)off, code, (int)NDTYPES - 1);
+    if (data != off + REC)
+        BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: data offset %llu, want %llu (the payload follows its record)",
+            nm, i, (unsigned long long)off, (unsigned long long)data, (unsigned long long)(off + REC));
+    if (size > n - data)
+        BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: %llu-byte payload at %llu runs past the end (%llu bytes)",
+            nm, i, (unsigned long long)off, (unsigned long long)size, (unsigned long long)data,
+            (unsigned long long)n);
+    /* Whole elements: padding only for sub-byte dtypes, and 8*size - pad a multiple
+     * of the element width (computed mod bits so 8*size cannot wrap). */
+    int whole = bits >= 8 ? (pad == 0 && size % (uint64_t)(bits / 8) == 0)
+                          : (pad < 8 && (size > 0 || pad == 0) &&
+                             (8 * (size % (uint64_t)bits) + 8 * (uint64_t)bits - pad) % (uint64_t)bits == 0);
+    if (!whole)
+        BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: %llu bytes with %llu padding bits is not a whole number of %s elements",
+            nm, i, (unsigned long long)off, (unsigned long long)size, (unsigned long long)pad,
+            milblob_dtype_name((milblob_dtype)code));
+    b->rec[i] = (milblob_record){off, (milblob_dtype)code, (int64_t)size, data, (uint32_t)pad};
+    *end = data + size;
+    return AF_OK;
+}
+
+/* Whether a record header starts at the next aligned offset after end. */
+static int record_follows(const milblob *b, uint64_t end) {
+    uint64_t next = align_up(end);
+    return next + 4 <= b->n && ir_get_u32(b->bytes + next) == AF_MILBLOB_SENTINEL;
+}
+
+/* Validates the whole file so that milblob_get needs no further checks. With follow,
+ * records are found by walking their headers and the header's count only warns. */
+static af_status parse(milblob *b, int follow) {
     const uint8_t *p = b->bytes;
     const char *nm = b->name;
     uint64_t n = b->n;
@@ -207,68 +256,49 @@ static af_status parse(milblob *b) {
         BAD(AF_ERR_CORRUPT, "milblob %s: header version %u at offset 4, want 2%s", nm, version,
             version == 1 ? " (1 is Espresso blob_v1, not MILBlob)" : "");
     /* Each record takes at least 64 bytes: bounds the allocation below by the file size. */
-    if (count > (n - HDR) / REC || count > INT_MAX)
+    uint64_t room = (n - HDR) / REC;
+    if (!follow && (count > room || count > INT_MAX))
         BAD(AF_ERR_CORRUPT, "milblob %s: header count %u at offset 0 needs at least %llu bytes, file has %llu",
             nm, count, (unsigned long long)(HDR + (uint64_t)count * REC), (unsigned long long)n);
-    if (count) {
-        b->rec = calloc(count, sizeof *b->rec);
-        if (!b->rec) BAD(AF_ERR_NOMEM, "milblob %s: out of memory for %u records", nm, count);
+    /* Following headers, the table grows as records are found (at most `room`). */
+    uint64_t cap = follow ? (room < 16 ? room : 16) : count, limit = room < INT_MAX ? room : INT_MAX;
+    if (cap) {
+        b->rec = calloc((size_t)cap, sizeof *b->rec);
+        if (!b->rec) BAD(AF_ERR_NOMEM, "milblob %s: out of memory for %llu records", nm, (unsigned long long)cap);
     }
-    uint64_t off = HDR, end = HDR;
-    for (uint32_t i = 0; i < count; i++) {
-        off = align_up(end); /* always 64-aligned, so no record can be misplaced */
-        /* ANEForge-style files put the next record right after the payload (ref. §1.7). */
-        const char *hint = (off != end && end + 4 <= n && ir_get_u32(p + end) == AF_MILBLOB_SENTINEL)
-                               ? "; a record starts unaligned right after the previous payload" : "";
-        if (off > n || n - off < REC)
-            BAD(AF_ERR_CORRUPT, "milblob %s: record %u of %u at offset %llu: 64-byte record runs past the end (%llu bytes)%s",
-                nm, i, count, (unsigned long long)off, (unsigned long long)n, hint);
-        const uint8_t *r = p + off;
-        uint32_t sentinel = ir_get_u32(r), code = ir_get_u32(r + 4);
-        uint64_t size = ir_get_u64(r + 8), data = ir_get_u64(r + 16), pad = ir_get_u64(r + 24);
-        if (sentinel != AF_MILBLOB_SENTINEL)
-            BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: sentinel 0x%08X, want 0xDEADBEEF%s",
-                nm, i, (unsigned long long)off, sentinel, hint);
-        int bits = code < NDTYPES ? dtype_bits[code] : 0; /* no enum cast before the check */
-        if (!bits)
-            BAD(AF_ERR_UNSUPPORTED, "milblob %s: record %u at offset %llu: unknown BlobDataType %u (known: 1..%d)",
-                nm, i, (unsigned long long)off, code, (int)NDTYPES - 1);
-        if (data != off + REC)
-            BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: data offset %llu, want %llu (the payload follows its record)",
-                nm, i, (unsigned long long)off, (unsigned long long)data, (unsigned long long)(off + REC));
-        if (size > n - data)
-            BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: %llu-byte payload at %llu runs past the end (%llu bytes)",
-                nm, i, (unsigned long long)off, (unsigned long long)size, (unsigned long long)data,
-                (unsigned long long)n);
-        /* Whole elements: padding only for sub-byte dtypes, and 8*size - pad a multiple
-         * of the element width (computed mod bits so 8*size cannot wrap). */
-        int whole = bits >= 8 ? (pad == 0 && size % (uint64_t)(bits / 8) == 0)
-                              : (pad < 8 && (size > 0 || pad == 0) &&
-                                 (8 * (size % (uint64_t)bits) + 8 * (uint64_t)bits - pad) % (uint64_t)bits == 0);
-        if (!whole)
-            BAD(AF_ERR_CORRUPT, "milblob %s: record %u at offset %llu: %llu bytes with %llu padding bits is not a whole number of %s elements",
-                nm, i, (unsigned long long)off, (unsigned long long)size, (unsigned long long)pad,
-                milblob_dtype_name((milblob_dtype)code));
-        b->rec[i] = (milblob_record){off, (milblob_dtype)code, (int64_t)size, data, (uint32_t)pad};
-        end = data + size;
+    uint64_t end = HDR;
+    uint32_t i = 0;
+    for (; follow ? (i < limit && (i == 0 ? n > HDR : record_follows(b, end))) : i < count; i++) {
+        char of[32] = "";
+        if (!follow) snprintf(of, sizeof of, " of %u", count);
+        if (i == cap) {
+            uint64_t nc = cap * 2 < limit ? cap * 2 : limit;
+            milblob_record *nr = realloc(b->rec, (size_t)nc * sizeof *nr);
+            if (!nr) BAD(AF_ERR_NOMEM, "milblob %s: out of memory for %llu records", nm, (unsigned long long)nc);
+            b->rec = nr;
+            cap = nc;
+        }
+        af_status st = check_record(b, i, of, align_up(end), end, &end); /* always 64-aligned */
+        if (st) return st;
     }
     /* coremltools writes nothing after the last payload; allow only alignment zeros so
      * that a header whose count is too small does not hide records. */
     for (uint64_t k = end; k < n; k++) {
         if (p[k] != 0 || k >= align_up(end)) {
-            uint64_t next = align_up(end);
-            int rec_follows = next + 4 <= n && ir_get_u32(p + next) == AF_MILBLOB_SENTINEL;
             BAD(AF_ERR_CORRUPT, "milblob %s: %llu stray bytes after the last payload (ends at %llu)%s", nm,
                 (unsigned long long)(n - end), (unsigned long long)end,
-                rec_follows ? "; a record follows that the header count does not include" : "");
+                record_follows(b, end) ? "; a record follows that the header count does not include" : "");
         }
     }
-    b->count = (int)count;
+    if (follow && i != count)
+        ir_log(AF_LOG_WARN, "milblob %s: the header says %u records but the file holds %u; reading the %u found by their headers",
+               nm, count, i, i);
+    b->count = (int)i;
     return AF_OK;
 }
 
 /* Takes ownership of bytes (freed on failure too). */
-static af_status open_owned(uint8_t *bytes, size_t n, const char *name, milblob **out) {
+static af_status open_owned(uint8_t *bytes, size_t n, const char *name, int follow, milblob **out) {
     milblob *b = calloc(1, sizeof *b);
     size_t len = strlen(name);
     char *nm = malloc(len + 1);
@@ -282,7 +312,7 @@ static af_status open_owned(uint8_t *bytes, size_t n, const char *name, milblob 
     b->bytes = bytes;
     b->n = n;
     b->name = nm;
-    af_status st = parse(b);
+    af_status st = parse(b, follow);
     if (st != AF_OK) {
         milblob_free(b);
         return st;
@@ -291,17 +321,20 @@ static af_status open_owned(uint8_t *bytes, size_t n, const char *name, milblob 
     return AF_OK;
 }
 
-af_status milblob_open(const uint8_t *bytes, size_t n, milblob **out) {
+static af_status open_mem(const uint8_t *bytes, size_t n, int follow, milblob **out) {
     if (!out) return ir_fail(AF_ERR_INVALID, "milblob: NULL out pointer");
     *out = NULL;
     if (!bytes && n) return ir_fail(AF_ERR_INVALID, "milblob <memory>: NULL bytes with length %zu", n);
     uint8_t *copy = malloc(n ? n : 1); /* malloc alignment keeps 64-aligned payloads typed-aligned */
     if (!copy) return ir_fail(AF_ERR_NOMEM, "milblob <memory>: out of memory copying %zu bytes", n);
     if (n) memcpy(copy, bytes, n);
-    return open_owned(copy, n, "<memory>", out);
+    return open_owned(copy, n, "<memory>", follow, out);
 }
 
-af_status milblob_read_file(const char *path, milblob **out) {
+af_status milblob_open(const uint8_t *bytes, size_t n, milblob **out) { return open_mem(bytes, n, 0, out); }
+af_status milblob_open_follow(const uint8_t *bytes, size_t n, milblob **out) { return open_mem(bytes, n, 1, out); }
+
+static af_status read_file(const char *path, int follow, milblob **out) {
     if (!out) return ir_fail(AF_ERR_INVALID, "milblob: NULL out pointer");
     *out = NULL;
     if (!path) return ir_fail(AF_ERR_INVALID, "milblob: NULL path");
@@ -328,8 +361,11 @@ af_status milblob_read_file(const char *path, milblob **out) {
         free(buf);
         return ir_fail(AF_ERR_IO, "milblob %s: read error after %zu bytes", path, n);
     }
-    return open_owned(buf, n, path, out);
+    return open_owned(buf, n, path, follow, out);
 }
+
+af_status milblob_read_file(const char *path, milblob **out) { return read_file(path, 0, out); }
+af_status milblob_read_file_follow(const char *path, milblob **out) { return read_file(path, 1, out); }
 
 int milblob_count(const milblob *b) { return b ? b->count : 0; }
 

@@ -96,6 +96,13 @@ typedef struct {
 af_status milblob_open(const uint8_t *bytes, size_t n, milblob **out);
 /* Reads the whole file; AF_ERR_IO when it cannot be read, else as milblob_open. */
 af_status milblob_read_file(const char *path, milblob **out);
+/* As milblob_open / milblob_read_file, but records are found by following their
+ * headers from offset 64 to the end of the file, whatever the header's count says
+ * (several public builders write count 1 for a file of 2 or 3 records); a count that
+ * disagrees is reported through the library's log (af_set_log) as a warning. The MIL
+ * reader opens weight files this way. */
+af_status milblob_open_follow(const uint8_t *bytes, size_t n, milblob **out);
+af_status milblob_read_file_follow(const char *path, milblob **out);
 void milblob_free(milblob *b);
 
 int milblob_count(const milblob *b);  /* records; 0 for NULL */

@@ -26,7 +26,9 @@ struct cpu_exec {
     cpu_fusion *fusion;    /* per schedule index, or NULL: no fusion */
 };
 
-static bool needs_rounding(const cpu_exec *e, const af_tensor *t) { return e->o.fp16 || t->dtype == AF_F16; }
+static bool needs_rounding(const cpu_exec *e, const af_tensor *t) {
+    return !(t->flags & IR_TF_EXACT) && (e->o.fp16 || t->dtype == AF_F16); /* exact: MIL integers and bools */
+}
 
 void cpu_exec_free(cpu_exec *e) {
     if (!e) return;
@@ -74,7 +76,7 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
         e->baked[id] = malloc((size_t)cnt * sizeof(float) + 1);
         if (!e->baked[id]) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
         memcpy(e->baked[id], t->data, (size_t)cnt * sizeof(float));
-        if (e->o.fp16) ir_round_f16_array(e->baked[id], cnt);
+        if (e->o.fp16 && !(t->flags & IR_TF_EXACT)) ir_round_f16_array(e->baked[id], cnt);
         e->val[id] = e->baked[id];
     }
     /* Fusing skips nodes, so never where every node's result is observed or rounded. */

@@ -158,6 +158,11 @@ static void unary_range(void *p, int64_t b, int64_t e) {
     case IR_OP_SIN: UN_LOOP(sinf(x)); break;
     case IR_OP_COS: UN_LOOP(cosf(x)); break;
     case IR_OP_ERF: UN_LOOP(erff(x)); break;
+    case IR_OP_FLOOR: UN_LOOP(floorf(x)); break;
+    case IR_OP_ATAN: UN_LOOP(atanf(x)); break;
+    case IR_OP_ASIN: UN_LOOP(asinf(x)); break;
+    case IR_OP_ACOS: UN_LOOP(acosf(x)); break;
+    case IR_OP_ATANH: UN_LOOP(atanhf(x)); break;
     case IR_OP_CAST:
         if (c->t->a.to == AF_F16) ir_round_f16_array(memmove(o, a, (size_t)n * sizeof *o), n);
         else memmove(o, a, (size_t)n * sizeof *o);

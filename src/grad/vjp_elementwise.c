@@ -94,6 +94,10 @@ void grad_vjp_unary(grad_ctx *c) {
     case IR_OP_SIN: d = af_mul(g, af_cos(x)); break;
     case IR_OP_COS: d = af_neg(af_mul(g, af_sin(x))); break;
     case IR_OP_ERF: d = af_mul(g, af_muls(af_exp(af_neg(af_square(x))), 1.1283791670955126f)); break;
+    case IR_OP_ATAN: d = af_div(g, af_adds(af_square(x), 1.0f)); break;                 /* 1 / (1 + x^2) */
+    case IR_OP_ASIN: d = af_mul(g, af_rsqrt(af_adds(af_neg(af_square(x)), 1.0f))); break; /* 1 / sqrt(1 - x^2) */
+    case IR_OP_ACOS: d = af_neg(af_mul(g, af_rsqrt(af_adds(af_neg(af_square(x)), 1.0f)))); break;
+    case IR_OP_ATANH: d = af_div(g, af_adds(af_neg(af_square(x)), 1.0f)); break;        /* 1 / (1 - x^2) */
     default: break;
     }
     c->dsrc[0] = d;

@@ -41,9 +41,10 @@ static void operand_shapes(int nsrc, af_tensor *const *src, char *buf, size_t n)
     if (nsrc > 4 && k < n) snprintf(buf + k, n - k, ", ...");
 }
 
-/* Constants, parameters and what is computed only from them take their user's dtype. */
+/* Constants, parameters and what is computed only from them take their user's dtype;
+ * so do exact (integer or bool) values, which are never rounded whatever their dtype. */
 static bool adapts(const af_tensor *t) {
-    return t->op == IR_OP_CONST || (t->flags & (IR_TF_PARAM | IR_TF_HOSTVAL));
+    return t->op == IR_OP_CONST || (t->flags & (IR_TF_PARAM | IR_TF_HOSTVAL | IR_TF_EXACT));
 }
 
 af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a) {

@@ -58,6 +58,9 @@ enum {
     IR_TF_VOUCHED = 1u << 1,  /* built by the library's own training kernels */
     IR_TF_CONV = 1u << 2,     /* a conv patch-matrix param; a.kernel = {kH, kW}, a.groups = Cin */
     IR_TF_HOSTVAL = 1u << 3,  /* computed only from constants and parameters: adapts its dtype like a constant */
+    IR_TF_EXACT = 1u << 4,    /* holds a MIL integer or bool value (as do the nodes computing it): never rounded
+                               * to fp16 whatever its dtype, so integers up to 2^24 stay exact at every
+                               * precision; adapts its dtype like a constant */
 };
 
 struct af_tensor {

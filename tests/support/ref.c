@@ -78,6 +78,11 @@ static double unop(const af_tensor *t, double x) {
     case IR_OP_SIN: return sin(x);
     case IR_OP_COS: return cos(x);
     case IR_OP_ERF: return erf(x);
+    case IR_OP_FLOOR: return floor(x);
+    case IR_OP_ATAN: return atan(x);
+    case IR_OP_ASIN: return asin(x);
+    case IR_OP_ACOS: return acos(x);
+    case IR_OP_ATANH: return atanh(x);
     case IR_OP_CAST: return t->a.to == AF_F16 ? (double)af_round_f16((float)x) : x;
     default: return NAN;
     }

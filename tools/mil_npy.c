@@ -1,0 +1,156 @@
+/* Typed .npy for `aneforge mil run`: MIL arguments and results of every I/O dtype
+ * (bool, int8, uint8, int16, uint16, int32, fp16, fp32). The library's af_npy_read /
+ * af_npy_write are float-only; MIL programs take and give integers and bools, so the
+ * CLI reads any of NumPy's little-endian numeric descrs (checking that every value fits
+ * the argument's dtype) and writes each result with its declared dtype. */
+#include "mil_npy.h"
+#include "aneforge.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { const char *mil, *descr; int size; } npy_kind;
+static const npy_kind kinds[] = {
+    { "bool", "|b1", 1 }, { "int8", "|i1", 1 }, { "uint8", "|u1", 1 }, { "int16", "<i2", 2 }, { "uint16", "<u2", 2 },
+    { "int32", "<i4", 4 }, { "uint32", "<u4", 4 }, { "int64", "<i8", 8 }, { "fp16", "<f2", 2 }, { "fp32", "<f4", 4 },
+    { "fp64", "<f8", 8 },
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+static const npy_kind *by_descr(const char *d) {
+    for (size_t i = 0; i < NKINDS; i++) {
+        const char *k = kinds[i].descr;
+        /* '|i1' may also be written '<i1' or '=i1'... NumPy writes '|' for one byte */
+        if (!strcmp(d, k) || (k[0] == '|' && (d[0] == '<' || d[0] == '=') && !strcmp(d + 1, k + 1))) return &kinds[i];
+    }
+    return NULL;
+}
+
+static const npy_kind *by_mil(const char *m) {
+    for (size_t i = 0; i < NKINDS; i++)
+        if (!strcmp(m, kinds[i].mil)) return &kinds[i];
+    return NULL;
+}
+
+static double element(const npy_kind *k, const unsigned char *p) {
+    uint64_t u = 0;
+    for (int i = k->size - 1; i >= 0; i--) u = u << 8 | p[i];
+    switch (k->descr[1]) {
+    case 'b': return u != 0;
+    case 'u': return (double)u;
+    case 'i': { int sh = 64 - 8 * k->size; return (double)((int64_t)(u << sh) >> sh); }
+    default:
+        if (k->size == 2) return af_f16_to_f32((uint16_t)u);
+        if (k->size == 4) { uint32_t b = (uint32_t)u; float f; memcpy(&f, &b, 4); return f; }
+        { double d; memcpy(&d, &u, 8); return d; }
+    }
+}
+
+/* Whether v is a value of the MIL dtype `dt`; why not in why. */
+static bool fits(const char *dt, double v, char *why, size_t n) {
+    double lo, hi;
+    if (!strcmp(dt, "fp16") || !strcmp(dt, "fp32")) return true;
+    if (v != floor(v)) { snprintf(why, n, "is not a whole number"); return false; }
+    if (!strcmp(dt, "bool")) { lo = 0; hi = 1; }
+    else if (!strcmp(dt, "int8")) { lo = -128; hi = 127; }
+    else if (!strcmp(dt, "uint8")) { lo = 0; hi = 255; }
+    else if (!strcmp(dt, "int16")) { lo = -32768; hi = 32767; }
+    else if (!strcmp(dt, "uint16")) { lo = 0; hi = 65535; }
+    else { lo = -16777216; hi = 16777216; } /* int32: what the reader holds exactly in fp32 */
+    if (v < lo || v > hi) { snprintf(why, n, "is outside %.0f..%.0f", lo, hi); return false; }
+    return true;
+}
+
+int mil_npy_read(const char *path, const char *dt, float **data, int *rank, int64_t dims[AF_MAX_RANK], char *err, size_t errlen) {
+    *data = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "cannot open %s", path); return 1; }
+    unsigned char h[12];
+    int rc = 1;
+    char *hdr = NULL;
+    unsigned char *raw = NULL;
+    if (fread(h, 1, 10, f) != 10 || memcmp(h, "\x93NUMPY", 6) || (h[6] != 1 && h[6] != 2)) { snprintf(err, errlen, "%s is not a .npy file (v1 or v2)", path); goto out; }
+    size_t hl = h[8] | (size_t)h[9] << 8;
+    if (h[6] == 2) {
+        if (fread(h + 10, 1, 2, f) != 2) { snprintf(err, errlen, "%s: truncated header", path); goto out; }
+        hl |= (size_t)h[10] << 16 | (size_t)h[11] << 24;
+    }
+    if (hl > 65536 || !(hdr = calloc(hl + 1, 1)) || fread(hdr, 1, hl, f) != hl) { snprintf(err, errlen, "%s: bad header", path); goto out; }
+    char descr[8] = "";
+    const char *d = strstr(hdr, "'descr':"), *fo = strstr(hdr, "'fortran_order':"), *sh = strstr(hdr, "'shape':");
+    if (!d || !fo || !sh || sscanf(d + 8, " '%7[^']'", descr) != 1) { snprintf(err, errlen, "%s: the header lacks descr, fortran_order or shape", path); goto out; }
+    if (strncmp(fo + 16 + strspn(fo + 16, " "), "False", 5)) { snprintf(err, errlen, "%s: Fortran-order arrays are not supported", path); goto out; }
+    const npy_kind *k = by_descr(descr);
+    if (!k) { snprintf(err, errlen, "%s: dtype '%s' is not supported (want a little-endian bool, int, uint or float)", path, descr); goto out; }
+    const char *p = strchr(sh, '(');
+    *rank = 0;
+    int64_t n = 1;
+    for (p = p ? p + 1 : NULL; p && *p && *p != ')';) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p) { p++; continue; }
+        if (*rank == 8 || v < 0 || v > ((int64_t)1 << 31)) { snprintf(err, errlen, "%s: shape not supported", path); goto out; }
+        dims[(*rank)++] = v;
+        n *= v;
+        if (n > ((int64_t)1 << 30)) { snprintf(err, errlen, "%s: too large", path); goto out; }
+        p = end;
+    }
+    raw = malloc((size_t)(n * k->size + 1));
+    *data = malloc(sizeof(float) * (size_t)(n + 1));
+    if (!raw || !*data) { snprintf(err, errlen, "out of memory reading %s", path); goto out; }
+    if (fread(raw, (size_t)k->size, (size_t)n, f) != (size_t)n) { snprintf(err, errlen, "%s holds fewer than its %lld elements", path, (long long)n); goto out; }
+    for (int64_t i = 0; i < n; i++) {
+        double v = element(k, raw + i * k->size);
+        char why[80];
+        if (!fits(dt, v, why, sizeof why)) { snprintf(err, errlen, "%s: element %lld (%g) %s, the range of the %s argument", path, (long long)i, v, why, dt); goto out; }
+        (*data)[i] = (float)v;
+    }
+    rc = 0;
+out:
+    if (rc) { free(*data); *data = NULL; }
+    free(raw);
+    free(hdr);
+    fclose(f);
+    return rc;
+}
+
+int mil_npy_write(const char *path, const char *dt, const float *data, int rank, const int64_t *dims, char *err, size_t errlen) {
+    const npy_kind *k = by_mil(dt);
+    if (!k) { snprintf(err, errlen, "no .npy dtype for %s", dt); return 1; }
+    char shape[200] = "";
+    size_t o = 0;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        o += (size_t)snprintf(shape + o, sizeof shape - o, "%lld,%s", (long long)dims[i], rank > 1 && i + 1 < rank ? " " : "");
+        n *= dims[i];
+    }
+    if (rank > 1) shape[o - 1] = 0; /* "(2, 3)" not "(2, 3,)" */
+    char hdr[256];
+    int hl = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", k->descr, shape);
+    int total = 10 + hl + 1, pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    if (!f) { snprintf(err, errlen, "cannot create %s", path); return 1; }
+    unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((hl + pad + 1) & 255), (unsigned char)((hl + pad + 1) >> 8) };
+    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl;
+    for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF;
+    for (int64_t i = 0; ok && i < n; i++) {
+        unsigned char b[4];
+        double v = data[i];
+        uint32_t u;
+        if (k->descr[1] == 'f') {
+            if (k->size == 2) u = af_f32_to_f16(data[i]);
+            else memcpy(&u, &data[i], 4);
+        } else {
+            u = (uint32_t)(int64_t)(k->descr[1] == 'b' ? v != 0 : v); /* two's complement, low bytes */
+        }
+        for (int j = 0; j < k->size; j++) b[j] = (unsigned char)(u >> (8 * j));
+        ok = fwrite(b, 1, (size_t)k->size, f) == (size_t)k->size;
+    }
+    if (fclose(f) != 0) ok = false;
+    if (!ok) { remove(path); snprintf(err, errlen, "cannot write %s", path); return 1; }
+    return 0;
+}

@@ -406,8 +406,8 @@ static af_tokenizer *test_trainer_replays(void) {
     CHECK(txt_bpe_train(NDOCS, docs, lens, 600, check_chunk, &r2, &t2) == AF_OK, "train again");
     CHECK(r2.chunks > 100 && r2.same == r2.chunks, "run.c's encoder gives training's tokens for %d of %d chunks",
           r2.same, r2.chunks);
-    uint8_t *b1, *b2;
-    size_t n1, n2;
+    uint8_t *b1 = NULL, *b2 = NULL;
+    size_t n1 = 0, n2 = 0;
     CHECK(txt_tokenizer_serialize(t, &b1, &n1) == AF_OK && txt_tokenizer_serialize(t2, &b2, &n2) == AF_OK &&
               n1 == n2 && !memcmp(b1, b2, n1), "training is deterministic");
     free(b1);

@@ -2,6 +2,7 @@
  * following run.c's generate loop (token ids in and out, or text with --tokenizer). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cli.h"
+#include "cli_args.h"
 #include "aneforge.h"
 
 #include <stdbool.h>
@@ -40,8 +41,8 @@ static void usage(FILE *f) {
             "  --threads N         threads for the matrix-vector products (default: one per core)\n"
             "  --json              one JSON line: tokens, prompt_tokens, seed, tokens_per_s\n\n"
             "Prints the sequence (prompt included): token ids separated by spaces, or text with\n"
-            "--tokenizer. Generation\n"
-            "stops after --steps positions or when the model produces BOS (1), as in run.c.\n");
+            "--tokenizer. Generation stops after --steps positions or when the model produces\n"
+            "BOS (1), as in run.c.\n");
 }
 
 static int bad(const char *fmt, const char *a) {
@@ -49,23 +50,6 @@ static int bad(const char *fmt, const char *a) {
     fprintf(stderr, fmt, a);
     fprintf(stderr, " (try --help)\n");
     return 2;
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *s, float *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !isfinite(v)) return -1;
-    *out = (float)v;
-    return 0;
 }
 
 static int parse_args(int argc, char **argv, gen_args *a) {
@@ -80,10 +64,10 @@ static int parse_args(int argc, char **argv, gen_args *a) {
         else if (!strcmp(k, "--tokenizer")) a->tokenizer = v;
         else if (!strcmp(k, "--prompt")) a->prompt = v;
         else if (!strcmp(k, "--tokens")) a->tokens = v;
-        else if (!strcmp(k, "--steps")) { if (parse_long(v, 0, 1L << 30, &a->steps)) return bad("--steps wants an integer >= 0, not '%s'", v); }
-        else if (!strcmp(k, "--threads")) { if (parse_long(v, 1, 1024, &a->threads)) return bad("--threads wants a positive integer, not '%s'", v); }
-        else if (!strcmp(k, "--temperature")) { if (parse_float(v, &a->temperature) || a->temperature < 0) return bad("--temperature wants a number >= 0, not '%s'", v); }
-        else if (!strcmp(k, "--top-p")) { if (parse_float(v, &a->top_p) || a->top_p < 0 || a->top_p > 1) return bad("--top-p wants a number in [0, 1], not '%s'", v); }
+        else if (!strcmp(k, "--steps")) { if (cli_parse_long(v, 0, 1L << 30, &a->steps)) return bad("--steps wants an integer >= 0, not '%s'", v); }
+        else if (!strcmp(k, "--threads")) { if (cli_parse_long(v, 1, 1024, &a->threads)) return bad("--threads wants a positive integer, not '%s'", v); }
+        else if (!strcmp(k, "--temperature")) { if (cli_parse_float(v, &a->temperature) || a->temperature < 0) return bad("--temperature wants a number >= 0, not '%s'", v); }
+        else if (!strcmp(k, "--top-p")) { if (cli_parse_float(v, &a->top_p) || a->top_p < 0 || a->top_p > 1) return bad("--top-p wants a number in [0, 1], not '%s'", v); }
         else if (!strcmp(k, "--seed")) {
             char *end;
             errno = 0;

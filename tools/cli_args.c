@@ -1,0 +1,23 @@
+/* Number arguments of the CLI's options. */
+#include "cli_args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+int cli_parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_float(const char *s, float *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v)) return -1;
+    *out = (float)v;
+    return 0;
+}

@@ -29,7 +29,7 @@ static void usage(FILE *f) {
     fprintf(f, "aneforge %s: train neural networks on the Apple Neural Engine (or its simulator)\n\n"
                "usage: aneforge <command> [options]\n\ncommands:\n", AF_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nRun 'aneforge <command> --help' for a command's options.\n");
 }
 

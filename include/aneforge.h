@@ -639,7 +639,7 @@ AF_API const char *af_op_name(int op);
 AF_API af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
                       const char *dir);
 /* Reads a MIL program (program(1) .. program(1.5); functions main<ios15..ios18> and
- * main<CoreML5..CoreML9>, the first function unless a tool picks one) and the weight
+ * main<CoreML5..CoreML9>; `main`, or the only function) and the weight
  * files it cites into a new graph: *in are its function arguments in order (af_input
  * nodes named as in the MIL), *out its returned values. BLOBFILE paths starting with
  * @model_path/weights/ are looked up in weights_dir (NULL = the weights/ folder beside

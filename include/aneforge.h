@@ -217,6 +217,18 @@ AF_API af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride
                              const int dilation[2]);
 AF_API af_tensor *af_cast(af_tensor *x, af_dtype to);
 
+/* ---------------------------------------------------------------- transformer ops
+ * The pieces of a llama2.c-architecture model (src/ir/ops.def, last block). */
+
+/* Token embedding: y[i..., :] = table[ids[i...], :] for a table [V, ...] and ids of any
+ * shape holding whole numbers (token ids fed as floats). ids that are a fed input or a
+ * constant are flagged exact, so they are never rounded to fp16 (exact to 2^24). An id
+ * is truncated toward zero; one outside [0, V) gives a row of zeros. */
+AF_API af_tensor *af_embedding(af_tensor *table, af_tensor *ids);
+/* The embedding's gradient w.r.t. its table: a [vocab, ...] tensor whose row v is the
+ * sum of dy[i..., :] over every i with ids[i...] == v (a scatter-add). */
+AF_API af_tensor *af_embedding_grad(af_tensor *dy, af_tensor *ids, int64_t vocab);
+
 /* ---------------------------------------------------------------- autograd
  * Reverse mode over the graph: af_backward adds gradient nodes built from the same
  * ops, so gradients compile and run like any other node. */

@@ -119,6 +119,13 @@ static af_tensor *c_split(gcase *c) {
     af_split(PN(c, 2, 6), 1, 3, sz, parts);
     return af_concat(2, (af_tensor *[]){ af_muls(parts[2], 2.0f), parts[1] }, 1);
 }
+/* Token ids with repeats (3 thrice) and a row no id names (2): the scatter-add sums. */
+static af_tensor *ids_const(gcase *c) {
+    static const float ids[6] = { 3, 0, 3, 1, 4, 3 };
+    return af_const(c->g, NULL, AF_SHAPE(2, 3), ids);
+}
+static af_tensor *c_embedding(gcase *c) { return af_embedding(PN(c, 5, 4), ids_const(c)); }
+static af_tensor *c_embedding_grad(gcase *c) { return af_embedding_grad(PN(c, 2, 3, 4), ids_const(c), 5); }
 static af_tensor *c_rms(gcase *c) { return af_rms_norm(PN(c, 3, 8), P(c, 0.5, 1.5, 8), 1e-5f); }
 static af_tensor *c_ln(gcase *c) { return af_layer_norm(PN(c, 2, 3, 8), P(c, 0.5, 1.5, 8), PN(c, 8), 1e-5f); }
 static af_tensor *c_cln(gcase *c) { return af_channel_layer_norm(PN(c, 2, 5, 3, 2), P(c, 0.5, 1.5, 5), PN(c, 5), 1e-5f); }
@@ -198,7 +205,8 @@ static const grad_case cases[] = {
     { "softmax mid axis", IR_OP_SOFTMAX, c_softmax }, { "softmax last axis", IR_OP_SOFTMAX, c_softmax_l },
     { "transpose", IR_OP_TRANSPOSE, c_transpose }, { "reshape", IR_OP_RESHAPE, c_reshape },
     { "slice_by_size", IR_OP_SLICE_BY_SIZE, c_slice }, { "concat", IR_OP_CONCAT, c_concat },
-    { "split", IR_OP_SPLIT, c_split }, { "rms_norm", IR_OP_RMS_NORM, c_rms }, { "layer_norm", IR_OP_LAYER_NORM, c_ln },
+    { "split", IR_OP_SPLIT, c_split }, { "embedding", IR_OP_EMBEDDING, c_embedding },
+    { "embedding_grad", IR_OP_EMBEDDING_GRAD, c_embedding_grad }, { "rms_norm", IR_OP_RMS_NORM, c_rms }, { "layer_norm", IR_OP_LAYER_NORM, c_ln },
     { "channel_layer_norm", IR_OP_CHANNEL_LAYER_NORM, c_cln }, { "group_norm", IR_OP_GROUP_NORM, c_gn },
     { "avg_pool", IR_OP_AVG_POOL, c_avgpool }, { "max_pool", IR_OP_MAX_POOL, c_maxpool },
     { "conv pad 1", IR_OP_CONV, c_conv }, { "conv dilation", IR_OP_CONV, c_conv_d },

@@ -86,6 +86,10 @@ static void run_case(const corpus_case *base, ir_op op) {
         CHECK(back, "%s: the decomposition did not fuse back into %s", desc, ir_ops[op].name);
         same &= back;
     }
+    if (op == IR_OP_EMBEDDING || op == IR_OP_EMBEDDING_GRAD) { /* gather / scatter read back as the row */
+        CHECK(has_op(&m, op), "%s: the MIL reader did not map the program back to %s", desc, ir_ops[op].name);
+        same &= has_op(&m, op);
+    }
     if (same)
         for (int id = 0; id < cg.g->n; id++) covered[cg.g->t[id]->op] = true;
     for (int k = 0; k < cg.nout; k++) { free(want[k]); free(got[k]); }

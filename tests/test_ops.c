@@ -259,10 +259,41 @@ static void check_coverage(void) {
     }
 }
 
+/* Token ids above 2048 are not fp16 numbers (2049 rounds to 2048): a fed id must still
+ * pick its own row at fp16 precision. Fractions truncate; ids outside [0, V) give zeros. */
+static void check_embedding_ids(void) {
+    enum { V = 3000 };
+    float *tab = malloc(sizeof(float) * V * 2);
+    if (!tab) { CHECK(0, "out of memory"); return; }
+    for (int r = 0; r < V; r++) { tab[2 * r] = (float)(r % 7); tab[2 * r + 1] = (float)(r % 11); }
+    const float ids[6] = { 2049, 2999, 2.7f, -1, 3000, 2051 };
+    const float want_row[6] = { 2049, 2999, 2, -1, -1, 2051 };
+    for (int prec = 0; prec < 2; prec++) {
+        af_graph *g = af_graph_new();
+        af_tensor *in = af_input(g, "ids", AF_F32, AF_SHAPE(6));
+        af_tensor *y = af_embedding(af_const(g, "table", AF_SHAPE(V, 2), tab), in);
+        af_compile_opts o = { .target = AF_TARGET_CPU, .precision = prec ? AF_PRECISION_FP16 : AF_PRECISION_FP32, .threads = 1 };
+        af_model *m = af_compile(g, 1, &in, 1, &y, &o);
+        float got[12] = { 0 };
+        af_buffer bi = AF_BUF_F32(ids, 6), bo = AF_BUF_F32(got, 12);
+        CHECK(m && af_run(m, &bi, &bo) == AF_OK, "embedding ids: compile/run failed: %s", af_error_message());
+        for (int i = 0; i < 6; i++) {
+            int r = (int)want_row[i];
+            float w0 = r < 0 ? 0.0f : (float)(r % 7), w1 = r < 0 ? 0.0f : (float)(r % 11);
+            CHECK(got[2 * i] == w0 && got[2 * i + 1] == w1, "embedding %s: id %g gave (%g, %g), want row %d (%g, %g)",
+                  prec ? "fp16" : "fp32", ids[i], got[2 * i], got[2 * i + 1], r, w0, w1);
+        }
+        af_model_free(m);
+        af_graph_free(g);
+    }
+    free(tab);
+}
+
 int main(void) {
     run_table(corpus_elementwise, corpus_elementwise_count);
     run_table(corpus_tensor, corpus_tensor_count);
     run_table(corpus_nn, corpus_nn_count);
+    check_embedding_ids();
     check_coverage();
     printf("ops: %d cases, %d model runs\n", ncases, nruns);
     printf("ops: largest fp32 error %.2f of tolerance (%s)\n", worst_ratio[0], worst_desc[0]);

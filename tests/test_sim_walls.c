@@ -311,6 +311,23 @@ static void test_ops_column(void) {
     CHECK(ane_rules_op_restrictions(-1) == NULL && ane_rules_op_restrictions(af_op_count()) == NULL, "out-of-range ops");
 }
 
+/* ------------------------------------------------------------------ token embedding */
+
+static void test_embedding(void) {
+    af_graph *g = af_graph_new();
+    af_tensor *ids = af_input(g, "ids", AF_F16, AF_SHAPE(6)), *dy = af_input(g, "dy", AF_F16, AF_SHAPE(6, 4));
+    af_tensor *big = af_embedding(af_const_fill(g, AF_SHAPE(3000, 4), 0.5f), ids);
+    af_tensor *small = af_embedding(af_const_fill(g, AF_SHAPE(2049, 4), 0.5f), ids);
+    static const float fixed[2] = { 2999, 7 };
+    af_tensor *baked = af_embedding(af_const_fill(g, AF_SHAPE(3000, 4), 0.5f), af_const(g, "fixed", AF_SHAPE(2), fixed));
+    af_tensor *in2[2] = { dy, ids }, *scatter = af_embedding_grad(dy, ids, 10);
+    WALL_ALL(g, 1, &ids, 1, &big, "fp16 id limit", "3000 rows");
+    OK_ALL(g, 1, &ids, 1, &small, "a 2049-row table (ids exact in fp16)");
+    OK_ALL(g, 0, NULL, 1, &baked, "baked ids into a 3000-row table");
+    WALL_ALL(g, 2, in2, 1, &scatter, "no-scatter rule", "one_hot");
+    af_graph_free(g);
+}
+
 int main(void) {
     af_ane_budget_set_limits(NULL, 100000, 0); /* this file tests walls, not the compile budget */
     test_fusion_wall();
@@ -319,6 +336,7 @@ int main(void) {
     test_conv2d_im2col();
     test_native_conv();
     test_limits();
+    test_embedding();
     test_io_dtypes();
     test_targets();
     test_ops_column();

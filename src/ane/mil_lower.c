@@ -144,6 +144,53 @@ static void lower_pool_conv(mil_emitter *e, af_tensor *t, const char *v, const c
     mil_stmt(e, ty, v, ir_ops[t->op].name, n, kv);
 }
 
+/* embedding: gather(table, cast(ids, int32), axis 0). embedding_grad: scatter with mode
+ * add of dy's rows (flattened to [N, row...]) into a zero [V, row...] table at the ids
+ * (flattened to [N]). The reader maps both back to their rows. */
+static void lower_embedding(mil_emitter *e, af_tensor *t, const char *v, const char *x, const char *ids) {
+    char nb[300];
+    af_tensor *it = t->src[1];
+    int64_t n = af_shape_count(it->shape);
+    af_shape flat = { .rank = 1, .dim = { n } };
+    mil_kv kv[6];
+    if (t->op == IR_OP_EMBEDDING_GRAD && it->shape.rank != 1) {
+        TYPE(tf, "fp16", flat);
+        const char *f = sub(e, v, "ids_flat");
+        kv[0] = (mil_kv){ "shape", mil_const_ints(e, CN("ids_shape"), 1, flat.dim, false) }, kv[1] = (mil_kv){ "x", ids };
+        mil_stmt(e, tf, f, "reshape", 2, kv);
+        ids = f;
+        af_shape ds = t->shape; /* [N, row...] */
+        ds.dim[0] = n;
+        TYPE(td, "fp16", ds);
+        const char *d = sub(e, v, "dy_rows");
+        kv[0] = (mil_kv){ "shape", mil_const_ints(e, CN("dy_shape"), ds.rank, ds.dim, false) }, kv[1] = (mil_kv){ "x", x };
+        mil_stmt(e, td, d, "reshape", 2, kv);
+        x = d;
+    }
+    TYPE(ti, "int32", t->op == IR_OP_EMBEDDING ? it->shape : flat);
+    const char *ii = sub(e, v, "ids");
+    kv[0] = (mil_kv){ "dtype", mil_const_string(e, CN("dtype"), "int32") }, kv[1] = (mil_kv){ "x", ids };
+    mil_stmt(e, ti, ii, "cast", 2, kv);
+    TYPE(ty, "fp16", t->shape);
+    kv[0] = (mil_kv){ "axis", mil_const_int(e, CN("axis"), 0) };
+    kv[1] = (mil_kv){ "validate_indices", mil_const_bool(e, CN("validate_indices"), false) };
+    if (t->op == IR_OP_EMBEDDING) {
+        kv[2] = (mil_kv){ "batch_dims", mil_const_int(e, CN("batch_dims"), 0) };
+        kv[3] = (mil_kv){ "indices", ii }, kv[4] = (mil_kv){ "x", x };
+        mil_stmt(e, ty, v, "gather", 5, kv);
+        return;
+    }
+    int64_t cnt = af_shape_count(t->shape);
+    float *zeros = calloc((size_t)cnt + 1, sizeof *zeros);
+    if (!zeros) { e->st = AF_ERR_NOMEM; return; }
+    kv[2] = (mil_kv){ "data", mil_const_f16(e, CN("zeros"), t->shape, zeros) };
+    free(zeros);
+    kv[3] = (mil_kv){ "indices", ii };
+    kv[4] = (mil_kv){ "mode", mil_const_string(e, CN("mode"), "add") };
+    kv[5] = (mil_kv){ "updates", x };
+    mil_stmt(e, ty, v, "scatter", 6, kv);
+}
+
 bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
     char nb[300];
     TYPE(ty, "fp16", t->shape);
@@ -266,6 +313,9 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         return true;
     case IR_OP_AVG_POOL: case IR_OP_MAX_POOL: case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE:
         lower_pool_conv(e, t, v, x, y);
+        return true;
+    case IR_OP_EMBEDDING: case IR_OP_EMBEDDING_GRAD:
+        lower_embedding(e, t, v, x, y);
         return true;
     case IR_OP_CAST: /* the engine is fp16 throughout: a cast is a rename */
         kv[0] = (mil_kv){ "x", x };

@@ -1,5 +1,5 @@
 /* MIL -> IR for Core ML's indexing and layout ops: gather, scatter and
- * scatter_along_axis (exact picks: a select against one-hot matches and a max or sum,
+ * scatter_along_axis (along axis 0 the embedding rows; elsewhere exact picks: a select against one-hot matches and a max or sum,
  * never a multiply), stack, flatten2d, shape, fill, range_1d, reverse, prelu, crop,
  * depth_to_space / space_to_depth / pixel_shuffle / pixel_unshuffle (reshape and
  * transpose), upsample_bilinear (two interpolation matmuls), einsum with two operands,
@@ -43,7 +43,19 @@ static af_tensor *wrap_index(af_tensor *idx, int64_t d) {
     return idx ? af_add(idx, af_mul(af_less(idx, fill(idx, 0)), dt)) : NULL;
 }
 
-/* gather: y[pre, I, post] = x[pre, indices[I], post]. */
+/* Indices wrapped as wrap_index does, every node of it held exactly (never rounded to
+ * fp16), for the embedding rows, which read ids above 2048 too. */
+static af_tensor *exact_rows(af_tensor *idx, int64_t d) {
+    af_tensor *w = wrap_index(idx, d);
+    if (!w) return NULL;
+    w->flags |= IR_TF_EXACT;                       /* add(idx, mul(less(idx, 0), d)) */
+    w->src[1]->flags |= IR_TF_EXACT;
+    w->src[1]->src[0]->flags |= IR_TF_EXACT;
+    return w;
+}
+
+/* gather: y[pre, I, post] = x[pre, indices[I], post]. Along axis 0 it is the embedding
+ * row (a row copy, what the emitter writes for it); elsewhere an exact one-hot pick. */
 static bool h_gather(call *c, int op) {
     (void)op;
     int64_t axis, bd;
@@ -52,6 +64,7 @@ static bool h_gather(call *c, int op) {
     if (bd != 0) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "batch_dims"), "batch_dims other than 0 is not supported");
     int r = x->shape.rank, a = ir_norm_axis((int)axis, r), ri = idx->shape.rank;
     if (a < 0) return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "axis"), "axis %lld is out of range", (long long)axis);
+    if (a == 0 && ri + r - 1 <= AF_MAX_RANK) return mil_out(c, 0, af_embedding(x, exact_rows(idx, x->shape.dim[0])), MIL_VC_SAME);
     int npre = a, npost = r - a - 1, R = npre + ri + 1 + npost;
     if (R > AF_MAX_RANK) return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "x's rank plus the indices' rank is above %d", AF_MAX_RANK);
     int64_t d = x->shape.dim[a];
@@ -86,6 +99,8 @@ static bool h_scatter(call *c, int along) {
     int64_t n = upd->shape.dim[a], d = data->shape.dim[a];
     if (along ? idx->shape.rank != r : (idx->shape.rank != 1 || idx->shape.dim[0] != n))
         return mil_cfail(c, AF_ERR_SHAPE, mil_find(c, "indices"), along ? "indices need updates' shape" : "indices need one entry per update along axis");
+    if (!along && a == 0 && !strcmp(mode, "add")) /* the embedding's gradient row, as the emitter writes it */
+        return mil_out(c, 0, af_add(data, af_embedding_grad(upd, exact_rows(idx, d), d)), MIL_VC_SAME);
     NEED(cap_ok(c, (double)af_shape_count(upd->shape) * (double)d));
     int64_t id[AF_MAX_RANK], ud[AF_MAX_RANK];
     for (int i = 0, k = 0; i <= r; i++) {

@@ -21,6 +21,8 @@ static const char *const text[IR_OP_COUNT] = {
     [IR_OP_SPLIT] = "A13/A14: parts at a last-axis offset != 0 saturate |v|>4094 to +-inf (crop DMA)",
     [IR_OP_CONV] = "weight must be const (else af_conv_param+af_conv2d); kW<=13 on A13, 15 later; +-inf beyond +-32752",
     [IR_OP_CONV_TRANSPOSE] = "weight must be const; stride 1 only; kW<=13 on A13, 15 later; +-inf beyond +-32752",
+    [IR_OP_EMBEDDING] = "ids come through fp16 ports: a fed-id table above 2049 rows is rejected (fp16 id limit)",
+    [IR_OP_EMBEDDING_GRAD] = "rejected: the engine has no scatter (use one_hot(ids)^T @ dy, or the host)",
     [IR_OP_CAST] = "fp16 compute only: an fp32 cast reaching an output is rejected",
 };
 

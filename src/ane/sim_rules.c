@@ -132,6 +132,24 @@ static af_status check_matmul_k(ctx *c, const af_tensor *t) {
     return AF_OK;
 }
 
+/* Token embedding. The engine has no scatter, so the table's gradient row is walled
+ * (seed 002 runs it on the host; on the engine it is one-hot(ids)^T @ dy). The gather
+ * reads ids from an fp16 port, where whole numbers are exact only up to 2048. */
+static af_status check_embedding(ctx *c, const af_tensor *t) {
+    if (t->op == IR_OP_EMBEDDING_GRAD)
+        return wall(c, AF_ERR_UNSUPPORTED, t, "no-scatter rule",
+                    "compute the table gradient as matmul(one_hot(ids), dy, transposed) with af_equal against an iota constant, "
+                    "or keep the embedding on the host (AF_TARGET_CPU) as seed 002 does",
+                    "the engine has no scatter op, so the scatter-add of rows into a [%lld, ...] table cannot run there",
+                    (long long)t->shape.dim[0]);
+    int64_t v = t->src[0]->shape.dim[0];
+    if (t->op == IR_OP_EMBEDDING && v > 2049 && t->src[1]->op != IR_OP_CONST)
+        return wall(c, AF_ERR_UNSUPPORTED, t, "fp16 id limit",
+                    "gather the rows on the host (AF_TARGET_CPU) and feed them, or split the table into blocks of at most 2048 rows",
+                    "ids reach the engine through fp16 ports, exact only up to 2048, but the table has %lld rows", (long long)v);
+    return AF_OK;
+}
+
 /* Rank, static shape and axis extents. Activations also keep W (last axis) and H
  * (the one before) within the spatial limit; constants are laid out by the compiler. */
 static af_status check_shape(ctx *c, const af_tensor *t, bool activation) {
@@ -183,6 +201,7 @@ af_status ane_rules_validate(const compile_plan *m, af_family_id family, char *m
         if (!st) st = check_wide_row(&c, s);
         if (!st) st = check_conv(&c, t);
         if (!st) st = check_matmul_k(&c, t);
+        if (!st) st = check_embedding(&c, t);
         if (!st) st = check_shape(&c, t, true);
     }
     if (st) return st;

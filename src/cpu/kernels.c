@@ -12,6 +12,8 @@ static void kind_layout(const cpu_call *c) {
     case IR_OP_TRANSPOSE: cpu_k_transpose(c); break;
     case IR_OP_CONCAT: cpu_k_concat(c); break;
     case IR_OP_SLICE_BY_SIZE: case IR_OP_SPLIT: cpu_k_slice(c); break;
+    case IR_OP_EMBEDDING: cpu_k_embedding(c); break;
+    case IR_OP_EMBEDDING_GRAD: cpu_k_embedding_grad(c); break;
     default: cpu_k_copy(c); break; /* reshape */
     }
 }

@@ -48,6 +48,10 @@ void grad_vjp_layout(grad_ctx *c) {
         }
         break;
     }
+    /* The ids are whole numbers: no gradient. On the engine the table's gradient would
+     * be one-hot(ids)^T @ dy (it has no scatter); the CPU row is an exact scatter-add. */
+    case IR_OP_EMBEDDING: c->dsrc[0] = af_embedding_grad(g, t->src[1], x->shape.dim[0]); break;
+    case IR_OP_EMBEDDING_GRAD: c->dsrc[0] = af_embedding(g, t->src[1]); break;
     default: break;
     }
 }

@@ -337,6 +337,25 @@ af_status af_split(af_tensor *x, int axis, int n, const int64_t *sizes, af_tenso
     return AF_OK;
 }
 
+/* ------------------------------------------------------------------ transformer ops */
+
+/* Token ids are whole numbers: fed or baked ones are held exactly at every precision. */
+static void mark_ids_exact(af_tensor *ids) {
+    if (ids && (ids->op == IR_OP_INPUT || ids->op == IR_OP_CONST)) ids->flags |= IR_TF_EXACT;
+}
+
+af_tensor *af_embedding(af_tensor *table, af_tensor *ids) {
+    mark_ids_exact(ids);
+    return ir_build(IR_OP_EMBEDDING, 2, (af_tensor *[]){ table, ids }, NULL);
+}
+
+af_tensor *af_embedding_grad(af_tensor *dy, af_tensor *ids, int64_t vocab) {
+    mark_ids_exact(ids);
+    ir_attrs a = { 0 };
+    a.ints[0] = vocab;
+    return ir_build(IR_OP_EMBEDDING_GRAD, 2, (af_tensor *[]){ dy, ids }, &a);
+}
+
 /* ------------------------------------------------------------------ norms */
 
 /* Missing gamma/beta become baked ones/zeros laid out along the normalised axis. */

@@ -174,6 +174,27 @@ static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
         }
         return true;
     }
+    case IR_OP_EMBEDDING: { /* table [V, ...] by ids [I...] -> [I..., ...] */
+        af_shape ids = src[1]->shape;
+        if (x.rank < 1) FAIL("the table must have rank >= 1 (rows along axis 0)");
+        if (ids.rank + x.rank - 1 > AF_MAX_RANK) FAIL("the ids' rank plus the table's rank - 1 is above %d", AF_MAX_RANK);
+        out->rank = ids.rank + x.rank - 1;
+        for (int i = 0; i < ids.rank; i++) out->dim[i] = ids.dim[i];
+        for (int i = 1; i < x.rank; i++) out->dim[ids.rank + i - 1] = x.dim[i];
+        return true;
+    }
+    case IR_OP_EMBEDDING_GRAD: { /* dy [I..., ...] into rows of ids [I...] -> [V, ...], V in ints[0] */
+        af_shape ids = src[1]->shape;
+        if (a->ints[0] < 1) FAIL("vocab is %lld; it must be >= 1", (long long)a->ints[0]);
+        if (x.rank < ids.rank) FAIL("dy has rank %d, below the ids' rank %d", x.rank, ids.rank);
+        for (int i = 0; i < ids.rank; i++)
+            if (x.dim[i] != ids.dim[i]) FAIL("dy's axis %d is %lld but the ids' is %lld; dy must be [ids..., row...]", i, (long long)x.dim[i], (long long)ids.dim[i]);
+        if (x.rank - ids.rank + 1 > AF_MAX_RANK) FAIL("the result's rank is above %d", AF_MAX_RANK);
+        out->rank = x.rank - ids.rank + 1;
+        out->dim[0] = a->ints[0];
+        for (int i = ids.rank; i < x.rank; i++) out->dim[i - ids.rank + 1] = x.dim[i];
+        return true;
+    }
     default:
         FAIL("not a layout op");
     }

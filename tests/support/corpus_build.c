@@ -202,6 +202,14 @@ void corpus_b_split(corpus_graph *cg, const corpus_case *c) {
     for (int k = 0; k < n; k++) output(cg, parts[k]);
 }
 
+/* embedding: s[0] table, s[1] ids (dom[1], whole numbers); p[1]: ids baked.
+ * embedding_grad: s[0] dy, s[1] ids, p[0] vocab. */
+void corpus_b_embedding(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
+    af_tensor *ids = c->p[1] ? constant(cg, c->s[1], c->dom[1]) : input(cg, c->s[1], c->dom[1], AF_F32);
+    output(cg, c->op == IR_OP_EMBEDDING ? af_embedding(x, ids) : af_embedding_grad(x, ids, c->p[0]));
+}
+
 /* ------------------------------------------------------------------ nn ops */
 
 void corpus_b_norm(corpus_graph *cg, const corpus_case *c) {

@@ -118,6 +118,12 @@ const corpus_case corpus_tensor[] = {
     { CASE("rank4", split, SPLIT), .s = { SH(2, 3, 4, 5) }, .p = { 2, 3, 1, 1, 2 } },
     { CASE("neg2", split, SPLIT), .s = { SH(4, 9) }, .p = { -2, 2, 1, 3 } },
     { CASE("one-part", split, SPLIT), .s = { SH(3, 5) }, .p = { 1, 1, 5 } },
+    { CASE("tokens", embedding, EMBEDDING), .s = { SH(11, 6), SH(2, 5) }, .dom = { {0}, DI(0, 10) } },
+    { CASE("vector-ids", embedding, EMBEDDING), .s = { SH(7, 3, 2), SH(9) }, .dom = { {0}, DI(0, 6) } },
+    { CASE("baked-ids", embedding, EMBEDDING), .s = { SH(5, 4), SH(3, 2) }, .dom = { {0}, DI(0, 4) }, .p = { 0, 1 } },
+    { CASE("repeats", embedding, EMBEDDING_GRAD), .s = { SH(4, 6, 5), SH(4, 6) }, .dom = { {0}, DI(0, 3) }, .p = { 7 } },
+    { CASE("scalar-rows", embedding, EMBEDDING_GRAD), .s = { SH(12), SH(12) }, .dom = { {0}, DI(0, 4) }, .p = { 5 } },
+    { CASE("baked-ids", embedding, EMBEDDING_GRAD), .s = { SH(3, 2, 4), SH(3, 2) }, .dom = { {0}, DI(0, 2) }, .p = { 3, 1 } },
 
     /* Multi-node graphs (corpus_b_chain): the memory plan and the executor's dtype handling. */
     { CASE("ln-matmul-softmax", chain, SOFTMAX), .p = { 0 } },

@@ -154,10 +154,40 @@ static void softmax(const af_tensor *t, const double *x, double *out) {
     }
 }
 
+/* The table row a token id names: truncated toward zero, -1 outside [0, v). */
+static int64_t id_row(double id, int64_t v) {
+    double r = trunc(id);
+    return r >= 0 && r < (double)v ? (int64_t)r : -1;
+}
+
+/* Embedding (gather) and its gradient (scatter-add), straight from their definitions:
+ * out[i, k] = table[ids[i], k]; grad[v, k] = sum of dy[i, k] over ids[i] == v. */
+static void embedding(const af_tensor *t, const double *const *in, double *out) {
+    int64_t n = count(t->src[1]->shape);
+    if (t->op == IR_OP_EMBEDDING) {
+        int64_t v = t->src[0]->shape.dim[0], row = count(t->src[0]->shape) / v;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t k = 0; k < row; k++) {
+                int64_t r = id_row(in[1][i], v);
+                out[i * row + k] = r < 0 ? 0.0 : in[0][r * row + k];
+            }
+        return;
+    }
+    int64_t v = t->shape.dim[0], row = count(t->shape) / v;
+    for (int64_t r = 0; r < v; r++)
+        for (int64_t k = 0; k < row; k++) {
+            double s = 0.0;
+            for (int64_t i = 0; i < n; i++)
+                if (id_row(in[1][i], v) == r) s += in[0][i * row + k];
+            out[r * row + k] = s;
+        }
+}
+
 /* Layout ops: each output element reads one source element found by index arithmetic. */
 static void layout(const af_tensor *t, const double *const *in, double *out) {
     af_shape os = t->shape, xs = t->src[0]->shape;
     int64_t oi[AF_MAX_RANK], xi[AF_MAX_RANK];
+    if (t->op == IR_OP_EMBEDDING || t->op == IR_OP_EMBEDDING_GRAD) { embedding(t, in, out); return; }
     for (int64_t f = 0; f < count(os); f++) {
         unravel(os, f, oi);
         switch (t->op) {

@@ -229,6 +229,19 @@ AF_API af_tensor *af_embedding(af_tensor *table, af_tensor *ids);
  * sum of dy[i..., :] over every i with ids[i...] == v (a scatter-add). */
 AF_API af_tensor *af_embedding_grad(af_tensor *dy, af_tensor *ids, int64_t vocab);
 
+/* Rotary position embedding as llama2.c applies it (src/nn/transformer.c): in each
+ * head of x [..., seq, heads, head_size] the pair (2i, 2i+1) at sequence index t turns
+ * by (offset + t) * theta^(-2i/head_size); offset is the first position (a KV-cache
+ * step passes its position), theta 10000 in llama2.c. Built from existing ops. */
+AF_API af_tensor *af_rope(af_tensor *x, int64_t offset, float theta);
+/* Causal mask on attention scores [..., queries, keys] before softmax: query i (at
+ * position offset + i) sees keys 0 .. offset + i; the rest get -1e4 added (finite in
+ * fp16, and exp of it is exactly 0 after softmax's max subtraction). */
+AF_API af_tensor *af_causal_mask(af_tensor *scores, int64_t offset);
+/* Grouped KV heads: [..., kv_heads, head_size] -> [..., kv_heads * n_rep, head_size],
+ * query head h reading kv head h / n_rep (n_rep = n_heads / n_kv_heads, as llama2.c). */
+AF_API af_tensor *af_repeat_kv_heads(af_tensor *x, int n_rep);
+
 /* ---------------------------------------------------------------- autograd
  * Reverse mode over the graph: af_backward adds gradient nodes built from the same
  * ops, so gradients compile and run like any other node. */

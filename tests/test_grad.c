@@ -126,6 +126,14 @@ static af_tensor *ids_const(gcase *c) {
 }
 static af_tensor *c_embedding(gcase *c) { return af_embedding(PN(c, 5, 4), ids_const(c)); }
 static af_tensor *c_embedding_grad(gcase *c) { return af_embedding_grad(PN(c, 2, 3, 4), ids_const(c), 5); }
+static af_tensor *c_rope(gcase *c) { return af_rope(PN(c, 2, 3, 2, 6), 5, 10000.0f); }
+/* Causal attention weights with 2 query heads sharing 1 KV head: [B, T, H, hs] in. */
+static af_tensor *c_gqa(gcase *c) {
+    int perm[4] = { 0, 2, 1, 3 };
+    af_tensor *q = af_transpose(PN(c, 1, 3, 2, 4), perm);
+    af_tensor *k = af_transpose(af_repeat_kv_heads(PN(c, 1, 3, 1, 4), 2), perm);
+    return af_softmax(af_causal_mask(af_matmul(q, k, 0, 1), 0), -1);
+}
 static af_tensor *c_rms(gcase *c) { return af_rms_norm(PN(c, 3, 8), P(c, 0.5, 1.5, 8), 1e-5f); }
 static af_tensor *c_ln(gcase *c) { return af_layer_norm(PN(c, 2, 3, 8), P(c, 0.5, 1.5, 8), PN(c, 8), 1e-5f); }
 static af_tensor *c_cln(gcase *c) { return af_channel_layer_norm(PN(c, 2, 5, 3, 2), P(c, 0.5, 1.5, 5), PN(c, 5), 1e-5f); }
@@ -214,7 +222,8 @@ static const grad_case cases[] = {
     { "layer: linear", IR_OP_INPUT, c_linear }, { "layer: conv2d pad 1", IR_OP_INPUT, c_conv2d },
     { "layer: conv2d native (cpu)", IR_OP_INPUT, c_conv2d_cpu }, { "conv param weight", IR_OP_CONV, c_conv_wparam },
     { "layer: mha causal", IR_OP_INPUT, c_mha }, { "loss: cross-entropy", IR_OP_INPUT, c_ce },
-    { "loss: mse", IR_OP_INPUT, c_mse },
+    { "loss: mse", IR_OP_INPUT, c_mse }, { "layer: rope", IR_OP_INPUT, c_rope },
+    { "layer: causal attention, grouped kv", IR_OP_INPUT, c_gqa },
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -104,15 +104,7 @@ af_tensor *af_mha(af_tensor *x, int heads, af_tensor *wq, af_tensor *wk, af_tens
     af_tensor *k = split_heads(af_linear(x, wk, bk), b, t, heads, dh);
     af_tensor *v = split_heads(af_linear(x, wv, bv), b, t, heads, dh);
     af_tensor *s = af_muls(af_matmul(q, k, 0, 1), 1.0f / sqrtf((float)dh));
-    if (causal) {
-        /* -1e4 rather than -inf keeps fp16 softmax finite and exact enough. */
-        float *m = calloc((size_t)(t * t), sizeof *m);
-        if (!m) { ir_graph_fail(g, "af_mha: out of memory"); return NULL; }
-        for (int64_t i = 0; i < t; i++)
-            for (int64_t j = i + 1; j < t; j++) m[i * t + j] = -1e4f;
-        s = af_add(s, af_const(g, "causal_mask", AF_SHAPE(t, t), m));
-        free(m);
-    }
+    if (causal) s = af_causal_mask(s, 0);
     af_tensor *o = af_matmul(af_softmax(s, -1), v, 0, 0); /* [B, H, T, dh] */
     int perm[4] = { 0, 2, 1, 3 };
     o = af_reshape(af_transpose(o, perm), AF_SHAPE(b, t, d));

@@ -1,0 +1,173 @@
+/* The llama2.c attention pieces (src/nn/transformer.c) against independent references:
+ *   af_rope: a double transcription of llama2.c's rotation loop (pairs (2i, 2i+1), angle
+ *     pos * theta^(-2i/head_size)); a KV-cache step (one position, its offset) equal bit
+ *     for bit to that row of the whole sequence; its gradient equal to the rotation of
+ *     the upstream gradient by the negative angle.
+ *   af_causal_mask: softmax of the masked scores equal to a softmax over the visible
+ *     prefix only (llama2.c's loop), masked weights exactly 0, at fp32 and fp16.
+ *   af_repeat_kv_heads: head h equal to kv head h / n_rep; its gradient the sum over
+ *     each group of query heads. */
+#include "aneforge.h"
+#include "support/check.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs out = f(in) compiled for the CPU. */
+static bool run1(af_graph *g, af_tensor *in, const float *x, af_tensor *out, float *y, bool fp16) {
+    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = fp16 ? AF_PRECISION_FP16 : AF_PRECISION_FP32, .threads = 1 };
+    af_model *m = af_compile(g, in ? 1 : 0, &in, 1, &out, &o);
+    CHECK(m != NULL, "compile failed: %s", af_error_message());
+    if (!m) return false;
+    af_buffer bi = AF_BUF_F32(x, in ? af_shape_count(af_tensor_shape(in)) : 0), bo = AF_BUF_F32(y, af_shape_count(af_tensor_shape(out)));
+    af_status st = af_run(m, &bi, &bo);
+    CHECK(st == AF_OK, "run failed: %s", af_error_message());
+    af_model_free(m);
+    return st == AF_OK;
+}
+
+/* llama2.c's rotation of one head vector at position pos, in double; sign -1 turns back. */
+static void rope_ref(const float *x, double *y, int hs, long pos, double theta, double sign) {
+    for (int i = 0; i < hs; i += 2) {
+        double a = sign * (double)pos * pow(theta, -(double)i / hs), c = cos(a), s = sin(a);
+        y[i] = x[i] * c - x[i + 1] * s;
+        y[i + 1] = x[i] * s + x[i + 1] * c;
+    }
+}
+
+enum { B = 2, T = 5, H = 3, HS = 8, N = B * T * H * HS };
+
+static void test_rope(void) {
+    test_rng r = { 11 };
+    float x[N], y[N], step[B * H * HS], rg[N], gx[N];
+    test_fill_uniform(&r, x, N, -1, 1);
+    const long off = 7;
+    af_graph *g = af_graph_new();
+    af_tensor *in = af_input(g, "x", AF_F32, AF_SHAPE(B, T, H, HS));
+    af_tensor *out = af_rope(in, off, 10000.0f);
+    if (!run1(g, in, x, out, y, false)) { af_graph_free(g); return; }
+    double worst = 0, want[HS];
+    for (int v = 0; v < N / HS; v++) {
+        rope_ref(x + v * HS, want, HS, off + (v / H) % T, 10000.0, 1.0);
+        for (int i = 0; i < HS; i++) worst = fmax(worst, fabs(y[v * HS + i] - want[i]));
+    }
+    CHECK(worst < 2e-6, "rope: off the double llama2.c rotation by %.3g", worst);
+    af_graph_free(g);
+
+    /* A KV-cache step: position off + t alone, with that offset. */
+    for (int t = 0; t < T; t += 2) {
+        float xs[B * H * HS];
+        for (int b = 0; b < B; b++) memcpy(xs + b * H * HS, x + ((b * T + t) * H) * HS, sizeof(float) * H * HS);
+        g = af_graph_new();
+        in = af_input(g, "x", AF_F32, AF_SHAPE(B, 1, H, HS));
+        out = af_rope(in, off + t, 10000.0f);
+        if (run1(g, in, xs, out, step, false))
+            for (int b = 0; b < B; b++)
+                CHECK(!memcmp(step + b * H * HS, y + ((b * T + t) * H) * HS, sizeof(float) * H * HS),
+                      "rope: the one-position step at %d differs from the whole sequence's row", t);
+        af_graph_free(g);
+    }
+
+    /* d/dx sum(rope(x) * R) = rope^-1(R): the rotation by the negative angle. */
+    test_fill_uniform(&r, rg, N, -1, 1);
+    g = af_graph_new();
+    af_tensor *p = af_parameter(g, "x", AF_SHAPE(B, T, H, HS), x);
+    af_tensor *prod = af_mul(af_rope(p, off, 10000.0f), af_const(g, "R", AF_SHAPE(B, T, H, HS), rg));
+    int axes[4] = { 0, 1, 2, 3 }, nz = 0;
+    af_tensor *grad = NULL;
+    CHECK(af_backward(af_loss_scalar(af_reduce_sum(prod, 4, axes, 0)), 1, &p, &grad, NULL) == AF_OK, "rope backward: %s",
+          af_error_message());
+    if (grad && run1(g, p, x, grad, gx, false)) {
+        worst = 0;
+        for (int v = 0; v < N / HS; v++) {
+            rope_ref(rg + v * HS, want, HS, off + (v / H) % T, 10000.0, -1.0);
+            for (int i = 0; i < HS; i++) { worst = fmax(worst, fabs(gx[v * HS + i] - want[i])); nz += want[i] != 0; }
+        }
+        CHECK(nz > 0 && worst < 2e-6, "rope gradient: off the rotation by the negative angle by %.3g", worst);
+    }
+    af_graph_free(g);
+
+    g = af_graph_new();
+    CHECK(af_rope(af_input(g, "odd", AF_F32, AF_SHAPE(2, 3, 5)), 0, 10000.0f) == NULL && strstr(af_graph_error(g), "even"),
+          "rope: an odd head_size must be refused with a message");
+    af_graph_free(g);
+}
+
+static void test_causal_mask(void) {
+    enum { TQ = 3, TK = 6, OFF = 2, NS = 2 * TQ * TK };
+    test_rng r = { 5 };
+    float s[NS], y[NS];
+    test_fill_uniform(&r, s, NS, -3, 3);
+    for (int prec = 0; prec < 2; prec++) {
+        af_graph *g = af_graph_new();
+        af_tensor *in = af_input(g, "s", AF_F32, AF_SHAPE(2, TQ, TK));
+        af_tensor *out = af_softmax(af_causal_mask(in, OFF), -1);
+        if (run1(g, in, s, out, y, prec == 1)) {
+            double worst = 0;
+            bool zeros = true;
+            for (int row = 0; row < 2 * TQ; row++) {
+                int vis = OFF + row % TQ + 1; /* keys 0 .. OFF + i */
+                const float *sr = s + row * TK;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j < vis; j++) mx = fmax(mx, sr[j]);
+                for (int j = 0; j < vis; j++) sum += exp(sr[j] - mx);
+                for (int j = 0; j < TK; j++) {
+                    if (j >= vis) { zeros &= y[row * TK + j] == 0.0f; continue; }
+                    worst = fmax(worst, fabs(y[row * TK + j] - exp(sr[j] - mx) / sum));
+                }
+            }
+            CHECK(zeros, "causal mask (%s): a masked weight is not exactly 0", prec ? "fp16" : "fp32");
+            CHECK(worst < (prec ? 2e-3 : 1e-6), "causal mask (%s): off the visible-prefix softmax by %.3g", prec ? "fp16" : "fp32", worst);
+        }
+        af_graph_free(g);
+    }
+    af_graph *g = af_graph_new();
+    CHECK(!af_causal_mask(af_input(g, "s", AF_F32, AF_SHAPE(4, 3)), 1) && strstr(af_graph_error(g), "within"),
+          "causal mask: more queries than keys past the offset must be refused");
+    af_graph_free(g);
+}
+
+static void test_repeat_kv(void) {
+    enum { KV = 2, REP = 3, D = 4, NX = 2 * 5 * KV * D, NY = NX * REP };
+    test_rng r = { 9 };
+    float x[NX], y[NY], up[NY], gx[NX];
+    test_fill_uniform(&r, x, NX, -1, 1);
+    test_fill_uniform(&r, up, NY, -1, 1);
+    af_graph *g = af_graph_new();
+    af_tensor *p = af_parameter(g, "k", AF_SHAPE(2, 5, KV, D), x);
+    af_tensor *out = af_repeat_kv_heads(p, REP);
+    af_shape os = out ? af_tensor_shape(out) : (af_shape){ 0 };
+    CHECK(os.rank == 4 && os.dim[2] == KV * REP, "repeat_kv: wrong shape");
+    if (out && run1(g, p, x, out, y, false)) {
+        bool same = true;
+        for (int bt = 0; bt < 10; bt++)
+            for (int h = 0; h < KV * REP; h++)
+                same &= !memcmp(y + (bt * KV * REP + h) * D, x + (bt * KV + h / REP) * D, sizeof(float) * D);
+        CHECK(same, "repeat_kv: query head h is not a copy of kv head h / n_rep");
+    }
+    af_tensor *prod = af_mul(out, af_const(g, "U", os, up)), *grad = NULL;
+    int axes[4] = { 0, 1, 2, 3 };
+    CHECK(af_backward(af_loss_scalar(af_reduce_sum(prod, 4, axes, 0)), 1, &p, &grad, NULL) == AF_OK, "repeat_kv backward: %s",
+          af_error_message());
+    if (grad && run1(g, p, x, grad, gx, false)) {
+        double worst = 0;
+        for (int bt = 0; bt < 10; bt++)
+            for (int kv = 0; kv < KV; kv++)
+                for (int d = 0; d < D; d++) {
+                    double want = 0;
+                    for (int k = 0; k < REP; k++) want += up[(bt * KV * REP + kv * REP + k) * D + d];
+                    worst = fmax(worst, fabs(gx[(bt * KV + kv) * D + d] - want));
+                }
+        CHECK(worst < 1e-6, "repeat_kv gradient: off the per-group sum by %.3g", worst);
+    }
+    af_graph_free(g);
+}
+
+int main(void) {
+    test_rope();
+    test_causal_mask();
+    test_repeat_kv();
+    return check_finish("transformer_ops");
+}

@@ -1,6 +1,6 @@
 /* The llama2.c attention pieces (src/nn/transformer.c) against independent references:
  *   af_rope: a double transcription of llama2.c's rotation loop (pairs (2i, 2i+1), angle
- *     pos * theta^(-2i/head_size)); a KV-cache step (one position, its offset) equal bit
+ *     pos * theta^(-2i/head_size)), and bit for bit its float arithmetic; a KV-cache step (one position, its offset) equal bit
  *     for bit to that row of the whole sequence; its gradient equal to the rotation of
  *     the upstream gradient by the negative angle.
  *   af_causal_mask: softmax of the masked scores equal to a softmax over the visible
@@ -54,6 +54,17 @@ static void test_rope(void) {
         for (int i = 0; i < HS; i++) worst = fmax(worst, fabs(y[v * HS + i] - want[i]));
     }
     CHECK(worst < 2e-6, "rope: off the double llama2.c rotation by %.3g", worst);
+    /* run.c's own float arithmetic (freq, angle, cosf/sinf, the two products): the same bits. */
+    int diff = 0;
+    for (int v = 0; v < N / HS; v++)
+        for (int i = 0; i < HS; i += 2) {
+            float freq = 1.0f / powf(10000.0f, (float)i / (float)HS), val = (float)(off + (v / H) % T) * freq;
+            float fcr = cosf(val), fci = sinf(val), v0 = x[v * HS + i], v1 = x[v * HS + i + 1];
+            float p0 = v0 * fcr, p1 = v1 * fci, p2 = v0 * fci, p3 = v1 * fcr; /* rounded one by one, as C11 does */
+            diff += y[v * HS + i] != p0 - p1;
+            diff += y[v * HS + i + 1] != p2 + p3;
+        }
+    CHECK(diff == 0, "rope: %d values differ from run.c's float rotation", diff);
     af_graph_free(g);
 
     /* A KV-cache step: position off + t alone, with that offset. */

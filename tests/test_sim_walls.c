@@ -324,7 +324,7 @@ static void test_embedding(void) {
     WALL_ALL(g, 1, &ids, 1, &big, "fp16 id limit", "3000 rows");
     OK_ALL(g, 1, &ids, 1, &small, "a 2049-row table (ids exact in fp16)");
     OK_ALL(g, 0, NULL, 1, &baked, "baked ids into a 3000-row table");
-    WALL_ALL(g, 2, in2, 1, &scatter, "no-scatter rule", "one_hot");
+    WALL_ALL(g, 2, in2, 1, &scatter, "no-scatter rule", "onehot");
     af_graph_free(g);
 }
 

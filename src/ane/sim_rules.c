@@ -138,8 +138,8 @@ static af_status check_matmul_k(ctx *c, const af_tensor *t) {
 static af_status check_embedding(ctx *c, const af_tensor *t) {
     if (t->op == IR_OP_EMBEDDING_GRAD)
         return wall(c, AF_ERR_UNSUPPORTED, t, "no-scatter rule",
-                    "compute the table gradient as matmul(one_hot(ids), dy, transposed) with af_equal against an iota constant, "
-                    "or keep the embedding on the host (AF_TARGET_CPU) as seed 002 does",
+                    "compute the table gradient as af_matmul(onehot, dy, 1, 0) with onehot = af_equal(ids as [N, 1], a constant "
+                    "0..V-1 as [1, V]) and dy as [N, row], or keep the embedding on the host (AF_TARGET_CPU) as seed 002 does",
                     "the engine has no scatter op, so the scatter-add of rows into a [%lld, ...] table cannot run there",
                     (long long)t->shape.dim[0]);
     int64_t v = t->src[0]->shape.dim[0];

@@ -313,6 +313,16 @@ void corpus_b_chain(corpus_graph *cg, const corpus_case *c) {
         output(cg, af_relu(af_muls(w, 3.0f)));
         break;
     }
+    case 8: { /* llama attention weights: embedded tokens as queries, RoPE at offset 3,
+               * one KV head shared by two query heads, causal mask, softmax */
+        af_tensor *ids = input(cg, SH_(1, 4), (corpus_dom)DI(0, 9), AF_F32);
+        af_tensor *q = af_reshape(af_embedding(constant(cg, SH_(10, 12), d), ids), SH_(1, 4, 2, 6));
+        af_tensor *k = af_repeat_kv_heads(af_rope(input(cg, SH_(1, 4, 1, 6), d, AF_F32), 3, 10000.0f), 2);
+        int perm[4] = { 0, 2, 1, 3 };
+        af_tensor *sc = af_matmul(af_transpose(af_rope(q, 3, 10000.0f), perm), af_transpose(k, perm), 0, 1);
+        output(cg, af_softmax(af_causal_mask(sc, 0), -1));
+        break;
+    }
     default:
         break;
     }

@@ -133,6 +133,7 @@ const corpus_case corpus_tensor[] = {
     { CASE("f16-island", chain, CAST), .p = { 4 } },
     { CASE("input-as-output", chain, RELU), .p = { 5 } },
     { CASE("conv-block", chain, AVG_POOL), .p = { 6 } },
+    { CASE("llama-attention", chain, EMBEDDING), .p = { 8 } },
     { CASE("const-only", chain, RELU), .p = { 7 } },
 };
 const int corpus_tensor_count = (int)(sizeof corpus_tensor / sizeof corpus_tensor[0]);

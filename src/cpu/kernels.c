@@ -6,7 +6,13 @@
 #include <stddef.h>
 
 static void kind_matmul(const cpu_call *c) { (c->t->op == IR_OP_MATMUL_W ? cpu_k_matmul_w : cpu_k_matmul)(c); }
-static void kind_conv(const cpu_call *c) { (c->t->op == IR_OP_CONV_TRANSPOSE ? cpu_k_conv_transpose : cpu_k_conv)(c); }
+static void kind_conv(const cpu_call *c) {
+    switch (c->t->op) {
+    case IR_OP_CONV_TRANSPOSE: cpu_k_conv_transpose(c); break;
+    case IR_OP_CONV_WEIGHT_GRAD: cpu_k_conv_weight_grad(c); break;
+    default: cpu_k_conv(c); break;
+    }
+}
 static void kind_layout(const cpu_call *c) {
     switch (c->t->op) {
     case IR_OP_TRANSPOSE: cpu_k_transpose(c); break;
@@ -37,6 +43,7 @@ const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
 };
 
 int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
+    if (t->op == IR_OP_CONV_WEIGHT_GRAD) return cpu_conv_scratch(t); /* images run one after another */
     if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
     return 0;

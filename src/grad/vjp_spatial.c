@@ -50,8 +50,11 @@ void grad_vjp_pool(grad_ctx *c) {
 /* The weight gradient of a stride-1 conv with a computed weight (a CPU-target conv:
  * engines need baked conv weights): one GEMM of the output gradient laid out
  * [Cout, N*L] against im2col patches of x laid out [Cin*kh*kw, N*L], built from the
- * batch-major transposes so the whole batch is summed inside the product. */
+ * batch-major transposes so the whole batch is summed inside the product. Graphs
+ * targeted at the CPU get the native conv_weight_grad node instead. */
 static af_tensor *conv_weight_grad(af_tensor *x, af_tensor *g, af_tensor *w, const ir_attrs *a) {
+    if (x->g->cpu_only) /* the CPU target: one native node (im2col into scratch + GEMM per image) */
+        return ir_conv_weight_grad(x, g, (int)w->shape.dim[2], (int)w->shape.dim[3], a->stride, a->pad, a->dilation);
     int perm[4] = { 1, 0, 2, 3 };
     int64_t cout = g->shape.dim[1];
     af_tensor *pk = grad_im2col_wide(x, (int)w->shape.dim[2], (int)w->shape.dim[3], a->pad[0], a->pad[1]);

@@ -77,6 +77,17 @@ static bool infer_conv(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
     for (int i = 0; i < 2; i++)
         if (a->stride[i] < 1 || a->dilation[i] < 1 || a->pad[i] < 0) FAIL("stride and dilation must be >= 1 and pad >= 0");
     *out = x;
+    if (op == IR_OP_CONV_WEIGHT_GRAD) { /* src[1] is dy [N, Cout, Ho, Wo]; out [Cout, Cin, kh, kw] */
+        if (w.dim[0] != x.dim[0]) FAIL("dy has batch %lld but x has %lld", (long long)w.dim[0], (long long)x.dim[0]);
+        for (int i = 0; i < 2; i++) {
+            if (a->kernel[i] < 1) FAIL("kernel must be >= 1");
+            int64_t span = (int64_t)a->dilation[i] * (a->kernel[i] - 1) + 1, in = x.dim[2 + i] + 2 * a->pad[i];
+            if (in < span || (in - span) / a->stride[i] + 1 != w.dim[2 + i])
+                FAIL("dy's spatial extent %lld does not match the conv of x (axis %d)", (long long)w.dim[2 + i], 2 + i);
+        }
+        *out = (af_shape){ .rank = 4, .dim = { w.dim[1], x.dim[1], a->kernel[0], a->kernel[1] } };
+        return true;
+    }
     if (op == IR_OP_CONV) {
         int g = a->groups;
         if (g < 1 || x.dim[1] % g || w.dim[0] % g) FAIL("groups = %d must divide Cin = %lld and Cout = %lld", g, (long long)x.dim[1], (long long)w.dim[0]);

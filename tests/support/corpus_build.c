@@ -241,6 +241,14 @@ void corpus_b_conv_transpose(corpus_graph *cg, const corpus_case *c) {
     output(cg, af_conv_transpose(x, w, s, &c->p[2], d));
 }
 
+/* The CPU-only weight gradient of a conv, as af_backward makes it on the CPU target. */
+void corpus_b_conv_wgrad(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
+    af_tensor *dy = input(cg, c->s[1], dom_of(c, 1), AF_F32);
+    const int *s = c->p[2] ? &c->p[2] : NULL, *d = c->p[6] ? &c->p[6] : NULL;
+    output(cg, ir_conv_weight_grad(x, dy, c->p[0], c->p[1], s, &c->p[4], d));
+}
+
 /* ------------------------------------------------------------------ chains */
 
 /* Small multi-node graphs: buffers reused by the memory plan, a tensor read several

@@ -68,6 +68,8 @@ struct corpus_case {
  *   pool      s[0]; p[0..1] kernel, p[2..3] stride (0: NULL), p[4..5] pad; p[6]: NULL pad
  *   conv      s[0] x, s[1] w (const); p[0..1] stride, p[2..3] pad, p[4..5] dilation (0: NULL), p[6] groups
  *   conv_t    s[0] x, s[1] w (const); p[0..1] stride, p[2..3] pad, p[4..5] dilation (0: NULL)
+ *   conv_wgrad s[0] x, s[1] dy (both fed); p[0..1] kernel, p[2..3] stride, p[4..5] pad, p[6..7] dilation
+ *             (0: NULL)
  *   chain     p[0] selects one of the fixed multi-node graphs in corpus_build.c
  */
 void corpus_b_binary(corpus_graph *cg, const corpus_case *c);
@@ -88,6 +90,7 @@ void corpus_b_norm(corpus_graph *cg, const corpus_case *c);
 void corpus_b_pool(corpus_graph *cg, const corpus_case *c);
 void corpus_b_conv(corpus_graph *cg, const corpus_case *c);
 void corpus_b_conv_transpose(corpus_graph *cg, const corpus_case *c);
+void corpus_b_conv_wgrad(corpus_graph *cg, const corpus_case *c);
 void corpus_b_chain(corpus_graph *cg, const corpus_case *c);
 
 /* Frees the case's graph and input data. */

@@ -277,6 +277,28 @@ static void conv(const af_tensor *t, const double *x, const double *w, double *o
                 }
 }
 
+/* dw[co, ci, u, v] = sum_{n, oh, ow} dy[n, co, oh, ow] * x[n, ci, oh*s - p + u*d, ow*s - p + v*d]. */
+static void conv_weight_grad(const af_tensor *t, const double *x, const double *dy, double *out) {
+    const ir_attrs *a = &t->a;
+    af_shape xs = t->src[0]->shape, ds = t->src[1]->shape, os = t->shape;
+    int64_t h = xs.dim[2], wd = xs.dim[3], ho = ds.dim[2], wo = ds.dim[3];
+    for (int64_t co = 0; co < os.dim[0]; co++)
+        for (int64_t ci = 0; ci < os.dim[1]; ci++)
+            for (int64_t u = 0; u < os.dim[2]; u++)
+                for (int64_t v = 0; v < os.dim[3]; v++) {
+                    double s = 0.0;
+                    for (int64_t n = 0; n < xs.dim[0]; n++)
+                        for (int64_t oh = 0; oh < ho; oh++)
+                            for (int64_t ow = 0; ow < wo; ow++) {
+                                int64_t ih = oh * a->stride[0] - a->pad[0] + u * a->dilation[0];
+                                int64_t iw = ow * a->stride[1] - a->pad[1] + v * a->dilation[1];
+                                if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
+                                s += dy[((n * ds.dim[1] + co) * ho + oh) * wo + ow] * x[((n * xs.dim[1] + ci) * h + ih) * wd + iw];
+                            }
+                    out[((co * os.dim[1] + ci) * os.dim[2] + u) * os.dim[3] + v] = s;
+                }
+}
+
 /* Every input element scatters x[n, ci, ih, iw] * w[ci, co, u, v] to
  * out[n, co, ih*s - p + u*d, iw*s - p + v*d]. */
 static void conv_transpose(const af_tensor *t, const double *x, const double *w, double *out) {
@@ -355,6 +377,7 @@ int ref_eval(const af_tensor *t, const double *const *in, double *out) {
         return 0;
     case IR_KIND_CONV:
         if (t->op == IR_OP_CONV) conv(t, in[0], in[1], out);
+        else if (t->op == IR_OP_CONV_WEIGHT_GRAD) conv_weight_grad(t, in[0], in[1], out);
         else conv_transpose(t, in[0], in[1], out);
         return 0;
     default:

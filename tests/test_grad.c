@@ -131,6 +131,19 @@ static af_tensor *c_maxpool(gcase *c) {
     int k[2] = { 2, 2 };
     return af_max_pool(PN(c, 2, 3, 6, 4), k, k, NULL);
 }
+static af_tensor *c_avgpool_cpu(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU); /* the native pool gradient */
+    return c_avgpool(c);
+}
+static af_tensor *c_maxpool_cpu(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    return c_maxpool(c);
+}
+static af_tensor *c_maxpool_overlap_cpu(gcase *c) { /* overlapping padded windows: only the native path takes them */
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    int k[2] = { 3, 3 }, s[2] = { 2, 2 }, p[2] = { 1, 1 };
+    return af_max_pool(PN(c, 2, 3, 7, 6), k, s, p);
+}
 static af_tensor *c_conv(gcase *c) {
     int pad[2] = { 1, 1 };
     return af_conv(PN(c, 2, 3, 6, 5), CN(c, 4, 3, 3, 3), NULL, pad, NULL, 1);
@@ -201,6 +214,8 @@ static const grad_case cases[] = {
     { "split", IR_OP_SPLIT, c_split }, { "rms_norm", IR_OP_RMS_NORM, c_rms }, { "layer_norm", IR_OP_LAYER_NORM, c_ln },
     { "channel_layer_norm", IR_OP_CHANNEL_LAYER_NORM, c_cln }, { "group_norm", IR_OP_GROUP_NORM, c_gn },
     { "avg_pool", IR_OP_AVG_POOL, c_avgpool }, { "max_pool", IR_OP_MAX_POOL, c_maxpool },
+    { "avg_pool native (cpu)", IR_OP_AVG_POOL, c_avgpool_cpu }, { "max_pool native (cpu)", IR_OP_MAX_POOL, c_maxpool_cpu },
+    { "max_pool overlapping native (cpu)", IR_OP_MAX_POOL, c_maxpool_overlap_cpu },
     { "conv pad 1", IR_OP_CONV, c_conv }, { "conv dilation", IR_OP_CONV, c_conv_d },
     { "conv_transpose stride 2", IR_OP_CONV_TRANSPOSE, c_convt }, { "cast", IR_OP_CAST, c_cast },
     { "layer: linear", IR_OP_INPUT, c_linear }, { "layer: conv2d pad 1", IR_OP_INPUT, c_conv2d },
@@ -450,9 +465,41 @@ static void check_cpu_target_conv(void) {
     CHECK(err <= 1e-9, "native vs portable conv input gradient differ by %.3g", err);
 }
 
+/* d/dx of sum(pool(x) * c), 2x2 windows of stride 2, with the graph targeted at the CPU
+ * or not, in double; returns how many native pool-gradient nodes the backward made. */
+static int pool_grads(bool cpu, bool max, double *gx) {
+    test_rng r = { 91 };
+    af_graph *g = af_graph_new();
+    if (cpu) af_graph_set_target(g, AF_TARGET_CPU);
+    float *xv = rand_vals(&r, AF_SHAPE(2, 3, 6, 4), -1, 1, false), *cv = rand_vals(&r, AF_SHAPE(2, 3, 3, 2), -1, 1, false);
+    af_tensor *x = af_parameter(g, "x", AF_SHAPE(2, 3, 6, 4), xv);
+    int k[2] = { 2, 2 }, axes[4] = { 0, 1, 2, 3 };
+    af_tensor *y = max ? af_max_pool(x, k, k, NULL) : af_avg_pool(x, k, k, NULL);
+    af_loss *l = af_loss_scalar(af_reduce_sum(af_mul(y, af_const(g, "c", AF_SHAPE(2, 3, 3, 2), cv)), 4, axes, 0));
+    af_tensor *gr = NULL;
+    CHECK(af_backward(l, 1, &x, &gr, NULL) == AF_OK, "pool backward (cpu %d): %s", cpu, af_error_message());
+    int native = 0;
+    for (int i = 0; i < g->n; i++) native += g->t[i]->op == (max ? IR_OP_MAX_POOL_GRAD : IR_OP_AVG_POOL_GRAD);
+    if (gr) CHECK(refgraph_eval(g, NULL, 1, &gr, (double *[]){ gx }) == 0, "pool grads eval (cpu %d)", cpu);
+    free(xv); free(cv);
+    af_graph_free(g);
+    return native;
+}
+
+static void check_cpu_target_pool(void) {
+    for (int max = 0; max < 2; max++) {
+        double gx[2][2 * 3 * 6 * 4], err = 0;
+        CHECK(pool_grads(false, max, gx[0]) == 0, "%s: other targets keep the portable construction", max ? "max" : "avg");
+        CHECK(pool_grads(true, max, gx[1]) == 1, "%s: the CPU target's pool gradient must be one native node", max ? "max" : "avg");
+        for (int i = 0; i < 2 * 3 * 6 * 4; i++) err = fmax(err, fabs(gx[0][i] - gx[1][i]));
+        CHECK(err <= 1e-12, "%s pool: native vs portable gradient differ by %.3g", max ? "max" : "avg", err);
+    }
+}
+
 int main(void) {
     check_coverage();
     check_cpu_target_conv();
+    check_cpu_target_pool();
     for (int i = 0; i < NCASES; i++)
         for (int seed = 1; seed <= 2; seed++) run_case(&cases[i], seed * 100 + i);
     check_stop_frontier();

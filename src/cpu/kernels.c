@@ -13,6 +13,9 @@ static void kind_conv(const cpu_call *c) {
     default: cpu_k_conv(c); break;
     }
 }
+static void kind_pool(const cpu_call *c) {
+    (c->t->op == IR_OP_AVG_POOL_GRAD || c->t->op == IR_OP_MAX_POOL_GRAD ? cpu_k_pool_grad : cpu_k_pool)(c);
+}
 static void kind_layout(const cpu_call *c) {
     switch (c->t->op) {
     case IR_OP_TRANSPOSE: cpu_k_transpose(c); break;
@@ -32,7 +35,7 @@ static void kind_layout(const cpu_call *c) {
 #define CPU_KIND_SOFTMAX cpu_k_softmax
 #define CPU_KIND_LAYOUT kind_layout
 #define CPU_KIND_NORM cpu_k_norm
-#define CPU_KIND_POOL cpu_k_pool
+#define CPU_KIND_POOL kind_pool
 #define CPU_KIND_CONV kind_conv
 #define CPU_KIND_CAST cpu_k_cast
 

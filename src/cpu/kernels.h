@@ -39,6 +39,7 @@ void cpu_k_copy(const cpu_call *c);      /* reshape */
 void cpu_k_slice(const cpu_call *c);     /* slice_by_size and split */
 void cpu_k_concat(const cpu_call *c);
 void cpu_k_norm(const cpu_call *c);
+void cpu_k_pool_grad(const cpu_call *c);
 void cpu_k_pool(const cpu_call *c);
 void cpu_k_conv(const cpu_call *c);
 void cpu_k_conv_transpose(const cpu_call *c);

@@ -1,5 +1,6 @@
 /* VJPs of pools and convolutions. Pool gradients are separable matmuls with baked
- * 0/1 (or 1/k) matrices, so they need no strided scatter; conv's input gradient is a
+ * 0/1 (or 1/k) matrices, so they need no strided scatter (on the CPU target, one native
+ * pool-gradient node instead); conv's input gradient is a
  * transposed conv with the forward weight. */
 #include "grad/grad.h"
 
@@ -30,6 +31,10 @@ static af_tensor *spread(af_tensor *y, af_shape xs, const ir_attrs *a, float vh,
 void grad_vjp_pool(grad_ctx *c) {
     af_tensor *t = c->t, *x = t->src[0];
     const ir_attrs *a = &t->a;
+    if (x->g->cpu_only) { /* the CPU target: one native node, any window layout */
+        c->dsrc[0] = ir_pool_grad(t->op == IR_OP_AVG_POOL ? IR_OP_AVG_POOL_GRAD : IR_OP_MAX_POOL_GRAD, x, c->g, a);
+        return;
+    }
     if (t->op == IR_OP_AVG_POOL) {
         c->dsrc[0] = spread(c->g, x->shape, a, 1.0f / (float)a->kernel[0], 1.0f / (float)a->kernel[1]);
         return;

@@ -118,6 +118,11 @@ af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a);
 
 /* The weight gradient [Cout, Cin, kh, kw] of conv(x, w) (groups 1) from x [N, Cin, H, W]
  * and the output gradient dy [N, Cout, Ho, Wo]: a CPU-only node (OPF_CPU_ONLY). */
+/* The input gradient [N, C, H, W] of avg_pool or max_pool (op: IR_OP_AVG_POOL_GRAD or
+ * IR_OP_MAX_POOL_GRAD) from x and dy [N, C, Ho, Wo], with the forward pool's kernel,
+ * stride and pad: a CPU-only node. max_pool's goes to every position equal to its
+ * window's max. */
+af_tensor *ir_pool_grad(ir_op op, af_tensor *x, af_tensor *dy, const ir_attrs *pool);
 af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, const int stride[2], const int pad[2],
                                const int dilation[2]);
 

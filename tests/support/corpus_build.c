@@ -224,6 +224,13 @@ void corpus_b_norm(corpus_graph *cg, const corpus_case *c) {
 void corpus_b_pool(corpus_graph *cg, const corpus_case *c) {
     af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
     const int *k = &c->p[0], *s = c->p[2] ? &c->p[2] : NULL, *p = c->p[6] ? NULL : &c->p[4];
+    if (c->op == IR_OP_AVG_POOL_GRAD || c->op == IR_OP_MAX_POOL_GRAD) { /* CPU-only: dy fed with the pooled shape */
+        af_tensor *y = af_avg_pool(x, k, s, p);
+        if (!y) return;
+        af_tensor *dy = input(cg, y->shape, (corpus_dom)DU(-1.0f, 1.0f), AF_F32);
+        output(cg, ir_pool_grad(c->op, x, dy, &y->a));
+        return;
+    }
     output(cg, c->op == IR_OP_AVG_POOL ? af_avg_pool(x, k, s, p) : af_max_pool(x, k, s, p));
 }
 

@@ -146,6 +146,19 @@ static af_tensor *c_maxpool(gcase *c) {
     int k[2] = { 2, 2 };
     return af_max_pool(PN(c, 2, 3, 6, 4), k, k, NULL);
 }
+static af_tensor *c_avgpool_cpu(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU); /* the native pool gradient */
+    return c_avgpool(c);
+}
+static af_tensor *c_maxpool_cpu(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    return c_maxpool(c);
+}
+static af_tensor *c_maxpool_overlap_cpu(gcase *c) { /* overlapping padded windows: only the native path takes them */
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    int k[2] = { 3, 3 }, s[2] = { 2, 2 }, p[2] = { 1, 1 };
+    return af_max_pool(PN(c, 2, 3, 7, 6), k, s, p);
+}
 static af_tensor *c_conv(gcase *c) {
     int pad[2] = { 1, 1 };
     return af_conv(PN(c, 2, 3, 6, 5), CN(c, 4, 3, 3, 3), NULL, pad, NULL, 1);
@@ -217,6 +230,8 @@ static const grad_case cases[] = {
     { "embedding_grad", IR_OP_EMBEDDING_GRAD, c_embedding_grad }, { "rms_norm", IR_OP_RMS_NORM, c_rms }, { "layer_norm", IR_OP_LAYER_NORM, c_ln },
     { "channel_layer_norm", IR_OP_CHANNEL_LAYER_NORM, c_cln }, { "group_norm", IR_OP_GROUP_NORM, c_gn },
     { "avg_pool", IR_OP_AVG_POOL, c_avgpool }, { "max_pool", IR_OP_MAX_POOL, c_maxpool },
+    { "avg_pool native (cpu)", IR_OP_AVG_POOL, c_avgpool_cpu }, { "max_pool native (cpu)", IR_OP_MAX_POOL, c_maxpool_cpu },
+    { "max_pool overlapping native (cpu)", IR_OP_MAX_POOL, c_maxpool_overlap_cpu },
     { "conv pad 1", IR_OP_CONV, c_conv }, { "conv dilation", IR_OP_CONV, c_conv_d },
     { "conv_transpose stride 2", IR_OP_CONV_TRANSPOSE, c_convt }, { "cast", IR_OP_CAST, c_cast },
     { "layer: linear", IR_OP_INPUT, c_linear }, { "layer: conv2d pad 1", IR_OP_INPUT, c_conv2d },
@@ -324,9 +339,13 @@ static void run_case(const grad_case *gc, int seed) {
     af_graph_free(c.g);
 }
 
-/* Every differentiable op of the table has a case here. */
+/* Every differentiable op of the table has a case here; every row says how gradients
+ * meet it (a leaf, a VJP, zero, or an error for ops made only in backward graphs). */
 static void check_coverage(void) {
     for (int op = 0; op < IR_OP_COUNT; op++) {
+        unsigned f = ir_ops[op].flags;
+        CHECK(f & (OPF_LEAF | OPF_DIFF | OPF_ZEROGRAD | OPF_NODIFF), "op %s has no gradient flag", ir_ops[op].name);
+        CHECK(!(f & OPF_NODIFF) || !(f & (OPF_DIFF | OPF_ZEROGRAD)), "op %s is flagged both ways", ir_ops[op].name);
         if (!(ir_ops[op].flags & OPF_DIFF)) continue;
         bool found = false;
         for (int i = 0; i < NCASES; i++) found |= cases[i].op == (ir_op)op;
@@ -421,8 +440,83 @@ static void check_edges(void) {
     af_graph_free(g);
 }
 
+/* d/dx and d/dw of sum(conv2d(x, w) * c) with the graph targeted at the CPU or not; the
+ * gradient graphs are evaluated in double. Returns how many conv_weight_grad nodes the
+ * backward made. */
+static int conv_grads(bool cpu, double *gx, double *gw) {
+    test_rng r = { 77 };
+    af_graph *g = af_graph_new();
+    if (cpu) af_graph_set_target(g, AF_TARGET_CPU);
+    float *xv = rand_vals(&r, AF_SHAPE(2, 3, 6, 5), -1, 1, false), *wv = rand_vals(&r, AF_SHAPE(4, 3, 3, 3), -1, 1, false);
+    float *cv = rand_vals(&r, AF_SHAPE(2, 4, 6, 5), -1, 1, false);
+    af_tensor *x = af_parameter(g, "x", AF_SHAPE(2, 3, 6, 5), xv), *w = af_conv_param(g, "w", 4, 3, 3, 3, wv);
+    int axes[4] = { 0, 1, 2, 3 };
+    af_loss *l = af_loss_scalar(af_reduce_sum(af_mul(af_conv2d(x, w, 1, 1), af_const(g, "c", AF_SHAPE(2, 4, 6, 5), cv)), 4, axes, 0));
+    af_tensor *gr[2] = { 0 };
+    CHECK(af_backward(l, 2, (af_tensor *[]){ x, w }, gr, NULL) == AF_OK, "conv backward (cpu %d): %s", cpu, af_error_message());
+    int native = 0;
+    for (int i = 0; i < g->n; i++) native += g->t[i]->op == IR_OP_CONV_WEIGHT_GRAD;
+    if (gr[0] && gr[1]) CHECK(refgraph_eval(g, NULL, 2, gr, (double *[]){ gx, gw }) == 0, "conv grads eval (cpu %d)", cpu);
+    if (cpu && gr[1]) { /* the native node is not differentiable: asking through it is an error that says so */
+        af_loss *l2 = af_loss_scalar(af_reduce_sum(af_square(gr[1]), gr[1]->shape.rank, axes, 0));
+        af_tensor *gg;
+        CHECK(af_backward(l2, 1, &x, &gg, NULL) != AF_OK && strstr(af_error_message(), "not differentiable"),
+              "differentiating conv_weight_grad must fail with a clear message: %s", af_error_message());
+    }
+    free(xv); free(wv); free(cv);
+    af_graph_free(g);
+    return native;
+}
+
+/* On the CPU target the conv weight gradient is one native node and agrees with the
+ * portable graph-built im2col construction; elsewhere the portable one is kept. */
+static void check_cpu_target_conv(void) {
+    double gx[2][2 * 3 * 6 * 5], gw[2][4 * 3 * 3 * 3];
+    CHECK(conv_grads(false, gx[0], gw[0]) == 0, "a graph not targeted at the CPU must keep the portable construction");
+    CHECK(conv_grads(true, gx[1], gw[1]) == 1, "the CPU target's conv weight gradient must be one conv_weight_grad node");
+    double scale = 0, err = 0;
+    for (int i = 0; i < 4 * 3 * 3 * 3; i++) { scale = fmax(scale, fabs(gw[0][i])); err = fmax(err, fabs(gw[0][i] - gw[1][i])); }
+    CHECK(err <= 1e-12 * scale, "native vs portable conv weight gradient differ by %.3g (scale %.3g)", err, scale);
+    err = 0;
+    for (int i = 0; i < 2 * 3 * 6 * 5; i++) err = fmax(err, fabs(gx[0][i] - gx[1][i]));
+    CHECK(err <= 1e-9, "native vs portable conv input gradient differ by %.3g", err);
+}
+
+/* d/dx of sum(pool(x) * c), 2x2 windows of stride 2, with the graph targeted at the CPU
+ * or not, in double; returns how many native pool-gradient nodes the backward made. */
+static int pool_grads(bool cpu, bool max, double *gx) {
+    test_rng r = { 91 };
+    af_graph *g = af_graph_new();
+    if (cpu) af_graph_set_target(g, AF_TARGET_CPU);
+    float *xv = rand_vals(&r, AF_SHAPE(2, 3, 6, 4), -1, 1, false), *cv = rand_vals(&r, AF_SHAPE(2, 3, 3, 2), -1, 1, false);
+    af_tensor *x = af_parameter(g, "x", AF_SHAPE(2, 3, 6, 4), xv);
+    int k[2] = { 2, 2 }, axes[4] = { 0, 1, 2, 3 };
+    af_tensor *y = max ? af_max_pool(x, k, k, NULL) : af_avg_pool(x, k, k, NULL);
+    af_loss *l = af_loss_scalar(af_reduce_sum(af_mul(y, af_const(g, "c", AF_SHAPE(2, 3, 3, 2), cv)), 4, axes, 0));
+    af_tensor *gr = NULL;
+    CHECK(af_backward(l, 1, &x, &gr, NULL) == AF_OK, "pool backward (cpu %d): %s", cpu, af_error_message());
+    int native = 0;
+    for (int i = 0; i < g->n; i++) native += g->t[i]->op == (max ? IR_OP_MAX_POOL_GRAD : IR_OP_AVG_POOL_GRAD);
+    if (gr) CHECK(refgraph_eval(g, NULL, 1, &gr, (double *[]){ gx }) == 0, "pool grads eval (cpu %d)", cpu);
+    free(xv); free(cv);
+    af_graph_free(g);
+    return native;
+}
+
+static void check_cpu_target_pool(void) {
+    for (int max = 0; max < 2; max++) {
+        double gx[2][2 * 3 * 6 * 4], err = 0;
+        CHECK(pool_grads(false, max, gx[0]) == 0, "%s: other targets keep the portable construction", max ? "max" : "avg");
+        CHECK(pool_grads(true, max, gx[1]) == 1, "%s: the CPU target's pool gradient must be one native node", max ? "max" : "avg");
+        for (int i = 0; i < 2 * 3 * 6 * 4; i++) err = fmax(err, fabs(gx[0][i] - gx[1][i]));
+        CHECK(err <= 1e-12, "%s pool: native vs portable gradient differ by %.3g", max ? "max" : "avg", err);
+    }
+}
+
 int main(void) {
     check_coverage();
+    check_cpu_target_conv();
+    check_cpu_target_pool();
     for (int i = 0; i < NCASES; i++)
         for (int seed = 1; seed <= 2; seed++) run_case(&cases[i], seed * 100 + i);
     check_stop_frontier();

@@ -12,6 +12,7 @@ static const char *vjp_text(int op) {
     unsigned f = ir_ops[op].flags;
     if (f & OPF_LEAF) return "leaf";
     if (f & OPF_ZEROGRAD) return "zero";
+    if (f & OPF_NODIFF) return "none"; /* made only in backward graphs */
     return af_op_has_vjp(op) ? "yes" : "MISSING";
 }
 

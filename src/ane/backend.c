@@ -182,10 +182,21 @@ static size_t ane_bytes(const void *state) {
     return b;
 }
 
+/* Native CPU kernels (OPF_CPU_ONLY) have no engine form; only graphs targeted at the
+ * CPU contain them. */
+static const char *ane_unsupported(const backend_cfg *cfg, const af_tensor *t) {
+    (void)cfg;
+    if (ir_ops[t->op].flags & OPF_CPU_ONLY)
+        return "a CPU-only kernel with no engine form, made by af_backward on graphs targeted at the CPU; build the "
+               "graph without af_graph_set_target(g, AF_TARGET_CPU) to compile it for an engine target";
+    return NULL;
+}
+
 const backend_iface ane_backend = {
     .name = "ane",
     .target = AF_TARGET_ANE,
     .configure = ane_configure,
+    .unsupported = ane_unsupported,
     .validate = ane_validate,
     .init = ane_init,
     .run = ane_run,

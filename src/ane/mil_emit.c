@@ -331,6 +331,12 @@ af_status mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_
         char base[80];
         snprintf(base, sizeof base, "%s_%d", ir_ops[t->op].name, oi);
         const char *v = mil_unique_name(&e, t->name ? t->name : base);
+        if (ir_ops[t->op].flags & OPF_CPU_ONLY) {
+            free(need);
+            free(order);
+            return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s is a CPU-only kernel with no MIL form; graphs for engine "
+                             "targets are built without af_graph_set_target(g, AF_TARGET_CPU)", ir_ops[t->op].name);
+        }
         if (!mil_lower(&e, t, v) && !e.st) {
             free(need);
             free(order);

@@ -103,6 +103,8 @@ int64_t plan_node_flops(const af_tensor *t) {
         af_shape w = t->src[1]->shape;
         return 2 * out * w.dim[1] * w.dim[2] * w.dim[3];
     }
+    case IR_OP_CONV_WEIGHT_GRAD: /* dW [Cout, Cin, kH, kW] summed over dy's N*Ho*Wo positions */
+        return 2 * out * af_shape_count(t->src[1]->shape) / t->src[1]->shape.dim[1];
     case IR_OP_CONV_TRANSPOSE: { /* w [Cin, Cout, kH, kW]: every input scatters Cout*kH*kW products */
         af_shape w = t->src[1]->shape;
         return 2 * in * w.dim[1] * w.dim[2] * w.dim[3];

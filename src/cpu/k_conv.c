@@ -6,6 +6,7 @@
 
 int64_t cpu_conv_scratch(const af_tensor *t) {
     af_shape x = t->src[0]->shape, w = t->src[1]->shape, o = t->shape;
+    if (t->op == IR_OP_CONV_WEIGHT_GRAD) return o.dim[1] * o.dim[2] * o.dim[3] * w.dim[2] * w.dim[3]; /* one image's patches */
     if (t->op == IR_OP_CONV) {
         int64_t cin_g = w.dim[1];
         return cin_g * w.dim[2] * w.dim[3] * o.dim[2] * o.dim[3];
@@ -127,3 +128,20 @@ static void conv_transpose_image(const cpu_call *c, int64_t b, float *scratch) {
 }
 
 void cpu_k_conv_transpose(const cpu_call *c) { run_images(c, conv_transpose_image); }
+
+/* A conv's weight gradient dW[Cout, Cin*kh*kw] = sum over images of dy_b [Cout, L] times
+ * the image's im2col patches [Cin*kh*kw, L] transposed: one im2col into scratch and one
+ * accumulating GEMM per image, where the graph-built construction needed slices, concats
+ * and transposes of the whole batch. */
+void cpu_k_conv_weight_grad(const cpu_call *c) {
+    const af_tensor *t = c->t;
+    const ir_attrs *a = &t->a;
+    af_shape xs = t->src[0]->shape, ds = t->src[1]->shape;
+    int64_t n = xs.dim[0], cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
+    int64_t cout = ds.dim[1], ho = ds.dim[2], wo = ds.dim[3], kh = a->kernel[0], kw = a->kernel[1];
+    int64_t kk = cin * kh * kw, l = ho * wo;
+    for (int64_t b = 0; b < n; b++) {
+        im2col(c->in[0] + b * cin * h * w, cin, h, w, kh, kw, a->stride, a->pad, a->dilation, ho, wo, c->scratch);
+        cpu_sgemm(c->pool, 0, 1, cout, kk, l, 1.0f, c->in[1] + b * cout * l, l, c->scratch, l, b ? 1.0f : 0.0f, c->out, kk);
+    }
+}

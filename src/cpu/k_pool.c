@@ -3,6 +3,7 @@
 #include "cpu/kernels.h"
 
 #include <math.h>
+#include <string.h>
 
 void cpu_k_pool(const cpu_call *c) {
     const af_tensor *t = c->t;
@@ -59,4 +60,48 @@ void cpu_k_pool(const cpu_call *c) {
                 o[oh * wo + ow] = avg ? acc * inv : acc;
             }
     }
+}
+
+/* The input gradient of a pool from x and dy, one range of [N*C] planes per call: each
+ * window spreads its dy over its in-bounds inputs, avg_pool's divided by the full
+ * kernel area, max_pool's to every input equal to the window's max. */
+static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
+    const cpu_call *c = ctx;
+    const af_tensor *t = c->t;
+    const ir_attrs *a = &t->a;
+    af_shape xs = t->src[0]->shape, ds = t->src[1]->shape;
+    int64_t h = xs.dim[2], w = xs.dim[3], ho = ds.dim[2], wo = ds.dim[3];
+    bool avg = t->op == IR_OP_AVG_POOL_GRAD;
+    float inv = 1.0f / (float)(a->kernel[0] * a->kernel[1]);
+    for (int64_t p = p0; p < p1; p++) {
+        const float *x = c->in[0] + p * h * w, *dy = c->in[1] + p * ho * wo;
+        float *dx = c->out + p * h * w;
+        memset(dx, 0, (size_t)(h * w) * sizeof *dx);
+        for (int64_t oh = 0; oh < ho; oh++) {
+            int64_t h0 = oh * a->stride[0] - a->pad[0], h1 = h0 + a->kernel[0];
+            if (h0 < 0) h0 = 0;
+            if (h1 > h) h1 = h;
+            for (int64_t ow = 0; ow < wo; ow++) {
+                int64_t w0 = ow * a->stride[1] - a->pad[1], w1 = w0 + a->kernel[1];
+                if (w0 < 0) w0 = 0;
+                if (w1 > w) w1 = w;
+                float g = dy[oh * wo + ow];
+                if (avg) {
+                    for (int64_t ih = h0; ih < h1; ih++)
+                        for (int64_t iw = w0; iw < w1; iw++) dx[ih * w + iw] += g * inv;
+                    continue;
+                }
+                float m = -INFINITY;
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++) m = x[ih * w + iw] > m ? x[ih * w + iw] : m;
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++) dx[ih * w + iw] += x[ih * w + iw] == m ? g : 0.0f;
+            }
+        }
+    }
+}
+
+void cpu_k_pool_grad(const cpu_call *c) {
+    af_shape xs = c->t->src[0]->shape;
+    cpu_pool_for(c->pool, xs.dim[0] * xs.dim[1], 8, pool_grad_planes, (void *)c);
 }

@@ -6,7 +6,16 @@
 #include <stddef.h>
 
 static void kind_matmul(const cpu_call *c) { (c->t->op == IR_OP_MATMUL_W ? cpu_k_matmul_w : cpu_k_matmul)(c); }
-static void kind_conv(const cpu_call *c) { (c->t->op == IR_OP_CONV_TRANSPOSE ? cpu_k_conv_transpose : cpu_k_conv)(c); }
+static void kind_conv(const cpu_call *c) {
+    switch (c->t->op) {
+    case IR_OP_CONV_TRANSPOSE: cpu_k_conv_transpose(c); break;
+    case IR_OP_CONV_WEIGHT_GRAD: cpu_k_conv_weight_grad(c); break;
+    default: cpu_k_conv(c); break;
+    }
+}
+static void kind_pool(const cpu_call *c) {
+    (c->t->op == IR_OP_AVG_POOL_GRAD || c->t->op == IR_OP_MAX_POOL_GRAD ? cpu_k_pool_grad : cpu_k_pool)(c);
+}
 static void kind_layout(const cpu_call *c) {
     switch (c->t->op) {
     case IR_OP_TRANSPOSE: cpu_k_transpose(c); break;
@@ -28,7 +37,7 @@ static void kind_layout(const cpu_call *c) {
 #define CPU_KIND_SOFTMAX cpu_k_softmax
 #define CPU_KIND_LAYOUT kind_layout
 #define CPU_KIND_NORM cpu_k_norm
-#define CPU_KIND_POOL cpu_k_pool
+#define CPU_KIND_POOL kind_pool
 #define CPU_KIND_CONV kind_conv
 #define CPU_KIND_CAST cpu_k_cast
 
@@ -39,6 +48,7 @@ const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
 };
 
 int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
+    if (t->op == IR_OP_CONV_WEIGHT_GRAD) return cpu_conv_scratch(t); /* images run one after another */
     if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
     return 0;

@@ -41,9 +41,11 @@ void cpu_k_concat(const cpu_call *c);
 void cpu_k_embedding(const cpu_call *c);      /* gather rows by id */
 void cpu_k_embedding_grad(const cpu_call *c); /* scatter-add rows by id */
 void cpu_k_norm(const cpu_call *c);
+void cpu_k_pool_grad(const cpu_call *c);
 void cpu_k_pool(const cpu_call *c);
 void cpu_k_conv(const cpu_call *c);
 void cpu_k_conv_transpose(const cpu_call *c);
+void cpu_k_conv_weight_grad(const cpu_call *c);
 int64_t cpu_conv_scratch(const af_tensor *t);
 int64_t cpu_matmul_scratch(const af_tensor *t);
 /* out = x > z ? g : z with z = x - x, elementwise over n: a ReLU's gradient as autograd

@@ -77,7 +77,11 @@ static af_status backward_impl(af_tensor *seed, af_tensor *root, int n, af_tenso
         for (int k = 0; k < t->nsrc; k++) any |= needp[k] = dep[t->src[k]->id];
         /* A repeated source must get its contribution once per use: each slot is summed. */
         if (any && !(ir_ops[t->op].flags & OPF_ZEROGRAD)) {
-            if (!grad_vjps[t->op]) {
+            if (ir_ops[t->op].flags & OPF_NODIFF) {
+                ir_graph_fail(g, "af_backward: op %s is made only inside backward graphs and is not differentiable; "
+                                 "take higher-order gradients on a graph without af_graph_set_target(g, AF_TARGET_CPU), "
+                                 "whose backward keeps the portable construction", ir_ops[t->op].name);
+            } else if (!grad_vjps[t->op]) {
                 ir_graph_fail(g, "af_backward: op %s has no VJP rule", ir_ops[t->op].name);
             } else {
                 grad_ctx c = { .t = t, .g = acc[id], .need = needp, .dsrc = dsrc };

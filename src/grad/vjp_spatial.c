@@ -1,5 +1,6 @@
 /* VJPs of pools and convolutions. Pool gradients are separable matmuls with baked
- * 0/1 (or 1/k) matrices, so they need no strided scatter; conv's input gradient is a
+ * 0/1 (or 1/k) matrices, so they need no strided scatter (on the CPU target, one native
+ * pool-gradient node instead); conv's input gradient is a
  * transposed conv with the forward weight. */
 #include "grad/grad.h"
 
@@ -30,6 +31,10 @@ static af_tensor *spread(af_tensor *y, af_shape xs, const ir_attrs *a, float vh,
 void grad_vjp_pool(grad_ctx *c) {
     af_tensor *t = c->t, *x = t->src[0];
     const ir_attrs *a = &t->a;
+    if (x->g->cpu_only) { /* the CPU target: one native node, any window layout */
+        c->dsrc[0] = ir_pool_grad(t->op == IR_OP_AVG_POOL ? IR_OP_AVG_POOL_GRAD : IR_OP_MAX_POOL_GRAD, x, c->g, a);
+        return;
+    }
     if (t->op == IR_OP_AVG_POOL) {
         c->dsrc[0] = spread(c->g, x->shape, a, 1.0f / (float)a->kernel[0], 1.0f / (float)a->kernel[1]);
         return;
@@ -50,8 +55,11 @@ void grad_vjp_pool(grad_ctx *c) {
 /* The weight gradient of a stride-1 conv with a computed weight (a CPU-target conv:
  * engines need baked conv weights): one GEMM of the output gradient laid out
  * [Cout, N*L] against im2col patches of x laid out [Cin*kh*kw, N*L], built from the
- * batch-major transposes so the whole batch is summed inside the product. */
+ * batch-major transposes so the whole batch is summed inside the product. Graphs
+ * targeted at the CPU get the native conv_weight_grad node instead. */
 static af_tensor *conv_weight_grad(af_tensor *x, af_tensor *g, af_tensor *w, const ir_attrs *a) {
+    if (x->g->cpu_only) /* the CPU target: one native node (im2col into scratch + GEMM per image) */
+        return ir_conv_weight_grad(x, g, (int)w->shape.dim[2], (int)w->shape.dim[3], a->stride, a->pad, a->dilation);
     int perm[4] = { 1, 0, 2, 3 };
     int64_t cout = g->shape.dim[1];
     af_tensor *pk = grad_im2col_wide(x, (int)w->shape.dim[2], (int)w->shape.dim[3], a->pad[0], a->pad[1]);

@@ -415,6 +415,27 @@ af_tensor *af_conv(af_tensor *x, af_tensor *w, const int stride[2], const int pa
     return ir_build(IR_OP_CONV, 2, s, &a);
 }
 
+af_tensor *ir_pool_grad(ir_op op, af_tensor *x, af_tensor *dy, const ir_attrs *pool) {
+    ir_attrs a = { 0 };
+    for (int i = 0; i < 2; i++) {
+        a.kernel[i] = pool->kernel[i];
+        a.stride[i] = pool->stride[i];
+        a.pad[i] = pool->pad[i];
+    }
+    af_tensor *s[2] = { x, dy };
+    return ir_build(op, 2, s, &a);
+}
+
+af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, const int stride[2], const int pad[2],
+                               const int dilation[2]) {
+    ir_attrs a = { .groups = 1, .kernel = { kh, kw } };
+    pair(a.stride, stride, 1);
+    pair(a.pad, pad, 0);
+    pair(a.dilation, dilation, 1);
+    af_tensor *s[2] = { x, dy };
+    return ir_build(IR_OP_CONV_WEIGHT_GRAD, 2, s, &a);
+}
+
 af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2], const int dilation[2]) {
     ir_attrs a = { .groups = 1 };
     pair(a.stride, stride, 1);

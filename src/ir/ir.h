@@ -22,7 +22,10 @@ typedef enum {
     IR_KIND_COUNT
 } ir_op_kind;
 
-enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2 };
+/* OPF_CPU_ONLY: a native CPU kernel with no engine lowering; only graphs targeted at the
+ * CPU (af_graph_set_target) contain it, and the engine backends refuse it.
+ * OPF_NODIFF: built only inside backward graphs; differentiating through it is an error. */
+enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2, OPF_CPU_ONLY = 1u << 3, OPF_NODIFF = 1u << 4 };
 
 typedef struct {
     const char *name;
@@ -112,6 +115,16 @@ af_tensor *ir_node_new(af_graph *g, ir_op op, int nsrc, af_tensor *const *src, a
 /* Validates operands, infers the shape and adds the node; NULL (with the error
  * recorded on the graph) on failure. Used by every builder and by autograd. */
 af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a);
+
+/* The weight gradient [Cout, Cin, kh, kw] of conv(x, w) (groups 1) from x [N, Cin, H, W]
+ * and the output gradient dy [N, Cout, Ho, Wo]: a CPU-only node (OPF_CPU_ONLY). */
+/* The input gradient [N, C, H, W] of avg_pool or max_pool (op: IR_OP_AVG_POOL_GRAD or
+ * IR_OP_MAX_POOL_GRAD) from x and dy [N, C, Ho, Wo], with the forward pool's kernel,
+ * stride and pad: a CPU-only node. max_pool's goes to every position equal to its
+ * window's max. */
+af_tensor *ir_pool_grad(ir_op op, af_tensor *x, af_tensor *dy, const ir_attrs *pool);
+af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, const int stride[2], const int pad[2],
+                               const int dilation[2]);
 
 /* Shape inference for op with sources and attributes; writes the result shape, or
  * returns false with a message in err. */

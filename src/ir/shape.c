@@ -56,7 +56,7 @@ static bool infer_norm(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
     return true;
 }
 
-static bool infer_pool(af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+static bool infer_pool(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     af_shape x = src[0]->shape;
     if (x.rank != 4) FAIL("needs x laid out [N, C, H, W] (rank 4)");
     *out = x;
@@ -66,6 +66,10 @@ static bool infer_pool(af_tensor *const *src, ir_attrs *a, af_shape *out, char *
         int64_t o = (x.dim[2 + i] + 2 * a->pad[i] - a->kernel[i]) / a->stride[i] + 1;
         if (x.dim[2 + i] + 2 * a->pad[i] < a->kernel[i]) FAIL("kernel %d is larger than the padded input %lld", a->kernel[i], (long long)(x.dim[2 + i] + 2 * a->pad[i]));
         out->dim[2 + i] = o;
+    }
+    if (op == IR_OP_AVG_POOL_GRAD || op == IR_OP_MAX_POOL_GRAD) { /* src[1] is dy, the pooled shape; out is x's */
+        if (src[1]->shape.rank != 4 || !ir_shape_eq(src[1]->shape, *out)) FAIL("dy must have the pooled shape of x");
+        *out = x;
     }
     return true;
 }
@@ -77,6 +81,17 @@ static bool infer_conv(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
     for (int i = 0; i < 2; i++)
         if (a->stride[i] < 1 || a->dilation[i] < 1 || a->pad[i] < 0) FAIL("stride and dilation must be >= 1 and pad >= 0");
     *out = x;
+    if (op == IR_OP_CONV_WEIGHT_GRAD) { /* src[1] is dy [N, Cout, Ho, Wo]; out [Cout, Cin, kh, kw] */
+        if (w.dim[0] != x.dim[0]) FAIL("dy has batch %lld but x has %lld", (long long)w.dim[0], (long long)x.dim[0]);
+        for (int i = 0; i < 2; i++) {
+            if (a->kernel[i] < 1) FAIL("kernel must be >= 1");
+            int64_t span = (int64_t)a->dilation[i] * (a->kernel[i] - 1) + 1, in = x.dim[2 + i] + 2 * a->pad[i];
+            if (in < span || (in - span) / a->stride[i] + 1 != w.dim[2 + i])
+                FAIL("dy's spatial extent %lld does not match the conv of x (axis %d)", (long long)w.dim[2 + i], 2 + i);
+        }
+        *out = (af_shape){ .rank = 4, .dim = { w.dim[1], x.dim[1], a->kernel[0], a->kernel[1] } };
+        return true;
+    }
     if (op == IR_OP_CONV) {
         int g = a->groups;
         if (g < 1 || x.dim[1] % g || w.dim[0] % g) FAIL("groups = %d must divide Cin = %lld and Cout = %lld", g, (long long)x.dim[1], (long long)w.dim[0]);
@@ -254,7 +269,7 @@ bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_s
     case IR_KIND_NORM:
         return infer_norm(op, src, a, out, err, errlen);
     case IR_KIND_POOL:
-        return infer_pool(src, a, out, err, errlen);
+        return infer_pool(op, src, a, out, err, errlen);
     case IR_KIND_CONV:
         return infer_conv(op, src, a, out, err, errlen);
     case IR_KIND_COUNT:

@@ -129,10 +129,21 @@ static af_status sim_write(void *s, int i, const float *src) { return cpu_exec_w
 static af_status sim_read(void *s, int i, float *dst) { return cpu_exec_read_state(((sim_state *)s)->exec, i, dst); }
 static size_t sim_bytes(const void *s) { return cpu_exec_memory_bytes(((const sim_state *)s)->exec); }
 
+/* Native CPU kernels (OPF_CPU_ONLY) have no engine form; only graphs targeted at the
+ * CPU contain them. */
+static const char *sim_unsupported(const backend_cfg *cfg, const af_tensor *t) {
+    (void)cfg;
+    if (ir_ops[t->op].flags & OPF_CPU_ONLY)
+        return "a CPU-only kernel with no engine form, made by af_backward on graphs targeted at the CPU; build the "
+               "graph without af_graph_set_target(g, AF_TARGET_CPU) to compile it for an engine target";
+    return NULL;
+}
+
 const backend_iface ane_sim_backend = {
     .name = "ane-sim",
     .target = AF_TARGET_ANE_SIM,
     .validate = sim_validate,
+    .unsupported = sim_unsupported,
     .init = sim_init,
     .run = sim_run,
     .bind_state = sim_bind,

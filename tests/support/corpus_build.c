@@ -232,6 +232,13 @@ void corpus_b_norm(corpus_graph *cg, const corpus_case *c) {
 void corpus_b_pool(corpus_graph *cg, const corpus_case *c) {
     af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
     const int *k = &c->p[0], *s = c->p[2] ? &c->p[2] : NULL, *p = c->p[6] ? NULL : &c->p[4];
+    if (c->op == IR_OP_AVG_POOL_GRAD || c->op == IR_OP_MAX_POOL_GRAD) { /* CPU-only: dy fed with the pooled shape */
+        af_tensor *y = af_avg_pool(x, k, s, p);
+        if (!y) return;
+        af_tensor *dy = input(cg, y->shape, (corpus_dom)DU(-1.0f, 1.0f), AF_F32);
+        output(cg, ir_pool_grad(c->op, x, dy, &y->a));
+        return;
+    }
     output(cg, c->op == IR_OP_AVG_POOL ? af_avg_pool(x, k, s, p) : af_max_pool(x, k, s, p));
 }
 
@@ -247,6 +254,14 @@ void corpus_b_conv_transpose(corpus_graph *cg, const corpus_case *c) {
     af_tensor *w = constant(cg, c->s[1], (corpus_dom)DU(-1.0f, 1.0f));
     const int *s = c->p[0] ? &c->p[0] : NULL, *d = c->p[4] ? &c->p[4] : NULL;
     output(cg, af_conv_transpose(x, w, s, &c->p[2], d));
+}
+
+/* The CPU-only weight gradient of a conv, as af_backward makes it on the CPU target. */
+void corpus_b_conv_wgrad(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
+    af_tensor *dy = input(cg, c->s[1], dom_of(c, 1), AF_F32);
+    const int *s = c->p[2] ? &c->p[2] : NULL, *d = c->p[6] ? &c->p[6] : NULL;
+    output(cg, ir_conv_weight_grad(x, dy, c->p[0], c->p[1], s, &c->p[4], d));
 }
 
 /* ------------------------------------------------------------------ chains */

@@ -65,10 +65,13 @@ struct corpus_case {
  *   reshape   s[0] -> s[1] (may hold one -1)   slice   s[0]; p[0..] begin, s[1] sizes (-1 = to the end)
  *   concat    s[0..p[1]) operands; p[0] axis   split   s[0]; p[0] axis, p[1] parts, p[2..] sizes (0: equal)
  *   norm      s[0] x, s[1] gamma, s[2] beta; p[0] groups; p[1]: NULL gamma/beta; p[2]: consts; f eps
- *   pool      s[0]; p[0..1] kernel, p[2..3] stride (0: NULL), p[4..5] pad; p[6]: NULL pad
+ *   pool      s[0]; p[0..1] kernel, p[2..3] stride (0: NULL), p[4..5] pad; p[6]: NULL pad; the
+ *             pool gradients (CPU only) also feed dy [N, C, Ho, Wo]
  *   conv      s[0] x, s[1] w (const); p[0..1] stride, p[2..3] pad, p[4..5] dilation (0: NULL), p[6] groups
  *   conv_t    s[0] x, s[1] w (const); p[0..1] stride, p[2..3] pad, p[4..5] dilation (0: NULL)
  *   embedding s[0] table (or dy), s[1] ids drawn from dom[1]; p[0] vocab (embedding_grad); p[1]: ids baked
+ *   conv_wgrad s[0] x, s[1] dy (both fed); p[0..1] kernel, p[2..3] stride, p[4..5] pad, p[6..7] dilation
+ *             (0: NULL)
  *   chain     p[0] selects one of the fixed multi-node graphs in corpus_build.c
  */
 void corpus_b_binary(corpus_graph *cg, const corpus_case *c);
@@ -90,6 +93,7 @@ void corpus_b_pool(corpus_graph *cg, const corpus_case *c);
 void corpus_b_conv(corpus_graph *cg, const corpus_case *c);
 void corpus_b_conv_transpose(corpus_graph *cg, const corpus_case *c);
 void corpus_b_embedding(corpus_graph *cg, const corpus_case *c);
+void corpus_b_conv_wgrad(corpus_graph *cg, const corpus_case *c);
 void corpus_b_chain(corpus_graph *cg, const corpus_case *c);
 
 /* Frees the case's graph and input data. */

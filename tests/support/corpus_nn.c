@@ -64,6 +64,14 @@ const corpus_case corpus_nn[] = {
     { CASE("large", conv, CONV), .s = { SH(2, 16, 16, 16), SH(32, 16, 3, 3) }, .p = { 1, 1, 1, 1 } },
 
     /* Conv transpose: weight [Cin, Cout, kH, kW], out = (H-1)s - 2p + d(k-1) + 1. */
+    /* conv_weight_grad (CPU only): x [N, Cin, H, W] and dy [N, Cout, Ho, Wo] -> [Cout, Cin, kH, kW];
+     * padding, stride, dilation and the built-in CNN's shapes. */
+    { CASE("3x3-pad1", conv_wgrad, CONV_WEIGHT_GRAD), .s = { SH(2, 3, 7, 6), SH(2, 5, 7, 6) }, .p = { 3, 3, 0, 0, 1, 1 } },
+    { CASE("3x2-nopad", conv_wgrad, CONV_WEIGHT_GRAD), .s = { SH(3, 2, 6, 5), SH(3, 4, 4, 4) }, .p = { 3, 2 } },
+    { CASE("stride2-dilation2", conv_wgrad, CONV_WEIGHT_GRAD), .s = { SH(1, 3, 9, 8), SH(1, 2, 4, 2) }, .p = { 3, 3, 2, 2, 1, 0, 2, 2 } },
+    { CASE("1x1", conv_wgrad, CONV_WEIGHT_GRAD), .s = { SH(2, 4, 5, 3), SH(2, 6, 5, 3) }, .p = { 1, 1 } },
+    { CASE("cnn-conv2", conv_wgrad, CONV_WEIGHT_GRAD), .s = { SH(4, 16, 14, 14), SH(4, 32, 14, 14) }, .p = { 3, 3, 0, 0, 1, 1 } },
+
     { CASE("stride1", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 3, 3) } },
     { CASE("stride1-pad1", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 3, 3) }, .p = { 1, 1, 1, 1 } },
     { CASE("stride2", conv_transpose, CONV_TRANSPOSE), .s = { SH(2, 4, 5, 6), SH(4, 3, 3, 3) }, .p = { 2, 2 } },

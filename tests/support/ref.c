@@ -283,6 +283,34 @@ static void pool(const af_tensor *t, const double *x, double *out) {
                 }
 }
 
+/* dx[n, c, ih, iw] = sum over the windows holding (ih, iw) of dy / (kh*kw) (avg), or of dy
+ * where x equals the window's max (max). */
+static void pool_grad(const af_tensor *t, const double *x, const double *dy, double *dx) {
+    const ir_attrs *a = &t->a;
+    af_shape xs = t->src[0]->shape, ds = t->src[1]->shape;
+    int64_t h = xs.dim[2], w = xs.dim[3], ho = ds.dim[2], wo = ds.dim[3];
+    for (int64_t f = 0; f < count(xs); f++) dx[f] = 0.0;
+    for (int64_t p = 0; p < xs.dim[0] * xs.dim[1]; p++)
+        for (int64_t oh = 0; oh < ho; oh++)
+            for (int64_t ow = 0; ow < wo; ow++) {
+                double mx = -INFINITY, g = dy[(p * ho + oh) * wo + ow];
+                for (int pass = 0; pass < 2; pass++)
+                    for (int64_t u = 0; u < a->kernel[0]; u++)
+                        for (int64_t v = 0; v < a->kernel[1]; v++) {
+                            int64_t ih = oh * a->stride[0] - a->pad[0] + u, iw = ow * a->stride[1] - a->pad[1] + v;
+                            if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                            double xv = x[(p * h + ih) * w + iw];
+                            if (t->op == IR_OP_AVG_POOL_GRAD) {
+                                if (pass == 0) dx[(p * h + ih) * w + iw] += g / ((double)a->kernel[0] * a->kernel[1]);
+                            } else if (pass == 0) {
+                                mx = fmax(mx, xv);
+                            } else if (xv == mx) {
+                                dx[(p * h + ih) * w + iw] += g;
+                            }
+                        }
+            }
+}
+
 /* out[n, co, oh, ow] = sum_{ci, u, v} x[n, g*Cin_g + ci, oh*s - p + u*d, ow*s - p + v*d] * w[co, ci, u, v]. */
 static void conv(const af_tensor *t, const double *x, const double *w, double *out) {
     const ir_attrs *a = &t->a;
@@ -304,6 +332,28 @@ static void conv(const af_tensor *t, const double *x, const double *w, double *o
                                 s += x[((n * cin + g * cin_g + ci) * h + ih) * wd + iw] * w[((co * cin_g + ci) * kh + u) * kw + v];
                             }
                     out[((n * cout + co) * os.dim[2] + oh) * os.dim[3] + ow] = s;
+                }
+}
+
+/* dw[co, ci, u, v] = sum_{n, oh, ow} dy[n, co, oh, ow] * x[n, ci, oh*s - p + u*d, ow*s - p + v*d]. */
+static void conv_weight_grad(const af_tensor *t, const double *x, const double *dy, double *out) {
+    const ir_attrs *a = &t->a;
+    af_shape xs = t->src[0]->shape, ds = t->src[1]->shape, os = t->shape;
+    int64_t h = xs.dim[2], wd = xs.dim[3], ho = ds.dim[2], wo = ds.dim[3];
+    for (int64_t co = 0; co < os.dim[0]; co++)
+        for (int64_t ci = 0; ci < os.dim[1]; ci++)
+            for (int64_t u = 0; u < os.dim[2]; u++)
+                for (int64_t v = 0; v < os.dim[3]; v++) {
+                    double s = 0.0;
+                    for (int64_t n = 0; n < xs.dim[0]; n++)
+                        for (int64_t oh = 0; oh < ho; oh++)
+                            for (int64_t ow = 0; ow < wo; ow++) {
+                                int64_t ih = oh * a->stride[0] - a->pad[0] + u * a->dilation[0];
+                                int64_t iw = ow * a->stride[1] - a->pad[1] + v * a->dilation[1];
+                                if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
+                                s += dy[((n * ds.dim[1] + co) * ho + oh) * wo + ow] * x[((n * xs.dim[1] + ci) * h + ih) * wd + iw];
+                            }
+                    out[((co * os.dim[1] + ci) * os.dim[2] + u) * os.dim[3] + v] = s;
                 }
 }
 
@@ -381,10 +431,12 @@ int ref_eval(const af_tensor *t, const double *const *in, double *out) {
         norm(t, in, out);
         return 0;
     case IR_KIND_POOL:
-        pool(t, in[0], out);
+        if (t->op == IR_OP_AVG_POOL_GRAD || t->op == IR_OP_MAX_POOL_GRAD) pool_grad(t, in[0], in[1], out);
+        else pool(t, in[0], out);
         return 0;
     case IR_KIND_CONV:
         if (t->op == IR_OP_CONV) conv(t, in[0], in[1], out);
+        else if (t->op == IR_OP_CONV_WEIGHT_GRAD) conv_weight_grad(t, in[0], in[1], out);
         else conv_transpose(t, in[0], in[1], out);
         return 0;
     default:

@@ -130,18 +130,47 @@ static void conv_transpose_image(const cpu_call *c, int64_t b, float *scratch) {
 void cpu_k_conv_transpose(const cpu_call *c) { run_images(c, conv_transpose_image); }
 
 /* A conv's weight gradient dW[Cout, Cin*kh*kw] = sum over images of dy_b [Cout, L] times
- * the image's im2col patches [Cin*kh*kw, L] transposed: one im2col into scratch and one
- * accumulating GEMM per image, where the graph-built construction needed slices, concats
- * and transposes of the whole batch. */
+ * the image's im2col patches [Cin*kh*kw, L] transposed: one im2col and one accumulating
+ * GEMM per image, where the graph-built construction needed slices, concats and
+ * transposes of the whole batch. The per-image products are small (the CNN's conv1:
+ * 16x9x784), so the images are split over the threads instead of each GEMM: each thread
+ * sums its images into its own partial (the first thread's is the output), and the
+ * partials are added at the end. */
+typedef struct {
+    const cpu_call *c;
+    int64_t groups, slot;  /* threads used; scratch floats per thread: patches, then a partial */
+} wgrad_ctx;
+
+static void wgrad_groups(void *p, int64_t g0, int64_t g1) {
+    const wgrad_ctx *x = p;
+    const cpu_call *c = x->c;
+    const ir_attrs *a = &c->t->a;
+    af_shape xs = c->t->src[0]->shape, ds = c->t->src[1]->shape;
+    int64_t n = xs.dim[0], cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
+    int64_t cout = ds.dim[1], ho = ds.dim[2], wo = ds.dim[3], kh = a->kernel[0], kw = a->kernel[1];
+    int64_t kk = cin * kh * kw, l = ho * wo;
+    for (int64_t gi = g0; gi < g1; gi++) {
+        float *cols = c->scratch + gi * x->slot, *dw = gi ? cols + kk * l : c->out;
+        int64_t b0 = gi * n / x->groups, b1 = (gi + 1) * n / x->groups;
+        if (b0 == b1) memset(dw, 0, (size_t)(cout * kk) * sizeof *dw);
+        for (int64_t b = b0; b < b1; b++) {
+            im2col(c->in[0] + b * cin * h * w, cin, h, w, kh, kw, a->stride, a->pad, a->dilation, ho, wo, cols);
+            cpu_sgemm(NULL, 0, 1, cout, kk, l, 1.0f, c->in[1] + b * cout * l, l, cols, l, b > b0 ? 1.0f : 0.0f, dw, kk);
+        }
+    }
+}
+
 void cpu_k_conv_weight_grad(const cpu_call *c) {
     const af_tensor *t = c->t;
     const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, ds = t->src[1]->shape;
-    int64_t n = xs.dim[0], cin = xs.dim[1], h = xs.dim[2], w = xs.dim[3];
-    int64_t cout = ds.dim[1], ho = ds.dim[2], wo = ds.dim[3], kh = a->kernel[0], kw = a->kernel[1];
-    int64_t kk = cin * kh * kw, l = ho * wo;
-    for (int64_t b = 0; b < n; b++) {
-        im2col(c->in[0] + b * cin * h * w, cin, h, w, kh, kw, a->stride, a->pad, a->dilation, ho, wo, c->scratch);
-        cpu_sgemm(c->pool, 0, 1, cout, kk, l, 1.0f, c->in[1] + b * cout * l, l, c->scratch, l, b ? 1.0f : 0.0f, c->out, kk);
+    int64_t n = xs.dim[0], kk = xs.dim[1] * a->kernel[0] * a->kernel[1], cout = ds.dim[1], l = ds.dim[2] * ds.dim[3];
+    int threads = cpu_pool_threads(c->pool);
+    wgrad_ctx x = { c, threads < n ? threads : n, cpu_conv_scratch(t) + cout * kk };
+    if (x.groups < 1) x.groups = 1;
+    cpu_pool_for(c->pool, x.groups, 1, wgrad_groups, &x);
+    for (int64_t gi = 1; gi < x.groups; gi++) { /* the partials into the output */
+        const float *part = c->scratch + gi * x.slot + kk * l;
+        for (int64_t i = 0; i < cout * kk; i++) c->out[i] += part[i];
     }
 }

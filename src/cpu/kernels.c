@@ -48,7 +48,10 @@ const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
 };
 
 int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
-    if (t->op == IR_OP_CONV_WEIGHT_GRAD) return cpu_conv_scratch(t); /* images run one after another */
+    if (t->op == IR_OP_CONV_WEIGHT_GRAD) { /* per thread: one image's patches and a partial dW */
+        int64_t dw = af_shape_count(t->shape);
+        return (cpu_conv_scratch(t) + dw) * (threads > 1 ? threads : 1);
+    }
     if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
     return 0;

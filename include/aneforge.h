@@ -841,7 +841,10 @@ AF_API int af_llama_sample(af_llama_sampler *s, const float *logits);
  * the classifier (the token embedding when shared). Its params are llama2.c's tensors,
  * one per layer, in llama2.c's order: token_embedding, rms_att[0..L-1], wq[..], wk[..],
  * wv[..], wo[..], rms_ffn[..], w1[..], w2[..], w3[..], rms_final, then the classifier
- * unless shared; matrices [out, in] as in the file, norms [dim]. */
+ * unless shared; matrices [out, in] as in the file, norms [dim]. The embedding is a gather
+ * on a graph told it runs on the CPU (af_graph_set_target; trainers tell theirs), else a
+ * one-hot matmul for a vocab <= 2048 (the engine has no scatter for the gather's
+ * gradient; ids beyond 2048 are not exact in fp16, so a larger vocab keeps the gather). */
 
 /* 9 * n_layers + 2 (+ 1 for a separate classifier), or -1 when c is NULL or has no layers. */
 AF_API int af_llama_param_count(const af_llama_config *c);

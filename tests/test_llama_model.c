@@ -33,10 +33,13 @@ static void make_tokens(float *tok, int B, int T, int vocab, unsigned long long 
     for (int i = 0; i < B * T; i++) tok[i] = (float)(int)(test_uniform(&r) * vocab);
 }
 
-/* The graph's logits [B, T, vocab] for tokens, on the CPU in fp32. */
-static float *graph_logits(const af_llama_weights *w, const float *tok, int B, int T) {
+/* The graph's logits [B, T, vocab] for tokens, on the CPU in fp32. told_cpu: the graph
+ * is told its target (af_graph_set_target), so the embedding is the gather; otherwise
+ * the portable one-hot matmul. */
+static float *graph_logits(const af_llama_weights *w, const float *tok, int B, int T, int told_cpu) {
     const af_llama_config *c = af_llama_weights_config(w);
     af_graph *g = af_graph_new();
+    if (told_cpu) af_graph_set_target(g, AF_TARGET_CPU);
     af_tensor *in[1 + MAXP];
     in[0] = af_input(g, "tokens", AF_F32, AF_SHAPE(B, T));
     int n = af_llama_params_new(g, w, in + 1, MAXP);
@@ -90,12 +93,15 @@ static void test_logits_match_host(void) {
             int B = 2, T = c->seq_len;
             float *tok = malloc(sizeof(float) * (size_t)(B * T));
             make_tokens(tok, B, T, c->vocab_size, 11u + (unsigned)mi);
-            float *logits = graph_logits(w, tok, B, T);
-            if (logits) {
-                double rel = diff_to_host(w, tok, logits, B, T);
-                CHECK(rel <= 1e-5, "model %s v%d: graph vs host logits differ by %.3g of the largest", models[mi], version, rel);
+            for (int told = 0; told <= 1; told++) {
+                float *logits = graph_logits(w, tok, B, T, told);
+                if (logits) {
+                    double rel = diff_to_host(w, tok, logits, B, T);
+                    CHECK(rel <= 1e-5, "model %s v%d (%s embedding): graph vs host logits differ by %.3g of the largest",
+                          models[mi], version, told ? "gather" : "one-hot", rel);
+                }
+                free(logits);
             }
-            free(logits);
             free(tok);
             af_llama_weights_free(w);
         }
@@ -104,7 +110,7 @@ static void test_logits_match_host(void) {
 /* ---------------------------------------------------------------- gradients */
 
 /* loss = mean next-token CE of the graph; grads by af_backward vs central differences. */
-static void test_gradients(const char *model) {
+static void test_gradients(const char *model, int told_cpu) {
     af_llama_weights *w = load_fixture(model, 1);
     if (!w) return;
     const af_llama_config *c = af_llama_weights_config(w);
@@ -115,6 +121,7 @@ static void test_gradients(const char *model) {
     for (int i = 0; i < B * T; i++) onehot[i * V + (int)(test_uniform(&r) * V)] = 1.0f;
 
     af_graph *g = af_graph_new();
+    if (told_cpu) af_graph_set_target(g, AF_TARGET_CPU); /* the gather's scatter-add gradient, else the one-hot matmul's */
     af_tensor *in[2 + MAXP], *out[1 + MAXP];
     in[0] = af_input(g, "tokens", AF_F32, AF_SHAPE(B, T));
     in[1] = af_input(g, "target", AF_F32, AF_SHAPE(B * T, V));
@@ -253,7 +260,7 @@ static void test_train_and_export(void) {
         CHECK(af_llama_save(trained, path, version) == AF_OK, "save: %s", af_error_message());
         af_llama_weights *back = af_llama_load(path, NULL);
         CHECK(back != NULL, "load: %s", af_error_message());
-        float *logits = back ? graph_logits(back, x, B, T) : NULL;
+        float *logits = back ? graph_logits(back, x, B, T, version) : NULL;
         double maxd = 0;
         for (int i = 0; logits && i < B * T * V; i++) maxd = fmax(maxd, fabs((double)logits[i] - pred[i]));
         CHECK(logits && maxd <= 1e-5, "v%d round trip: logits differ by %.3g", version, maxd);
@@ -280,10 +287,57 @@ static void test_train_and_export(void) {
     af_llama_weights_free(w);
 }
 
+/* On ane-sim (fp16, the engine's rules) the model compiles (the one-hot embedding: the
+ * engine has no scatter) and the same steps lower the loss too. */
+static void test_train_ane_sim(void) {
+    af_llama_config c;
+    CHECK(af_llama_preset("tiny", 16, &c) == AF_OK, "%s", af_error_message());
+    c.seq_len = 8;
+    c.n_layers = 1;
+    af_llama_weights *w = af_llama_weights_new(&c);
+    if (!w) return;
+    test_rng r = { 4 };
+    float *d = af_llama_weights_data(w);
+    for (int i = 0; i < af_llama_param_count(&c); i++) {
+        int64_t off;
+        af_shape s;
+        af_llama_param_at(&c, i, &off, &s, NULL);
+        for (int64_t j = 0; j < af_shape_count(s); j++) d[off + j] = s.rank == 1 ? 1.0f : (float)(0.02 * test_normal(&r));
+    }
+    const int B = 4, T = 8, V = 16;
+    af_net net = af_net_llama(w, T);
+    af_train_opts o = af_train_defaults();
+    o.objective = AF_OBJ_CUSTOM;
+    o.batch = o.eval_batch = B;
+    o.lr = 1e-2f;
+    o.compile.target = AF_TARGET_ANE_SIM;
+    af_trainer *t = af_trainer_new(&net, &o);
+    af_net_free(&net);
+    CHECK(t != NULL, "ane-sim trainer: %s", af_error_message());
+    float x[4 * 8], y[4 * 8 * 16] = { 0 };
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) {
+            x[b * T + i] = (float)((b + i) % 6);
+            y[(b * T + i) * V + (b + i + 1) % 6] = 1.0f;
+        }
+    af_step_info info;
+    double first = 0;
+    for (int s = 0; t && s < 30; s++) {
+        CHECK(af_trainer_step(t, x, y, &info) == AF_OK, "ane-sim step %d: %s", s, af_error_message());
+        if (s == 0) first = info.loss;
+    }
+    CHECK(t && info.skipped == 0 && info.loss < 0.2 * first, "ane-sim: loss %.4f -> %.4f", first, t ? info.loss : 0.0);
+    af_trainer_free(t);
+    af_llama_weights_free(w);
+}
+
 int main(void) {
     test_logits_match_host();
-    test_gradients("a");
-    test_gradients("b");
+    for (int told = 0; told <= 1; told++) {
+        test_gradients("a", told);
+        test_gradients("b", told);
+    }
+    test_train_ane_sim();
     test_train_and_export();
     return check_finish("llama_model");
 }

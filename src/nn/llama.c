@@ -7,6 +7,7 @@
 #include "ir/ir.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static const float LLAMA_EPS = 1e-5f; /* model.py's RMSNorm eps */
 
@@ -17,6 +18,24 @@ int af_llama_param_count(const af_llama_config *c) {
 
 /* x [N, in] @ w[out, in]^T: nn.Linear without bias. */
 static af_tensor *linear(af_tensor *x, af_tensor *w) { return af_matmul(x, w, 0, 1); }
+
+/* Token embedding rows for ids [B, T] as [B * T, D]. On a graph told it runs on the CPU
+ * (af_graph_set_target): the gather, whose gradient is a scatter-add. Otherwise, for a
+ * vocab whose ids are exact in fp16 (<= 2048): a one-hot matmul, onehot(ids) @ table,
+ * whose gradient onehot^T @ dy is a matmul too, because the engine has no scatter op
+ * (its rule names this remedy). A larger vocab keeps the gather: comparing ids beyond
+ * 2048 in fp16 would pick wrong rows silently, while the engine refuses the scatter
+ * with a clear message. */
+static af_tensor *embed(af_graph *g, af_tensor *table, af_tensor *ids, int64_t n, int vocab, int dim) {
+    if (g->cpu_only || vocab > 2048) return af_reshape(af_embedding(table, ids), AF_SHAPE(n, dim));
+    float *iota = malloc(sizeof(float) * (size_t)vocab);
+    if (!iota) { ir_graph_fail(g, "af_llama: out of memory"); return NULL; }
+    for (int v = 0; v < vocab; v++) iota[v] = (float)v;
+    af_tensor *row = af_const(g, "vocab_ids", AF_SHAPE(1, vocab), iota);
+    free(iota);
+    af_tensor *onehot = af_equal(af_reshape(ids, AF_SHAPE(n, 1)), row);
+    return af_matmul(onehot, table, 0, 0);
+}
 
 static bool shape_is(af_tensor *p, int64_t rows, int64_t cols) {
     af_shape s = af_tensor_shape(p);
@@ -62,7 +81,7 @@ af_tensor *af_llama(const af_llama_config *c, af_tensor *tokens, af_tensor *cons
         ir_graph_fail(g, "af_llama: a param's shape is not the config's (make them with af_llama_params_new)");
         return NULL;
     }
-    af_tensor *x = af_reshape(af_embedding(emb, tokens), AF_SHAPE(B * T, D)); /* rows (b, t) */
+    af_tensor *x = embed(g, emb, tokens, B * T, V, D); /* rows (b, t) */
     const int to_heads[4] = { 0, 2, 1, 3 };                                  /* [B,T,H,hs] <-> [B,H,T,hs] */
     for (int l = 0; l < L; l++) {
         af_tensor *h = af_rms_norm(x, rms_att[l], LLAMA_EPS);

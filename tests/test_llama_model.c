@@ -331,7 +331,39 @@ static void test_train_ane_sim(void) {
     af_llama_weights_free(w);
 }
 
+/* Bad input is refused with a message that names the problem, never a crash. */
+static void test_errors(void) {
+    af_llama_weights *w = load_fixture("b", 1);
+    if (!w) return;
+    const af_llama_config *c = af_llama_weights_config(w);
+    CHECK(af_llama_param_count(c) == 9 * 3 + 3, "model b (3 layers, separate classifier) has 30 params");
+    CHECK(af_llama_param_at(c, 30, NULL, NULL, NULL) == AF_ERR_INVALID && strstr(af_error_message(), "30"), "param 30: %s",
+          af_error_message());
+    af_shape s;
+    const char *name;
+    CHECK(af_llama_param_at(c, 2 + 3, NULL, &s, &name) == AF_OK && !strcmp(name, "wq") && s.rank == 2 &&
+          s.dim[0] == c->dim && s.dim[1] == c->dim, "param 5 is layer 1's wq");
+    af_graph *g = af_graph_new();
+    af_tensor *p[MAXP], *tok = af_input(g, "tokens", AF_F32, AF_SHAPE(1, 4));
+    int n = af_llama_params_new(g, w, p, MAXP);
+    af_tensor *keep = p[3];
+    p[3] = p[4]; /* wq where rms_att is expected */
+    CHECK(af_llama(c, tok, p) == NULL && strstr(af_graph_error(g), "shape"), "a misplaced param: %s", af_graph_error(g));
+    p[3] = keep;
+    af_graph *g2 = af_graph_new();
+    CHECK(af_llama(c, af_input(g2, "t", AF_F32, AF_SHAPE(4)), p) == NULL && strstr(af_graph_error(g2), "[batch, seq]"),
+          "rank-1 tokens: %s", af_graph_error(g2));
+    CHECK(af_llama(c, NULL, p) == NULL, "NULL tokens");
+    af_net net = af_net_llama(w, c->seq_len + 1);
+    CHECK(net.ctx == NULL && strstr(af_error_message(), "seq"), "seq beyond seq_len: %s", af_error_message());
+    CHECK(n == 30 && af_llama_weights_from_params(w, p, n - 1) == AF_ERR_INVALID, "a param short");
+    af_graph_free(g2);
+    af_graph_free(g);
+    af_llama_weights_free(w);
+}
+
 int main(void) {
+    test_errors();
     test_logits_match_host();
     for (int told = 0; told <= 1; told++) {
         test_gradients("a", told);

@@ -833,6 +833,41 @@ AF_API void af_llama_sampler_free(af_llama_sampler *s); /* NULL is fine */
  * non-finite logit, AF_ERR_INVALID on NULL. */
 AF_API int af_llama_sample(af_llama_sampler *s, const float *logits);
 
+/* ---------------------------------------------------------------- the trainable llama model
+ * llama2.c's model.py as a graph (src/nn/llama.c): token embedding; per layer RMSNorm
+ * (eps 1e-5), q, k, v projections, RoPE (af_rope, theta 10000), grouped KV heads, causal
+ * softmax attention scaled by 1/sqrt(head_size), the output projection and a residual,
+ * then RMSNorm, the SwiGLU FFN w2(silu(w1 x) * w3 x) and a residual; a final RMSNorm and
+ * the classifier (the token embedding when shared). Its params are llama2.c's tensors,
+ * one per layer, in llama2.c's order: token_embedding, rms_att[0..L-1], wq[..], wk[..],
+ * wv[..], wo[..], rms_ffn[..], w1[..], w2[..], w3[..], rms_final, then the classifier
+ * unless shared; matrices [out, in] as in the file, norms [dim]. The embedding is a gather
+ * on a graph told it runs on the CPU (af_graph_set_target; trainers tell theirs), else a
+ * one-hot matmul for a vocab <= 2048 (the engine has no scatter for the gather's
+ * gradient; ids beyond 2048 are not exact in fp16, so a larger vocab keeps the gather). */
+
+/* 9 * n_layers + 2 (+ 1 for a separate classifier), or -1 when c is NULL or has no layers. */
+AF_API int af_llama_param_count(const af_llama_config *c);
+/* Logits [B, T, vocab] for token ids tokens [B, T] (whole numbers as floats, T <= seq_len
+ * is the caller's business) from the af_llama_param_count params (in tokens' graph). */
+AF_API af_tensor *af_llama(const af_llama_config *c, af_tensor *tokens, af_tensor *const *params);
+/* Param i: where its values lie in af_llama_weights_data (*offset, floats), its shape
+ * and its tensor's name ("wq", ...). Out pointers may be NULL. */
+AF_API af_status af_llama_param_at(const af_llama_config *c, int i, int64_t *offset, af_shape *shape, const char **name);
+/* Creates the params in g initialised from w ("token_embedding", "layers.<l>.wq", ...),
+ * writes them to params (room for max) and returns how many, or -1. */
+AF_API int af_llama_params_new(af_graph *g, const af_llama_weights *w, af_tensor **params, int max);
+/* Copies param i's values (count(shape) floats) into w, e.g. from af_trainer_read_param,
+ * so trained models export with af_llama_save. */
+AF_API af_status af_llama_weights_set_param(af_llama_weights *w, int i, const float *values);
+/* Copies the master values (af_tensor_value) of all n params into w. */
+AF_API af_status af_llama_weights_from_params(af_llama_weights *w, af_tensor *const *params, int n);
+/* af_llama for the trainer (objective AF_OBJ_CUSTOM): samples are seq token ids
+ * (seq <= the config's seq_len), the output is the logits flattened to [B, seq * vocab],
+ * and the loss is the mean cross-entropy per token against one-hot targets [B, seq * vocab]
+ * (row t: the token after position t). Starts from a copy of init; release with af_net_free. */
+AF_API af_net af_net_llama(const af_llama_weights *init, int seq);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

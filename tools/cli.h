@@ -6,6 +6,7 @@ int cmd_data(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_train_llama(int argc, char **argv); /* `train llama`, dispatched by cmd_train */
 int cmd_mil(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

@@ -32,7 +32,8 @@ static void on_signal(int sig) { (void)sig; interrupted = 1; }
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: aneforge train {mlp|cnn} --data {mnist|fashion|cifar10} [options]\n\n"
+            "usage: aneforge train {mlp|cnn} --data {mnist|fashion|cifar10} [options]\n"
+            "       aneforge train llama --config tiny --data train.bin [options]   (see 'train llama --help')\n\n"
             "Trains a built-in model, evaluating on the test split after every epoch.\n\n"
             "options:\n"
             "  --epochs N            passes over the training set (default 5)\n"
@@ -231,6 +232,7 @@ static int load_ckpt(const char *path, af_trainer *t, const train_args *a, run_p
 }
 
 int cmd_train(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "llama")) return cmd_train_llama(argc - 1, argv + 1);
     train_args a = { 0 };
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;

@@ -1,0 +1,358 @@
+/* aneforge train llama: trains llama2.c's architecture (af_net_llama) with the generic
+ * trainer on a uint16 token file, in batches of random windows, reports train and
+ * validation loss (nats per token) and exports a llama2.c version-0 model file. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "cli_args.h"
+#include "cli_env.h"
+#include "train_progress.h"
+#include "aneforge.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    const char *config, *init, *data, *val, *tokenizer, *save, *log, *export_path, *target_spec;
+    long steps, seq, eval_every;
+    int json, threads;
+    uint64_t seed;
+    af_train_opts o;
+} llama_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: aneforge train llama (--config NAME | --init model.bin) --data train.bin [options]\n\n"
+            "Trains a llama2.c-architecture model on a token file (uint16 ids, llama2.c's .bin) in\n"
+            "batches of random windows of --seq + 1 tokens, and reports the loss in nats per token.\n\n"
+            "options:\n"
+            "  --config NAME         tiny, stories15m, stories42m or stories110m (random weights, seeded)\n"
+            "  --init PATH           start from a llama2.c model file instead (its config and vocab)\n"
+            "  --data PATH           training tokens\n"
+            "  --val PATH            validation tokens: the mean loss over the file in windows of --seq\n"
+            "  --tokenizer PATH      its vocab size sets the model's (else --init's, else max id + 1)\n"
+            "  --steps N             optimizer steps (default 100)\n"
+            "  --batch B             windows per step (default 8)\n"
+            "  --seq T               tokens per window (default 64; at most the config's seq_len)\n"
+            "  --lr X                peak learning rate (default 0.001)\n"
+            "  --optimizer, --schedule, --warmup, --weight-decay, --plan, --unroll, --precision,\n"
+            "  --target, --loss-scale, --threads   as for 'aneforge train mlp'\n"
+            "  --seed N              weights and windows (default 1)\n"
+            "  --eval-every K        validation loss every K steps (and at the end)\n"
+            "  --save PATH           trainer checkpoint at every evaluation and at the end\n"
+            "  --export PATH         write the trained model as a llama2.c version-0 file ('aneforge generate')\n"
+            "  --log FILE            append JSON lines (every 10 steps and every evaluation)\n"
+            "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n");
+}
+
+static int bad(const char *fmt, const char *a) {
+    fprintf(stderr, "aneforge train llama: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (try --help)\n");
+    return 2;
+}
+
+static int parse_args(int argc, char **argv, llama_args *a) {
+    a->o = af_train_defaults();
+    a->o.objective = AF_OBJ_CUSTOM;
+    a->o.batch = 8;
+    a->o.lr = 1e-3f;
+    a->o.schedule = AF_LR_COSINE;
+    a->o.weight_decay = 0.0f;
+    a->steps = 100;
+    a->seq = 64;
+    a->seed = 1;
+    a->o.loss_scale = 0;
+    int loss_scale_set = 0, precision_set = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
+        if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
+        if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
+        if (k[0] != '-') return bad("unexpected argument '%s'", k);
+        if (!v) return bad("%s needs a value", k);
+        i++;
+        if (!strcmp(k, "--config")) a->config = v;
+        else if (!strcmp(k, "--init")) a->init = v;
+        else if (!strcmp(k, "--data")) a->data = v;
+        else if (!strcmp(k, "--val")) a->val = v;
+        else if (!strcmp(k, "--tokenizer")) a->tokenizer = v;
+        else if (!strcmp(k, "--save")) a->save = v;
+        else if (!strcmp(k, "--export")) a->export_path = v;
+        else if (!strcmp(k, "--log")) a->log = v;
+        else if (!strcmp(k, "--target")) a->target_spec = v;
+        else if (!strcmp(k, "--steps")) { if (cli_parse_long(v, 1, 100000000, &a->steps)) return bad("--steps wants a positive integer, not '%s'", v); }
+        else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 65536, &a->seq)) return bad("--seq wants an integer in 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--eval-every")) { if (cli_parse_long(v, 1, 100000000, &a->eval_every)) return bad("--eval-every wants a positive integer, not '%s'", v); }
+        else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &n)) return bad("--batch wants an integer in 1..65536, not '%s'", v); a->o.batch = (int)n; }
+        else if (!strcmp(k, "--unroll")) { if (cli_parse_long(v, 1, 64, &n)) return bad("--unroll wants an integer in 1..64, not '%s'", v); a->o.unroll = (int)n; }
+        else if (!strcmp(k, "--threads")) { if (cli_parse_long(v, 1, 1024, &n)) return bad("--threads wants a positive integer, not '%s'", v); a->threads = (int)n; }
+        else if (!strcmp(k, "--warmup")) { if (cli_parse_long(v, 0, 100000000, &n)) return bad("--warmup wants a non-negative integer, not '%s'", v); a->o.warmup_steps = n; }
+        else if (!strcmp(k, "--seed")) { if (cli_parse_long(v, 0, 0x7fffffffL, &n)) return bad("--seed wants a non-negative integer, not '%s'", v); a->seed = (uint64_t)n; }
+        else if (!strcmp(k, "--lr")) { if (cli_parse_float(v, &a->o.lr) || !(a->o.lr > 0)) return bad("--lr wants a positive number, not '%s'", v); }
+        else if (!strcmp(k, "--weight-decay")) { if (cli_parse_float(v, &a->o.weight_decay) || a->o.weight_decay < 0) return bad("--weight-decay wants a number >= 0, not '%s'", v); }
+        else if (!strcmp(k, "--loss-scale")) { if (cli_parse_float(v, &a->o.loss_scale) || !(a->o.loss_scale > 0)) return bad("--loss-scale wants a positive number, not '%s'", v); loss_scale_set = 1; }
+        else if (!strcmp(k, "--optimizer")) {
+            if (!strcmp(v, "adam")) a->o.optimizer = AF_OPT_ADAM;
+            else if (!strcmp(v, "sgd")) a->o.optimizer = AF_OPT_SGD;
+            else return bad("--optimizer is adam or sgd, not '%s'", v);
+        } else if (!strcmp(k, "--schedule")) {
+            if (!strcmp(v, "constant")) a->o.schedule = AF_LR_CONSTANT;
+            else if (!strcmp(v, "cosine")) a->o.schedule = AF_LR_COSINE;
+            else return bad("--schedule is constant or cosine, not '%s'", v);
+        } else if (!strcmp(k, "--plan")) {
+            int p = -1;
+            for (int j = 0; j < 4; j++) if (!strcmp(v, af_plan_name((af_plan)j))) p = j;
+            if (p < 0) return bad("--plan is host, device, resident or unrolled, not '%s'", v);
+            a->o.plan = (af_plan)p;
+        } else if (!strcmp(k, "--precision")) {
+            if (!strcmp(v, "fp32")) a->o.compile.precision = AF_PRECISION_FP32;
+            else if (!strcmp(v, "fp16")) a->o.compile.precision = AF_PRECISION_FP16;
+            else return bad("--precision is fp32 or fp16, not '%s'", v);
+            precision_set = 1;
+        } else return bad("unknown option '%s'", k);
+    }
+    if (!a->config && !a->init) return bad("%s", "give --config tiny|stories15m|stories42m|stories110m or --init model.bin");
+    if (a->config && a->init) return bad("%s", "give --config or --init, not both (--init's file has its own config)");
+    if (!a->data) return bad("%s", "--data is required: a token file (uint16 ids, see 'aneforge data tokenize')");
+    if (a->target_spec && train_parse_target(a->target_spec, &a->o.compile)) return bad("--target: %s", af_error_message());
+    char env_err[300];
+    if (cli_env_compile(&a->o.compile, a->target_spec != NULL, env_err, sizeof env_err)) return bad("%s", env_err);
+    bool fp16 = a->o.compile.precision == AF_PRECISION_FP16 || (!precision_set && a->o.compile.target != AF_TARGET_CPU);
+    if (!loss_scale_set) a->o.loss_scale = fp16 ? 128.0f : 1.0f;
+    a->o.compile.threads = a->threads;
+    a->o.total_steps = a->steps;
+    a->o.eval_batch = a->o.batch;
+    return 0;
+}
+
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s) { return ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0; }
+
+/* model.py's initialisation: matrices N(0, 0.02), norms 1. */
+static void init_random(af_llama_weights *w, uint64_t seed) {
+    const af_llama_config *c = af_llama_weights_config(w);
+    float *d = af_llama_weights_data(w);
+    uint64_t s = seed * 0x2545F4914F6CDD1DULL + 7;
+    for (int i = 0; i < af_llama_param_count(c); i++) {
+        int64_t off;
+        af_shape sh;
+        af_llama_param_at(c, i, &off, &sh, NULL);
+        for (int64_t j = 0; j < af_shape_count(sh); j++) {
+            double normal = sqrt(-2.0 * log(uniform01(&s))) * cos(6.283185307179586 * uniform01(&s));
+            d[off + j] = sh.rank == 1 ? 1.0f : (float)(0.02 * normal);
+        }
+    }
+}
+
+/* The starting weights: --init's file, or the preset with the vocab from --tokenizer or the data. */
+static af_llama_weights *make_weights(const llama_args *a, const uint16_t *tokens, int64_t n) {
+    if (a->init) {
+        af_llama_weights *w = af_llama_load(a->init, NULL);
+        if (!w) fprintf(stderr, "aneforge train llama: --init: %s\n", af_error_message());
+        return w;
+    }
+    int vocab = 0;
+    if (a->tokenizer) {
+        af_tokenizer *tk = af_tokenizer_load(a->tokenizer);
+        if (!tk) { fprintf(stderr, "aneforge train llama: --tokenizer: %s\n", af_error_message()); return NULL; }
+        vocab = af_tokenizer_vocab_size(tk);
+        af_tokenizer_free(tk);
+    } else
+        for (int64_t i = 0; i < n; i++) vocab = tokens[i] + 1 > vocab ? tokens[i] + 1 : vocab;
+    af_llama_config c;
+    if (af_llama_preset(a->config, vocab, &c)) { fprintf(stderr, "aneforge train llama: --config: %s\n", af_error_message()); return NULL; }
+    af_llama_weights *w = af_llama_weights_new(&c);
+    if (!w) { fprintf(stderr, "aneforge train llama: %s\n", af_error_message()); return NULL; }
+    init_random(w, a->seed);
+    return w;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Window starting at tokens[start]: inputs x[T], one-hot next tokens y[T * V]. */
+static void fill_window(const uint16_t *tokens, int64_t start, int T, int V, float *x, float *y) {
+    if (y) memset(y, 0, (size_t)T * (size_t)V * sizeof *y);
+    for (int i = 0; i < T; i++) {
+        x[i] = (float)tokens[start + i];
+        if (y) y[(int64_t)i * V + tokens[start + i + 1]] = 1.0f;
+    }
+}
+
+/* Mean nats per token over the file: windows of T+1 tokens at stride T, predicted in
+ * batches, cross-entropy from the logits on the host in double. -1 on failure. */
+static double val_loss(af_trainer *t, const uint16_t *tokens, int64_t n, int T, int V, int B, float *x, float *out) {
+    int64_t windows = (n - 1) / T;
+    double sum = 0;
+    int64_t count = 0;
+    for (int64_t w0 = 0; w0 < windows; w0 += B) {
+        int m = (int)(windows - w0 < B ? windows - w0 : B);
+        for (int b = 0; b < m; b++) fill_window(tokens, (w0 + b) * T, T, V, x + (int64_t)b * T, NULL);
+        if (af_trainer_predict(t, m, x, out)) return -1;
+        for (int b = 0; b < m; b++)
+            for (int i = 0; i < T; i++) {
+                const float *l = out + ((int64_t)b * T + i) * V;
+                double mx = l[0], s = 0;
+                for (int v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+                for (int v = 0; v < V; v++) s += exp(l[v] - mx);
+                sum += mx + log(s) - l[tokens[(w0 + b) * T + i + 1]];
+                count++;
+            }
+    }
+    return sum / (double)count;
+}
+
+/* Trained values back into w for the export. */
+static int read_back(af_trainer *t, af_llama_weights *w) {
+    const af_llama_config *c = af_llama_weights_config(w);
+    for (int i = 0; i < af_trainer_num_params(t); i++) {
+        af_shape sh;
+        af_llama_param_at(c, i, NULL, &sh, NULL);
+        float *v = malloc((size_t)af_shape_count(sh) * sizeof *v);
+        int fail = !v || af_trainer_read_param(t, i, v) || af_llama_weights_set_param(w, i, v);
+        free(v);
+        if (fail) return 1;
+    }
+    return 0;
+}
+
+static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, int64_t ntrain, const uint16_t *val,
+               int64_t nval) {
+    const af_llama_config *c = af_llama_weights_config(w);
+    const int T = (int)a->seq, V = c->vocab_size, B = a->o.batch;
+    af_net net = af_net_llama(w, T);
+    af_trainer *t = net.ctx ? af_trainer_new(&net, &a->o) : NULL;
+    af_net_free(&net);
+    if (!t) { fprintf(stderr, "aneforge train llama: %s\n", af_error_message()); return 1; }
+    int k = af_trainer_steps_per_call(t), rc = 0;
+    FILE *logf = a->log ? fopen(a->log, "a") : NULL;
+    if (a->log && !logf) { fprintf(stderr, "aneforge train llama: cannot open log %s: %s\n", a->log, strerror(errno)); rc = 1; }
+    int64_t per_call = (int64_t)B * k;
+    float *x = malloc((size_t)(per_call * T) * sizeof(float)), *y = malloc((size_t)(per_call * T * V) * sizeof(float));
+    float *out = malloc((size_t)((int64_t)B * T * V) * sizeof(float));
+    if (!rc && (!x || !y || !out)) { fprintf(stderr, "aneforge train llama: out of memory\n"); rc = 1; }
+    progress pr;
+    progress_init(&pr, &a->o, 1, (a->steps + k - 1) / k * k, a->json);
+    uint64_t rng = a->seed * 0x9E3779B97F4A7C15ULL + 11;
+    double train_s = 0, recent[10] = { 0 }, vl = -1;
+    int64_t steps_run = 0, calls = 0;
+    af_step_info info = { 0 };
+    while (!rc && steps_run < a->steps) {
+        for (int64_t b = 0; b < per_call; b++) {
+            int64_t start = (int64_t)(next_u64(&rng) % (uint64_t)(ntrain - T));
+            fill_window(train, start, T, V, x + b * T, y + b * T * V);
+        }
+        double t0 = now_s();
+        if (af_trainer_step(t, x, y, &info)) { fprintf(stderr, "\naneforge train llama: step failed: %s\n", af_error_message()); rc = 1; break; }
+        train_s += now_s() - t0;
+        steps_run += k;
+        recent[calls++ % 10] = info.loss;
+        double mean = 0;
+        int nr = calls < 10 ? (int)calls : 10;
+        for (int i = 0; i < nr; i++) mean += recent[i] / nr;
+        progress_step(&pr, 0, steps_run, &info, mean, 0, train_s / (double)steps_run);
+        if (logf && (calls % 10 == 1 || steps_run >= a->steps))
+            fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld}\n",
+                    (long long)info.step, info.loss, af_metric_source_name(info.metric_source), info.lr, info.loss_scale,
+                    (long long)info.skipped);
+        bool eval_now = steps_run >= a->steps || (a->eval_every && steps_run % a->eval_every < k);
+        if (eval_now && val) {
+            vl = val_loss(t, val, nval, T, V, B, x, out);
+            if (vl < 0) { fprintf(stderr, "\naneforge train llama: validation: %s\n", af_error_message()); rc = 1; break; }
+            if (!pr.quiet) fprintf(stderr, "step %lld: val loss %.4f, train loss %.4f\n", (long long)steps_run, vl, mean);
+            if (logf) fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f}\n", (long long)steps_run, vl, mean);
+        }
+        if (eval_now && a->save && af_trainer_save(t, a->save)) {
+            fprintf(stderr, "aneforge train llama: could not save %s: %s\n", a->save, af_error_message());
+            rc = 1;
+        }
+    }
+    if (logf) fclose(logf);
+    if (!rc && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {
+        fprintf(stderr, "aneforge train llama: --export %s: %s\n", a->export_path, af_error_message());
+        rc = 1;
+    }
+    if (!rc) {
+        af_stats total;
+        af_trainer_stats(t, &total);
+        progress_finish(&pr, t, &total, steps_run);
+        double mean = 0;
+        int nr = calls < 10 ? (int)calls : 10;
+        for (int i = 0; i < nr; i++) mean += recent[i] / nr;
+        if (a->json) {
+            printf("{\"train_loss\":%.6f,\"loss_source\":\"%s\",", mean, af_metric_source_name(info.metric_source));
+            if (val) printf("\"val_loss\":%.6f,", vl);
+            else printf("\"val_loss\":null,");
+            printf("\"vocab\":%d,\"steps\":%lld,\"tokens_per_s\":%.1f,\"ms_per_step\":%.4f,\"seconds\":%.2f%s}\n", V,
+                   (long long)steps_run, train_s > 0 ? (double)steps_run * B * T / train_s : 0.0,
+                   1000.0 * train_s / (double)steps_run, train_s, progress_json_extra(&pr, t, &total, steps_run));
+        } else if (!pr.quiet)
+            fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)steps_run, mean, log((double)V));
+    }
+    free(x);
+    free(y);
+    free(out);
+    af_trainer_free(t);
+    return rc;
+}
+
+int cmd_train_llama(int argc, char **argv) {
+    llama_args a = { 0 };
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    uint16_t *train = NULL, *val = NULL;
+    int64_t ntrain = 0, nval = 0;
+    if (af_tokens_read(a.data, 0, &train, &ntrain)) {
+        fprintf(stderr, "aneforge train llama: --data: %s\n", af_error_message());
+        return 2;
+    }
+    if (a.val && af_tokens_read(a.val, 0, &val, &nval)) {
+        fprintf(stderr, "aneforge train llama: --val: %s\n", af_error_message());
+        free(train);
+        return 2;
+    }
+    /* Sizes first: an empty file has no vocab to derive. */
+    if (ntrain < a.seq + 2 || (val && nval < a.seq + 1)) {
+        bool t = ntrain < a.seq + 2;
+        fprintf(stderr, "aneforge train llama: %s has %lld tokens, too few for one window of --seq %ld + 1; lower --seq\n",
+                t ? a.data : a.val, (long long)(t ? ntrain : nval), a.seq);
+        free(train);
+        free(val);
+        return 2;
+    }
+    af_llama_weights *w = make_weights(&a, train, ntrain);
+    rc = w ? 0 : 2;
+    const af_llama_config *c = w ? af_llama_weights_config(w) : NULL;
+    int64_t maxid = -1;
+    for (int64_t i = 0; c && i < ntrain; i++) maxid = train[i] > maxid ? train[i] : maxid;
+    for (int64_t i = 0; c && i < nval; i++) maxid = val[i] > maxid ? val[i] : maxid;
+    if (!rc && maxid >= c->vocab_size) {
+        fprintf(stderr, "aneforge train llama: the data holds id %lld but the model's vocab is %d: give the tokenizer that made it\n",
+                (long long)maxid, c->vocab_size);
+        rc = 2;
+    }
+    if (!rc && a.seq > c->seq_len) {
+        fprintf(stderr, "aneforge train llama: --seq %ld is longer than the model's seq_len %d\n", a.seq, c->seq_len);
+        rc = 2;
+    }
+    if (!rc) rc = run(&a, w, train, ntrain, val, nval);
+    af_llama_weights_free(w);
+    free(train);
+    free(val);
+    return rc;
+}

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cli_env.h"
+#include "train_opts.h"
 #include "train_progress.h"
 #include "aneforge.h"
 #include "ir/ir.h"
@@ -21,10 +22,9 @@
 
 typedef struct {
     const char *model, *data, *save, *resume, *log;
-    int epochs, json, threads, limit;
+    int epochs, json, limit;
     uint64_t seed;
     af_train_opts o;
-    const char *target_spec;
 } train_args;
 
 static volatile sig_atomic_t interrupted;
@@ -83,7 +83,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     a->epochs = 5;
     a->seed = 1;
     a->o.loss_scale = 0;
-    int loss_scale_set = 0, precision_set = 0;
+    train_opt_flags flags = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long n;
@@ -98,36 +98,13 @@ static int parse_args(int argc, char **argv, train_args *a) {
         if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
         if (!v) return bad("%s needs a value", k);
         i++;
+        int r = train_opt_parse(k, v, &a->o, &flags, "aneforge train");
+        if (r < 0) return 2;
+        if (r) continue;
         if (!strcmp(k, "--data")) a->data = v;
         else if (!strcmp(k, "--epochs")) { if (cli_parse_long(v, 1, 100000, &n)) return bad("--epochs wants a positive integer, not '%s'", v); a->epochs = (int)n; }
-        else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &n)) return bad("--batch wants an integer in 1..65536, not '%s'", v); a->o.batch = (int)n; }
-        else if (!strcmp(k, "--unroll")) { if (cli_parse_long(v, 1, 64, &n)) return bad("--unroll wants an integer in 1..64, not '%s'", v); a->o.unroll = (int)n; }
-        else if (!strcmp(k, "--threads")) { if (cli_parse_long(v, 1, 1024, &n)) return bad("--threads wants a positive integer, not '%s'", v); a->threads = (int)n; }
         else if (!strcmp(k, "--limit")) { if (cli_parse_long(v, 1, 100000000, &n)) return bad("--limit wants a positive integer, not '%s'", v); a->limit = (int)n; }
-        else if (!strcmp(k, "--warmup")) { if (cli_parse_long(v, 0, 100000000, &n)) return bad("--warmup wants a non-negative integer, not '%s'", v); a->o.warmup_steps = n; }
         else if (!strcmp(k, "--seed")) { if (cli_parse_long(v, 0, 0x7fffffffL, &n)) return bad("--seed wants a non-negative integer, not '%s'", v); a->seed = (uint64_t)n; }
-        else if (!strcmp(k, "--lr")) { if (cli_parse_float(v, &a->o.lr) || !(a->o.lr > 0)) return bad("--lr wants a positive number, not '%s'", v); }
-        else if (!strcmp(k, "--weight-decay")) { if (cli_parse_float(v, &a->o.weight_decay) || a->o.weight_decay < 0) return bad("--weight-decay wants a number >= 0, not '%s'", v); }
-        else if (!strcmp(k, "--loss-scale")) { if (cli_parse_float(v, &a->o.loss_scale) || !(a->o.loss_scale > 0)) return bad("--loss-scale wants a positive number, not '%s'", v); loss_scale_set = 1; }
-        else if (!strcmp(k, "--optimizer")) {
-            if (!strcmp(v, "adam")) a->o.optimizer = AF_OPT_ADAM;
-            else if (!strcmp(v, "sgd")) a->o.optimizer = AF_OPT_SGD;
-            else return bad("--optimizer is adam or sgd, not '%s'", v);
-        } else if (!strcmp(k, "--schedule")) {
-            if (!strcmp(v, "constant")) a->o.schedule = AF_LR_CONSTANT;
-            else if (!strcmp(v, "cosine")) a->o.schedule = AF_LR_COSINE;
-            else return bad("--schedule is constant or cosine, not '%s'", v);
-        } else if (!strcmp(k, "--plan")) {
-            int p = -1;
-            for (int j = 0; j < 4; j++) if (!strcmp(v, af_plan_name((af_plan)j))) p = j;
-            if (p < 0) return bad("--plan is host, device, resident or unrolled, not '%s'", v);
-            a->o.plan = (af_plan)p;
-        } else if (!strcmp(k, "--precision")) {
-            if (!strcmp(v, "fp32")) a->o.compile.precision = AF_PRECISION_FP32;
-            else if (!strcmp(v, "fp16")) a->o.compile.precision = AF_PRECISION_FP16;
-            else return bad("--precision is fp32 or fp16, not '%s'", v);
-            precision_set = 1;
-        } else if (!strcmp(k, "--target")) a->target_spec = v;
         else if (!strcmp(k, "--save")) a->save = v;
         else if (!strcmp(k, "--resume")) a->resume = v;
         else if (!strcmp(k, "--log")) a->log = v;
@@ -136,12 +113,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!a->model) return bad("%s", "name a model: mlp or cnn");
     if (strcmp(a->model, "mlp") && strcmp(a->model, "cnn")) return bad("the model is mlp or cnn, not '%s'", a->model);
     if (!a->data) return bad("%s", "--data is required: mnist, fashion or cifar10");
-    if (a->target_spec && train_parse_target(a->target_spec, &a->o.compile)) return bad("--target: %s", af_error_message());
-    char env_err[300];
-    if (cli_env_compile(&a->o.compile, a->target_spec != NULL, env_err, sizeof env_err)) return bad("%s", env_err);
-    bool fp16 = a->o.compile.precision == AF_PRECISION_FP16 || (!precision_set && a->o.compile.target != AF_TARGET_CPU);
-    if (!loss_scale_set) a->o.loss_scale = fp16 ? 128.0f : 1.0f; /* keeps fp16 Adam moments inside fp16's range */
-    a->o.compile.threads = a->threads;
+    if (train_opt_finish(&a->o, &flags, "aneforge train")) return 2;
     return 0;
 }
 

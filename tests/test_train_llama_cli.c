@@ -124,6 +124,21 @@ int main(void) {
     for (int i = 0; i <= 20; i++) snprintf(want + strlen(want), sizeof want - strlen(want), i ? " %d" : "%d", pattern[i % 9]);
     CHECK(rc == 0 && !strncmp(out, want, strlen(want)), "generate exit %d: '%s', want '%s'", rc, out, want);
 
+    /* --init starts from the exported weights: at a negligible learning rate the val loss stays. */
+    snprintf(args, sizeof args, "train llama --init %s --data %s --val %s --steps 1 --batch 4 --seq %d --lr 1e-9 --json",
+             outp, trainp, valp, T);
+    rc = run_cli(args, 0, out, sizeof out);
+    CHECK(rc == 0 && fabs(json_num(out, "val_loss") - val_loss) < 1e-4, "--init val_loss %.6f vs %.6f (exit %d)",
+          json_num(out, "val_loss"), val_loss, rc);
+    char tokp0[256];
+    snprintf(tokp0, sizeof tokp0, "%s/tok.bin", dir);
+    af_tokenizer *bytes0 = af_tokenizer_byte_level();
+    CHECK(bytes0 && af_tokenizer_save(bytes0, tokp0) == AF_OK, "byte tokenizer: %s", af_error_message());
+    af_tokenizer_free(bytes0);
+    snprintf(args, sizeof args, "train llama --init %s --data %s --tokenizer %s --seq 8", outp, trainp, tokp0);
+    rc = run_cli(args, 1, out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "own tokenizer"), "--init with another vocab's tokenizer: exit %d, '%s'", rc, out);
+
     /* Seeded: the same run gives the same losses. */
     snprintf(args, sizeof args, "train llama --config tiny --data %s --val %s --steps 10 --batch 4 --seq %d --seed 9 --json",
              trainp, valp, T);
@@ -159,16 +174,12 @@ int main(void) {
         CHECK(rc == 2 && strstr(out, bad[i].says), "'%s': exit %d, '%s' (want 2 and '%s')", a2, rc, out, bad[i].says);
     }
     /* A data id beyond the tokenizer's vocab: the byte-level tokenizer has 259; ids 300.. are not in it. */
-    char tokp[256], bigp[256];
-    snprintf(tokp, sizeof tokp, "%s/tok.bin", dir);
+    char bigp[256];
     snprintf(bigp, sizeof bigp, "%s/big.bin", dir);
-    af_tokenizer *bytes = af_tokenizer_byte_level();
-    CHECK(bytes && af_tokenizer_save(bytes, tokp) == AF_OK, "byte tokenizer: %s", af_error_message());
-    af_tokenizer_free(bytes);
     uint16_t big[64];
     for (int i = 0; i < 64; i++) big[i] = (uint16_t)(300 + i % 5);
     CHECK(af_tokens_write(bigp, big, 64) == AF_OK, "write");
-    snprintf(args, sizeof args, "train llama --config tiny --data %s --tokenizer %s --seq 8", bigp, tokp);
+    snprintf(args, sizeof args, "train llama --config tiny --data %s --tokenizer %s --seq 8", bigp, tokp0);
     rc = run_cli(args, 1, out, sizeof out);
     CHECK(rc == 2 && strstr(out, "vocab is 259"), "id beyond the vocab: exit %d, '%s'", rc, out);
 

@@ -130,19 +130,25 @@ static void init_random(af_llama_weights *w, uint64_t seed) {
 
 /* The starting weights: --init's file, or the preset with the vocab from --tokenizer or the data. */
 static af_llama_weights *make_weights(const llama_args *a, const uint16_t *tokens, int64_t n) {
-    if (a->init) {
-        af_llama_weights *w = af_llama_load(a->init, NULL);
-        if (!w) fprintf(stderr, "aneforge train llama: --init: %s\n", af_error_message());
-        return w;
-    }
     int vocab = 0;
     if (a->tokenizer) {
         af_tokenizer *tk = af_tokenizer_load(a->tokenizer);
         if (!tk) { fprintf(stderr, "aneforge train llama: --tokenizer: %s\n", af_error_message()); return NULL; }
         vocab = af_tokenizer_vocab_size(tk);
         af_tokenizer_free(tk);
-    } else
+    } else if (!a->init)
         for (int64_t i = 0; i < n; i++) vocab = tokens[i] + 1 > vocab ? tokens[i] + 1 : vocab;
+    if (a->init) {
+        af_llama_weights *w = af_llama_load(a->init, NULL);
+        if (!w) fprintf(stderr, "aneforge train llama: --init: %s\n", af_error_message());
+        else if (vocab && af_llama_weights_config(w)->vocab_size != vocab) {
+            fprintf(stderr, "aneforge train llama: %s has a vocab of %d but the tokenizer %d: give the model's own tokenizer\n",
+                    a->init, af_llama_weights_config(w)->vocab_size, vocab);
+            af_llama_weights_free(w);
+            w = NULL;
+        }
+        return w;
+    }
     af_llama_config c;
     if (af_llama_preset(a->config, vocab, &c)) { fprintf(stderr, "aneforge train llama: --config: %s\n", af_error_message()); return NULL; }
     af_llama_weights *w = af_llama_weights_new(&c);

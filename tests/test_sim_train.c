@@ -8,6 +8,7 @@
 #include "aneforge.h"
 #include "ane/guards.h"
 #include "support/check.h"
+#include "support/clusters.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,41 +18,12 @@ static const af_plan plans[4] = { AF_PLAN_HOST, AF_PLAN_DEVICE, AF_PLAN_RESIDENT
 
 /* ------------------------------------------------------------------ clusters */
 
-enum { D = 8, H = 16, C = 4, B = 32 };
-
-static int mlp_params(void *ctx, af_graph *g, af_tensor **p, int max) {
-    (void)ctx;
-    test_rng r = { 42 };
-    float w1[H * D], w2[C * H];
-    for (int i = 0; i < H * D; i++) w1[i] = (float)(test_normal(&r) * 0.5);
-    for (int i = 0; i < C * H; i++) w2[i] = (float)(test_normal(&r) * 0.35);
-    if (max < 4) return -1;
-    p[0] = af_parameter(g, "w1", AF_SHAPE(H, D), w1);
-    p[1] = af_parameter(g, "b1", AF_SHAPE(H), NULL);
-    p[2] = af_parameter(g, "w2", AF_SHAPE(C, H), w2);
-    p[3] = af_parameter(g, "b2", AF_SHAPE(C), NULL);
-    return 4;
-}
-
-static af_tensor *mlp_forward(void *ctx, af_tensor *x, af_tensor *const *w) {
-    (void)ctx;
-    return af_linear(af_relu(af_linear(x, w[0], w[1])), w[2], w[3]);
-}
-
-/* Batch i of a fixed stream: class k's samples sit around centre k. */
-static void clusters(int i, int nb, float *x, float *y) {
-    test_rng r = { 1000u + (unsigned)i };
-    for (int b = 0; b < nb * B; b++) {
-        int k = (int)(test_uniform(&r) * C);
-        for (int d = 0; d < D; d++) x[b * D + d] = (float)((d % C == k ? 2.0 : 0.0) + 0.5 * test_normal(&r));
-        for (int c = 0; c < C; c++) y[b * C + c] = c == k;
-    }
-}
+enum { D = CL_D, H = CL_H, C = CL_C, B = CL_B };
 
 /* 160 steps of Adam (lr 0.01, loss scale 128 as the CLI uses in fp16): the loss starts above 1
  * (ln 4 = 1.39 at chance) and must end below 0.15, with no step skipped. */
 static void clusters_learn(af_family_id fam, af_plan plan) {
-    af_net net = { .make_params = mlp_params, .forward = mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
+    af_net net = { .make_params = clusters_mlp_params, .forward = clusters_mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
     af_train_opts o = af_train_defaults();
     o.plan = plan;
     o.batch = B;
@@ -71,7 +43,7 @@ static void clusters_learn(af_family_id fam, af_plan plan) {
     af_step_info info = { 0 };
     double first = 0, last = 0;
     for (int i = 0; x && y && i < 160 / k; i++) {
-        clusters(i, k, x, y);
+        clusters_batch(i, k, x, y);
         af_status st = af_trainer_step(t, x, y, &info);
         CHECK(st == AF_OK, "%s %s step: %s", name, pn, af_error_message());
         if (st) break;

@@ -3,47 +3,18 @@
  * resuming from a checkpoint is bit-identical to an uninterrupted fp32 run. */
 #include "aneforge.h"
 #include "support/check.h"
+#include "support/clusters.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { D = 8, H = 16, C = 4, B = 32 };
+enum { D = CL_D, H = CL_H, C = CL_C, B = CL_B };
 
-typedef struct { unsigned long long seed; } mlp_ctx;
-
-static int mlp_params(void *ctx, af_graph *g, af_tensor **p, int max) {
-    mlp_ctx *c = ctx;
-    test_rng r = { c->seed };
-    float w1[H * D], w2[C * H];
-    for (int i = 0; i < H * D; i++) w1[i] = (float)(test_normal(&r) * 0.5);
-    for (int i = 0; i < C * H; i++) w2[i] = (float)(test_normal(&r) * 0.35);
-    if (max < 4) return -1;
-    p[0] = af_parameter(g, "w1", AF_SHAPE(H, D), w1);
-    p[1] = af_parameter(g, "b1", AF_SHAPE(H), NULL);
-    p[2] = af_parameter(g, "w2", AF_SHAPE(C, H), w2);
-    p[3] = af_parameter(g, "b2", AF_SHAPE(C), NULL);
-    return 4;
-}
-
-static af_tensor *mlp_forward(void *ctx, af_tensor *x, af_tensor *const *w) {
-    (void)ctx;
-    return af_linear(af_relu(af_linear(x, w[0], w[1])), w[2], w[3]);
-}
-
-/* Batch `i` of a fixed stream: class k's samples sit around centre k. */
-static void make_batch(int i, int nb, float *x, float *y) {
-    test_rng r = { 1000u + (unsigned)i };
-    for (int b = 0; b < nb * B; b++) {
-        int k = (int)(test_uniform(&r) * C);
-        for (int d = 0; d < D; d++) x[b * D + d] = (float)((d % C == k ? 2.0 : 0.0) + 0.5 * test_normal(&r));
-        for (int c = 0; c < C; c++) y[b * C + c] = c == k;
-    }
-}
 
 static af_trainer *make(af_plan plan, af_precision prec, float scale) {
-    static mlp_ctx ctx = { 42 };
-    af_net net = { .ctx = &ctx, .make_params = mlp_params, .forward = mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
+    static clusters_ctx ctx = { 42 };
+    af_net net = { .ctx = &ctx, .make_params = clusters_mlp_params, .forward = clusters_mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
     af_train_opts o = af_train_defaults();
     o.plan = plan;
     o.batch = B;
@@ -67,7 +38,7 @@ static void train_to_low_loss(af_plan plan, af_precision prec) {
     af_step_info info;
     double first = 0, last = 0;
     for (int i = 0; i < 160 / k; i++) {
-        make_batch(i, k, x, y);
+        clusters_batch(i, k, x, y);
         CHECK(af_trainer_step(t, x, y, &info) == AF_OK, "%s step: %s", af_plan_name(plan), af_error_message());
         if (i == 0) first = info.loss;
         last = info.loss;
@@ -77,7 +48,7 @@ static void train_to_low_loss(af_plan plan, af_precision prec) {
     CHECK(info.accuracy > 0.9, "%s: batch accuracy %.3f", af_plan_name(plan), info.accuracy);
     /* The separate evaluation program agrees on held-out data. */
     static float xe[4 * B * D], ye[4 * B * C], out[100 * C];
-    make_batch(999, 4, xe, ye); /* held out: a stream index training never uses */
+    clusters_batch(999, 4, xe, ye); /* held out: a stream index training never uses */
     CHECK(af_trainer_predict(t, 100, xe, out) == AF_OK, "predict: %s", af_error_message());
     int correct = 0;
     for (int b = 0; b < 100; b++) {
@@ -110,7 +81,7 @@ static void skip_nonfinite(af_plan plan) {
     int k = af_trainer_steps_per_call(t);
     float *x = malloc(sizeof(float) * k * B * D), *y = malloc(sizeof(float) * k * B * C);
     af_step_info info;
-    for (int i = 0; i < 3; i++) { make_batch(i, k, x, y); step_ok(t, x, y, &info); }
+    for (int i = 0; i < 3; i++) { clusters_batch(i, k, x, y); step_ok(t, x, y, &info); }
     float before[NPARAM], after[NPARAM];
     char path[64], path2[64];
     snprintf(path, sizeof path, "/tmp/af_test_skip_%d_a.ckpt", (int)getpid());
@@ -118,7 +89,7 @@ static void skip_nonfinite(af_plan plan) {
     read_all(t, before);
     CHECK(af_trainer_save(t, path) == AF_OK, "save: %s", af_error_message());
     int64_t steps = info.step;
-    make_batch(7, k, x, y);
+    clusters_batch(7, k, x, y);
     for (int s = 0; s < k; s++) x[s * B * D + 3] = 1.0f / 0.0f; /* every step of the block overflows */
     CHECK(af_trainer_step(t, x, y, &info) == AF_OK, "inf step");
     read_all(t, after);
@@ -130,7 +101,7 @@ static void skip_nonfinite(af_plan plan) {
     af_trainer *u = make(plan, AF_PRECISION_FP32, 1.0f), *w = make(plan, AF_PRECISION_FP32, 1.0f);
     if (u && w) {
         CHECK(af_trainer_load(u, path) == AF_OK && af_trainer_load(w, path2) == AF_OK, "load: %s", af_error_message());
-        make_batch(8, k, x, y);
+        clusters_batch(8, k, x, y);
         step_ok(u, x, y, NULL);
         step_ok(w, x, y, NULL);
         read_all(u, before);
@@ -154,13 +125,13 @@ static void resume_bit_identical(af_plan plan) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/af_test_resume_%d.ckpt", (int)getpid());
     for (int i = 0; i < 12; i++) {
-        make_batch(i, k, x, y);
+        clusters_batch(i, k, x, y);
         step_ok(a, x, y, NULL);
         if (i == 5) CHECK(af_trainer_save(a, path) == AF_OK, "save: %s", af_error_message());
     }
     CHECK(af_trainer_load(b, path) == AF_OK, "load: %s", af_error_message());
     for (int i = 6; i < 12; i++) {
-        make_batch(i, k, x, y);
+        clusters_batch(i, k, x, y);
         step_ok(b, x, y, NULL);
     }
     float pa[NPARAM], pb[NPARAM];
@@ -177,8 +148,8 @@ static void resume_bit_identical(af_plan plan) {
 /* The dynamic loss scale halves on an overflowing step and doubles after
  * scale_growth_interval clean ones, on the host and inside resident programs alike. */
 static void dynamic_scale(af_plan plan) {
-    static mlp_ctx ctx = { 42 };
-    af_net net = { .ctx = &ctx, .make_params = mlp_params, .forward = mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
+    static clusters_ctx ctx = { 42 };
+    af_net net = { .ctx = &ctx, .make_params = clusters_mlp_params, .forward = clusters_mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
     af_train_opts o = af_train_defaults();
     o.plan = plan;
     o.batch = B;
@@ -191,13 +162,13 @@ static void dynamic_scale(af_plan plan) {
     if (!t) return;
     float x[B * D], y[B * C];
     af_step_info info;
-    make_batch(0, 1, x, y);
+    clusters_batch(0, 1, x, y);
     x[5] = 1.0f / 0.0f;
     step_ok(t, x, y, &info);
     CHECK(info.skipped_now == 1 && info.loss_scale == 1024.0f, "%s: the overflowing step ran at 1024 and was skipped", af_plan_name(plan));
     float scales[4];
     for (int i = 0; i < 4; i++) {
-        make_batch(i + 1, 1, x, y);
+        clusters_batch(i + 1, 1, x, y);
         step_ok(t, x, y, &info);
         scales[i] = info.loss_scale;
     }
@@ -239,8 +210,8 @@ static void cnn_cifar_shape(af_plan plan) {
 static void bad_options(void) {
     af_net net = { 0 };
     CHECK(af_trainer_new(&net, NULL) == NULL && strstr(af_error_message(), "make_params"), "empty net: %s", af_error_message());
-    static mlp_ctx ctx = { 1 };
-    af_net ok = { .ctx = &ctx, .make_params = mlp_params, .forward = mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
+    static clusters_ctx ctx = { 1 };
+    af_net ok = { .ctx = &ctx, .make_params = clusters_mlp_params, .forward = clusters_mlp_forward, .sample = AF_SHAPE(D), .out_dim = C };
     af_train_opts o = af_train_defaults();
     o.lr = -1;
     CHECK(af_trainer_new(&ok, &o) == NULL && strstr(af_error_message(), "learning rate"), "negative lr: %s", af_error_message());

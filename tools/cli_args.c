@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int cli_parse_long(const char *s, long lo, long hi, long *out) {
@@ -12,6 +14,16 @@ int cli_parse_long(const char *s, long lo, long hi, long *out) {
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = v;
     return 0;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (try --help)\n");
+    va_end(ap);
+    return 2;
 }
 
 int cli_parse_float(const char *s, float *out) {

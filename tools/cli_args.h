@@ -5,4 +5,6 @@
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 /* A finite number with nothing after it: 0, else -1. */
 int cli_parse_float(const char *s, float *out);
+/* Prints "CMD: <message> (try --help)" on stderr; returns 2, the usage-error exit code. */
+int cli_usage_error(const char *cmd, const char *fmt, ...);
 #endif

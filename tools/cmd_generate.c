@@ -45,12 +45,7 @@ static void usage(FILE *f) {
             "BOS (1), as in run.c.\n");
 }
 
-static int bad(const char *fmt, const char *a) {
-    fprintf(stderr, "aneforge generate: ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, " (try --help)\n");
-    return 2;
-}
+static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge generate", fmt, a); }
 
 static int parse_args(int argc, char **argv, gen_args *a) {
     *a = (gen_args){ .steps = 256, .temperature = 1.0f, .top_p = 0.9f };

@@ -66,12 +66,7 @@ static void usage(FILE *f) {
             "Data comes from $ANEFORGE_DATA or ./data; get it with 'aneforge data fetch mnist'.\n");
 }
 
-static int bad(const char *fmt, const char *a) {
-    fprintf(stderr, "aneforge train: ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, " (try --help)\n");
-    return 2;
-}
+static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge train", fmt, a); }
 
 static int parse_args(int argc, char **argv, train_args *a) {
     a->o = af_train_defaults();

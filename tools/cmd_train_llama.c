@@ -48,12 +48,7 @@ static void usage(FILE *f) {
             "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n");
 }
 
-static int bad(const char *fmt, const char *a) {
-    fprintf(stderr, "aneforge train llama: ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, " (try --help)\n");
-    return 2;
-}
+static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge train llama", fmt, a); }
 
 static int parse_args(int argc, char **argv, llama_args *a) {
     a->o = af_train_defaults();

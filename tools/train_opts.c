@@ -3,46 +3,38 @@
 #include "cli_env.h"
 #include "train_progress.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static int bad(const char *prefix, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s: ", prefix);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (try --help)\n");
-    va_end(ap);
-    return -1;
-}
+/* A usage error: printed, and -1 for the caller. */
+#define BAD(...) (cli_usage_error(prefix, __VA_ARGS__), -1)
 
 int train_opt_parse(const char *k, const char *v, af_train_opts *o, train_opt_flags *f, const char *prefix) {
     long n;
-    if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &n)) return bad(prefix, "--batch wants an integer in 1..65536, not '%s'", v); o->batch = (int)n; }
-    else if (!strcmp(k, "--unroll")) { if (cli_parse_long(v, 1, 64, &n)) return bad(prefix, "--unroll wants an integer in 1..64, not '%s'", v); o->unroll = (int)n; }
-    else if (!strcmp(k, "--threads")) { if (cli_parse_long(v, 1, 1024, &n)) return bad(prefix, "--threads wants a positive integer, not '%s'", v); f->threads = (int)n; }
-    else if (!strcmp(k, "--warmup")) { if (cli_parse_long(v, 0, 100000000, &n)) return bad(prefix, "--warmup wants a non-negative integer, not '%s'", v); o->warmup_steps = n; }
-    else if (!strcmp(k, "--lr")) { if (cli_parse_float(v, &o->lr) || !(o->lr > 0)) return bad(prefix, "--lr wants a positive number, not '%s'", v); }
-    else if (!strcmp(k, "--weight-decay")) { if (cli_parse_float(v, &o->weight_decay) || o->weight_decay < 0) return bad(prefix, "--weight-decay wants a number >= 0, not '%s'", v); }
-    else if (!strcmp(k, "--loss-scale")) { if (cli_parse_float(v, &o->loss_scale) || !(o->loss_scale > 0)) return bad(prefix, "--loss-scale wants a positive number, not '%s'", v); f->loss_scale_set = true; }
+    if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &n)) return BAD("--batch wants an integer in 1..65536, not '%s'", v); o->batch = (int)n; }
+    else if (!strcmp(k, "--unroll")) { if (cli_parse_long(v, 1, 64, &n)) return BAD("--unroll wants an integer in 1..64, not '%s'", v); o->unroll = (int)n; }
+    else if (!strcmp(k, "--threads")) { if (cli_parse_long(v, 1, 1024, &n)) return BAD("--threads wants a positive integer, not '%s'", v); f->threads = (int)n; }
+    else if (!strcmp(k, "--warmup")) { if (cli_parse_long(v, 0, 100000000, &n)) return BAD("--warmup wants a non-negative integer, not '%s'", v); o->warmup_steps = n; }
+    else if (!strcmp(k, "--lr")) { if (cli_parse_float(v, &o->lr) || !(o->lr > 0)) return BAD("--lr wants a positive number, not '%s'", v); }
+    else if (!strcmp(k, "--weight-decay")) { if (cli_parse_float(v, &o->weight_decay) || o->weight_decay < 0) return BAD("--weight-decay wants a number >= 0, not '%s'", v); }
+    else if (!strcmp(k, "--loss-scale")) { if (cli_parse_float(v, &o->loss_scale) || !(o->loss_scale > 0)) return BAD("--loss-scale wants a positive number, not '%s'", v); f->loss_scale_set = true; }
     else if (!strcmp(k, "--optimizer")) {
         if (!strcmp(v, "adam")) o->optimizer = AF_OPT_ADAM;
         else if (!strcmp(v, "sgd")) o->optimizer = AF_OPT_SGD;
-        else return bad(prefix, "--optimizer is adam or sgd, not '%s'", v);
+        else return BAD("--optimizer is adam or sgd, not '%s'", v);
     } else if (!strcmp(k, "--schedule")) {
         if (!strcmp(v, "constant")) o->schedule = AF_LR_CONSTANT;
         else if (!strcmp(v, "cosine")) o->schedule = AF_LR_COSINE;
-        else return bad(prefix, "--schedule is constant or cosine, not '%s'", v);
+        else return BAD("--schedule is constant or cosine, not '%s'", v);
     } else if (!strcmp(k, "--plan")) {
         int p = -1;
         for (int j = 0; j < 4; j++) if (!strcmp(v, af_plan_name((af_plan)j))) p = j;
-        if (p < 0) return bad(prefix, "--plan is host, device, resident or unrolled, not '%s'", v);
+        if (p < 0) return BAD("--plan is host, device, resident or unrolled, not '%s'", v);
         o->plan = (af_plan)p;
     } else if (!strcmp(k, "--precision")) {
         if (!strcmp(v, "fp32")) o->compile.precision = AF_PRECISION_FP32;
         else if (!strcmp(v, "fp16")) o->compile.precision = AF_PRECISION_FP16;
-        else return bad(prefix, "--precision is fp32 or fp16, not '%s'", v);
+        else return BAD("--precision is fp32 or fp16, not '%s'", v);
         f->precision_set = true;
     } else if (!strcmp(k, "--target")) f->target_spec = v;
     else return 0;
@@ -50,9 +42,9 @@ int train_opt_parse(const char *k, const char *v, af_train_opts *o, train_opt_fl
 }
 
 int train_opt_finish(af_train_opts *o, const train_opt_flags *f, const char *prefix) {
-    if (f->target_spec && train_parse_target(f->target_spec, &o->compile)) return bad(prefix, "--target: %s", af_error_message());
+    if (f->target_spec && train_parse_target(f->target_spec, &o->compile)) return BAD("--target: %s", af_error_message());
     char env_err[300];
-    if (cli_env_compile(&o->compile, f->target_spec != NULL, env_err, sizeof env_err)) return bad(prefix, "%s", env_err);
+    if (cli_env_compile(&o->compile, f->target_spec != NULL, env_err, sizeof env_err)) return BAD("%s", env_err);
     bool fp16 = o->compile.precision == AF_PRECISION_FP16 || (!f->precision_set && o->compile.target != AF_TARGET_CPU);
     if (!f->loss_scale_set) o->loss_scale = fp16 ? 128.0f : 1.0f; /* keeps fp16 Adam moments inside fp16's range */
     o->compile.threads = f->threads;

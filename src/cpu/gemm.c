@@ -51,10 +51,15 @@ const gemm_ukernel *cpu_gemm_ukernel(void) {
 
 /* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-row slivers, k-major,
  * zero-padding the last sliver. */
-static void pack_a(int ta, const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc,
-                   int64_t kc, int mr, float *restrict dst) {
+static void pack_a(const gemm_ukernel *uk, int ta, const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc,
+                   int64_t kc, float *restrict dst) {
+    const int mr = uk->mr;
     for (int64_t is = 0; is < mc; is += mr, dst += (int64_t)mr * kc) {
         int64_t rows = mc - is < mr ? mc - is : mr;
+        if (!ta && uk->pack_t) {
+            uk->pack_t(A + (i0 + is) * lda + p0, lda, (int)rows, kc, mr, dst);
+            continue;
+        }
         if (ta) { /* op(A)'s k-th column of the sliver is contiguous in A */
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = A + (p0 + k) * lda + i0 + is;
@@ -76,11 +81,14 @@ static void pack_a(int ta, const float *A, int64_t lda, int64_t i0, int64_t p0, 
 }
 
 /* Packs rows [p0, p0+kc) x cols [j0, j0+nc) of op(B) into NR-column slivers, k-major. */
-static void pack_b(int tb, const float *B, int64_t ldb, int64_t p0, int64_t j0, int64_t kc,
-                   int64_t nc, int nr, float *restrict dst) {
+static void pack_b(const gemm_ukernel *uk, int tb, const float *B, int64_t ldb, int64_t p0, int64_t j0, int64_t kc,
+                   int64_t nc, float *restrict dst) {
+    const int nr = uk->nr;
     for (int64_t js = 0; js < nc; js += nr, dst += (int64_t)nr * kc) {
         int64_t cols = nc - js < nr ? nc - js : nr;
-        if (!tb) {
+        if (tb && uk->pack_t) {
+            uk->pack_t(B + (j0 + js) * ldb + p0, ldb, (int)cols, kc, nr, dst);
+        } else if (!tb) {
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = B + (p0 + k) * ldb + j0 + js;
                 int64_t j = 0;
@@ -210,10 +218,10 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
             int64_t kc = g->K - pc < KC ? g->K - pc : KC;
             float beta = pc == 0 ? g->beta : 1.0f; /* later K blocks accumulate */
             bool last = pc + kc >= g->K;
-            pack_b(g->tb, g->B, g->ldb, pc, j0 + jc, kc, nc, nr, bp);
+            pack_b(&g->uk, g->tb, g->B, g->ldb, pc, j0 + jc, kc, nc, bp);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
-                pack_a(g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, mr, ap);
+                pack_a(&g->uk, g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t tn = nc - jr < nr ? nc - jr : nr;
                     for (int64_t ir = 0; ir < mc; ir += mr) {

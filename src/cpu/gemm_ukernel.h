@@ -14,6 +14,12 @@ typedef void (*gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, floa
  * a batch): acc[i * dnr + j] += sum_k a[i * lda + k] * b[j * ldb + k] for a dmr x dnr
  * block, both operands read in place along k, no packing. */
 typedef void (*gemm_dot_fn)(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb, float *acc);
+/* The transposing pack: rows (<= w) rows of kc values, row i at src + i * ld, into
+ * dst[k * w + i], zero-filling rows [rows, w). Packing op(A) untransposed and op(B)
+ * transposed is this, and a scalar loop doing it costs more than the product for the
+ * small GEMMs of a training step (a linear layer's [out, in] weight, conv weight
+ * gradients). NULL: gemm.c's portable loop. */
+typedef void (*gemm_pack_t_fn)(const float *src, int64_t ld, int rows, int64_t kc, int w, float *dst);
 
 typedef struct {
     const char *name; /* "avx512", "avx2", ... : what `bench ops` and --version report */
@@ -24,6 +30,7 @@ typedef struct {
     gemm_ukernel_fn fn;
     int dmr, dnr;     /* the dot kernel's block */
     gemm_dot_fn dot;
+    gemm_pack_t_fn pack_t; /* NULL: portable */
 } gemm_ukernel;
 
 /* Each returns false when the CPU (or the compiler) lacks the instruction set. */

@@ -4,8 +4,10 @@
 #include "aneforge.h"
 #include "compile/plan.h"
 #include "cpu/fuse.h"
+#include "ir/ir.h"
 #include "support/check.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,9 +224,84 @@ static void test_relu_grad(void) {
     }
 }
 
+/* The same ReLU gradient when g is a pool gradient nothing else reads: the pool
+ * gradient's kernel writes the masked values itself (no g buffer, no extra pass).
+ * Checked against a double-precision pool gradient and mask for average pooling that
+ * tiles the plane (the fast path), overlapping padded average pooling, and max pooling;
+ * with x's other readers scheduled before the pool gradient (x must stay alive for it)
+ * and after it. */
+static void test_pool_relu_grad(void) {
+    enum { N = 2, C = 3, H = 6, W = 6, HW = H * W };
+    static const struct { ir_op op; int k, s, p; } cases[] = {
+        { IR_OP_AVG_POOL_GRAD, 2, 2, 0 }, { IR_OP_AVG_POOL_GRAD, 3, 1, 1 }, { IR_OP_MAX_POOL_GRAD, 2, 2, 0 },
+    };
+    for (int ci = 0; ci < 3; ci++)
+        for (int early = 0; early < 2; early++) {
+            int k = cases[ci].k, st = cases[ci].s, pd = cases[ci].p;
+            int ho = (H + 2 * pd - k) / st + 1, wo = (W + 2 * pd - k) / st + 1;
+            float x[N * C * HW], dy[N * C * 36], out[N * C * HW];
+            test_fill_uniform(&rng, x, N * C * HW, -1, 1);
+            test_fill_uniform(&rng, dy, N * C * ho * wo, -3, 3);
+            x[0] = 0.0f, x[1] = -0.0f, x[7] = INFINITY, x[8] = -INFINITY, x[9] = NAN;
+            af_graph *g = af_graph_new();
+            af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(N, C, H, W));
+            af_tensor *di = af_input(g, "dy", AF_F32, AF_SHAPE(N, C, ho, wo));
+            af_tensor *xv = af_muls(xi, 1.0f), *yv = af_relu(xv), *z = NULL, *c = NULL;
+            if (early) z = af_sub(xv, xv), c = af_greater(xv, z);
+            ir_attrs pa = { 0 };
+            pa.kernel[0] = pa.kernel[1] = k, pa.stride[0] = pa.stride[1] = st, pa.pad[0] = pa.pad[1] = pd;
+            af_tensor *gp = ir_pool_grad(cases[ci].op, yv, af_muls(di, 2.0f), &pa);
+            af_tensor *later = af_muls(di, 3.0f); /* a buffer that could take x's place */
+            if (!early) z = af_sub(xv, xv), c = af_greater(xv, z);
+            af_tensor *res[2] = { af_select(c, gp, z), af_muls(later, 1.0f) }, *in[2] = { xi, di };
+            CHECK(res[0] && res[1], "pool relu grad: build: %s", af_error_message());
+            compile_plan p;
+            char msg[256];
+            CHECK(plan_build(&p, g, 2, in, 2, res, msg, sizeof msg) == AF_OK, "plan: %s", msg);
+            cpu_fusion f[32];
+            int absorbed = p.nsched <= 32 ? cpu_fuse_plan(&p, f) : -1, masked = 0;
+            for (int s = 0; s < p.nsched && absorbed >= 0; s++) masked += f[s].mask_x >= 0 && p.sched[s] == gp;
+            CHECK(masked == 1 && absorbed >= 3, "pool relu grad case %d: %d absorbed, %d masked", ci, absorbed, masked);
+            plan_free(&p);
+            float out2[N * C * 36];
+            af_buffer inb[2] = { AF_BUF_F32(x, N * C * HW), AF_BUF_F32(dy, N * C * ho * wo) },
+                      ob[2] = { AF_BUF_F32(out, N * C * HW), AF_BUF_F32(out2, N * C * ho * wo) };
+            run_cpu(g, 2, in, inb, 2, res, ob);
+            int bad = 0;
+            for (int pl = 0; pl < N * C; pl++) {
+                const float *xp = x + pl * HW, *dp = dy + pl * ho * wo;
+                double want[HW] = { 0 };
+                for (int oh = 0; oh < ho; oh++)
+                    for (int ow = 0; ow < wo; ow++) {
+                        double gg = 2.0 * dp[oh * wo + ow], m = -INFINITY;
+                        for (int i = oh * st - pd; i < oh * st - pd + k; i++)
+                            for (int j = ow * st - pd; j < ow * st - pd + k; j++)
+                                if (i >= 0 && i < H && j >= 0 && j < W && fmax(xp[i * W + j], 0) > m) m = fmax(xp[i * W + j], 0);
+                        for (int i = oh * st - pd; i < oh * st - pd + k; i++)
+                            for (int j = ow * st - pd; j < ow * st - pd + k; j++) {
+                                if (i < 0 || i >= H || j < 0 || j >= W) continue;
+                                double yv2 = xp[i * W + j] > 0 ? xp[i * W + j] : 0; /* relu; NaN -> 0 as the kernel's max */
+                                if (cases[ci].op == IR_OP_AVG_POOL_GRAD) want[i * W + j] += gg / (k * k);
+                                else if (yv2 == m) want[i * W + j] += gg;
+                            }
+                    }
+                for (int i = 0; i < HW; i++) {
+                    double xx = xp[i], zz = xx - xx, w = xx > zz ? want[i] : zz;
+                    float got = out[pl * HW + i];
+                    bool same = isnan(w) ? isnan(got) : fabs(got - w) <= 1e-5 * (1 + fabs(w));
+                    if (!same && bad < 3) fprintf(stderr, "case %d plane %d i %d x %g: got %g want %g\n", ci, pl, i, xx, got, w);
+                    bad += !same;
+                }
+            }
+            CHECK(bad == 0, "pool relu grad case %d early %d: %d wrong values", ci, early, bad);
+            af_graph_free(g);
+        }
+}
+
 int main(void) {
     test_linear();
     test_conv();
     test_relu_grad();
+    test_pool_relu_grad();
     return check_finish("cpu_fuse");
 }

@@ -20,6 +20,10 @@ static bool bias_fits(const af_tensor *head, const af_tensor *b) {
     return at >= 0 && s.dim[at] == c;
 }
 
+static bool is_pool_grad(const af_tensor *t) {
+    return (t->op == IR_OP_AVG_POOL_GRAD || t->op == IR_OP_MAX_POOL_GRAD) && t->dtype == AF_F32;
+}
+
 static bool head_kind(const af_tensor *t) {
     if (t->op == IR_OP_MATMUL_W) return true;
     if (t->op == IR_OP_CONV) return t->shape.rank == 4;
@@ -31,7 +35,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     int n = p->ntensors, absorbed = 0;
     int *reads = calloc((size_t)n + 1, sizeof *reads), *pos = malloc(((size_t)n + 1) * sizeof *pos);
     bool *is_out = calloc((size_t)n + 1, sizeof *is_out);
-    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1 };
+    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1 };
     if (!reads || !pos || !is_out) goto done; /* no fusion: still correct */
     for (int id = 0; id < n; id++) pos[id] = -1;
     for (int s = 0; s < p->nsched; s++) {
@@ -64,7 +68,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
             }
         }
         if (tail < 0) continue;
-        f[s] = (cpu_fusion){ tail, bias, relu, false, -1 };
+        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1 };
         for (int j = 0; j < nchain; j++) f[chain[j]].absorbed = true;
         absorbed += nchain;
     }
@@ -83,9 +87,18 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
         if (!ir_shape_eq(x->shape, t->shape) || !ir_shape_eq(g->shape, t->shape) || x->dtype != AF_F32 ||
             g->dtype != AF_F32 || t->dtype != AF_F32 || c->dtype != AF_F32 || z->dtype != AF_F32)
             continue;
-        f[s].relu_grad_x = x->id;
         f[pos[c->id]].absorbed = f[pos[z->id]].absorbed = true;
         absorbed += 2;
+        int gs = pos[g->id];
+        if (gs >= 0 && is_pool_grad(g) && single_reader(reads, is_out, g) && !f[gs].absorbed && f[gs].tail < 0 &&
+            x != g) { /* the pool gradient writes the masked values itself */
+            f[gs].tail = s;
+            f[gs].mask_x = x->id;
+            f[s].absorbed = true;
+            absorbed++;
+        } else {
+            f[s].relu_grad_x = x->id;
+        }
     }
 done:
     free(reads);

@@ -1,7 +1,8 @@
 /* Fusion in the CPU executor. A GEMM-backed node (matmul_w, a single-GEMM matmul,
  * conv) followed by a bias add and/or a ReLU that nothing else reads runs as one kernel
  * that adds the bias and clamps each tile while it is still in cache. A ReLU's gradient
- * as autograd writes it, select(x > (x - x), g, x - x), runs as one pass over x and g.
+ * as autograd writes it, select(x > (x - x), g, x - x), runs as one pass over x and g,
+ * or, when g is a pool gradient nothing else reads, inside that pool gradient's kernel.
  * The absorbed nodes get no buffer and do not run. Only in fp32 without node hooks, so
  * ane-sim's per-op fp16 rounding is never skipped. */
 #ifndef AF_CPU_FUSE_H
@@ -14,6 +15,7 @@ typedef struct {
     bool relu;
     bool absorbed; /* this node runs inside another */
     int relu_grad_x; /* a select that runs as a ReLU gradient: the tensor id of x, or -1 */
+    int mask_x;      /* a pool gradient head whose tail is that ReLU gradient: x's id, or -1 */
 } cpu_fusion;
 
 /* Fills f[0..nsched) and returns how many nodes were absorbed. */

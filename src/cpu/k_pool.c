@@ -65,6 +65,15 @@ void cpu_k_pool(const cpu_call *c) {
 /* The input gradient of a pool from x and dy, one range of [N*C] planes per call: each
  * window spreads its dy over its in-bounds inputs, avg_pool's divided by the full
  * kernel area, max_pool's to every input equal to the window's max. */
+/* A fused ReLU gradient (fuse.h): dx where x > x - x, else x - x (+0, or NaN for an
+ * infinite or NaN x), as the unfused select computes it. */
+static void relu_mask(float *restrict dx, const float *restrict x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float z = x[i] - x[i];
+        dx[i] = x[i] > z ? dx[i] : z;
+    }
+}
+
 static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
     const cpu_call *c = ctx;
     const af_tensor *t = c->t;
@@ -73,9 +82,20 @@ static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
     int64_t h = xs.dim[2], w = xs.dim[3], ho = ds.dim[2], wo = ds.dim[3];
     bool avg = t->op == IR_OP_AVG_POOL_GRAD;
     float inv = 1.0f / (float)(a->kernel[0] * a->kernel[1]);
+    /* non-overlapping average windows tiling the plane: each dx is its window's dy / k */
+    bool tiles = avg && a->stride[0] == a->kernel[0] && a->stride[1] == a->kernel[1] && !a->pad[0] && !a->pad[1] &&
+                 ho * a->kernel[0] == h && wo * a->kernel[1] == w;
     for (int64_t p = p0; p < p1; p++) {
         const float *x = c->in[0] + p * h * w, *dy = c->in[1] + p * ho * wo;
         float *dx = c->out + p * h * w;
+        if (tiles) {
+            for (int64_t ih = 0; ih < h; ih++) {
+                const float *g = dy + ih / a->kernel[0] * wo;
+                for (int64_t iw = 0; iw < w; iw++) dx[ih * w + iw] = g[iw / a->kernel[1]] * inv;
+            }
+            if (c->relu_x) relu_mask(dx, c->relu_x + p * h * w, h * w);
+            continue;
+        }
         memset(dx, 0, (size_t)(h * w) * sizeof *dx);
         for (int64_t oh = 0; oh < ho; oh++) {
             int64_t h0 = oh * a->stride[0] - a->pad[0], h1 = h0 + a->kernel[0];
@@ -98,6 +118,7 @@ static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
                     for (int64_t iw = w0; iw < w1; iw++) dx[ih * w + iw] += x[ih * w + iw] == m ? g : 0.0f;
             }
         }
+        if (c->relu_x) relu_mask(dx, c->relu_x + p * h * w, h * w);
     }
 }
 

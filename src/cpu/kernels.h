@@ -15,6 +15,7 @@ typedef struct {
     int fp16_accum;          /* reduce_sum accumulates in fp16 (ane-sim families) */
     int fp16;                /* fp16-storage numerics: scalar attributes are fp16 too */
     const cpu_epilogue *ep;  /* a fused bias/ReLU (fuse.h) for matmul_w, matmul, conv; else NULL */
+    const float *relu_x;     /* pool gradients: a fused ReLU gradient, dx kept where x > x - x; else NULL */
 } cpu_call;
 
 typedef void (*cpu_kernel_fn)(const cpu_call *c);

@@ -67,6 +67,9 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         for (int k = 0; k < t->nsrc; k++) last[root[t->src[k]->id]] = s;
         if (f && f[s].relu_grad_x >= 0) last[root[f[s].relu_grad_x]] = s; /* read by the fused select */
     }
+    for (int s = 0; ok && s < p->nsched; s++) { /* a pool gradient reads x for its mask, maybe before x's readers */
+        if (f && f[s].mask_x >= 0 && last[root[f[s].mask_x]] < s) last[root[f[s].mask_x]] = s;
+    }
     for (int i = 0; ok && i < p->nout; i++) keep[root[p->out[i]->id]] = true;
     for (int i = 0; ok && i < p->nin; i++) {
         keep[p->in[i]->id] = true;
@@ -82,9 +85,10 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         }
         int64_t sc = cpu_scratch_floats(t, threads);
         if (sc > *scratch_floats) *scratch_floats = sc;
-        int nread = t->nsrc + (f && f[s].relu_grad_x >= 0);
+        int extra = !f ? -1 : f[s].relu_grad_x >= 0 ? f[s].relu_grad_x : f[s].mask_x; /* x of a fused mask */
+        int nread = t->nsrc + (extra >= 0);
         for (int k = 0; k < nread && ok; k++) {
-            int id = k < t->nsrc ? t->src[k]->id : f[s].relu_grad_x; /* the fused select's x last */
+            int id = k < t->nsrc ? t->src[k]->id : extra; /* the fused mask's x last */
             af_tensor *src = g->t[root[id]];
             bool dup = false; /* the same buffer twice must be freed once */
             for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;

@@ -88,10 +88,13 @@ static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
         const float *x = c->in[0] + p * h * w, *dy = c->in[1] + p * ho * wo;
         float *dx = c->out + p * h * w;
-        if (tiles) {
-            for (int64_t ih = 0; ih < h; ih++) {
-                const float *g = dy + ih / a->kernel[0] * wo;
-                for (int64_t iw = 0; iw < w; iw++) dx[ih * w + iw] = g[iw / a->kernel[1]] * inv;
+        if (tiles) { /* the first row of each band of windows, then its copies */
+            const int64_t kh = a->kernel[0], kw = a->kernel[1];
+            for (int64_t oh = 0; oh < ho; oh++) {
+                float *r = dx + oh * kh * w;
+                for (int64_t ow = 0; ow < wo; ow++)
+                    for (int64_t v = 0; v < kw; v++) r[ow * kw + v] = dy[oh * wo + ow] * inv;
+                for (int64_t u = 1; u < kh; u++) memcpy(r + u * w, r, (size_t)w * sizeof *r);
             }
             if (c->relu_x) relu_mask(dx, c->relu_x + p * h * w, h * w);
             continue;

@@ -9,6 +9,15 @@ typedef struct {
     bool neon;               /* arm64 Advanced SIMD */
 } cpu_features;
 
+/* For hot elementwise loops: the compiler builds the function once per x86-64 level
+ * (AVX-512, AVX2+FMA, baseline) and the loader picks one for the CPU at hand (an ELF
+ * ifunc), so a portable build still runs wide vectors where the CPU has them. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(AF_NO_TARGET_CLONES)
+#define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CPU_VECTOR_CLONES
+#endif
+
 const cpu_features *cpu_features_get(void);
 /* The features above that are present, space-separated ("avx512f avx2 fma"), or "none". */
 const char *cpu_features_string(void);

@@ -2,6 +2,7 @@
  * and cast. Inner loops are specialised on operand strides so the compiler can
  * vectorise the common contiguous and scalar-broadcast cases. */
 #include "cpu/bcast.h"
+#include "cpu/cpu_features.h"
 #include "cpu/kernels.h"
 #include "ir/fp16.h"
 
@@ -26,7 +27,7 @@
         }                                                                               \
     } while (0)
 
-static void bin_inner(ir_op op, const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n) {
+CPU_VECTOR_CLONES static void bin_inner(ir_op op, const float *a, int64_t sa, const float *b, int64_t sb, float *o, int64_t n) {
     switch (op) {
     case IR_OP_ADD: BIN_LOOP(x + y); break;
     case IR_OP_SUB: BIN_LOOP(x - y); break;
@@ -101,7 +102,7 @@ static void select_rows(void *p, int64_t r0, int64_t r1) {
 
 typedef struct { const float *x, *g; float *out; } relu_grad_ctx;
 
-static void relu_grad_range(void *p, int64_t b, int64_t e) {
+CPU_VECTOR_CLONES static void relu_grad_range(void *p, int64_t b, int64_t e) {
     const relu_grad_ctx *r = p;
     for (int64_t i = b; i < e; i++) {
         const float x = r->x[i], z = x - x; /* +0, or NaN for inf and NaN: as the unfused nodes */

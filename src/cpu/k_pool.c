@@ -1,5 +1,6 @@
 /* Average and max pooling over the last two axes of [N, C, H, W]. avg_pool divides by
  * the full kernel area (padding counts as zeros); max_pool ignores padding. */
+#include "cpu/cpu_features.h"
 #include "cpu/kernels.h"
 
 #include <math.h>
@@ -67,7 +68,7 @@ void cpu_k_pool(const cpu_call *c) {
  * kernel area, max_pool's to every input equal to the window's max. */
 /* A fused ReLU gradient (fuse.h): dx where x > x - x, else x - x (+0, or NaN for an
  * infinite or NaN x), as the unfused select computes it. */
-static void relu_mask(float *restrict dx, const float *restrict x, int64_t n) {
+CPU_VECTOR_CLONES static void relu_mask(float *restrict dx, const float *restrict x, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         const float z = x[i] - x[i];
         dx[i] = x[i] > z ? dx[i] : z;

@@ -1,6 +1,7 @@
 /* The trainer: builds the training programs for its plan, feeds minibatches and the
  * per-step scalars, and keeps (or reads back) the optimizer state. Plan-specific graph
  * construction lives in plans.c; this file is the host side of a step. */
+#include "cpu/cpu_features.h"
 #include "cpu/pool.h"
 #include "train/trainer.h"
 
@@ -135,7 +136,7 @@ static inline uint32_t nonfinite(float f) {
 
 /* restrict: the new state never aliases the old, which lets the loop vectorise. Returns
  * nonzero when any new value is inf or nan. */
-static uint32_t adam_range(int64_t j0, int64_t j1, const float *restrict w, const float *restrict m, const float *restrict v,
+CPU_VECTOR_CLONES static uint32_t adam_range(int64_t j0, int64_t j1, const float *restrict w, const float *restrict m, const float *restrict v,
                            const float *restrict g, float *restrict w2, float *restrict m2, float *restrict v2, float b1,
                            float b2, float lr_t, float eps, float decay, float unscale) {
     uint32_t bad = 0;

@@ -6,40 +6,17 @@
  * with a message. Runs the built binary (AF_CLI). */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
+#include "support/cli_run.h"
 #include "aneforge.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef AF_CLI
-#define AF_CLI "./aneforge"
-#endif
 
 static const int pattern[9] = { 3, 5, 7, 2, 9, 4, 0, 8, 6 }; /* no 1: generate stops at BOS */
 enum { V = 10, T = 16 };
-
-/* Runs `aneforge ARGS` with stderr into stdout when merge; output into out; exit code. */
-static int run_cli(const char *args, int merge, char *out, size_t cap) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s %s", AF_CLI, args, merge ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static double json_num(const char *s, const char *key) {
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *p = strstr(s, k);
-    return p ? strtod(p + strlen(k), NULL) : NAN;
-}
 
 static void write_pattern(const char *path, int n, int offset) {
     uint16_t *t = malloc((size_t)n * sizeof *t);
@@ -48,31 +25,15 @@ static void write_pattern(const char *path, int n, int offset) {
     free(t);
 }
 
-/* Mean nats per token over windows of T + 1 at stride T, through af_llama_gen (reset per window). */
+/* The exported model's loss over the val file through the host forward. */
 static double host_val_loss(const char *model, const char *val) {
     af_llama_weights *w = af_llama_load(model, NULL);
     uint16_t *tok = NULL;
     int64_t n = 0;
-    if (!w || af_tokens_read(val, 0, &tok, &n)) { af_llama_weights_free(w); return NAN; }
-    af_llama_gen *g = af_llama_gen_new(w, 1);
-    double sum = 0;
-    int64_t count = 0;
-    for (int64_t s = 0; g && s + T < n; s += T) {
-        af_llama_gen_reset(g);
-        for (int i = 0; i < T; i++) {
-            af_llama_gen_feed(g, tok[s + i]);
-            const float *l = af_llama_gen_logits(g);
-            double mx = l[0], z = 0;
-            for (int v = 1; v < V; v++) mx = fmax(mx, l[v]);
-            for (int v = 0; v < V; v++) z += exp(l[v] - mx);
-            sum += mx + log(z) - l[tok[s + i + 1]];
-            count++;
-        }
-    }
-    af_llama_gen_free(g);
+    double loss = w && !af_tokens_read(val, 0, &tok, &n) ? host_window_loss(w, tok, n, T) : NAN;
     af_llama_weights_free(w);
     free(tok);
-    return count ? sum / (double)count : NAN;
+    return loss;
 }
 
 int main(void) {
@@ -91,7 +52,7 @@ int main(void) {
     snprintf(args, sizeof args,
              "train llama --config tiny --data %s --val %s --steps 40 --batch 4 --seq %d --lr 0.01 --seed 5 --json --log %s "
              "--eval-every 20 --export %s", trainp, valp, T, logp, outp);
-    int rc = run_cli(args, 0, out, sizeof out);
+    int rc = cli_run(args, 0, out, sizeof out);
     CHECK(rc == 0, "train llama exit %d: %s", rc, out);
     double train_loss = json_num(out, "train_loss"), val_loss = json_num(out, "val_loss");
     CHECK(train_loss < 0.25 * lnv, "train_loss %.4f after 40 steps, ln(vocab) %.4f: %s", train_loss, lnv, out);
@@ -119,7 +80,7 @@ int main(void) {
 
     /* The exported llama2.c file continues the pattern greedily. */
     snprintf(args, sizeof args, "generate --model %s --tokens 3,5,7 --steps 20 --temperature 0", outp);
-    rc = run_cli(args, 0, out, sizeof out);
+    rc = cli_run(args, 0, out, sizeof out);
     char want[256] = { 0 };
     for (int i = 0; i <= 20; i++) snprintf(want + strlen(want), sizeof want - strlen(want), i ? " %d" : "%d", pattern[i % 9]);
     CHECK(rc == 0 && !strncmp(out, want, strlen(want)), "generate exit %d: '%s', want '%s'", rc, out, want);
@@ -127,7 +88,7 @@ int main(void) {
     /* --init starts from the exported weights: at a negligible learning rate the val loss stays. */
     snprintf(args, sizeof args, "train llama --init %s --data %s --val %s --steps 1 --batch 4 --seq %d --lr 1e-9 --json",
              outp, trainp, valp, T);
-    rc = run_cli(args, 0, out, sizeof out);
+    rc = cli_run(args, 0, out, sizeof out);
     CHECK(rc == 0 && fabs(json_num(out, "val_loss") - val_loss) < 1e-4, "--init val_loss %.6f vs %.6f (exit %d)",
           json_num(out, "val_loss"), val_loss, rc);
     char tokp0[256];
@@ -136,14 +97,14 @@ int main(void) {
     CHECK(bytes0 && af_tokenizer_save(bytes0, tokp0) == AF_OK, "byte tokenizer: %s", af_error_message());
     af_tokenizer_free(bytes0);
     snprintf(args, sizeof args, "train llama --init %s --data %s --tokenizer %s --seq 8", outp, trainp, tokp0);
-    rc = run_cli(args, 1, out, sizeof out);
+    rc = cli_run(args, 1, out, sizeof out);
     CHECK(rc == 2 && strstr(out, "own tokenizer"), "--init with another vocab's tokenizer: exit %d, '%s'", rc, out);
 
     /* Seeded: the same run gives the same losses. */
     snprintf(args, sizeof args, "train llama --config tiny --data %s --val %s --steps 10 --batch 4 --seq %d --seed 9 --json",
              trainp, valp, T);
     char again[8192];
-    CHECK(run_cli(args, 0, out, sizeof out) == 0 && run_cli(args, 0, again, sizeof again) == 0, "seeded runs");
+    CHECK(cli_run(args, 0, out, sizeof out) == 0 && cli_run(args, 0, again, sizeof again) == 0, "seeded runs");
     CHECK(json_num(out, "train_loss") == json_num(again, "train_loss") && json_num(out, "val_loss") == json_num(again, "val_loss"),
           "one seed, one result: %s vs %s", out, again);
 
@@ -151,7 +112,7 @@ int main(void) {
     snprintf(args, sizeof args,
              "train llama --config tiny --data %s --val %s --steps 32 --batch 4 --seq %d --lr 0.01 --json --target ane-sim "
              "--plan unrolled --unroll 4", trainp, valp, T);
-    rc = run_cli(args, 0, out, sizeof out);
+    rc = cli_run(args, 0, out, sizeof out);
     CHECK(rc == 0 && json_num(out, "val_loss") < 0.5 * lnv, "ane-sim unrolled exit %d: %s", rc, out);
 
     /* Bad arguments: exit 2 and a message naming the problem. */
@@ -170,7 +131,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char a2[1024];
         snprintf(a2, sizeof a2, bad[i].args, strstr(bad[i].args, "missing") ? dir : trainp);
-        rc = run_cli(a2, 1, out, sizeof out);
+        rc = cli_run(a2, 1, out, sizeof out);
         CHECK(rc == 2 && strstr(out, bad[i].says), "'%s': exit %d, '%s' (want 2 and '%s')", a2, rc, out, bad[i].says);
     }
     /* A data id beyond the tokenizer's vocab: the byte-level tokenizer has 259; ids 300.. are not in it. */
@@ -180,7 +141,7 @@ int main(void) {
     for (int i = 0; i < 64; i++) big[i] = (uint16_t)(300 + i % 5);
     CHECK(af_tokens_write(bigp, big, 64) == AF_OK, "write");
     snprintf(args, sizeof args, "train llama --config tiny --data %s --tokenizer %s --seq 8", bigp, tokp0);
-    rc = run_cli(args, 1, out, sizeof out);
+    rc = cli_run(args, 1, out, sizeof out);
     CHECK(rc == 2 && strstr(out, "vocab is 259"), "id beyond the vocab: exit %d, '%s'", rc, out);
 
     snprintf(args, sizeof args, "rm -rf %s", dir);

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cli.h"
 #include "cli_args.h"
+#include "llama_ckpt.h"
 #include "aneforge.h"
 
 #include <stdbool.h>
@@ -28,7 +29,7 @@ static void usage(FILE *f) {
             "usage: aneforge generate --model M [--tokens IDS | --tokenizer T --prompt TEXT] [options]\n\n"
             "Runs a llama2.c model (export.py's version 0 or 1 file) one token at a time with a\n"
             "KV cache and samples as llama2.c's run.c does, so the same seed gives run.c's tokens.\n\n"
-            "  --model PATH        the model file\n"
+            "  --model PATH        the model file, or a checkpoint of 'aneforge train llama --save'\n"
             "  --tokens 1,403,...  the prompt as token ids (default: 1, the BOS token)\n"
             "  --tokenizer PATH    a llama2.c tokenizer.bin: --prompt is encoded with it (BOS first, as\n"
             "                      run.c does) and the output printed as text\n"
@@ -180,7 +181,7 @@ int cmd_generate(int argc, char **argv) {
     gen_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
-    af_llama_weights *w = af_llama_load(a.model, NULL);
+    af_llama_weights *w = llama_model_load(a.model);
     if (!w) {
         fprintf(stderr, "aneforge generate: %s\n", af_error_message());
         return 1;

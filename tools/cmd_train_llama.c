@@ -4,20 +4,23 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "cli_args.h"
+#include "llama_ckpt.h"
+#include "llama_nll.h"
 #include "train_opts.h"
 #include "train_progress.h"
 #include "aneforge.h"
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 typedef struct {
-    const char *config, *init, *data, *val, *tokenizer, *save, *log, *export_path;
-    long steps, seq, eval_every;
+    const char *config, *init, *data, *val, *tokenizer, *save, *resume, *log, *export_path;
+    long steps, seq, eval_every, stop_after;
     int json;
     uint64_t seed;
     af_train_opts o;
@@ -42,7 +45,9 @@ static void usage(FILE *f) {
             "  --target, --loss-scale, --threads   as for 'aneforge train mlp'\n"
             "  --seed N              weights and windows (default 1)\n"
             "  --eval-every K        validation loss every K steps (and at the end)\n"
-            "  --save PATH           trainer checkpoint at every evaluation and at the end\n"
+            "  --save PATH           checkpoint at every evaluation, at the end and on Ctrl-C\n"
+            "  --resume PATH         continue a saved run to --steps (bit-identical; same config and data)\n"
+            "  --stop-after N        stop after N steps, saving as Ctrl-C would (the schedule still spans --steps)\n"
             "  --export PATH         write the trained model as a llama2.c version-0 file ('aneforge generate')\n"
             "  --log FILE            append JSON lines (every 10 steps and every evaluation)\n"
             "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n");
@@ -81,10 +86,12 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         else if (!strcmp(k, "--val")) a->val = v;
         else if (!strcmp(k, "--tokenizer")) a->tokenizer = v;
         else if (!strcmp(k, "--save")) a->save = v;
+        else if (!strcmp(k, "--resume")) a->resume = v;
         else if (!strcmp(k, "--export")) a->export_path = v;
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--steps")) { if (cli_parse_long(v, 1, 100000000, &a->steps)) return bad("--steps wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 65536, &a->seq)) return bad("--seq wants an integer in 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--stop-after")) { if (cli_parse_long(v, 1, 100000000, &a->stop_after)) return bad("--stop-after wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--eval-every")) { if (cli_parse_long(v, 1, 100000000, &a->eval_every)) return bad("--eval-every wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--seed")) { if (cli_parse_long(v, 0, 0x7fffffffL, &n)) return bad("--seed wants a non-negative integer, not '%s'", v); a->seed = (uint64_t)n; }
         else return bad("unknown option '%s'", k);
@@ -179,11 +186,7 @@ static double val_loss(af_trainer *t, const uint16_t *tokens, int64_t n, int T, 
         if (af_trainer_predict(t, m, x, out)) return -1;
         for (int b = 0; b < m; b++)
             for (int i = 0; i < T; i++) {
-                const float *l = out + ((int64_t)b * T + i) * V;
-                double mx = l[0], s = 0;
-                for (int v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
-                for (int v = 0; v < V; v++) s += exp(l[v] - mx);
-                sum += mx + log(s) - l[tokens[(w0 + b) * T + i + 1]];
+                sum += llama_nll(out + ((int64_t)b * T + i) * V, V, tokens[(w0 + b) * T + i + 1]);
                 count++;
             }
     }
@@ -204,6 +207,16 @@ static int read_back(af_trainer *t, af_llama_weights *w) {
     return 0;
 }
 
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { (void)sig; interrupted = 1; }
+
+static double recent_mean(const llama_run_pos *p) {
+    int nr = p->calls < LLAMA_RECENT ? (int)p->calls : LLAMA_RECENT;
+    double mean = 0;
+    for (int i = 0; i < nr; i++) mean += p->recent[i] / nr;
+    return mean;
+}
+
 static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, int64_t ntrain, const uint16_t *val,
                int64_t nval) {
     const af_llama_config *c = af_llama_weights_config(w);
@@ -213,69 +226,79 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     af_net_free(&net);
     if (!t) { fprintf(stderr, "aneforge train llama: %s\n", af_error_message()); return 1; }
     int k = af_trainer_steps_per_call(t), rc = 0;
-    FILE *logf = a->log ? fopen(a->log, "a") : NULL;
-    if (a->log && !logf) { fprintf(stderr, "aneforge train llama: cannot open log %s: %s\n", a->log, strerror(errno)); rc = 1; }
+    llama_run_pos pos = { .rng = a->seed * 0x9E3779B97F4A7C15ULL + 11 };
+    if (a->resume && llama_ckpt_resume(a->resume, t, c, a->data, &pos)) rc = 1;
+    FILE *logf = !rc && a->log ? fopen(a->log, "a") : NULL;
+    if (!rc && a->log && !logf) { fprintf(stderr, "aneforge train llama: cannot open log %s: %s\n", a->log, strerror(errno)); rc = 1; }
     int64_t per_call = (int64_t)B * k;
     float *x = malloc((size_t)(per_call * T) * sizeof(float)), *y = malloc((size_t)(per_call * T * V) * sizeof(float));
     float *out = malloc((size_t)((int64_t)B * T * V) * sizeof(float));
     if (!rc && (!x || !y || !out)) { fprintf(stderr, "aneforge train llama: out of memory\n"); rc = 1; }
     progress pr;
     progress_init(&pr, &a->o, 1, (a->steps + k - 1) / k * k, a->json);
-    uint64_t rng = a->seed * 0x9E3779B97F4A7C15ULL + 11;
-    double train_s = 0, recent[10] = { 0 }, vl = -1;
-    int64_t steps_run = 0, calls = 0;
+    int64_t stop = a->stop_after && a->stop_after < a->steps ? a->stop_after : a->steps, steps_here = 0;
+    double train_s = 0, vl = -1;
     af_step_info info = { 0 };
-    while (!rc && steps_run < a->steps) {
+    interrupted = 0;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    while (!rc && pos.steps < stop && !interrupted) {
         for (int64_t b = 0; b < per_call; b++) {
-            int64_t start = (int64_t)(next_u64(&rng) % (uint64_t)(ntrain - T));
+            int64_t start = (int64_t)(next_u64(&pos.rng) % (uint64_t)(ntrain - T));
             fill_window(train, start, T, V, x + b * T, y + b * T * V);
         }
         double t0 = now_s();
         if (af_trainer_step(t, x, y, &info)) { fprintf(stderr, "\naneforge train llama: step failed: %s\n", af_error_message()); rc = 1; break; }
         train_s += now_s() - t0;
-        steps_run += k;
-        recent[calls++ % 10] = info.loss;
-        double mean = 0;
-        int nr = calls < 10 ? (int)calls : 10;
-        for (int i = 0; i < nr; i++) mean += recent[i] / nr;
-        progress_step(&pr, 0, steps_run, &info, mean, 0, train_s / (double)steps_run);
-        if (logf && (calls % 10 == 1 || steps_run >= a->steps))
+        pos.steps += k;
+        steps_here += k;
+        pos.recent[pos.calls++ % LLAMA_RECENT] = info.loss;
+        double mean = recent_mean(&pos);
+        progress_step(&pr, 0, pos.steps, &info, mean, 0, train_s / (double)steps_here);
+        if (logf && (pos.calls % 10 == 1 || pos.steps >= a->steps))
             fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld}\n",
                     (long long)info.step, info.loss, af_metric_source_name(info.metric_source), info.lr, info.loss_scale,
                     (long long)info.skipped);
-        bool eval_now = steps_run >= a->steps || (a->eval_every && steps_run % a->eval_every < k);
+        bool eval_now = pos.steps >= a->steps || (a->eval_every && pos.steps % a->eval_every < k);
         if (eval_now && val) {
             vl = val_loss(t, val, nval, T, V, B, x, out);
             if (vl < 0) { fprintf(stderr, "\naneforge train llama: validation: %s\n", af_error_message()); rc = 1; break; }
-            if (!pr.quiet) fprintf(stderr, "step %lld: val loss %.4f, train loss %.4f\n", (long long)steps_run, vl, mean);
-            if (logf) fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f}\n", (long long)steps_run, vl, mean);
+            if (!pr.quiet) fprintf(stderr, "step %lld: val loss %.4f, train loss %.4f\n", (long long)pos.steps, vl, mean);
+            if (logf) fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f}\n", (long long)pos.steps, vl, mean);
         }
-        if (eval_now && a->save && af_trainer_save(t, a->save)) {
-            fprintf(stderr, "aneforge train llama: could not save %s: %s\n", a->save, af_error_message());
-            rc = 1;
-        }
+        if (logf) fflush(logf);
+        if (a->save && (eval_now || pos.steps >= stop || interrupted) && llama_ckpt_save(a->save, t, c, a->data, &pos)) rc = 1;
     }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     if (logf) fclose(logf);
-    if (!rc && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {
+    bool finished = !rc && pos.steps >= a->steps;
+    if (!rc && !finished) {
+        fprintf(stderr, "\naneforge train llama: %s after step %lld of %ld", interrupted ? "interrupted" : "stopped",
+                (long long)pos.steps, a->steps);
+        if (a->save) fprintf(stderr, "; saved %s (continue with --resume %s)", a->save, a->save);
+        fprintf(stderr, "\n");
+        if (interrupted) rc = 130;
+    }
+    if (finished && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {
         fprintf(stderr, "aneforge train llama: --export %s: %s\n", a->export_path, af_error_message());
         rc = 1;
     }
     if (!rc) {
         af_stats total;
         af_trainer_stats(t, &total);
-        progress_finish(&pr, t, &total, steps_run);
-        double mean = 0;
-        int nr = calls < 10 ? (int)calls : 10;
-        for (int i = 0; i < nr; i++) mean += recent[i] / nr;
+        progress_finish(&pr, t, &total, steps_here);
+        double mean = recent_mean(&pos);
         if (a->json) {
             printf("{\"train_loss\":%.6f,\"loss_source\":\"%s\",", mean, af_metric_source_name(info.metric_source));
-            if (val) printf("\"val_loss\":%.6f,", vl);
+            if (val && vl >= 0) printf("\"val_loss\":%.6f,", vl);
             else printf("\"val_loss\":null,");
             printf("\"vocab\":%d,\"steps\":%lld,\"tokens_per_s\":%.1f,\"ms_per_step\":%.4f,\"seconds\":%.2f%s}\n", V,
-                   (long long)steps_run, train_s > 0 ? (double)steps_run * B * T / train_s : 0.0,
-                   1000.0 * train_s / (double)steps_run, train_s, progress_json_extra(&pr, t, &total, steps_run));
+                   (long long)pos.steps, train_s > 0 ? (double)steps_here * B * T / train_s : 0.0,
+                   steps_here ? 1000.0 * train_s / (double)steps_here : 0.0, train_s,
+                   progress_json_extra(&pr, t, &total, steps_here));
         } else if (!pr.quiet)
-            fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)steps_run, mean, log((double)V));
+            fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)pos.steps, mean, log((double)V));
     }
     free(x);
     free(y);

@@ -21,6 +21,7 @@ static const struct {
     { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
     { "generate", cmd_generate, "sample from a llama2.c model file (KV cache, run.c's sampler)" },
+    { "eval", cmd_eval, "mean loss of a model over a token file (eval llama)" },
     { "demo", cmd_demo, "build, compile and run a small example model" },
     { "doctor", cmd_doctor, "check the Neural Engine: chip, framework, compile and run a one-op program" },
 };

@@ -4,6 +4,7 @@
 #include "cpu/bcast.h"
 #include "cpu/cpu_features.h"
 #include "cpu/kernels.h"
+#include "cpu/vmath.h"
 #include "ir/fp16.h"
 
 #include <math.h>
@@ -131,6 +132,14 @@ static float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 
+/* SiLU and sigmoid, the llama FFN's forward and backward: vectorised exp. */
+static CPU_VECTOR_CLONES void silu_loop(const float *a, float *o, int64_t n) {
+    UN_LOOP(x / (1.0f + cpu_vexpf(-x)));
+}
+static CPU_VECTOR_CLONES void sigmoid_loop(const float *a, float *o, int64_t n) {
+    UN_LOOP(1.0f / (1.0f + cpu_vexpf(-x)));
+}
+
 static void unary_range(void *p, int64_t b, int64_t e) {
     const cpu_call *c = p;
     const float *a = c->in[0] + b;
@@ -149,13 +158,13 @@ static void unary_range(void *p, int64_t b, int64_t e) {
     case IR_OP_EXP: UN_LOOP(expf(x)); break;
     case IR_OP_LOG: UN_LOOP(logf(x)); break;
     case IR_OP_TANH: UN_LOOP(tanhf(x)); break;
-    case IR_OP_SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-x))); break;
+    case IR_OP_SIGMOID: sigmoid_loop(a, o, n); break;
     case IR_OP_RELU: UN_LOOP(x > 0.0f ? x : 0.0f); break;
     case IR_OP_GELU:
         if (c->t->a.mode == AF_GELU_TANH) { UN_LOOP(gelu_tanh(x)); }
         else { UN_LOOP(gelu_exact(x)); }
         break;
-    case IR_OP_SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
+    case IR_OP_SILU: silu_loop(a, o, n); break;
     case IR_OP_SIN: UN_LOOP(sinf(x)); break;
     case IR_OP_COS: UN_LOOP(cosf(x)); break;
     case IR_OP_ERF: UN_LOOP(erff(x)); break;

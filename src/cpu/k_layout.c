@@ -45,6 +45,7 @@ static void strided_copy(cpu_pool *pool, const float *x, int64_t base, const int
     if (r == 0) { out[0] = x[base]; return; }
     copy_plan c = { .x = x, .out = out, .base = base };
     for (int i = 0; i < r; i++) {
+        if (os.dim[i] == 1) continue; /* no stride to take: lets its neighbours merge (RoPE's [.., 24, 1] halves) */
         if (c.n > 0 && c.sv[c.n - 1] == st[i] * os.dim[i]) {
             c.dim[c.n - 1] *= os.dim[i];
             c.sv[c.n - 1] = st[i];
@@ -53,6 +54,7 @@ static void strided_copy(cpu_pool *pool, const float *x, int64_t base, const int
         c.dim[c.n] = os.dim[i];
         c.sv[c.n++] = st[i];
     }
+    if (c.n == 0) { out[0] = x[base]; return; }
     c.inner = c.dim[c.n - 1];
     c.sl = c.sv[c.n - 1];
     int64_t rows = af_shape_count(os) / c.inner;
@@ -85,8 +87,15 @@ static void concat_rows(void *p, int64_t o0, int64_t o1) {
     int64_t at = 0;
     for (int k = 0; k < t->nsrc; k++) {
         int64_t chunk = t->src[k]->shape.dim[x->ax] * x->inner;
-        for (int64_t o = o0; o < o1; o++)
-            memcpy(x->c->out + o * x->row + at, x->c->in[k] + o * chunk, (size_t)chunk * sizeof(float));
+        const float *src = x->c->in[k];
+        float *dst = x->c->out + at;
+        if (chunk == 1) /* interleaving (RoPE's pairs): a strided store, not a call per float */
+            for (int64_t o = o0; o < o1; o++) dst[o * x->row] = src[o];
+        else if (chunk < 16)
+            for (int64_t o = o0; o < o1; o++)
+                for (int64_t j = 0; j < chunk; j++) dst[o * x->row + j] = src[o * chunk + j];
+        else
+            for (int64_t o = o0; o < o1; o++) memcpy(dst + o * x->row, src + o * chunk, (size_t)chunk * sizeof(float));
         at += chunk;
     }
 }

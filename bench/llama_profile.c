@@ -1,0 +1,136 @@
+/* Where a llama training step's CPU time goes: builds the forward, loss and af_backward
+ * graph of a llama2.c-architecture model (as the trainer does, on a graph told it runs on
+ * the CPU), runs it through the CPU executor with a hook after every node, and prints the
+ * time per op kind and the slowest nodes (median-free: the sum over --runs runs after one
+ * warm-up; with 1 thread, CPU time, which a busy machine disturbs less). The optimizer
+ * update is not included (it is elementwise over the params).
+ *   build/bench_llama_profile [dim layers heads kv_heads hidden vocab seq batch [runs [threads]]]
+ *   build/bench_llama_profile 288 6 6 6 768 512 256 4 3 2 */
+#define _POSIX_C_SOURCE 200809L
+#include "aneforge.h"
+#include "compile/plan.h"
+#include "cpu/cpu_exec.h"
+#include "ir/ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAXP = 2 + 9 * 64 };
+
+typedef struct {
+    double last, *node_s;
+} prof;
+
+/* With one thread, the thread's CPU time: steady on a busy machine (others' load does not count). */
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(clock_id, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void after(void *ctx, int s, const af_tensor *t, float *out, const float *const *ins) {
+    (void)t, (void)out, (void)ins;
+    prof *p = ctx;
+    double n = now_s();
+    p->node_s[s] += n - p->last;
+    p->last = n;
+}
+
+static void shape_str(af_shape s, char *buf, size_t cap) {
+    int k = snprintf(buf, cap, "[");
+    for (int i = 0; i < s.rank; i++) k += snprintf(buf + k, cap - (size_t)k, i ? ",%lld" : "%lld", (long long)s.dim[i]);
+    snprintf(buf + k, cap - (size_t)k, "]");
+}
+
+int main(int argc, char **argv) {
+    int v[10] = { 288, 6, 6, 6, 768, 512, 256, 4, 3, 2 };
+    for (int i = 1; i < argc && i <= 10; i++) v[i - 1] = atoi(argv[i]);
+    af_llama_config c = { v[0], v[4], v[1], v[2], v[3], v[5], v[6], 1 };
+    int T = v[6], B = v[7], runs = v[8], threads = v[9], V = c.vocab_size;
+    if (threads == 1) clock_id = CLOCK_THREAD_CPUTIME_ID;
+    af_llama_weights *w = af_llama_weights_new(&c);
+    if (!w) { fprintf(stderr, "%s\n", af_error_message()); return 1; }
+    float *d = af_llama_weights_data(w);
+    unsigned long long s = 1;
+    for (int64_t i = 0; i < af_llama_weight_count(&c); i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        d[i] = ((float)(s >> 40) / 16777216.0f - 0.5f) * 0.04f;
+    }
+    af_graph *g = af_graph_new();
+    af_graph_set_target(g, AF_TARGET_CPU);
+    af_tensor *in[2 + MAXP], *out[1 + MAXP];
+    in[0] = af_input(g, "tokens", AF_F32, AF_SHAPE(B, T));
+    in[1] = af_input(g, "target", AF_F32, AF_SHAPE(B * T, V));
+    int n = af_llama_params_new(g, w, in + 2, MAXP);
+    af_tensor *logits = af_llama(&c, in[0], in + 2);
+    af_loss *loss = af_softmax_cross_entropy(af_reshape(logits, AF_SHAPE(B * T, V)), in[1]);
+    out[0] = af_loss_value(loss);
+    if (af_backward(loss, n, in + 2, out + 1, NULL)) { fprintf(stderr, "%s\n", af_error_message()); return 1; }
+    compile_plan p;
+    char msg[512];
+    if (plan_build(&p, g, 2 + n, in, 1 + n, out, msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); return 1; }
+    prof pr = { 0, calloc((size_t)p.nsched, sizeof(double)) };
+    cpu_exec_opts o = { .threads = threads, .after_node = after, .hook_ctx = &pr };
+    cpu_exec *e;
+    if (cpu_exec_new(&p, &o, &e, msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); return 1; }
+    af_buffer bin[2 + MAXP], bout[1 + MAXP];
+    float *tok = malloc(sizeof(float) * (size_t)(B * T)), *y = calloc((size_t)B * T * V, sizeof(float)), lv;
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (float)(i * 7 % V);
+        y[(int64_t)i * V + (i * 7 + 1) % V] = 1;
+    }
+    bin[0] = AF_BUF_F32(tok, B * T);
+    bin[1] = AF_BUF_F32(y, (int64_t)B * T * V);
+    bout[0] = AF_BUF_F32(&lv, 1);
+    for (int i = 0; i < n; i++) {
+        int64_t cnt = af_shape_count(af_tensor_shape(in[2 + i]));
+        bin[2 + i] = AF_BUF_F32(af_tensor_value(in[2 + i]), cnt);
+        bout[1 + i] = AF_BUF_F32(malloc((size_t)cnt * sizeof(float)), cnt);
+    }
+    double total = 0;
+    for (int r = 0; r <= runs; r++) {
+        if (r == 1) memset(pr.node_s, 0, sizeof(double) * (size_t)p.nsched);
+        double t0 = pr.last = now_s();
+        cpu_exec_run(e, bin, bout);
+        if (r) total += now_s() - t0;
+    }
+    double by_op[IR_OP_COUNT] = { 0 }, flops_op[IR_OP_COUNT] = { 0 };
+    int count_op[IR_OP_COUNT] = { 0 };
+    for (int i = 0; i < p.nsched; i++) {
+        by_op[p.sched[i]->op] += pr.node_s[i];
+        count_op[p.sched[i]->op]++;
+        flops_op[p.sched[i]->op] += (double)plan_node_flops(p.sched[i]);
+    }
+    printf("forward+backward: %.1f ms per run (%d runs, %d threads, %d nodes), loss %.4f\n", 1000 * total / runs, runs,
+           threads, p.nsched, lv);
+    printf("%-22s %9s %6s %6s %9s\n", "op", "ms/run", "share", "nodes", "GFLOP/s");
+    for (int k = 0; k < IR_OP_COUNT; k++) {
+        int best = -1;
+        for (int j = 0; j < IR_OP_COUNT; j++)
+            if (count_op[j] && (best < 0 || by_op[j] > by_op[best])) best = j;
+        if (best < 0) break;
+        double ms = 1000 * by_op[best] / runs;
+        printf("%-22s %9.2f %5.1f%% %6d %9.1f\n", ir_ops[best].name, ms, 100 * by_op[best] / total, count_op[best],
+               by_op[best] > 0 ? flops_op[best] * runs / by_op[best] * 1e-9 : 0);
+        count_op[best] = 0;
+    }
+    printf("slowest nodes other than matmul:\n");
+    for (int k = 0; k < 25; k++) {
+        int best = -1;
+        for (int i = 0; i < p.nsched; i++)
+            if (pr.node_s[i] >= 0 && p.sched[i]->op != IR_OP_MATMUL && (best < 0 || pr.node_s[i] > pr.node_s[best])) best = i;
+        if (best < 0) break;
+        char sh[96], s0[96] = "", s1[96] = "";
+        af_tensor *t = p.sched[best];
+        shape_str(t->shape, sh, sizeof sh);
+        if (t->nsrc > 0) shape_str(t->src[0]->shape, s0, sizeof s0);
+        if (t->nsrc > 1) shape_str(t->src[1]->shape, s1, sizeof s1);
+        printf("  %7.2f ms  %-18s %-16s <- %s %s\n", 1000 * pr.node_s[best] / runs, ir_ops[t->op].name, sh, s0, s1);
+        pr.node_s[best] = -1;
+    }
+    return 0;
+}

@@ -1,0 +1,178 @@
+/* aneforge eval llama: the mean next-token loss (nats per token) of a model over a token
+ * file, in windows of --seq + 1 tokens at stride --seq (the windows train llama's
+ * validation uses), forward only, on the CPU in fp32. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "cli_args.h"
+#include "llama_ckpt.h"
+#include "llama_nll.h"
+#include "aneforge.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAXP = 2 + 9 * 256 };
+
+typedef struct {
+    const char *model, *data;
+    long seq, batch, threads;
+    int json;
+} eval_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: aneforge eval llama --model M --data tokens.bin [--seq N] [--batch B] [--threads N] [--json]\n\n"
+            "The mean loss in nats per token of a model over a token file (uint16 ids, llama2.c's\n"
+            ".bin): windows of --seq + 1 tokens at stride --seq, each predicting its last --seq\n"
+            "tokens from the ones before (the windows 'train llama --val' reports), forward only,\n"
+            "CPU, fp32. Tokens after the last whole window are not scored.\n\n"
+            "  --model PATH    a llama2.c model file (version 0 or 1) or a 'train llama --save' checkpoint\n"
+            "  --data PATH     the tokens\n"
+            "  --seq N         tokens per window (default: the model's seq_len, or fewer for a short file)\n"
+            "  --batch B       windows per forward pass (default 8)\n"
+            "  --threads N     CPU threads (default one per core)\n"
+            "  --json          one JSON line: loss, perplexity, tokens, windows, seq, seconds\n");
+}
+
+static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge eval llama", fmt, a); }
+
+static int parse_args(int argc, char **argv, eval_args *a) {
+    a->batch = 8;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
+        if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (k[0] != '-') return bad("unexpected argument '%s'", k);
+        if (!v) return bad("%s needs a value", k);
+        i++;
+        if (!strcmp(k, "--model")) a->model = v;
+        else if (!strcmp(k, "--data")) a->data = v;
+        else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 65536, &a->seq)) return bad("--seq wants an integer in 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 4096, &a->batch)) return bad("--batch wants an integer in 1..4096, not '%s'", v); }
+        else if (!strcmp(k, "--threads")) { if (cli_parse_long(v, 1, 1024, &a->threads)) return bad("--threads wants a positive integer, not '%s'", v); }
+        else return bad("unknown option '%s'", k);
+    }
+    if (!a->model) return bad("%s", "--model is required: a llama2.c model file or a 'train llama --save' checkpoint");
+    if (!a->data) return bad("%s", "--data is required: a token file (see 'aneforge data tokenize')");
+    return 0;
+}
+
+/* The model's forward for [B, T] token ids -> logits [B, T, vocab], compiled for the CPU. */
+static af_model *compile_forward(const af_llama_weights *w, int B, int T, int threads, af_graph **g_out,
+                                 af_tensor **in, int *nin) {
+    const af_llama_config *c = af_llama_weights_config(w);
+    af_graph *g = af_graph_new();
+    if (!g) return NULL;
+    af_graph_set_target(g, AF_TARGET_CPU);
+    in[0] = af_input(g, "tokens", AF_F32, AF_SHAPE(B, T));
+    int n = af_llama_params_new(g, w, in + 1, MAXP);
+    af_tensor *logits = n > 0 ? af_llama(c, in[0], in + 1) : NULL;
+    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = threads };
+    af_model *m = logits ? af_compile(g, 1 + n, in, 1, &logits, &o) : NULL;
+    if (!m) fprintf(stderr, "aneforge eval llama: %s\n", logits ? af_error_message() : af_graph_error(g));
+    *g_out = g;
+    *nin = 1 + n;
+    return m;
+}
+
+static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_t *tok, int64_t n) {
+    const af_llama_config *c = af_llama_weights_config(w);
+    const int V = c->vocab_size;
+    int T = (int)(a->seq ? a->seq : (n - 1 < c->seq_len ? n - 1 : c->seq_len));
+    if (T > c->seq_len) {
+        fprintf(stderr, "aneforge eval llama: --seq %d is longer than the model's seq_len %d\n", T, c->seq_len);
+        return 2;
+    }
+    if (T < 1 || n < T + 1) {
+        fprintf(stderr, "aneforge eval llama: %s has %lld tokens, too few for one window of %d + 1; lower --seq\n", a->data,
+                (long long)n, T);
+        return 2;
+    }
+    int64_t windows = (n - 1) / T;
+    int B = (int)(a->batch < windows ? a->batch : windows);
+    af_tensor *in[1 + MAXP];
+    int nin = 0;
+    af_graph *g = NULL;
+    af_model *m = compile_forward(w, B, T, (int)a->threads, &g, in, &nin);
+    float *x = malloc((size_t)B * (size_t)T * sizeof *x), *out = malloc((size_t)B * (size_t)T * (size_t)V * sizeof *out);
+    af_buffer *bin = malloc((size_t)nin * sizeof *bin);
+    int rc = 0;
+    if (!m) rc = 1;
+    else if (!x || !out || !bin) {
+        fprintf(stderr, "aneforge eval llama: out of memory\n");
+        rc = 1;
+    }
+    for (int i = 1; !rc && i < nin; i++) bin[i] = AF_BUF_F32(af_tensor_value(in[i]), af_shape_count(af_tensor_shape(in[i])));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double sum = 0;
+    for (int64_t w0 = 0; !rc && w0 < windows; w0 += B) {
+        int used = (int)(windows - w0 < B ? windows - w0 : B);
+        /* A short last batch repeats its last window; only the used rows are scored. */
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < T; i++) x[b * T + i] = tok[(w0 + (b < used ? b : used - 1)) * T + i];
+        bin[0] = AF_BUF_F32(x, (int64_t)B * T);
+        af_buffer bout = AF_BUF_F32(out, (int64_t)B * T * V);
+        if (af_run(m, bin, &bout)) {
+            fprintf(stderr, "aneforge eval llama: %s\n", af_error_message());
+            rc = 1;
+            break;
+        }
+        for (int b = 0; b < used; b++)
+            for (int i = 0; i < T; i++) sum += llama_nll(out + ((int64_t)b * T + i) * V, V, tok[(w0 + b) * T + i + 1]);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!rc) {
+        int64_t scored = windows * T;
+        double loss = sum / (double)scored, secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (a->json)
+            printf("{\"loss\":%.6f,\"perplexity\":%.4f,\"tokens\":%lld,\"windows\":%lld,\"seq\":%d,\"vocab\":%d,\"seconds\":%.3f}\n",
+                   loss, exp(loss), (long long)scored, (long long)windows, T, V, secs);
+        else
+            printf("%s: %.4f nats per token (perplexity %.2f) over %lld tokens in %lld windows of %d\n", a->data, loss,
+                   exp(loss), (long long)scored, (long long)windows, T);
+    }
+    free(x);
+    free(out);
+    free(bin);
+    af_model_free(m);
+    af_graph_free(g);
+    return rc;
+}
+
+int cmd_eval(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "llama")) {
+        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) { usage(stdout); return 0; }
+        return cli_usage_error("aneforge eval", "%s", "say what to evaluate: 'aneforge eval llama --model M --data tokens.bin'");
+    }
+    eval_args a = { 0 };
+    int rc = parse_args(argc - 1, argv + 1, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    af_llama_weights *w = llama_model_load(a.model);
+    if (!w) {
+        fprintf(stderr, "aneforge eval llama: --model: %s\n", af_error_message());
+        return 2;
+    }
+    uint16_t *tok = NULL;
+    int64_t n = 0;
+    if (af_tokens_read(a.data, 0, &tok, &n)) {
+        fprintf(stderr, "aneforge eval llama: --data: %s\n", af_error_message());
+        af_llama_weights_free(w);
+        return 2;
+    }
+    int V = af_llama_weights_config(w)->vocab_size;
+    for (int64_t i = 0; i < n; i++)
+        if (tok[i] >= V) {
+            fprintf(stderr, "aneforge eval llama: %s holds id %d at %lld but the model's vocab is %d: tokenize with the model's tokenizer\n",
+                    a.data, tok[i], (long long)i, V);
+            rc = 2;
+            break;
+        }
+    if (!rc) rc = evaluate(&a, w, tok, n);
+    free(tok);
+    af_llama_weights_free(w);
+    return rc;
+}

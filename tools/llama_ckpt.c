@@ -1,0 +1,125 @@
+/* train llama's checkpoints (see llama_ckpt.h): tr_export's records plus "llama.*"
+ * (the config, one int64 record per field) and "cli.*" (data path, run position). */
+#include "llama_ckpt.h"
+#include "ir/ir.h"
+#include "train/ckpt.h"
+#include "train/trainer_io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const FIELD[8] = { "llama.dim", "llama.hidden_dim", "llama.n_layers", "llama.n_heads",
+                                      "llama.n_kv_heads", "llama.vocab_size", "llama.seq_len", "llama.shared_classifier" };
+
+static void config_fields(const af_llama_config *c, int64_t v[8]) {
+    v[0] = c->dim, v[1] = c->hidden_dim, v[2] = c->n_layers, v[3] = c->n_heads;
+    v[4] = c->n_kv_heads, v[5] = c->vocab_size, v[6] = c->seq_len, v[7] = c->shared_classifier;
+}
+
+/* The config stored in c; AF_ERR_CORRUPT naming the record when one is missing or out of range. */
+static af_status read_config(const ckpt *c, const char *path, af_llama_config *out) {
+    int64_t v[8];
+    for (int i = 0; i < 8; i++) {
+        if (ckpt_get_i64(c, FIELD[i], &v[i]))
+            return ir_fail(AF_ERR_CORRUPT, "%s has no record %s: it is not a checkpoint of 'aneforge train llama'", path, FIELD[i]);
+        if (v[i] < 0 || v[i] > 1 << 30) return ir_fail(AF_ERR_CORRUPT, "%s: record %s is %lld", path, FIELD[i], (long long)v[i]);
+    }
+    *out = (af_llama_config){ .dim = (int)v[0], .hidden_dim = (int)v[1], .n_layers = (int)v[2], .n_heads = (int)v[3],
+                              .n_kv_heads = (int)v[4], .vocab_size = (int)v[5], .seq_len = (int)v[6],
+                              .shared_classifier = v[7] != 0 };
+    af_status st = af_llama_config_check(out);
+    return st ? ir_fail(AF_ERR_CORRUPT, "%s: its config is not usable: %s", path, af_error_message()) : AF_OK;
+}
+
+int llama_ckpt_save(const char *path, af_trainer *t, const af_llama_config *cfg, const char *data, const llama_run_pos *p) {
+    ckpt *c = ckpt_new();
+    af_status st = c ? tr_export(t, c) : AF_ERR_NOMEM;
+    int64_t v[8];
+    config_fields(cfg, v);
+    for (int i = 0; i < 8 && !st; i++) st = ckpt_put_i64(c, FIELD[i], v[i]);
+    if (!st) st = ckpt_put_str(c, "cli.data", data);
+    if (!st) st = ckpt_put_i64(c, "cli.steps", p->steps);
+    if (!st) st = ckpt_put_i64(c, "cli.calls", p->calls);
+    if (!st) st = ckpt_put(c, "cli.rng", &p->rng, sizeof p->rng);
+    if (!st) st = ckpt_put(c, "cli.recent", p->recent, sizeof p->recent);
+    if (!st) st = ckpt_save(c, path);
+    ckpt_free(c);
+    if (st) fprintf(stderr, "aneforge train llama: could not save %s: %s\n", path, af_error_message());
+    return st ? 1 : 0;
+}
+
+int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *cfg, const char *data, llama_run_pos *p) {
+    ckpt *c = NULL;
+    af_llama_config saved;
+    af_status st = ckpt_load(path, &c);
+    if (!st) st = read_config(c, path, &saved);
+    int64_t want[8], have[8];
+    config_fields(cfg, want);
+    if (!st) config_fields(&saved, have);
+    if (!st && memcmp(want, have, sizeof want))
+        st = ir_fail(AF_ERR_INVALID,
+                     "%s holds a model of dim %d, %d layers, %d heads (%d KV), hidden %d, vocab %d, seq_len %d; "
+                     "resume it with the --config (or --init) and --tokenizer it was trained with",
+                     path, saved.dim, saved.n_layers, saved.n_heads, saved.n_kv_heads, saved.hidden_dim, saved.vocab_size,
+                     saved.seq_len);
+    const char *d = st ? NULL : ckpt_get_str(c, "cli.data");
+    if (!st && (!d || strcmp(d, data)))
+        st = ir_fail(AF_ERR_INVALID, "%s was trained on --data %s; resume it with the same data", path, d ? d : "?");
+    int64_t bytes = 0, bytes2 = 0;
+    const void *rng = st ? NULL : ckpt_get(c, "cli.rng", &bytes), *recent = st ? NULL : ckpt_get(c, "cli.recent", &bytes2);
+    if (!st && (!rng || bytes != sizeof p->rng || !recent || bytes2 != sizeof p->recent))
+        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.rng and cli.recent are missing or mis-sized", path);
+    llama_run_pos q = { 0 };
+    if (!st) st = ckpt_get_i64(c, "cli.steps", &q.steps);
+    if (!st) st = ckpt_get_i64(c, "cli.calls", &q.calls);
+    if (!st && (q.steps < 0 || q.calls < 0))
+        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.steps %lld and cli.calls %lld must be >= 0", path, (long long)q.steps,
+                     (long long)q.calls);
+    if (!st) {
+        memcpy(&q.rng, rng, sizeof q.rng);
+        memcpy(q.recent, recent, sizeof q.recent);
+        st = tr_import(t, c);
+    }
+    ckpt_free(c);
+    if (st) {
+        fprintf(stderr, "aneforge train llama: cannot resume: %s\n", af_error_message());
+        return 1;
+    }
+    *p = q;
+    return 0;
+}
+
+/* The weights in a checkpoint: records param.0 .. param.N-1 in af_llama's param order. */
+static af_llama_weights *from_ckpt(const char *path) {
+    ckpt *c = NULL;
+    af_llama_config cfg;
+    if (ckpt_load(path, &c) || read_config(c, path, &cfg)) { ckpt_free(c); return NULL; }
+    af_llama_weights *w = af_llama_weights_new(&cfg);
+    for (int i = 0; w && i < af_llama_param_count(&cfg); i++) {
+        char name[32];
+        af_shape s;
+        int64_t bytes = 0;
+        snprintf(name, sizeof name, "param.%d", i);
+        const void *v = ckpt_get(c, name, &bytes);
+        af_llama_param_at(&cfg, i, NULL, &s, NULL);
+        if (!v || bytes != af_shape_count(s) * (int64_t)sizeof(float)) {
+            ir_fail(AF_ERR_CORRUPT, "%s: record %s is missing or not the config's size", path, name);
+            af_llama_weights_free(w);
+            w = NULL;
+        } else
+            af_llama_weights_set_param(w, i, (const float *)v);
+    }
+    ckpt_free(c);
+    return w;
+}
+
+af_llama_weights *llama_model_load(const char *path) {
+    if (!path) { ir_fail(AF_ERR_INVALID, "no model path"); return NULL; }
+    FILE *f = fopen(path, "rb");
+    char magic[8] = { 0 };
+    size_t n = f ? fread(magic, 1, sizeof magic, f) : 0;
+    if (f) fclose(f);
+    if (n == sizeof magic && !memcmp(magic, "AFCKPT01", 8)) return from_ckpt(path);
+    return af_llama_load(path, NULL);
+}

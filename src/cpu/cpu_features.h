@@ -11,8 +11,11 @@ typedef struct {
 
 /* For hot elementwise loops: the compiler builds the function once per x86-64 level
  * (AVX-512, AVX2+FMA, baseline) and the loader picks one for the CPU at hand (an ELF
- * ifunc), so a portable build still runs wide vectors where the CPU has them. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(AF_NO_TARGET_CLONES)
+ * ifunc), so a portable build still runs wide vectors where the CPU has them, as the
+ * GEMM kernels do by hand. Elsewhere, or with AF_NO_CLONES, one baseline function. The
+ * clones may round differently where the compiler contracts to FMA (vmath.h writes its
+ * FMAs out), but a machine always runs the same one, so runs stay bit-reproducible. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(AF_NO_CLONES)
 #define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CPU_VECTOR_CLONES

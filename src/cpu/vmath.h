@@ -7,21 +7,13 @@
  * the exponent field). Within 1e-7 relative of exp over the normal range (measured:
  * 8.4e-8), exp(-inf) = 0, exp(+inf) = inf, NaN in gives NaN out, overflow gives inf.
  *
- * CPU_VECTOR_CLONES: on GCC for x86-64 Linux, compiles a function three times (AVX-512,
- * AVX2+FMA, the baseline) and picks one at load time by the CPU's features, as the
- * GEMM kernels do by hand; elsewhere, or with AF_NO_CLONES, one baseline function. The
- * clones of one function may round differently (FMA), but a given machine always runs
- * the same one, so runs stay bit-reproducible. */
+ * CPU_VECTOR_CLONES (cpu_features.h) builds the loops that use it per x86-64 level. */
 #ifndef AF_CPU_VMATH_H
 #define AF_CPU_VMATH_H
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(AF_NO_CLONES)
-#define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CPU_VECTOR_CLONES
-#endif
+#include "cpu/cpu_features.h" /* CPU_VECTOR_CLONES */
 
 static inline float cpu_f32_from_bits(int32_t i) {
     float f;

@@ -7,6 +7,7 @@
 #include "cli_env.h"
 #include "train_opts.h"
 #include "train_progress.h"
+#include "run_log.h"
 #include "aneforge.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"
@@ -136,8 +137,10 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out, int64_t chunk) {
+/* Test accuracy, and the mean cross-entropy of the test set (nats) into *loss. */
+static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out, int64_t chunk, double *loss) {
     int64_t n = af_dataset_count(d), correct = 0;
+    double ce = 0;
     int c, h, w, k = af_dataset_classes(d);
     af_dataset_sample_shape(d, &c, &h, &w);
     const uint8_t *labels = af_dataset_labels(d);
@@ -150,9 +153,13 @@ static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out,
             int am = 0;
             for (int j = 1; j < k; j++) am = out[i * k + j] > out[i * k + am] ? j : am;
             correct += am == labels[b + i];
+            double se = 0;
+            for (int j = 0; j < k; j++) se += exp((double)out[i * k + j] - out[i * k + am]);
+            ce += log(se) + out[i * k + am] - out[i * k + labels[b + i]];
         }
     }
     free(idx);
+    *loss = ce / (double)n;
     return (double)correct / (double)n;
 }
 
@@ -250,19 +257,30 @@ int cmd_train(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     progress pr;
     progress_init(&pr, &a.o, a.epochs, calls * k, a.json);
-    double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = -1;
+    run_log rl;
+    run_log_begin(&rl, logf, t, &a.o, a.o.batch, "samples_per_s");
+    if (!rc && logf) {
+        char extra[512];
+        snprintf(extra, sizeof extra, ",\"data\":\"%s\",\"epochs\":%d,\"steps_per_epoch\":%lld,\"train_samples\":%lld,"
+                 "\"seed\":%llu,\"resumed\":%d", a.data, a.epochs, (long long)(calls * k), (long long)ntrain,
+                 (unsigned long long)a.seed, a.resume != NULL);
+        run_log_header(&rl, a.model, extra);
+    }
+    double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = -1, test_loss = 0;
     int64_t steps_run = 0;
     af_step_info info = { 0 };
     for (; !rc && pos.epoch < a.epochs && !interrupted; pos.epoch++) {
         uint64_t rng = pos.rng_epoch;
         shuffle(perm, ntrain, &rng);
         for (; pos.pos < calls && !interrupted; pos.pos++) {
+            double td = now_s();
             if (af_dataset_batch(train, (int)per_call, perm + pos.pos * per_call, x, y)) {
                 fprintf(stderr, "\naneforge train: %s\n", af_error_message());
                 rc = 1;
                 break;
             }
             double t0 = now_s();
+            run_log_data(&rl, t0 - td);
             if (af_trainer_step(t, x, y, &info)) {
                 fprintf(stderr, "\naneforge train: step failed: %s\n", af_error_message());
                 rc = 1;
@@ -275,24 +293,30 @@ int cmd_train(int argc, char **argv) {
             loss_ema = steps_run == k ? info.loss : keep * loss_ema + (1 - keep) * info.loss;
             acc_ema = steps_run == k ? info.accuracy : keep * acc_ema + (1 - keep) * info.accuracy;
             progress_step(&pr, pos.epoch, (pos.pos + 1) * k, &info, loss_ema, acc_ema, train_s / (double)steps_run);
-            if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls))
+            if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls)) {
                 fprintf(logf,
                         "{\"epoch\":%lld,\"step\":%lld,\"loss\":%.6f,\"accuracy\":%.4f,\"loss_source\":\"%s\",\"lr\":%.6g,"
-                        "\"loss_scale\":%g,\"skipped\":%lld,\"skipped_consecutive\":%lld}\n",
+                        "\"loss_scale\":%g,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",
                         (long long)pos.epoch + 1, (long long)info.step, info.loss, info.accuracy, af_metric_source_name(info.metric_source),
-                        info.lr, info.loss_scale, (long long)info.skipped, (long long)info.skipped_consecutive);
+                        info.lr, info.loss_scale, (long long)info.skipped, (long long)info.skipped_consecutive,
+                        run_log_step_fields(&rl, steps_run));
+                fflush(logf); /* for a dashboard following it */
+            }
         }
         if (rc || interrupted) break;
-        test_acc = evaluate(t, test, ex, eo, eval_chunk);
+        run_log_aside_begin(&rl);
+        test_acc = evaluate(t, test, ex, eo, eval_chunk, &test_loss);
         progress_epoch(&pr, pos.epoch, test_acc, loss_ema);
         if (logf) {
-            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\"}\n",
-                    (long long)pos.epoch + 1, test_acc, loss_ema, af_metric_source_name(info.metric_source));
+            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\","
+                          "\"step\":%lld,\"test_loss\":%.6f}\n",
+                    (long long)pos.epoch + 1, test_acc, loss_ema, af_metric_source_name(info.metric_source), (long long)info.step, test_loss);
             fflush(logf);
         }
         pos.pos = 0;
         pos.rng_epoch = rng;
         if (a.save && save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch })) rc = 1;
+        run_log_aside_end(&rl); /* evaluation and checkpoint are not step time */
     }
     if (interrupted && !rc) {
         fprintf(stderr, "\naneforge train: interrupted");
@@ -304,6 +328,9 @@ int cmd_train(int argc, char **argv) {
         af_stats total;
         af_trainer_stats(t, &total);
         progress_finish(&pr, t, &total, steps_run);
+        char extra[160];
+        snprintf(extra, sizeof extra, ",\"final_test_acc\":%.4f,\"final_test_loss\":%.6f,\"final_train_loss\":%.6f", test_acc, test_loss, loss_ema);
+        run_log_end(&rl, steps_run, extra);
         if (a.json)
             printf("{\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\",\"ms_per_step\":%.4f,"
                    "\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",

@@ -6,6 +6,7 @@
 #include "cli_args.h"
 #include "train_opts.h"
 #include "train_progress.h"
+#include "run_log.h"
 #include "aneforge.h"
 
 #include <errno.h>
@@ -221,16 +222,30 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     if (!rc && (!x || !y || !out)) { fprintf(stderr, "aneforge train llama: out of memory\n"); rc = 1; }
     progress pr;
     progress_init(&pr, &a->o, 1, (a->steps + k - 1) / k * k, a->json);
+    run_log rl;
+    run_log_begin(&rl, logf, t, &a->o, (int64_t)B * T, "tokens_per_s");
+    if (!rc && logf) {
+        char extra[1024], data[300], valq[300], name[80];
+        json_quote(data, sizeof data, a->data, 200);
+        json_quote(valq, sizeof valq, a->val ? a->val : "", 200);
+        json_quote(name, sizeof name, a->config ? a->config : "init", 60);
+        snprintf(extra, sizeof extra, ",\"config\":%s,\"data\":%s,\"val\":%s,\"vocab\":%d,\"dim\":%d,\"n_layers\":%d,"
+                 "\"n_heads\":%d,\"seq\":%d,\"steps\":%ld,\"seed\":%llu", name, data, valq, V, c->dim, c->n_layers,
+                 c->n_heads, T, a->steps, (unsigned long long)a->seed);
+        run_log_header(&rl, "llama", extra);
+    }
     uint64_t rng = a->seed * 0x9E3779B97F4A7C15ULL + 11;
     double train_s = 0, recent[10] = { 0 }, vl = -1;
     int64_t steps_run = 0, calls = 0;
     af_step_info info = { 0 };
     while (!rc && steps_run < a->steps) {
+        double td = now_s();
         for (int64_t b = 0; b < per_call; b++) {
             int64_t start = (int64_t)(next_u64(&rng) % (uint64_t)(ntrain - T));
             fill_window(train, start, T, V, x + b * T, y + b * T * V);
         }
         double t0 = now_s();
+        run_log_data(&rl, t0 - td);
         if (af_trainer_step(t, x, y, &info)) { fprintf(stderr, "\naneforge train llama: step failed: %s\n", af_error_message()); rc = 1; break; }
         train_s += now_s() - t0;
         steps_run += k;
@@ -239,21 +254,39 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         int nr = calls < 10 ? (int)calls : 10;
         for (int i = 0; i < nr; i++) mean += recent[i] / nr;
         progress_step(&pr, 0, steps_run, &info, mean, 0, train_s / (double)steps_run);
-        if (logf && (calls % 10 == 1 || steps_run >= a->steps))
-            fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld}\n",
+        if (logf && (calls % 10 == 1 || steps_run >= a->steps)) {
+            fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld,"
+                          "\"ppl\":%.4g%s}\n",
                     (long long)info.step, info.loss, af_metric_source_name(info.metric_source), info.lr, info.loss_scale,
-                    (long long)info.skipped);
+                    (long long)info.skipped, exp(info.loss), run_log_step_fields(&rl, steps_run));
+            fflush(logf);
+        }
         bool eval_now = steps_run >= a->steps || (a->eval_every && steps_run % a->eval_every < k);
+        run_log_aside_begin(&rl);
         if (eval_now && val) {
             vl = val_loss(t, val, nval, T, V, B, x, out);
             if (vl < 0) { fprintf(stderr, "\naneforge train llama: validation: %s\n", af_error_message()); rc = 1; break; }
             if (!pr.quiet) fprintf(stderr, "step %lld: val loss %.4f, train loss %.4f\n", (long long)steps_run, vl, mean);
-            if (logf) fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f}\n", (long long)steps_run, vl, mean);
+            if (logf) {
+                fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f,\"val_ppl\":%.4g}\n", (long long)steps_run, vl,
+                        mean, exp(vl));
+                fflush(logf);
+            }
         }
         if (eval_now && a->save && af_trainer_save(t, a->save)) {
             fprintf(stderr, "aneforge train llama: could not save %s: %s\n", a->save, af_error_message());
             rc = 1;
         }
+        run_log_aside_end(&rl); /* evaluation and checkpoint are not step time */
+    }
+    if (!rc) {
+        char extra[128];
+        double mean = 0;
+        int nr = calls < 10 ? (int)calls : 10;
+        for (int i = 0; i < nr; i++) mean += recent[i] / nr;
+        int n = snprintf(extra, sizeof extra, ",\"final_train_loss\":%.6f", mean);
+        if (val) snprintf(extra + n, sizeof extra - (size_t)n, ",\"final_val_loss\":%.6f", vl);
+        run_log_end(&rl, steps_run, extra);
     }
     if (logf) fclose(logf);
     if (!rc && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {

@@ -8,6 +8,7 @@
 #include "train_opts.h"
 #include "train_progress.h"
 #include "run_log.h"
+#include "dash_term.h"
 #include "aneforge.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"
@@ -23,7 +24,7 @@
 
 typedef struct {
     const char *model, *data, *save, *resume, *log;
-    int epochs, json, limit;
+    int epochs, json, limit, dashboard;
     uint64_t seed;
     af_train_opts o;
 } train_args;
@@ -59,7 +60,9 @@ static void usage(FILE *f) {
             "  --save PATH           write a checkpoint after every epoch and on Ctrl-C\n"
             "  --resume PATH         continue from a checkpoint (bit-identical in fp32)\n"
             "  --log FILE            append one JSON line per logging interval\n"
-            "  --json                finish with one JSON line of results\n\n"
+            "  --json                finish with one JSON line of results\n"
+            "  --dashboard           watch the run in the terminal while it trains ('aneforge dashboard');\n"
+            "                        logs to --log, or to aneforge-MODEL.jsonl without one\n\n"
             "Training loss and accuracy come from the host in fp32 (host and device plans, from\n"
             "the logits) or from inside the step program (resident and unrolled plans, in the\n"
             "program's precision); --json and --log say which in \"loss_source\". Test accuracy\n"
@@ -90,6 +93,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
             continue;
         }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
         if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
         if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
         if (!v) return bad("%s needs a value", k);
@@ -110,6 +114,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (strcmp(a->model, "mlp") && strcmp(a->model, "cnn")) return bad("the model is mlp or cnn, not '%s'", a->model);
     if (!a->data) return bad("%s", "--data is required: mnist, fashion or cifar10");
     if (train_opt_finish(&a->o, &flags, "aneforge train")) return 2;
+    if (a->dashboard && !a->log) a->log = !strcmp(a->model, "mlp") ? "aneforge-mlp.jsonl" : "aneforge-cnn.jsonl";
     return 0;
 }
 
@@ -266,6 +271,9 @@ int cmd_train(int argc, char **argv) {
                  (unsigned long long)a.seed, a.resume != NULL);
         run_log_header(&rl, a.model, extra);
     }
+    dash_live *dash = !rc && a.dashboard ? dash_train_start(a.log) : NULL;
+    bool plain_quiet = pr.quiet;
+    if (dash) pr.quiet = true; /* the dashboard has the screen */
     double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = -1, test_loss = 0;
     int64_t steps_run = 0;
     af_step_info info = { 0 };
@@ -302,6 +310,7 @@ int cmd_train(int argc, char **argv) {
                         run_log_step_fields(&rl, steps_run));
                 fflush(logf); /* for a dashboard following it */
             }
+            if (dash && dash_live_poll(dash, false)) interrupted = 1; /* q or Ctrl-C: as Ctrl-C without one */
         }
         if (rc || interrupted) break;
         run_log_aside_begin(&rl);
@@ -318,6 +327,10 @@ int cmd_train(int argc, char **argv) {
         if (a.save && save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch })) rc = 1;
         run_log_aside_end(&rl); /* evaluation and checkpoint are not step time */
     }
+    if (dash && (interrupted || rc)) { /* the terminal back before the messages */
+        dash_train_finish(dash, true);
+        dash = NULL;
+    }
     if (interrupted && !rc) {
         fprintf(stderr, "\naneforge train: interrupted");
         if (a.save && !save_ckpt(a.save, t, &a, pos)) fprintf(stderr, "; saved %s (resume with --resume %s)", a.save, a.save);
@@ -327,10 +340,15 @@ int cmd_train(int argc, char **argv) {
     if (!rc) {
         af_stats total;
         af_trainer_stats(t, &total);
-        progress_finish(&pr, t, &total, steps_run);
         char extra[160];
         snprintf(extra, sizeof extra, ",\"final_test_acc\":%.4f,\"final_test_loss\":%.6f,\"final_train_loss\":%.6f", test_acc, test_loss, loss_ema);
         run_log_end(&rl, steps_run, extra);
+        if (dash) { /* shows the end until q, then the usual closing lines */
+            dash_train_finish(dash, false);
+            dash = NULL;
+            pr.quiet = plain_quiet;
+        }
+        progress_finish(&pr, t, &total, steps_run);
         if (a.json)
             printf("{\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\",\"ms_per_step\":%.4f,"
                    "\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",

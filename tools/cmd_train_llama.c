@@ -7,6 +7,7 @@
 #include "train_opts.h"
 #include "train_progress.h"
 #include "run_log.h"
+#include "dash_term.h"
 #include "aneforge.h"
 
 #include <errno.h>
@@ -19,7 +20,7 @@
 typedef struct {
     const char *config, *init, *data, *val, *tokenizer, *save, *log, *export_path;
     long steps, seq, eval_every;
-    int json;
+    int json, dashboard;
     uint64_t seed;
     af_train_opts o;
 } llama_args;
@@ -46,7 +47,9 @@ static void usage(FILE *f) {
             "  --save PATH           trainer checkpoint at every evaluation and at the end\n"
             "  --export PATH         write the trained model as a llama2.c version-0 file ('aneforge generate')\n"
             "  --log FILE            append JSON lines (every 10 steps and every evaluation)\n"
-            "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n");
+            "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n"
+            "  --dashboard           watch the run in the terminal while it trains (q stops it early);\n"
+            "                        logs to --log, or to aneforge-llama.jsonl without one\n");
 }
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge train llama", fmt, a); }
@@ -68,6 +71,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         long n;
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
         if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
         if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
@@ -94,6 +98,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
     if (a->config && a->init) return bad("%s", "give --config or --init, not both (--init's file has its own config)");
     if (!a->data) return bad("%s", "--data is required: a token file (uint16 ids, see 'aneforge data tokenize')");
     if (train_opt_finish(&a->o, &flags, "aneforge train llama")) return 2;
+    if (a->dashboard && !a->log) a->log = "aneforge-llama.jsonl";
     a->o.total_steps = a->steps;
     a->o.eval_batch = a->o.batch;
     return 0;
@@ -234,6 +239,9 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
                  c->n_heads, T, a->steps, (unsigned long long)a->seed);
         run_log_header(&rl, "llama", extra);
     }
+    dash_live *dash = !rc && a->dashboard ? dash_train_start(a->log) : NULL;
+    bool quit = false, plain_quiet = pr.quiet;
+    if (dash) pr.quiet = true; /* the dashboard has the screen */
     uint64_t rng = a->seed * 0x9E3779B97F4A7C15ULL + 11;
     double train_s = 0, recent[10] = { 0 }, vl = -1;
     int64_t steps_run = 0, calls = 0;
@@ -278,6 +286,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
             rc = 1;
         }
         run_log_aside_end(&rl); /* evaluation and checkpoint are not step time */
+        if (dash && (quit = dash_live_poll(dash, false))) break;
     }
     if (!rc) {
         char extra[128];
@@ -288,6 +297,8 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         if (val) snprintf(extra + n, sizeof extra - (size_t)n, ",\"final_val_loss\":%.6f", vl);
         run_log_end(&rl, steps_run, extra);
     }
+    dash_train_finish(dash, quit || rc);
+    pr.quiet = plain_quiet;
     if (logf) fclose(logf);
     if (!rc && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {
         fprintf(stderr, "aneforge train llama: --export %s: %s\n", a->export_path, af_error_message());

@@ -32,6 +32,7 @@ struct dash_live {
     dash_view_state view;
     dash_screen screen;
     bool tty, dirty;
+    const char *done_note; /* the status once the run has ended */
     double last_draw, last_read;
 };
 
@@ -155,7 +156,7 @@ static void read_more(dash_live *d) {
         read_more(d);
         return;
     }
-    d->view.status = gone ? "log file gone" : d->run.end.n ? "finished" : "following";
+    d->view.status = gone ? "log file gone" : d->run.end.n ? (d->done_note ? d->done_note : "finished") : "following";
 }
 
 /* ------------------------------------------------------------------ keys */
@@ -170,15 +171,16 @@ static bool handle_keys(dash_live *d) {
         if (c == 'p' || c == ' ') d->view.paused = !d->view.paused;
         else if (c == 'g') d->view.scroll = DASH_TAIL;
         else if (c == 'G') d->view.scroll = 0;
-        else if (c == '\033' && i + 2 < n && b[i + 1] == '[') {
+        else if (c == '\033' && i + 2 < n && (b[i + 1] == '[' || b[i + 1] == 'O')) {
+            /* CSI or SS3 keys; Home and End come as H/F, 1~/4~ or 7~/8~ depending on the terminal. */
             char k = b[i + 2];
-            int tilde = i + 3 < n && b[i + 3] == '~';
+            int tilde = k >= '1' && k <= '8' && i + 3 < n && b[i + 3] == '~';
             if (k == 'A') d->view.scroll++;
             else if (k == 'B') d->view.scroll--;
-            else if (k == '5' && tilde) d->view.scroll += page;
-            else if (k == '6' && tilde) d->view.scroll -= page;
-            else if (k == 'H') d->view.scroll = DASH_TAIL;
-            else if (k == 'F') d->view.scroll = 0;
+            else if (tilde && k == '5') d->view.scroll += page;
+            else if (tilde && k == '6') d->view.scroll -= page;
+            else if (k == 'H' || (tilde && (k == '1' || k == '7'))) d->view.scroll = DASH_TAIL;
+            else if (k == 'F' || (tilde && (k == '4' || k == '8'))) d->view.scroll = 0;
             i += 2 + tilde;
         }
         int64_t most = (d->run.lines < DASH_TAIL ? d->run.lines : DASH_TAIL) - page;
@@ -268,4 +270,25 @@ void dash_live_stop(dash_live *d) {
     dash_run_free(&d->run);
     dash_screen_free(&d->screen);
     free(d);
+}
+
+dash_live *dash_train_start(const char *log_path) {
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "aneforge train: --dashboard needs a terminal; training with plain progress (watch %s with "
+                        "'aneforge dashboard' elsewhere)\n", log_path);
+        return NULL;
+    }
+    const char *slash = strrchr(log_path, '/');
+    return dash_live_start(log_path, slash ? slash + 1 : log_path);
+}
+
+void dash_train_finish(dash_live *d, bool quit_already) {
+    if (!d) return;
+    d->done_note = "training done: q closes";
+    bool quit = dash_live_poll(d, true) || quit_already;
+    while (!quit) {
+        dash_live_wait(d, 200);
+        quit = dash_live_poll(d, false);
+    }
+    dash_live_stop(d);
 }

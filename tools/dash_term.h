@@ -23,4 +23,10 @@ bool dash_live_on_terminal(const dash_live *d);
 void dash_live_wait(dash_live *d, int ms);
 /* Restores the terminal and frees d; with a terminal, prints the final summary line. */
 void dash_live_stop(dash_live *d);
+/* `train --dashboard`: starts following log_path when stdin and stdout are a terminal,
+ * else says why not on stderr and returns NULL (training goes on with plain progress). */
+dash_live *dash_train_start(const char *log_path);
+/* After training: shows the final state until q (when the user has not quit already),
+ * then restores the terminal. */
+void dash_train_finish(dash_live *d, bool quit_already);
 #endif

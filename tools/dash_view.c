@@ -42,15 +42,15 @@ static void title_bar(dash_screen *s, const dash_run *r, const dash_view_state *
     const jl_line *h = &r->header;
     char t[400];
     const char *fam = jl_str(h, "family");
-    int n = snprintf(t, sizeof t, " aneforge dashboard  %s", r->name);
+    int n = snprintf(t, sizeof t, " aneforge │ %s", r->name);
     if (h->n)
-        snprintf(t + n, sizeof t - (size_t)n, "  │ %s%s%s · plan %s · %s%s%s · %s · batch %.0f · %s", jl_str(h, "model") ? jl_str(h, "model") : "?",
+        snprintf(t + n, sizeof t - (size_t)n, " │ %s%s%s · plan %s · %s%s%s · %s · batch %.0f · %s", jl_str(h, "model") ? jl_str(h, "model") : "?",
                  jl_str(h, "data") ? " on " : "", jl_str(h, "data") ? jl_str(h, "data") : "", jl_str(h, "plan") ? jl_str(h, "plan") : "?",
                  jl_str(h, "target") ? jl_str(h, "target") : "?", fam && *fam ? ":" : "", fam && *fam ? fam : "",
                  jl_str(h, "precision") ? jl_str(h, "precision") : "?", jl_num(h, "batch", 0),
                  jl_str(h, "optimizer") ? jl_str(h, "optimizer") : "?");
     char right[80];
-    snprintf(right, sizeof right, " %s │ q quit · p pause · ↑↓ scroll ", v->paused ? "PAUSED" : v->status ? v->status : "");
+    snprintf(right, sizeof right, " %s ", v->paused ? "PAUSED (p resumes)" : v->status ? v->status : "");
     int rw = dash_cols(right);
     if (rw > s->w / 2) rw = 0;
     for (int x = 0; x < s->w; x++) dash_set(s, x, 0, " ", C_TITLE);
@@ -164,9 +164,9 @@ static void sample_panel(dash_screen *s, const dash_run *r, int x, int y, int w,
 }
 
 static void tail_panel(dash_screen *s, const dash_run *r, int x, int y, int w, int h, int scroll) {
-    char title[96];
-    snprintf(title, sizeof title, "Log (%lld lines%s%s)", (long long)r->lines, scroll ? ", scrolled back" : "",
-             r->bad_lines ? ", some unreadable" : "");
+    char title[192];
+    snprintf(title, sizeof title, "Log (%lld lines%s%s) · ↑↓ PgUp PgDn scroll · p pause · q quit", (long long)r->lines,
+             scroll ? ", scrolled back" : "", r->bad_lines ? ", some unreadable" : "");
     dash_box(s, x, y, w, h, title);
     int rows = h - 2;
     for (int i = 0; i < rows; i++) {

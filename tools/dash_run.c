@@ -1,4 +1,6 @@
+#ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* getline */
+#endif
 #include "dash_run.h"
 
 #include <stdio.h>

@@ -121,7 +121,7 @@ for name, row in zip(logs, rows):
         check(cells[11] == "%.4f" % evals[-1]["val_loss"], "%s: val loss %s" % (name, cells[11]))
     check(cells[15] == "%.3f" % last_step["ms_step"], "%s: ms/step %s vs %.3f" % (name, cells[15], last_step["ms_step"]))
     if "compile_limit" in header:
-        check(cells[19] == "%d of %d" % (last_step["compiles"], header["compile_limit"]), "%s: compiles %s" % (name, cells[19]))
+        check(cells[19] == "%d of %d" % (recs[-1]["compiles"], header["compile_limit"]), "%s: compiles %s" % (name, cells[19]))
 sample = [r["sample"] for r in by_name["llama.jsonl"] if "sample" in r][-1]
 check('<pre class="sample">' + sample.replace("&", "&amp;").replace("<", "&lt;") + "</pre>" in page, "the llama sample is shown")
 

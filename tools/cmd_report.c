@@ -103,7 +103,8 @@ static void table(FILE *f, dash_run *runs, int n) {
         cell_num(f, pick(recs, 1, "est_ms_m5"), "%.3f");
         double steps = pick(recs, 1, "step"), disp = pick(recs, 1, "dispatches");
         cell_num(f, steps > 0 ? disp / steps : NAN, "%.2f");
-        double used = pick(recs, 1, "compiles"), limit = jl_num(h, "compile_limit", NAN);
+        const jl_line *end_first[] = { &r->end, &r->step };
+        double used = pick(end_first, 2, "compiles"), limit = jl_num(h, "compile_limit", NAN);
         fputs("<td>", f);
         if (isfinite(used) && isfinite(limit)) fprintf(f, "%.0f of %.0f", used, limit);
         else if (isfinite(used)) fprintf(f, "%.0f", used);

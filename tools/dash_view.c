@@ -126,10 +126,11 @@ static void engine_panel(dash_screen *s, const dash_run *r, int x, int y, int w,
     fmt_count(a, sizeof a, jl_num(st, "engine_flops", 0) / steps);
     fmt_count(b, sizeof b, jl_num(st, "host_flops", 0) / steps);
     if (yy < bottom) row(s, cx, yy++, cw, "FLOPs", C_DEFAULT, "%s engine, %s host", a, b);
+    double compiles = jl_num(&r->end, "compiles", jl_num(st, "compiles", 0)); /* the end line's total is the last word */
     if (yy < bottom) {
         if (jl_has_num(hd, "compile_limit"))
-            row(s, cx, yy++, cw, "compiles", C_DEFAULT, "%.0f of %.0f budget", jl_num(st, "compiles", 0), jl_num(hd, "compile_limit", 0));
-        else row(s, cx, yy++, cw, "compiles", C_DEFAULT, "%.0f (cpu: no budget)", jl_num(st, "compiles", 0));
+            row(s, cx, yy++, cw, "compiles", C_DEFAULT, "%.0f of %.0f budget", compiles, jl_num(hd, "compile_limit", 0));
+        else row(s, cx, yy++, cw, "compiles", C_DEFAULT, "%.0f (cpu: no budget)", compiles);
     }
     if (yy < bottom) {
         if (jl_has_num(st, "est_ms_m1"))

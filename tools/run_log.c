@@ -147,7 +147,10 @@ void run_log_sample(run_log *l, int64_t step, const char *text) {
 
 void run_log_end(run_log *l, int64_t steps, const char *extra) {
     if (!l->f) return;
-    fprintf(l->f, "{\"end\":1,\"steps\":%lld,\"seconds\":%.3f,\"loss_source\":\"%s\"%s}\n", (long long)steps,
-            tr_now_s() - l->start, af_metric_source_name(l->t ? l->t->metric_source : AF_METRIC_HOST_FP32), extra ? extra : "");
+    af_stats st;
+    af_trainer_stats(l->t, &st); /* compiles after the last step line (evaluation) included */
+    fprintf(l->f, "{\"end\":1,\"steps\":%lld,\"seconds\":%.3f,\"loss_source\":\"%s\",\"compiles\":%lld%s}\n", (long long)steps,
+            tr_now_s() - l->start, af_metric_source_name(l->t ? l->t->metric_source : AF_METRIC_HOST_FP32), (long long)st.compiles,
+            extra ? extra : "");
     fflush(l->f);
 }

@@ -38,7 +38,7 @@ static const char *css =
     "svg text{font:12px system-ui,sans-serif;fill:#333}svg .title{font-weight:600;font-size:14px}"
     "svg .ylabel{text-anchor:end}svg .xlabel{text-anchor:middle}svg .axislabel{text-anchor:middle;fill:#555}"
     "svg .grid{stroke:#eee}svg .axis,svg .xtick,svg .ytick{stroke:#888}"
-    "table{border-collapse:collapse;background:#fff;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}"
+    "table{border-collapse:collapse;background:#fff;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
     "th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px}"
     "pre{background:#fff;border:1px solid #ddd;padding:8px;white-space:pre-wrap;max-width:1100px}";
 

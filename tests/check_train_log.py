@@ -85,8 +85,9 @@ for plan, target in [("host", "cpu"), ("device", "ane-sim:m1"), ("resident", "an
 tok = os.path.join(tmp, "tok.bin")
 data = struct.pack("<%dH" % 3000, *[(i * 7 + i // 13) % 40 + 3 for i in range(3000)])
 open(tok, "wb").write(data)
+model = os.path.join(tmp, "model.bin")
 recs, res = train(["llama", "--config", "tiny", "--data", tok, "--val", tok, "--steps", "12", "--batch", "2", "--seq", "16",
-                   "--eval-every", "6"], os.path.join(tmp, "llama.jsonl"))
+                   "--eval-every", "6", "--sample-every", "6", "--seed", "3", "--export", model], os.path.join(tmp, "llama.jsonl"))
 if recs:
     h = recs[0]
     check(h.get("header") == 1 and h["model"] == "llama" and h["config"] == "tiny" and h["seq"] == 16 and h["vocab"] == 43,
@@ -99,6 +100,16 @@ if recs:
     check([r["step"] for r in vals] == [6, 12] and all(abs(r["val_ppl"] - math.exp(r["val_loss"])) <= 1e-3 * r["val_ppl"] for r in vals),
           "llama validation lines " + str(vals))
     check(recs[-1].get("end") == 1 and res and abs(recs[-1]["final_val_loss"] - res["val_loss"]) < 1e-5, "llama end line")
+    # Samples at 6 and 12; the last is what `aneforge generate` makes from the exported
+    # model with the same sampler settings and seed (run.c's loop from BOS).
+    samples = [r for r in recs if "sample" in r]
+    check([r["step"] for r in samples] == [6, 12], "llama sample lines at %s" % [r["step"] for r in samples])
+    if samples:
+        ids = samples[-1]["sample"].split()
+        check(ids and all(0 <= int(i) < 43 for i in ids), "llama sample ids: " + samples[-1]["sample"])
+        g = subprocess.run([cli, "generate", "--model", model, "--tokens", "1", "--steps", "64", "--temperature", "0.8",
+                            "--top-p", "0.9", "--seed", "3"], capture_output=True, text=True, timeout=60)
+        check(g.stdout.split()[1:] == ids, "the last sample %s is generate's %s" % (ids[:8], g.stdout.split()[1:9]))
 
 # --dashboard without a terminal: plain progress, and the default log is written.
 r = subprocess.run([cli, "train", "mlp", "--data", "mnist", "--epochs", "1", "--limit", "320", "--dashboard"],

@@ -8,6 +8,7 @@
 #include "train_progress.h"
 #include "run_log.h"
 #include "dash_term.h"
+#include "train_sample.h"
 #include "aneforge.h"
 
 #include <errno.h>
@@ -19,7 +20,7 @@
 
 typedef struct {
     const char *config, *init, *data, *val, *tokenizer, *save, *log, *export_path;
-    long steps, seq, eval_every;
+    long steps, seq, eval_every, sample_every;
     int json, dashboard;
     uint64_t seed;
     af_train_opts o;
@@ -44,6 +45,7 @@ static void usage(FILE *f) {
             "  --target, --loss-scale, --threads   as for 'aneforge train mlp'\n"
             "  --seed N              weights and windows (default 1)\n"
             "  --eval-every K        validation loss every K steps (and at the end)\n"
+            "  --sample-every K      print (and log) a 64-token sample every K steps and at the end\n"
             "  --save PATH           trainer checkpoint at every evaluation and at the end\n"
             "  --export PATH         write the trained model as a llama2.c version-0 file ('aneforge generate')\n"
             "  --log FILE            append JSON lines (every 10 steps and every evaluation)\n"
@@ -90,6 +92,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--steps")) { if (cli_parse_long(v, 1, 100000000, &a->steps)) return bad("--steps wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 65536, &a->seq)) return bad("--seq wants an integer in 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--sample-every")) { if (cli_parse_long(v, 1, 100000000, &a->sample_every)) return bad("--sample-every wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--eval-every")) { if (cli_parse_long(v, 1, 100000000, &a->eval_every)) return bad("--eval-every wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--seed")) { if (cli_parse_long(v, 0, 0x7fffffffL, &n)) return bad("--seed wants a non-negative integer, not '%s'", v); a->seed = (uint64_t)n; }
         else return bad("unknown option '%s'", k);
@@ -220,6 +223,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     if (!t) { fprintf(stderr, "aneforge train llama: %s\n", af_error_message()); return 1; }
     int k = af_trainer_steps_per_call(t), rc = 0;
     FILE *logf = a->log ? fopen(a->log, "a") : NULL;
+    af_tokenizer *tok = a->sample_every && a->tokenizer ? af_tokenizer_load(a->tokenizer) : NULL; /* checked by make_weights */
     if (a->log && !logf) { fprintf(stderr, "aneforge train llama: cannot open log %s: %s\n", a->log, strerror(errno)); rc = 1; }
     int64_t per_call = (int64_t)B * k;
     float *x = malloc((size_t)(per_call * T) * sizeof(float)), *y = malloc((size_t)(per_call * T * V) * sizeof(float));
@@ -281,6 +285,16 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
                 fflush(logf);
             }
         }
+        if (a->sample_every && (steps_run >= a->steps || steps_run % a->sample_every < k)) {
+            char text[1024];
+            if (read_back(t, w) || train_llama_sample(w, tok, 64, a->seed, text, sizeof text)) {
+                fprintf(stderr, "\naneforge train llama: sample: %s\n", af_error_message());
+                rc = 1;
+                break;
+            }
+            if (!pr.quiet) fprintf(stderr, "step %lld sample: %s\n", (long long)steps_run, text);
+            run_log_sample(&rl, steps_run, text);
+        }
         if (eval_now && a->save && af_trainer_save(t, a->save)) {
             fprintf(stderr, "aneforge train llama: could not save %s: %s\n", a->save, af_error_message());
             rc = 1;
@@ -321,6 +335,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         } else if (!pr.quiet)
             fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)steps_run, mean, log((double)V));
     }
+    af_tokenizer_free(tok);
     free(x);
     free(y);
     free(out);

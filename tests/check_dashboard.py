@@ -7,25 +7,16 @@ is truncated or replaced, pauses and resumes on p, scrolls the log tail, redraws
 resize and gives the terminal back on q. Without a terminal it prints plain lines.
 
 usage: check_dashboard.py AF_CLI SOURCE_DIR"""
-import json, math, os, re, shutil, subprocess, sys, tempfile, time
+import json, math, os, re, shutil, signal, subprocess, sys, tempfile, time
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import check, finish, records  # noqa: E402
 
 cli, src = sys.argv[1], sys.argv[2]
 runs_dir = os.path.join(src, "tests", "data", "runs")
-failures = 0
 if not shutil.which("tmux"):
     print("check_dashboard: skipped: tmux is not installed (apt-get install tmux)")
     sys.exit(0)
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg)
-
-
-def records(path):
-    return [json.loads(l) for l in open(path, encoding="utf-8")]
 
 
 tmp = tempfile.mkdtemp(prefix="af_dash_")
@@ -168,6 +159,15 @@ os.rename(rot, live)
 n7 = [r for r in recs[:8] if "loss" in r and "step" in r][-1]["step"]
 check(wait_for("step          %d of" % n7) is not None, "a replaced file is followed")
 check(wait_for("Log (8 lines)") is not None, "the replaced file's lines only")
+# Ctrl-Z gives the terminal back (the alternate screen left), SIGCONT takes it again.
+shell = int(tmux("display-message", "-p", "-t", "t", "#{pane_pid}").stdout.strip() or 0)
+kids = open("/proc/%d/task/%d/children" % (shell, shell)).read().split() if shell else []
+tmux("send-keys", "-t", "t", "C-z")
+time.sleep(0.5)
+check("┌ Now" not in capture(), "Ctrl-Z leaves the alternate screen")
+for pid in [shell] + [int(k) for k in kids]:  # the pane's shell and the dashboard, both started here
+    os.kill(pid, signal.SIGCONT)
+check(wait_for("┌ Now") is not None, "after SIGCONT the dashboard is back")
 tmux("send-keys", "-t", "t", "C-c")
 check(wait_for("EXITED-0") is not None, "Ctrl-C ends it cleanly")
 tmux("kill-server")
@@ -179,5 +179,4 @@ check(r.returncode == 0 and len(out) == len(src_lines), "plain mode: %d lines fo
 check(out and out[-1].startswith("finished: %d steps" % recs[-1]["steps"]), "plain mode ends with the end line")
 check(any(l.startswith("step %d loss %.4f" % (steps[-1]["step"], steps[-1]["loss"])) for l in out), "plain step line")
 shutil.rmtree(tmp, ignore_errors=True)
-print("check_dashboard: %s" % ("all good" if not failures else "%d failures" % failures))
-sys.exit(1 if failures else 0)
+finish("check_dashboard")

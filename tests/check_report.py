@@ -8,29 +8,14 @@ headless screenshot of the page is non-blank and shows each run's colour.
 
 usage: check_report.py AF_CLI SOURCE_DIR"""
 import json, os, re, shutil, struct, subprocess, sys, tempfile, zlib
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import check, finish, records  # noqa: E402
 import xml.etree.ElementTree as ET
 
 cli, src = sys.argv[1], sys.argv[2]
 runs_dir = os.path.join(src, "tests", "data", "runs")
 logs = ["mlp-cpu.jsonl", "mlp-ane-sim.jsonl", "llama.jsonl"]
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg)
-
-
-def records(path):
-    out = []
-    for line in open(path, encoding="utf-8"):
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
 
 
 # What each chart series is, from the raw records (step lines carry "loss").
@@ -196,5 +181,4 @@ else:
             near = sum(n for k, n in counts.items() if sum(abs(k[j] - want[j]) for j in range(3)) <= 24)
             check(near >= 40, "run %d's colour #%s on %d sampled pixels" % (i, colour, near))
 shutil.rmtree(tmp)
-print("check_report: %s" % ("all good" if not failures else "%d failures" % failures))
-sys.exit(1 if failures else 0)
+finish("check_report")

@@ -9,16 +9,11 @@ the phases fit inside the step time, the step program's time is under fwd+bwd
 
 usage: check_train_log.py AF_CLI SOURCE_DIR"""
 import json, math, os, shutil, struct, subprocess, sys, tempfile
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import check, finish, records  # noqa: E402
 
 cli, src = sys.argv[1], sys.argv[2]
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg)
 
 
 tmp = tempfile.mkdtemp(prefix="af_trainlog_")
@@ -118,5 +113,4 @@ check(r.returncode == 0 and "--dashboard needs a terminal" in r.stderr, "--dashb
 log = os.path.join(tmp, "aneforge-mlp.jsonl")
 check(os.path.exists(log) and json.loads(open(log).readline()).get("header") == 1, "--dashboard logs to aneforge-mlp.jsonl")
 shutil.rmtree(tmp)
-print("check_train_log: %s" % ("all good" if not failures else "%d failures" % failures))
-sys.exit(1 if failures else 0)
+finish("check_train_log")

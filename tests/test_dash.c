@@ -111,6 +111,12 @@ static void test_run(void) {
     CHECK(!strcmp(r.sample, "hi\nthere") && r.sample_step == 10 && r.end.n > 0, "sample and end");
     CHECK(r.bad_lines == 1 && r.lines == 7, "lines %lld (bad %lld)", (long long)r.lines, (long long)r.bad_lines);
     CHECK(!strcmp(dash_run_tail(&r, 0), log[8]) && !strcmp(dash_run_tail(&r, 4), "not json") && !dash_run_tail(&r, 7), "tail");
+    /* A resumed run continues the curves; a fresh header after it starts over. */
+    const char *more[] = { "{\"header\":1,\"model\":\"mlp\",\"resumed\":1}", "{\"epoch\":2,\"step\":20,\"loss\":0.5}" };
+    for (int i = 0; i < 2; i++) dash_run_feed(&r, more[i], strlen(more[i]));
+    CHECK(r.s[DS_LOSS].n == 3 && r.s[DS_LOSS].y[2] == 0.5 && r.s[DS_VAL_LOSS].n == 1 && r.end.n == 0, "resumed: curves continue");
+    dash_run_feed(&r, log[2], strlen(log[2]));
+    CHECK(r.s[DS_LOSS].n == 0 && r.lines == 1, "a fresh header after it starts over");
     dash_run_free(&r);
 }
 

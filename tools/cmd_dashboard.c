@@ -26,11 +26,6 @@ static void usage(FILE *f) {
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge dashboard", fmt, a); }
 
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
 static int once(const char *path, const char *name, int w, int h) {
     dash_run r;
     dash_run_init(&r, name);
@@ -74,7 +69,7 @@ int cmd_dashboard(int argc, char **argv) {
         } else return bad("unknown option '%s'", k);
     }
     if (!path) return bad("%s", "name the log to watch (written by 'aneforge train ... --log FILE')");
-    if (!name) name = base_name(path);
+    if (!name) name = cli_base_name(path);
     if (one) return once(path, name, (int)w, (int)h);
     dash_live *d = dash_live_start(path, name);
     if (!d) return 1;

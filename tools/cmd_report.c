@@ -25,11 +25,6 @@ static void usage(FILE *f) {
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge report", fmt, a); }
 
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
 static const char *css =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}"
     "h1{font-size:22px}h2{font-size:17px;margin-top:28px}"
@@ -221,7 +216,7 @@ int cmd_report(int argc, char **argv) {
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); goto done; }
         if (k[0] != '-') {
             if (n == MAX_RUNS) { rc = bad("at most 32 logs, not more ('%s')", k); break; }
-            dash_run_init(&runs[n], name ? name : base_name(k));
+            dash_run_init(&runs[n], name ? name : cli_base_name(k));
             name = NULL;
             if (dash_run_load(&runs[n++], k)) {
                 fprintf(stderr, "aneforge report: cannot read %s: %s\n", k, strerror(errno));

@@ -78,7 +78,10 @@ void dash_run_feed(dash_run *r, const char *line, size_t n) {
     if (jl_parse(line, n, l)) {
         r->bad_lines++;
     } else if (jl_num(l, "header", 0) == 1) {
-        dash_run_reset(r); /* a new run appended to the same log */
+        /* A new run appended to the same log starts over; one resumed from a checkpoint
+         * continues the curves. */
+        if (!(r->header.n && jl_num(l, "resumed", 0) == 1)) dash_run_reset(r);
+        r->end.n = 0;
         r->header = *l;
         const char *model = jl_str(l, "model");
         r->tokens = model && !strcmp(model, "llama");

@@ -40,7 +40,8 @@ typedef struct {
 } dash_run;
 
 void dash_run_init(dash_run *r, const char *name);
-/* Forgets everything (a new header line, or the file was truncated). */
+/* Forgets everything (a new header line that is not a resumed run's, or the file was
+ * truncated). */
 void dash_run_reset(dash_run *r);
 void dash_run_free(dash_run *r);
 /* One log line (no newline needed); bad lines are counted and kept in the tail. */

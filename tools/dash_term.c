@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* TIOCGWINSZ */
 #include "dash_term.h"
+#include "cli_args.h"
 #include "dash_run.h"
 #include "dash_view.h"
 
@@ -38,7 +39,7 @@ struct dash_live {
 
 /* Terminal state, global because the signal handlers restore it. */
 static struct termios saved_tio;
-static volatile sig_atomic_t term_taken, got_quit, got_winch;
+static volatile sig_atomic_t term_taken, got_quit, got_winch, got_cont;
 static struct sigaction old_act[4];
 static const int handled[4] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
@@ -58,6 +59,19 @@ static void on_quit(int sig) {
 static void on_winch(int sig) {
     (void)sig;
     got_winch = 1;
+}
+/* Ctrl-Z: the terminal back to the shell, then stop; SIGCONT retakes it (in the poll). */
+static void on_tstp(int sig) {
+    (void)sig;
+    int errno_saved = errno;
+    restore_terminal();
+    signal(SIGTSTP, SIG_DFL);
+    raise(SIGTSTP);
+    errno = errno_saved;
+}
+static void on_cont(int sig) {
+    (void)sig;
+    got_cont = 1;
 }
 
 static double now_s(void) {
@@ -222,6 +236,10 @@ dash_live *dash_live_start(const char *path, const char *name) {
     if (d->tty) {
         sa.sa_handler = on_winch;
         sigaction(SIGWINCH, &sa, NULL);
+        sa.sa_handler = on_cont;
+        sigaction(SIGCONT, &sa, NULL);
+        sa.sa_handler = on_tstp;
+        sigaction(SIGTSTP, &sa, NULL);
         if (take_terminal()) d->tty = false;
     }
     d->dirty = true;
@@ -238,6 +256,12 @@ bool dash_live_poll(dash_live *d, bool force) {
     if (d->tty) {
         quit |= handle_keys(d);
         if (got_winch) got_winch = 0, d->dirty = true, dash_screen_free(&d->screen);
+        if (got_cont) { /* back from Ctrl-Z */
+            got_cont = 0;
+            if (!term_taken && !take_terminal()) signal(SIGTSTP, on_tstp);
+            d->dirty = true;
+            dash_screen_free(&d->screen);
+        }
         if (d->dirty && (force || t - d->last_draw >= 0.1)) draw(d);
     }
     return quit;
@@ -257,8 +281,12 @@ void dash_live_stop(dash_live *d) {
     bool was_tty = d->tty && term_taken;
     restore_terminal();
     for (int i = 0; i < 4; i++) sigaction(handled[i], &old_act[i], NULL);
-    if (was_tty) {
+    if (d->tty) {
         signal(SIGWINCH, SIG_DFL);
+        signal(SIGTSTP, SIG_DFL);
+        signal(SIGCONT, SIG_DFL);
+    }
+    if (was_tty) {
         const dash_run *r = &d->run;
         printf("%s: %lld log lines, step %.0f, train loss %.4f", r->name, (long long)r->lines, jl_num(&r->step, "step", 0),
                r->s[DS_LOSS].n ? r->s[DS_LOSS].y[r->s[DS_LOSS].n - 1] : 0.0);
@@ -278,8 +306,7 @@ dash_live *dash_train_start(const char *log_path) {
                         "'aneforge dashboard' elsewhere)\n", log_path);
         return NULL;
     }
-    const char *slash = strrchr(log_path, '/');
-    return dash_live_start(log_path, slash ? slash + 1 : log_path);
+    return dash_live_start(log_path, cli_base_name(log_path));
 }
 
 void dash_train_finish(dash_live *d, bool quit_already) {

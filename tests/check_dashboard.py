@@ -172,6 +172,39 @@ tmux("send-keys", "-t", "t", "C-c")
 check(wait_for("EXITED-0") is not None, "Ctrl-C ends it cleanly")
 tmux("kill-server")
 
+# ------------------------------------------------------------------ train --dashboard, in the training process
+data = os.path.join(tmp, "data")
+os.mkdir(data)
+os.symlink(os.path.join(src, "tests", "data", "mnist-subset"), os.path.join(data, "mnist"))
+trained = os.path.join(tmp, "trained.jsonl")
+tmux("kill-server")
+time.sleep(0.3)
+tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40",
+     "ANEFORGE_DATA=%s %s train mlp --data mnist --epochs 2 --limit 640 --target ane-sim:m1 --plan device --log %s "
+     "--dashboard --json; echo EXITED-$?; sleep 60" % (data, cli, trained))
+screen = wait_for("training done: q closes", 60)
+check(screen is not None and "step          20 of 20 (epoch 2 of 2)" in screen and "of 119 budget" in screen,
+      "train --dashboard shows the run to its end")
+tmux("send-keys", "-t", "t", "q")
+out = wait_for("EXITED-0")
+check(out is not None and "trained.jsonl:" in out and '"test_acc":' in out, "q closes it; the summary and --json follow")
+trecs = records(trained) if os.path.exists(trained) else []
+check(trecs and trecs[0].get("header") == 1 and trecs[-1].get("end") == 1, "train --dashboard wrote the whole log")
+tmux("kill-server")
+# q while it trains stops it as Ctrl-C does (exit 130, no end line).
+os.remove(trained)
+time.sleep(0.3)
+tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40",
+     "ANEFORGE_DATA=%s %s train mlp --data mnist --epochs 500 --limit 640 --log %s --dashboard; echo EXITED-$?; sleep 60"
+     % (data, cli, trained))
+check(wait_for("following", 30) is not None, "train --dashboard follows its log")
+tmux("send-keys", "-t", "t", "q")
+out = wait_for("EXITED-130", 30)
+check(out is not None and "interrupted" in out, "q stops training as Ctrl-C does")
+trecs = records(trained) if os.path.exists(trained) else []
+check(trecs and trecs[0].get("header") == 1 and not any(r.get("end") for r in trecs), "an interrupted run has no end line")
+tmux("kill-server")
+
 # ------------------------------------------------------------------ no terminal: plain lines
 r = subprocess.run([cli, "dashboard", os.path.join(runs_dir, "mlp-cpu.jsonl")], capture_output=True, text=True, timeout=20)
 out = r.stdout.splitlines()

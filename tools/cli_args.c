@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_parse_long(const char *s, long lo, long hi, long *out) {
     char *end;
@@ -32,4 +33,9 @@ int cli_parse_float(const char *s, float *out) {
     if (end == s || *end || !isfinite(v)) return -1;
     *out = (float)v;
     return 0;
+}
+
+const char *cli_base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
 }

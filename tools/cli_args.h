@@ -1,4 +1,4 @@
-/* Number arguments of the CLI's options, checked whole (cli_args.c). */
+/* Number arguments of the CLI's options, checked whole, and other argument helpers (cli_args.c). */
 #ifndef AF_TOOLS_CLI_ARGS_H
 #define AF_TOOLS_CLI_ARGS_H
 /* A decimal integer in [lo, hi] with nothing after it: 0, else -1. */
@@ -7,4 +7,6 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
 int cli_parse_float(const char *s, float *out);
 /* Prints "CMD: <message> (try --help)" on stderr; returns 2, the usage-error exit code. */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* The part of a path after its last '/' (a run's default name in dashboard and report). */
+const char *cli_base_name(const char *path);
 #endif

@@ -7,6 +7,8 @@
 #include "cli_env.h"
 #include "train_opts.h"
 #include "train_progress.h"
+#include "run_log.h"
+#include "dash_term.h"
 #include "aneforge.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"
@@ -22,7 +24,7 @@
 
 typedef struct {
     const char *model, *data, *save, *resume, *log;
-    int epochs, json, limit;
+    int epochs, json, limit, dashboard;
     uint64_t seed;
     af_train_opts o;
 } train_args;
@@ -58,7 +60,9 @@ static void usage(FILE *f) {
             "  --save PATH           write a checkpoint after every epoch and on Ctrl-C\n"
             "  --resume PATH         continue from a checkpoint (bit-identical in fp32)\n"
             "  --log FILE            append one JSON line per logging interval\n"
-            "  --json                finish with one JSON line of results\n\n"
+            "  --json                finish with one JSON line of results\n"
+            "  --dashboard           watch the run in the terminal while it trains ('aneforge dashboard');\n"
+            "                        logs to --log, or to aneforge-MODEL.jsonl without one\n\n"
             "Training loss and accuracy come from the host in fp32 (host and device plans, from\n"
             "the logits) or from inside the step program (resident and unrolled plans, in the\n"
             "program's precision); --json and --log say which in \"loss_source\". Test accuracy\n"
@@ -89,6 +93,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
             continue;
         }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
         if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
         if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
         if (!v) return bad("%s needs a value", k);
@@ -109,6 +114,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (strcmp(a->model, "mlp") && strcmp(a->model, "cnn")) return bad("the model is mlp or cnn, not '%s'", a->model);
     if (!a->data) return bad("%s", "--data is required: mnist, fashion or cifar10");
     if (train_opt_finish(&a->o, &flags, "aneforge train")) return 2;
+    if (a->dashboard && !a->log) a->log = !strcmp(a->model, "mlp") ? "aneforge-mlp.jsonl" : "aneforge-cnn.jsonl";
     return 0;
 }
 
@@ -136,8 +142,10 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out, int64_t chunk) {
+/* Test accuracy, and the mean cross-entropy of the test set (nats) into *loss. */
+static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out, int64_t chunk, double *loss) {
     int64_t n = af_dataset_count(d), correct = 0;
+    double ce = 0;
     int c, h, w, k = af_dataset_classes(d);
     af_dataset_sample_shape(d, &c, &h, &w);
     const uint8_t *labels = af_dataset_labels(d);
@@ -150,9 +158,13 @@ static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out,
             int am = 0;
             for (int j = 1; j < k; j++) am = out[i * k + j] > out[i * k + am] ? j : am;
             correct += am == labels[b + i];
+            double se = 0;
+            for (int j = 0; j < k; j++) se += exp((double)out[i * k + j] - out[i * k + am]);
+            ce += log(se) + out[i * k + am] - out[i * k + labels[b + i]];
         }
     }
     free(idx);
+    *loss = ce / (double)n;
     return (double)correct / (double)n;
 }
 
@@ -250,19 +262,33 @@ int cmd_train(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     progress pr;
     progress_init(&pr, &a.o, a.epochs, calls * k, a.json);
-    double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = -1;
+    run_log rl;
+    run_log_begin(&rl, logf, t, &a.o, a.o.batch, "samples_per_s");
+    if (!rc && logf) {
+        char extra[512];
+        snprintf(extra, sizeof extra, ",\"data\":\"%s\",\"epochs\":%d,\"steps_per_epoch\":%lld,\"train_samples\":%lld,"
+                 "\"seed\":%llu,\"resumed\":%d", a.data, a.epochs, (long long)(calls * k), (long long)ntrain,
+                 (unsigned long long)a.seed, a.resume != NULL);
+        run_log_header(&rl, a.model, extra);
+    }
+    dash_live *dash = !rc && a.dashboard ? dash_train_start(a.log) : NULL;
+    bool plain_quiet = pr.quiet;
+    if (dash) pr.quiet = true; /* the dashboard has the screen */
+    double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = -1, test_loss = 0;
     int64_t steps_run = 0;
     af_step_info info = { 0 };
     for (; !rc && pos.epoch < a.epochs && !interrupted; pos.epoch++) {
         uint64_t rng = pos.rng_epoch;
         shuffle(perm, ntrain, &rng);
         for (; pos.pos < calls && !interrupted; pos.pos++) {
+            double td = now_s();
             if (af_dataset_batch(train, (int)per_call, perm + pos.pos * per_call, x, y)) {
                 fprintf(stderr, "\naneforge train: %s\n", af_error_message());
                 rc = 1;
                 break;
             }
             double t0 = now_s();
+            run_log_data(&rl, t0 - td);
             if (af_trainer_step(t, x, y, &info)) {
                 fprintf(stderr, "\naneforge train: step failed: %s\n", af_error_message());
                 rc = 1;
@@ -275,24 +301,35 @@ int cmd_train(int argc, char **argv) {
             loss_ema = steps_run == k ? info.loss : keep * loss_ema + (1 - keep) * info.loss;
             acc_ema = steps_run == k ? info.accuracy : keep * acc_ema + (1 - keep) * info.accuracy;
             progress_step(&pr, pos.epoch, (pos.pos + 1) * k, &info, loss_ema, acc_ema, train_s / (double)steps_run);
-            if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls))
+            if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls)) {
                 fprintf(logf,
                         "{\"epoch\":%lld,\"step\":%lld,\"loss\":%.6f,\"accuracy\":%.4f,\"loss_source\":\"%s\",\"lr\":%.6g,"
-                        "\"loss_scale\":%g,\"skipped\":%lld,\"skipped_consecutive\":%lld}\n",
+                        "\"loss_scale\":%g,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",
                         (long long)pos.epoch + 1, (long long)info.step, info.loss, info.accuracy, af_metric_source_name(info.metric_source),
-                        info.lr, info.loss_scale, (long long)info.skipped, (long long)info.skipped_consecutive);
+                        info.lr, info.loss_scale, (long long)info.skipped, (long long)info.skipped_consecutive,
+                        run_log_step_fields(&rl, steps_run));
+                fflush(logf); /* for a dashboard following it */
+            }
+            if (dash && dash_live_poll(dash, false)) interrupted = 1; /* q or Ctrl-C: as Ctrl-C without one */
         }
         if (rc || interrupted) break;
-        test_acc = evaluate(t, test, ex, eo, eval_chunk);
+        run_log_aside_begin(&rl);
+        test_acc = evaluate(t, test, ex, eo, eval_chunk, &test_loss);
         progress_epoch(&pr, pos.epoch, test_acc, loss_ema);
         if (logf) {
-            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\"}\n",
-                    (long long)pos.epoch + 1, test_acc, loss_ema, af_metric_source_name(info.metric_source));
+            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\","
+                          "\"step\":%lld,\"test_loss\":%.6f}\n",
+                    (long long)pos.epoch + 1, test_acc, loss_ema, af_metric_source_name(info.metric_source), (long long)info.step, test_loss);
             fflush(logf);
         }
         pos.pos = 0;
         pos.rng_epoch = rng;
         if (a.save && save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch })) rc = 1;
+        run_log_aside_end(&rl); /* evaluation and checkpoint are not step time */
+    }
+    if (dash && (interrupted || rc)) { /* the terminal back before the messages */
+        dash_train_finish(dash, true);
+        dash = NULL;
     }
     if (interrupted && !rc) {
         fprintf(stderr, "\naneforge train: interrupted");
@@ -303,6 +340,14 @@ int cmd_train(int argc, char **argv) {
     if (!rc) {
         af_stats total;
         af_trainer_stats(t, &total);
+        char extra[160];
+        snprintf(extra, sizeof extra, ",\"final_test_acc\":%.4f,\"final_test_loss\":%.6f,\"final_train_loss\":%.6f", test_acc, test_loss, loss_ema);
+        run_log_end(&rl, steps_run, extra);
+        if (dash) { /* shows the end until q, then the usual closing lines */
+            dash_train_finish(dash, false);
+            dash = NULL;
+            pr.quiet = plain_quiet;
+        }
         progress_finish(&pr, t, &total, steps_run);
         if (a.json)
             printf("{\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\",\"ms_per_step\":%.4f,"

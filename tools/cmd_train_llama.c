@@ -8,6 +8,9 @@
 #include "llama_nll.h"
 #include "train_opts.h"
 #include "train_progress.h"
+#include "run_log.h"
+#include "dash_term.h"
+#include "train_sample.h"
 #include "aneforge.h"
 
 #include <errno.h>
@@ -20,8 +23,8 @@
 
 typedef struct {
     const char *config, *init, *data, *val, *tokenizer, *save, *resume, *log, *export_path;
-    long steps, seq, eval_every, stop_after;
-    int json;
+    long steps, seq, eval_every, stop_after, sample_every;
+    int json, dashboard;
     uint64_t seed;
     af_train_opts o;
 } llama_args;
@@ -48,9 +51,12 @@ static void usage(FILE *f) {
             "  --save PATH           checkpoint at every evaluation, at the end and on Ctrl-C\n"
             "  --resume PATH         continue a saved run to --steps (bit-identical; same config and data)\n"
             "  --stop-after N        stop after N steps, saving as Ctrl-C would (the schedule still spans --steps)\n"
+            "  --sample-every K      print (and log) a 64-token sample every K steps and at the end\n"
             "  --export PATH         write the trained model as a llama2.c version-0 file ('aneforge generate')\n"
             "  --log FILE            append JSON lines (every 10 steps and every evaluation)\n"
-            "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n");
+            "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n"
+            "  --dashboard           watch the run in the terminal while it trains (q stops it, as Ctrl-C does);\n"
+            "                        logs to --log, or to aneforge-llama.jsonl without one\n");
 }
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge train llama", fmt, a); }
@@ -72,6 +78,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         long n;
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
         if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
         if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
@@ -91,6 +98,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         else if (!strcmp(k, "--log")) a->log = v;
         else if (!strcmp(k, "--steps")) { if (cli_parse_long(v, 1, 100000000, &a->steps)) return bad("--steps wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 65536, &a->seq)) return bad("--seq wants an integer in 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--sample-every")) { if (cli_parse_long(v, 1, 100000000, &a->sample_every)) return bad("--sample-every wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--stop-after")) { if (cli_parse_long(v, 1, 100000000, &a->stop_after)) return bad("--stop-after wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--eval-every")) { if (cli_parse_long(v, 1, 100000000, &a->eval_every)) return bad("--eval-every wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--seed")) { if (cli_parse_long(v, 0, 0x7fffffffL, &n)) return bad("--seed wants a non-negative integer, not '%s'", v); a->seed = (uint64_t)n; }
@@ -100,6 +108,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
     if (a->config && a->init) return bad("%s", "give --config or --init, not both (--init's file has its own config)");
     if (!a->data) return bad("%s", "--data is required: a token file (uint16 ids, see 'aneforge data tokenize')");
     if (train_opt_finish(&a->o, &flags, "aneforge train llama")) return 2;
+    if (a->dashboard && !a->log) a->log = "aneforge-llama.jsonl";
     a->o.total_steps = a->steps;
     a->o.eval_batch = a->o.batch;
     return 0;
@@ -229,6 +238,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     llama_run_pos pos = { .rng = a->seed * 0x9E3779B97F4A7C15ULL + 11 };
     if (a->resume && llama_ckpt_resume(a->resume, t, c, a->data, &pos)) rc = 1;
     FILE *logf = !rc && a->log ? fopen(a->log, "a") : NULL;
+    af_tokenizer *tok = a->sample_every && a->tokenizer ? af_tokenizer_load(a->tokenizer) : NULL; /* checked by make_weights */
     if (!rc && a->log && !logf) { fprintf(stderr, "aneforge train llama: cannot open log %s: %s\n", a->log, strerror(errno)); rc = 1; }
     int64_t per_call = (int64_t)B * k;
     float *x = malloc((size_t)(per_call * T) * sizeof(float)), *y = malloc((size_t)(per_call * T * V) * sizeof(float));
@@ -236,6 +246,21 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     if (!rc && (!x || !y || !out)) { fprintf(stderr, "aneforge train llama: out of memory\n"); rc = 1; }
     progress pr;
     progress_init(&pr, &a->o, 1, (a->steps + k - 1) / k * k, a->json);
+    run_log rl;
+    run_log_begin(&rl, logf, t, &a->o, (int64_t)B * T, "tokens_per_s");
+    if (!rc && logf) {
+        char extra[1024], data[300], valq[300], name[80];
+        json_quote(data, sizeof data, a->data, 200);
+        json_quote(valq, sizeof valq, a->val ? a->val : "", 200);
+        json_quote(name, sizeof name, a->config ? a->config : "init", 60);
+        snprintf(extra, sizeof extra, ",\"config\":%s,\"data\":%s,\"val\":%s,\"vocab\":%d,\"dim\":%d,\"n_layers\":%d,"
+                 "\"n_heads\":%d,\"seq\":%d,\"steps\":%ld,\"seed\":%llu", name, data, valq, V, c->dim, c->n_layers,
+                 c->n_heads, T, a->steps, (unsigned long long)a->seed);
+        run_log_header(&rl, "llama", extra);
+    }
+    dash_live *dash = !rc && a->dashboard ? dash_train_start(a->log) : NULL;
+    bool quit = false, plain_quiet = pr.quiet;
+    if (dash) pr.quiet = true; /* the dashboard has the screen */
     int64_t stop = a->stop_after && a->stop_after < a->steps ? a->stop_after : a->steps, steps_here = 0;
     double train_s = 0, vl = -1;
     af_step_info info = { 0 };
@@ -243,11 +268,13 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     while (!rc && pos.steps < stop && !interrupted) {
+        double td = now_s();
         for (int64_t b = 0; b < per_call; b++) {
             int64_t start = (int64_t)(next_u64(&pos.rng) % (uint64_t)(ntrain - T));
             fill_window(train, start, T, V, x + b * T, y + b * T * V);
         }
         double t0 = now_s();
+        run_log_data(&rl, t0 - td);
         if (af_trainer_step(t, x, y, &info)) { fprintf(stderr, "\naneforge train llama: step failed: %s\n", af_error_message()); rc = 1; break; }
         train_s += now_s() - t0;
         pos.steps += k;
@@ -256,29 +283,54 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         double mean = recent_mean(&pos);
         progress_step(&pr, 0, pos.steps, &info, mean, 0, train_s / (double)steps_here);
         if (logf && (pos.calls % 10 == 1 || pos.steps >= a->steps))
-            fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld}\n",
+            fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld,"
+                          "\"ppl\":%.4g%s}\n",
                     (long long)info.step, info.loss, af_metric_source_name(info.metric_source), info.lr, info.loss_scale,
-                    (long long)info.skipped);
+                    (long long)info.skipped, exp(info.loss), run_log_step_fields(&rl, steps_here));
         bool eval_now = pos.steps >= a->steps || (a->eval_every && pos.steps % a->eval_every < k);
+        run_log_aside_begin(&rl);
         if (eval_now && val) {
             vl = val_loss(t, val, nval, T, V, B, x, out);
             if (vl < 0) { fprintf(stderr, "\naneforge train llama: validation: %s\n", af_error_message()); rc = 1; break; }
             if (!pr.quiet) fprintf(stderr, "step %lld: val loss %.4f, train loss %.4f\n", (long long)pos.steps, vl, mean);
-            if (logf) fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f}\n", (long long)pos.steps, vl, mean);
+            if (logf)
+                fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f,\"val_ppl\":%.4g}\n", (long long)pos.steps,
+                        vl, mean, exp(vl));
+        }
+        if (a->sample_every && (pos.steps >= a->steps || pos.steps % a->sample_every < k)) {
+            char text[1024];
+            if (read_back(t, w) || train_llama_sample(w, tok, 64, a->seed, text, sizeof text)) {
+                fprintf(stderr, "\naneforge train llama: sample: %s\n", af_error_message());
+                rc = 1;
+                break;
+            }
+            if (!pr.quiet) fprintf(stderr, "step %lld sample: %s\n", (long long)pos.steps, text);
+            run_log_sample(&rl, pos.steps, text);
         }
         if (logf) fflush(logf);
+        if (dash && !quit) quit = dash_live_poll(dash, false);
+        if (quit) interrupted = 1; /* q on the dashboard stops the run as Ctrl-C does */
         if (a->save && (eval_now || pos.steps >= stop || interrupted) && llama_ckpt_save(a->save, t, c, a->data, &pos)) rc = 1;
+        run_log_aside_end(&rl); /* evaluation, samples and checkpoints are not step time */
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
-    if (logf) fclose(logf);
     bool finished = !rc && pos.steps >= a->steps;
+    if (!rc) {
+        char extra[128];
+        int n = snprintf(extra, sizeof extra, ",\"final_train_loss\":%.6f", recent_mean(&pos));
+        if (val && vl >= 0) snprintf(extra + n, sizeof extra - (size_t)n, ",\"final_val_loss\":%.6f", vl);
+        run_log_end(&rl, pos.steps, extra);
+    }
+    dash_train_finish(dash, quit || rc);
+    pr.quiet = plain_quiet;
+    if (logf) fclose(logf);
     if (!rc && !finished) {
         fprintf(stderr, "\naneforge train llama: %s after step %lld of %ld", interrupted ? "interrupted" : "stopped",
                 (long long)pos.steps, a->steps);
         if (a->save) fprintf(stderr, "; saved %s (continue with --resume %s)", a->save, a->save);
         fprintf(stderr, "\n");
-        if (interrupted) rc = 130;
+        if (interrupted && !quit) rc = 130;
     }
     if (finished && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {
         fprintf(stderr, "aneforge train llama: --export %s: %s\n", a->export_path, af_error_message());
@@ -300,6 +352,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         } else if (!pr.quiet)
             fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)pos.steps, mean, log((double)V));
     }
+    af_tokenizer_free(tok);
     free(x);
     free(y);
     free(out);

@@ -19,6 +19,8 @@ static const struct {
     { "bench", cmd_bench, "run benchmarks and print JSON (bench ops)" },
     { "tokenizer", cmd_tokenizer, "train, write and use llama2.c-format tokenizers (tokenizer train|bytes|encode|decode|info)" },
     { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
+    { "dashboard", cmd_dashboard, "watch a training log (train --log) live in the terminal" },
+    { "report", cmd_report, "one self-contained HTML page of training logs: curves, configuration, samples" },
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
     { "generate", cmd_generate, "sample from a llama2.c model file (KV cache, run.c's sampler)" },
     { "eval", cmd_eval, "mean loss of a model over a token file (eval llama)" },

@@ -17,7 +17,11 @@ int train_parse_target(const char *spec, af_compile_opts *c) {
     return af_target_parse(spec, &c->target, &c->family) != AF_OK;
 }
 
-static const char *target_name(af_target t) { return t == AF_TARGET_CPU ? "cpu" : t == AF_TARGET_ANE ? "ane" : "ane-sim"; }
+const char *train_target_name(af_target t) { return t == AF_TARGET_CPU ? "cpu" : t == AF_TARGET_ANE ? "ane" : "ane-sim"; }
+
+bool train_fp16(const af_compile_opts *c) {
+    return c->precision == AF_PRECISION_FP16 || (c->precision == AF_PRECISION_DEFAULT && c->target != AF_TARGET_CPU);
+}
 
 void progress_init(progress *p, const af_train_opts *o, int epochs, int64_t steps_per_epoch, bool json) {
     memset(p, 0, sizeof *p);
@@ -28,8 +32,8 @@ void progress_init(progress *p, const af_train_opts *o, int epochs, int64_t step
     p->o = *o;
     p->start = p->epoch_start = now_s();
     if (!p->quiet) {
-        const char *tgt = target_name(o->compile.target);
-        bool fp16 = o->compile.precision == AF_PRECISION_FP16 || (o->compile.precision == AF_PRECISION_DEFAULT && o->compile.target != AF_TARGET_CPU);
+        const char *tgt = train_target_name(o->compile.target);
+        bool fp16 = train_fp16(&o->compile);
         fprintf(stderr, "training: plan %s, target %s%s%s, %s, batch %d, %s lr %g, loss scale %g, %lld steps/epoch\n",
                 af_plan_name(o->plan), tgt, o->compile.target == AF_TARGET_CPU ? "" : " ",
                 o->compile.target == AF_TARGET_CPU ? "" : af_family_name_of(o->compile.family), fp16 ? "fp16" : "fp32",
@@ -96,7 +100,7 @@ void progress_finish(progress *p, af_trainer *t, const af_stats *s, int64_t step
     double n = (double)steps;
     fprintf(stderr, "%s %s accounting per step: %.3g dispatches, %.1f KB in, %.1f KB out, %.3g engine FLOPs, %.0f host FLOPs"
                     " (%lld programs compiled in all)\n",
-            target_name(p->o.compile.target), af_family_name_of(p->o.compile.family), s->dispatches / n, s->bytes_in / n / 1024.0, s->bytes_out / n / 1024.0,
+            train_target_name(p->o.compile.target), af_family_name_of(p->o.compile.family), s->dispatches / n, s->bytes_in / n / 1024.0, s->bytes_out / n / 1024.0,
             s->engine_flops / n, s->host_flops / n, (long long)s->compiles);
     fprintf(stderr, "estimated on-device step time: M1 %.3f ms, M5 %.3f ms\n", est_ms(AF_FAMILY_A13, s, steps),
             est_ms(AF_FAMILY_A16, s, steps));
@@ -110,7 +114,7 @@ const char *progress_json_extra(progress *p, af_trainer *t, const af_stats *s, i
     snprintf(p->extra, sizeof p->extra,
              ",\"target\":\"%s:%s\",\"programs_compiled\":%lld,\"dispatches_per_step\":%.3f,\"bytes_in_per_step\":%.0f,"
              "\"bytes_out_per_step\":%.0f,\"engine_flops_per_step\":%.0f,\"host_flops_per_step\":%.0f,\"est_ms_m1\":%.4f,\"est_ms_m5\":%.4f",
-             target_name(p->o.compile.target), af_family_name_of(p->o.compile.family), (long long)s->compiles, s->dispatches / n, s->bytes_in / n, s->bytes_out / n,
+             train_target_name(p->o.compile.target), af_family_name_of(p->o.compile.family), (long long)s->compiles, s->dispatches / n, s->bytes_in / n, s->bytes_out / n,
              s->engine_flops / n, s->host_flops / n, est_ms(AF_FAMILY_A13, s, steps), est_ms(AF_FAMILY_A16, s, steps));
     return p->extra;
 }

@@ -14,6 +14,8 @@ typedef struct {
     char extra[512];
 } progress;
 
+const char *train_target_name(af_target t); /* "cpu", "ane-sim", "ane" */
+bool train_fp16(const af_compile_opts *c);   /* the programs run in fp16 */
 int  train_parse_target(const char *spec, af_compile_opts *c);
 void progress_init(progress *p, const af_train_opts *o, int epochs, int64_t steps_per_epoch, bool json);
 void progress_step(progress *p, int64_t epoch, int64_t step_in_epoch, const af_step_info *info, double loss,

@@ -20,7 +20,9 @@ static bool engine_target(const af_trainer *t) { return t->o.compile.target != A
 static af_dtype io_dtype(const af_trainer *t) { return engine_target(t) ? AF_F16 : AF_F32; }
 
 af_model *tr_compile(af_trainer *t, int nin, af_tensor *const *in, int nout, af_tensor *const *out) {
+    double t0 = tr_now_s();
     af_model *m = af_compile(t->g, nin, in, nout, out, &t->o.compile);
+    t->phase_s[TR_PHASE_COMPILE] += tr_now_s() - t0;
     if (m) {
         t->compiles_pending++;
         t->total.compiles++;

@@ -1,6 +1,7 @@
 /* The trainer: builds the training programs for its plan, feeds minibatches and the
  * per-step scalars, and keeps (or reads back) the optimizer state. Plan-specific graph
  * construction lives in plans.c; this file is the host side of a step. */
+#define _POSIX_C_SOURCE 200809L
 #include "cpu/cpu_features.h"
 #include "cpu/pool.h"
 #include "train/trainer.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 af_train_opts af_train_defaults(void) {
     return (af_train_opts){
@@ -193,6 +195,16 @@ static void host_commit(af_trainer *t) {
 
 /* ------------------------------------------------------------------ running programs */
 
+double tr_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void tr_phase_seconds(const af_trainer *t, double out[TR_NPHASE]) {
+    for (int i = 0; i < TR_NPHASE; i++) out[i] = t ? t->phase_s[i] : 0.0;
+}
+
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out) {
     af_stats before;
     af_model_stats(m, &before);
@@ -255,6 +267,7 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     bool custom = t->o.objective == AF_OBJ_CUSTOM;
     out[0] = custom ? AF_BUF_F32(&loss_value, 1) : AF_BUF_F32(t->logits, t->y_count);
     af_status st;
+    double t0 = tr_now_s();
     if (t->fb) { /* one fused program: the first output then every gradient */
         for (int i = 0; i < t->np; i++) out[1 + i] = AF_BUF_F32(t->grad[i], t->count[i]);
         if ((st = tr_run(t, t->fb, in, out))) return st;
@@ -265,6 +278,8 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
             if ((st = tr_run(t, t->bwd[i], in, &go))) return st;
         }
     }
+    double t1 = tr_now_s();
+    t->phase_s[TR_PHASE_FWD_BWD] += t1 - t0;
     if (custom) info->loss = loss_value;
     else host_metrics(t, t->logits, y, info);
     bool ok = true;
@@ -273,6 +288,7 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     info->lr = tr_lr_at(&t->o, t->step);
     info->loss_scale = t->scale;
     /* The whole new state is computed aside and taken only when all of it is finite. */
+    double t2 = tr_now_s();
     for (int i = 0; ok && i < t->np; i++) {
         if (t->o.plan == AF_PLAN_HOST) ok = host_update(t, i, t->grad[i], t->step);
         else if ((st = tr_device_update(t, i, t->step, &ok))) return st;
@@ -281,6 +297,7 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
         if (t->o.plan == AF_PLAN_HOST) host_commit(t);
         else tr_device_commit(t);
     }
+    t->phase_s[TR_PHASE_OPTIMIZER] += tr_now_s() - t2;
     after_step(t, ok, info->loss_scale);
     info->skipped_now = !ok;
     return AF_OK;
@@ -320,7 +337,9 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
         in[t->state_in[0] + j] = AF_BUF_F32(host, t->count[i]);
         out[t->state_out0 + j] = AF_BUF_F32(t->upd_out[i] + kind * t->count[i], t->count[i]);
     }
+    double t0 = tr_now_s();
     af_status st = tr_run(t, t->res, in, out);
+    t->phase_s[TR_PHASE_FWD_BWD] += tr_now_s() - t0;
     if (st) return st;
     for (int j = 0; !t->state_bound && j < per_param * t->np; j++) { /* an array move, not tensor math */
         int i = j % t->np, kind = j / t->np;

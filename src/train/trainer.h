@@ -7,6 +7,10 @@
 #define TR_MAXP 64    /* params */
 #define TR_MAXK 64    /* unrolled steps */
 #define TR_MAXIO 1024 /* inputs or outputs of one program */
+/* Where a trainer's wall time goes (tr_phase_seconds): the programs of a step (forward
+ * and backward; on the resident and unrolled plans the one step program, optimizer
+ * included), the optimizer (host update or update programs) and compiling. */
+enum { TR_PHASE_FWD_BWD, TR_PHASE_OPTIMIZER, TR_PHASE_COMPILE, TR_NPHASE };
 /* Adam's moments on the host (host plan): fp32 m and v of the unscaled gradient.
  * In programs (device, resident, unrolled plans): m and r = sqrt(v) (nn/optim.h) of the
  * loss-scaled gradient, i.e. in units of the loss scale `moment_unit` they were last
@@ -53,10 +57,14 @@ struct af_trainer {
     float *eval_x, *eval_out;
 
     af_stats acc, total;       /* this call, all calls */
+    double phase_s[TR_NPHASE]; /* seconds per phase, all calls (two clock reads a phase) */
     int64_t host_flops, compiles_pending;
     struct cpu_pool *pool;     /* threads of the host optimizer (made on first use) */
 };
 
+double    tr_now_s(void);     /* monotonic clock, seconds */
+/* Seconds spent in each phase so far (creation's compiles included); zeros for NULL. */
+void      tr_phase_seconds(const af_trainer *t, double out[TR_NPHASE]);
 float     tr_lr_at(const af_train_opts *o, int64_t step);
 float     tr_lr_t(const af_trainer *t, int64_t step);
 bool      tr_finite(const float *x, int64_t n);

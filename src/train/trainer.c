@@ -2,6 +2,7 @@
  * per-step scalars, and keeps (or reads back) the optimizer state. Plan-specific graph
  * construction lives in plans.c; this file is the host side of a step. */
 #include "cpu/pool.h"
+#include "train/llama_pipeline.h"
 #include "train/trainer.h"
 
 #include <math.h>
@@ -19,8 +20,8 @@ af_train_opts af_train_defaults(void) {
 }
 
 const char *af_plan_name(af_plan p) {
-    static const char *const names[] = { "host", "device", "resident", "unrolled" };
-    return (unsigned)p < 4 ? names[p] : "?";
+    static const char *const names[] = { "host", "device", "resident", "unrolled", "pipeline" };
+    return (unsigned)p < 5 ? names[p] : "?";
 }
 
 /* ------------------------------------------------------------------ schedules */
@@ -58,6 +59,8 @@ float tr_eps_units(const af_trainer *t) {
     float e = t->o.eps * t->scale;
     return t->fp16 && e < 5.9604645e-08f ? 5.9604645e-08f : e;
 }
+
+bool tr_host_moments(const af_trainer *t) { return t->o.plan == AF_PLAN_HOST || t->o.plan == AF_PLAN_PIPELINE; }
 
 int tr_num_metrics(const af_trainer *t) { return t->o.objective == AF_OBJ_CE ? 2 : 1; }
 
@@ -254,7 +257,9 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     bool custom = t->o.objective == AF_OBJ_CUSTOM;
     out[0] = custom ? AF_BUF_F32(&loss_value, 1) : AF_BUF_F32(t->logits, t->y_count);
     af_status st;
-    if (t->fb) { /* one fused program: the first output then every gradient */
+    if (t->pipe) { /* seed 002's kernels: the loss and every gradient */
+        if ((st = tr_pipe_grads(t, x, y, &info->loss))) return st;
+    } else if (t->fb) { /* one fused program: the first output then every gradient */
         for (int i = 0; i < t->np; i++) out[1 + i] = AF_BUF_F32(t->grad[i], t->count[i]);
         if ((st = tr_run(t, t->fb, in, out))) return st;
     } else { /* the engine's recipe: a forward program and one backward program per param */
@@ -264,7 +269,8 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
             if ((st = tr_run(t, t->bwd[i], in, &go))) return st;
         }
     }
-    if (custom) info->loss = loss_value;
+    if (t->pipe) (void)0; /* its loss is the host's fp32 cross-entropy */
+    else if (custom) info->loss = loss_value;
     else host_metrics(t, t->logits, y, info);
     bool ok = true;
     for (int i = 0; i < t->np; i++) ok = ok && tr_finite(t->grad[i], t->count[i]);
@@ -273,11 +279,11 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     info->loss_scale = t->scale;
     /* The whole new state is computed aside and taken only when all of it is finite. */
     for (int i = 0; ok && i < t->np; i++) {
-        if (t->o.plan == AF_PLAN_HOST) ok = host_update(t, i, t->grad[i], t->step);
+        if (tr_host_moments(t)) ok = host_update(t, i, t->grad[i], t->step);
         else if ((st = tr_device_update(t, i, t->step, &ok))) return st;
     }
     if (ok) {
-        if (t->o.plan == AF_PLAN_HOST) host_commit(t);
+        if (tr_host_moments(t)) host_commit(t);
         else tr_device_commit(t);
     }
     after_step(t, ok, info->loss_scale);
@@ -383,6 +389,7 @@ af_status af_trainer_read_param(af_trainer *t, int i, float *dst) {
 af_status af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *out) {
     if (!t || !x || !out || n < 0) return ir_fail(AF_ERR_INVALID, "af_trainer_predict: bad arguments");
     af_status st;
+    if (t->pipe) return tr_pipe_predict(t, n, x, out);
     if (!t->eval && (st = tr_build_eval(t))) return st;
     int64_t eb = t->o.eval_batch, xs = af_shape_count(t->net.sample), od = t->net.out_dim;
     for (int i = 0; i < t->np; i++)

@@ -15,6 +15,8 @@
  * units of the fp16 gradients they are combined with and cannot overflow where those
  * gradients do not. */
 
+typedef struct tr_pipe tr_pipe; /* the pipeline plan's kernels and activations */
+
 struct af_trainer {
     af_net net;
     af_train_opts o;
@@ -48,6 +50,7 @@ struct af_trainer {
     int state_in[TR_MAXP];     /* res: input index holding param i (m, v follow np and 2 np later) */
     int state_out0;            /* res: output index of param 0's new value (same layout) */
     int nstate;                /* res: state inputs (params, then m, then v) */
+    tr_pipe *pipe;             /* pipeline plan (af_net_llama): seed 002's kernels */
     af_model *eval;            /* compiled on first use from eval_in -> eval_z */
     af_tensor *eval_in[1 + TR_MAXP], *eval_z; /* built by af_trainer_new: the net is never used after it */
     float *eval_x, *eval_out;
@@ -63,6 +66,9 @@ bool      tr_finite(const float *x, int64_t n);
 float     tr_moment_rescale(const af_trainer *t);
 bool      tr_rescales_moments(const af_trainer *t);
 float     tr_eps_units(const af_trainer *t);
+/* Adam's moments are the host plan's fp32 (m, v) of the unscaled gradient (host and
+ * pipeline plans), not programs' (m, r) in loss-scale units. */
+bool      tr_host_moments(const af_trainer *t);
 int       tr_num_metrics(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);
 af_status tr_build_programs(af_trainer *t);

@@ -1,0 +1,286 @@
+/* The pipeline plan (seed 002's kernels, src/train/llama_pipeline.c) against independent
+ * references:
+ *  - gradients: one SGD step of the pipeline on the CPU in fp32 moves every parameter
+ *    exactly as the host plan's (af_backward through af_llama) does, tied and untied
+ *    classifier, grouped KV heads;
+ *  - forward kernels: the pipeline's logits equal the fp32 KV-cache forward of
+ *    src/llama/forward.c (af_llama_gen) position by position;
+ *  - training: after the same steps on ane-sim (A13, A16), the pipeline and the resident
+ *    plan reach the CPU fp32 run's validation loss to fp16 tolerance;
+ *  - programs: a fixed count (8) whatever the number of steps, 6 per layer + 2 per
+ *    classifier block dispatches per step, the vocab split in blocks within A13's 16384;
+ *  - each kernel survives the MIL round trip (emit -> parse -> run equals direct);
+ *  - a net that is not af_net_llama is refused with a message. */
+#include "support/check.h"
+#include "aneforge.h"
+#include "ane/mil.h"
+#include "nn/llama_kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T = 16, B = 2 };
+
+static af_llama_weights *weights(int dim, int hidden, int layers, int heads, int kv, int vocab, int shared, unsigned long long seed) {
+    af_llama_config c = { dim, hidden, layers, heads, kv, vocab, T, shared };
+    af_llama_weights *w = af_llama_weights_new(&c);
+    CHECK(w != NULL, "weights: %s", af_error_message());
+    if (!w) return NULL;
+    test_rng r = { seed };
+    float *d = af_llama_weights_data(w);
+    for (int i = 0; i < af_llama_param_count(&c); i++) {
+        int64_t off;
+        af_shape s;
+        af_llama_param_at(&c, i, &off, &s, NULL);
+        for (int64_t j = 0; j < af_shape_count(s); j++)
+            d[off + j] = s.rank == 1 ? 1.0f + 0.2f * (float)(test_uniform(&r) - 0.5) : 0.15f * (float)(test_uniform(&r) - 0.5);
+    }
+    return w;
+}
+
+/* Windows of a seeded Markov-like token stream: x [n, T] ids, y [n, T * V] one-hot. */
+static void batch(test_rng *r, int n, int V, float *x, float *y) {
+    memset(y, 0, sizeof(float) * (size_t)n * T * V);
+    for (int b = 0; b < n; b++) {
+        int tok = (int)(test_uniform(r) * V);
+        for (int t = 0; t <= T; t++) {
+            int next = (tok * 5 + 1 + (int)(test_uniform(r) * 3)) % V;
+            if (t < T) x[b * T + t] = (float)tok;
+            if (t < T) y[((int64_t)b * T + t) * V + next] = 1.0f;
+            tok = next;
+        }
+    }
+}
+
+static af_trainer *trainer(const af_llama_weights *w, af_plan plan, af_target target, af_family_id fam, af_optimizer opt, int steps) {
+    af_net net = af_net_llama(w, T);
+    af_train_opts o = af_train_defaults();
+    o.objective = AF_OBJ_CUSTOM;
+    o.optimizer = opt;
+    o.plan = plan;
+    o.batch = B;
+    o.eval_batch = B;
+    o.lr = opt == AF_OPT_SGD ? 0.5f : 3e-3f;
+    o.total_steps = steps;
+    o.compile.target = target;
+    o.compile.family = fam;
+    o.compile.threads = 1;
+    o.loss_scale = target == AF_TARGET_CPU ? 1.0f : 128.0f;
+    af_trainer *t = af_trainer_new(&net, &o);
+    af_net_free(&net);
+    CHECK(t != NULL, "trainer (%s): %s", af_plan_name(plan), af_error_message());
+    return t;
+}
+
+/* Mean cross-entropy of the trainer's predictions on n windows. */
+static double val_loss(af_trainer *t, int n, int V, const float *x, const float *y) {
+    float *out = malloc(sizeof(float) * (size_t)n * T * V);
+    double sum = 0;
+    CHECK(af_trainer_predict(t, n, x, out) == AF_OK, "predict: %s", af_error_message());
+    for (int64_t i = 0; i < (int64_t)n * T; i++) {
+        const float *l = out + i * V;
+        double mx = l[0], se = 0, ly = 0;
+        for (int v = 0; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+        for (int v = 0; v < V; v++) { se += exp(l[v] - mx); if (y[i * V + v] > 0.5f) ly = l[v]; }
+        sum += mx + log(se) - ly;
+    }
+    free(out);
+    return sum / (double)(n * T);
+}
+
+/* Trains `steps` steps on a seeded stream; returns the trainer. */
+static af_trainer *train(const af_llama_weights *w, af_plan plan, af_target target, af_family_id fam, af_optimizer opt, int steps, af_stats *st) {
+    int V = af_llama_weights_config(w)->vocab_size;
+    af_trainer *t = trainer(w, plan, target, fam, opt, steps);
+    if (!t) return NULL;
+    float *x = malloc(sizeof(float) * B * T), *y = malloc(sizeof(float) * (size_t)B * T * V);
+    test_rng r = { 77 };
+    for (int s = 0; s < steps; s++) {
+        batch(&r, B, V, x, y);
+        af_step_info info;
+        CHECK(af_trainer_step(t, x, y, &info) == AF_OK, "step: %s", af_error_message());
+        CHECK(info.skipped_now == 0, "%s step %d skipped", af_plan_name(plan), s);
+    }
+    if (st) af_trainer_stats(t, st);
+    free(x);
+    free(y);
+    return t;
+}
+
+/* Largest relative difference between the two trainers' parameters. */
+static double param_diff(af_trainer *a, af_trainer *b) {
+    double worst = 0;
+    for (int i = 0; i < af_trainer_num_params(a); i++) {
+        int64_t n = 1;
+        af_shape s = af_tensor_shape(af_trainer_param(a, i));
+        for (int k = 0; k < s.rank; k++) n *= s.dim[k];
+        float *pa = malloc(sizeof(float) * (size_t)n), *pb = malloc(sizeof(float) * (size_t)n);
+        af_trainer_read_param(a, i, pa);
+        af_trainer_read_param(b, i, pb);
+        double num = 0, den = 1e-12;
+        for (int64_t j = 0; j < n; j++) { num = fmax(num, fabs((double)pa[j] - pb[j])); den = fmax(den, fabs((double)pb[j])); }
+        worst = fmax(worst, num / den);
+        free(pa);
+        free(pb);
+    }
+    return worst;
+}
+
+static void gradients_match_autograd(int kv, int shared) {
+    af_llama_weights *w = weights(32, 48, 2, 4, kv, 24, shared, 5 + kv + shared);
+    if (!w) return;
+    af_trainer *host = train(w, AF_PLAN_HOST, AF_TARGET_CPU, AF_FAMILY_DEFAULT, AF_OPT_SGD, 1, NULL);
+    af_trainer *pipe = train(w, AF_PLAN_PIPELINE, AF_TARGET_CPU, AF_FAMILY_DEFAULT, AF_OPT_SGD, 1, NULL);
+    af_trainer *w0 = trainer(w, AF_PLAN_HOST, AF_TARGET_CPU, AF_FAMILY_DEFAULT, AF_OPT_SGD, 1); /* the start */
+    if (host && pipe && w0) {
+        double moved = param_diff(host, w0), diff = param_diff(pipe, host);
+        CHECK(moved > 1e-3, "the SGD step moved the params (%g)", moved);
+        CHECK(diff < 2e-5, "kv %d shared %d: pipeline step vs af_backward step, max relative difference %g", kv, shared, diff);
+    }
+    af_trainer_free(host);
+    af_trainer_free(pipe);
+    af_trainer_free(w0);
+    af_llama_weights_free(w);
+}
+
+static void forward_matches_kv_cache(void) {
+    af_llama_weights *w = weights(32, 48, 2, 4, 2, 24, 0, 9);
+    af_trainer *t = w ? trainer(w, AF_PLAN_PIPELINE, AF_TARGET_CPU, AF_FAMILY_DEFAULT, AF_OPT_ADAM, 1) : NULL;
+    af_llama_gen *g = w ? af_llama_gen_new(w, 1) : NULL;
+    if (t && g) {
+        int V = 24;
+        float x[B * T], out[B * T * 24];
+        for (int i = 0; i < B * T; i++) x[i] = (float)((i * 7 + 3) % V);
+        CHECK(af_trainer_predict(t, B, x, out) == AF_OK, "predict: %s", af_error_message());
+        double worst = 0;
+        for (int b = 0; b < B; b++) {
+            af_llama_gen_reset(g);
+            for (int s = 0; s < T; s++) {
+                af_llama_gen_feed(g, (int)x[b * T + s]);
+                const float *ref = af_llama_gen_logits(g);
+                for (int v = 0; v < V; v++) worst = fmax(worst, fabs((double)ref[v] - out[(b * T + s) * V + v]));
+            }
+        }
+        CHECK(worst < 1e-4, "pipeline logits vs the KV-cache forward: max difference %g", worst);
+    }
+    af_llama_gen_free(g);
+    af_trainer_free(t);
+    af_llama_weights_free(w);
+}
+
+/* On ane-sim both engine plans end where the CPU fp32 run does, to fp16 tolerance; the
+ * pipeline compiles its 8 programs once, however many steps. */
+static void engine_plans_match_cpu(af_family_id fam, int vocab) {
+    af_llama_weights *w = weights(64, 96, 2, 4, 2, vocab, 1, 21);
+    if (!w) return;
+    int V = vocab, steps = 12, n = 4;
+    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * (size_t)n * T * V);
+    test_rng r = { 1234 };
+    batch(&r, n, V, x, y);
+    af_stats s3, s12;
+    af_trainer *cpu = train(w, AF_PLAN_HOST, AF_TARGET_CPU, AF_FAMILY_DEFAULT, AF_OPT_ADAM, steps, NULL);
+    af_trainer *p3 = train(w, AF_PLAN_PIPELINE, AF_TARGET_ANE_SIM, fam, AF_OPT_ADAM, 3, &s3);
+    af_trainer *p12 = train(w, AF_PLAN_PIPELINE, AF_TARGET_ANE_SIM, fam, AF_OPT_ADAM, steps, &s12);
+    af_trainer *w0 = trainer(w, AF_PLAN_HOST, AF_TARGET_CPU, AF_FAMILY_DEFAULT, AF_OPT_ADAM, steps);
+    int blocks = fam == AF_FAMILY_A13 && V > 16384 ? 2 : 1;
+    if (cpu && p3 && p12 && w0) {
+        double v0 = val_loss(w0, n, V, x, y), vc = val_loss(cpu, n, V, x, y), vp = val_loss(p12, n, V, x, y);
+        CHECK(V > 2048 || v0 - vc > 0.04, "the CPU run learned (%.4f -> %.4f)", v0, vc);
+        CHECK(fabs(vp - vc) < 2e-3, "pipeline on ane-sim %s vocab %d: val loss %.5f vs CPU fp32 %.5f", af_family_name_of(fam), V, vp, vc);
+        CHECK(s3.compiles == 8 && s12.compiles == 8, "programs compiled after 3 and 12 steps: %lld, %lld (want 8 both)",
+              (long long)s3.compiles, (long long)s12.compiles);
+        CHECK(s12.dispatches == (int64_t)steps * (6 * 2 + 2 * blocks), "dispatches %lld over %d steps, want %d per step",
+              (long long)s12.dispatches, steps, 6 * 2 + 2 * blocks);
+        CHECK(s12.host_flops > 0 && s12.engine_flops > 0 && s12.bytes_in > 0 && s12.bytes_out > 0, "accounting is filled");
+        if (vocab <= 2048) { /* the resident plan's one program needs the engine-exact one-hot embedding */
+            af_stats rs;
+            af_trainer *res = train(w, AF_PLAN_RESIDENT, AF_TARGET_ANE_SIM, fam, AF_OPT_ADAM, steps, &rs);
+            if (res) {
+                double vr = val_loss(res, n, V, x, y);
+                CHECK(fabs(vr - vc) < 2e-3, "resident on ane-sim %s: val loss %.5f vs CPU fp32 %.5f", af_family_name_of(fam), vr, vc);
+                CHECK(rs.dispatches == steps, "resident: one dispatch per step (%lld over %d)", (long long)rs.dispatches, steps);
+            }
+            af_trainer_free(res);
+        }
+    }
+    af_trainer_free(cpu);
+    af_trainer_free(p3);
+    af_trainer_free(p12);
+    af_trainer_free(w0);
+    free(x);
+    free(y);
+    af_llama_weights_free(w);
+}
+
+/* Every kernel emitted to MIL and parsed back computes what the graph computes. */
+static void kernels_roundtrip_mil(void) {
+    lk_shape sh = { 32, 48, 4, 2, 8, 2, 24 };
+    for (int k = 0; k < LK_COUNT; k++) {
+        af_graph *g = af_graph_new();
+        lk_program p;
+        mil_module m = { 0 };
+        CHECK(lk_build(g, (lk_kind)k, &sh, AF_F16, &p) == AF_OK, "%s: %s", lk_names[k], af_error_message());
+        CHECK(mil_roundtrip(g, p.nin, p.in, p.nout, p.out, &m) == AF_OK, "%s round trip: %s", lk_names[k], af_error_message());
+        af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP16, .threads = 1 };
+        af_model *a = af_compile(g, p.nin, p.in, p.nout, p.out, &o), *b = m.g ? af_compile(m.g, m.nin, m.in, m.nout, m.out, &o) : NULL;
+        CHECK(a && b, "%s compile: %s", lk_names[k], af_error_message());
+        if (a && b) {
+            af_buffer in[LK_MAXIO], oa[LK_MAXIO], ob[LK_MAXIO];
+            float *data[LK_MAXIO], *ra[LK_MAXIO], *rb[LK_MAXIO];
+            test_rng r = { 40 + (unsigned)k };
+            for (int i = 0; i < p.nin; i++) {
+                int64_t n = 1;
+                af_shape s = af_tensor_shape(p.in[i]);
+                for (int d = 0; d < s.rank; d++) n *= s.dim[d];
+                data[i] = malloc(sizeof(float) * (size_t)n);
+                /* probabilities for sdpaBwd2's probs, else centred values */
+                for (int64_t j = 0; j < n; j++) data[i][j] = (float)(test_uniform(&r) - (k == LK_SDPA_BWD2 && i == 0 ? 0.0 : 0.5));
+                in[i] = AF_BUF_F32(data[i], n);
+            }
+            for (int i = 0; i < p.nout; i++) {
+                int64_t n = 1;
+                af_shape s = af_tensor_shape(p.out[i]);
+                for (int d = 0; d < s.rank; d++) n *= s.dim[d];
+                ra[i] = malloc(sizeof(float) * (size_t)n);
+                rb[i] = malloc(sizeof(float) * (size_t)n);
+                oa[i] = AF_BUF_F32(ra[i], n);
+                ob[i] = AF_BUF_F32(rb[i], n);
+            }
+            CHECK(af_run(a, in, oa) == AF_OK && af_run(b, in, ob) == AF_OK, "%s run: %s", lk_names[k], af_error_message());
+            for (int i = 0; i < p.nout; i++) {
+                CHECK(memcmp(ra[i], rb[i], sizeof(float) * (size_t)oa[i].count) == 0, "%s output %d differs after the MIL round trip", lk_names[k], i);
+                free(ra[i]);
+                free(rb[i]);
+            }
+            for (int i = 0; i < p.nin; i++) free(data[i]);
+        }
+        af_model_free(a);
+        af_model_free(b);
+        af_graph_free(m.g);
+        af_graph_free(g);
+    }
+}
+
+static void refuses_other_nets(void) {
+    af_net net = af_net_mlp(AF_SHAPE(4), 8, 3, 1);
+    af_train_opts o = af_train_defaults();
+    o.plan = AF_PLAN_PIPELINE;
+    o.batch = 2;
+    af_trainer *t = af_trainer_new(&net, &o);
+    CHECK(t == NULL && strstr(af_error_message(), "af_net_llama"), "pipeline on an MLP: %s", t ? "accepted" : af_error_message());
+    af_trainer_free(t);
+    af_net_free(&net);
+}
+
+int main(void) {
+    gradients_match_autograd(2, 1);
+    gradients_match_autograd(4, 0);
+    forward_matches_kv_cache();
+    engine_plans_match_cpu(AF_FAMILY_A16, 48);
+    engine_plans_match_cpu(AF_FAMILY_A13, 48);
+    engine_plans_match_cpu(AF_FAMILY_A13, 16400); /* two classifier blocks of 8200 rows */
+    kernels_roundtrip_mil();
+    refuses_other_nets();
+    return check_finish("llama_pipeline");
+}

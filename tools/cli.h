@@ -10,5 +10,6 @@ int cmd_train_llama(int argc, char **argv); /* `train llama`, dispatched by cmd_
 int cmd_mil(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_cost(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 #endif

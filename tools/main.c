@@ -20,6 +20,7 @@ static const struct {
     { "tokenizer", cmd_tokenizer, "train, write and use llama2.c-format tokenizers (tokenizer train|bytes|encode|decode|info)" },
     { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
+    { "cost", cmd_cost, "estimate on-device ms per training step on M1..M5 for each plan (cost llama)" },
     { "generate", cmd_generate, "sample from a llama2.c model file (KV cache, run.c's sampler)" },
     { "demo", cmd_demo, "build, compile and run a small example model" },
     { "doctor", cmd_doctor, "check the Neural Engine: chip, framework, compile and run a one-op program" },

@@ -6,8 +6,8 @@
  *    dim-768 seq-512 layer (9.3 ms/step on M4) and the compile-once dynamic pipeline's
  *    Stories110M (91-115 ms/step on M4);
  *  - the baked plan's compiles are 70-80% of the wall time, as the reference reports;
- *  - its counts for the pipeline plan agree with what the ane-sim trainer measures on the
- *    tiny model (dispatches exactly, FLOPs and bytes closely);
+ *  - its counts for the pipeline and resident plans agree with what the ane-sim trainer
+ *    measures on the tiny model (dispatches exactly, FLOPs and bytes closely);
  *  - each plan removes what it should (pipeline: the compiles; resident: host work). */
 #include "support/check.h"
 #include "aneforge.h"
@@ -41,7 +41,7 @@ static void calibration(void) {
         double e, h;
         ane_llama_rates(i, &e, &h);
         CHECK(e > h && e < 19 && h > 0.1, "%s: engine %.2f and host %.2f TFLOPS", ch->chip, e, h);
-        CHECK(b.n.programs == 72 && p.n.programs == 8, "%s: 72 baked programs per 10 steps, 8 pipeline programs once", ch->chip);
+        CHECK(b.n.programs == 72 && p.n.programs == 8 && r.n.programs == 1, "%s: 72 baked programs per 10 steps, 8 pipeline programs once, 1 resident", ch->chip);
         CHECK(p.total_ms < b.total_ms, "%s: the pipeline removes the recompiles (%.1f vs %.1f ms)", ch->chip, p.total_ms, b.total_ms);
         CHECK(r.n.host_flops < 1e-3 * b.n.host_flops && r.host_ms < 1, "%s: resident leaves no host work (%.3g FLOPs)", ch->chip, r.n.host_flops);
         CHECK(r.step_ms < p.step_ms, "%s: resident %.1f ms beats pipeline %.1f ms", ch->chip, r.step_ms, p.step_ms);
@@ -65,8 +65,8 @@ static void predictions(void) {
     CHECK(dyn.total_ms > 91 * 0.85 && dyn.total_ms < 115 * 1.15, "compile-once Stories110M on M4: %.1f ms vs published 91-115", dyn.total_ms);
 }
 
-/* The ane-sim trainer's pipeline accounting on the tiny model against the model's counts. */
-static void counts_match_the_simulator(void) {
+/* The ane-sim trainer's accounting of one step on the tiny model against the model's counts. */
+static void counts_match_the_simulator(af_plan plan, ane_llama_plan model) {
     af_llama_config c = { 64, 172, 2, 4, 2, 64, 128, 1 };
     af_llama_weights *w = af_llama_weights_new(&c);
     float *d = w ? af_llama_weights_data(w) : NULL;
@@ -76,7 +76,7 @@ static void counts_match_the_simulator(void) {
     af_net net = w ? af_net_llama(w, S) : (af_net){ 0 };
     af_train_opts o = af_train_defaults();
     o.objective = AF_OBJ_CUSTOM;
-    o.plan = AF_PLAN_PIPELINE;
+    o.plan = plan;
     o.batch = B;
     o.compile.target = AF_TARGET_ANE_SIM;
     o.compile.family = AF_FAMILY_A16;
@@ -85,19 +85,20 @@ static void counts_match_the_simulator(void) {
     af_trainer *t = w ? af_trainer_new(&net, &o) : NULL;
     af_net_free(&net);
     CHECK(t != NULL, "trainer: %s", af_error_message());
+    const char *pn = af_plan_name(plan);
     if (t) {
         float x[B * S], *y = calloc((size_t)B * S * 64, sizeof(float));
         for (int i = 0; i < B * S; i++) { x[i] = (float)(i % 64); y[(int64_t)i * 64 + (i * 3) % 64] = 1; }
         af_step_info info;
         CHECK(af_trainer_step(t, x, y, &info) == AF_OK, "step: %s", af_error_message());
         ane_llama_counts n;
-        ane_llama_count(&c, S, B, ANE_LLAMA_PIPELINE, false, AF_FAMILY_A16, &n);
+        ane_llama_count(&c, S, B, model, false, AF_FAMILY_A16, &n);
         af_stats s = info.stats;
-        CHECK(s.dispatches == (int64_t)n.dispatches, "dispatches %lld measured, %.0f counted", (long long)s.dispatches, n.dispatches);
-        CHECK(fabs((double)s.engine_flops / n.engine_flops - 1) < 0.1, "engine FLOPs %lld measured, %.0f counted", (long long)s.engine_flops, n.engine_flops);
-        CHECK(fabs((double)s.host_flops / n.host_flops - 1) < 0.1, "host FLOPs %lld measured, %.0f counted", (long long)s.host_flops, n.host_flops);
+        CHECK(s.dispatches == (int64_t)n.dispatches, "%s: dispatches %lld measured, %.0f counted", pn, (long long)s.dispatches, n.dispatches);
+        CHECK(fabs((double)s.engine_flops / n.engine_flops - 1) < 0.1, "%s: engine FLOPs %lld measured, %.0f counted", pn, (long long)s.engine_flops, n.engine_flops);
+        CHECK(fabs((double)s.host_flops / n.host_flops - 1) < 0.1, "%s: host FLOPs %lld measured, %.0f counted", pn, (long long)s.host_flops, n.host_flops);
         double bytes = (double)(s.bytes_in + s.bytes_out);
-        CHECK(fabs(bytes / n.bytes - 1) < 0.25, "bytes %.0f measured, %.0f counted", bytes, n.bytes);
+        CHECK(fabs(bytes / n.bytes - 1) < 0.25, "%s: bytes %.0f measured, %.0f counted", pn, bytes, n.bytes);
         free(y);
     }
     af_trainer_free(t);
@@ -107,6 +108,7 @@ static void counts_match_the_simulator(void) {
 int main(void) {
     calibration();
     predictions();
-    counts_match_the_simulator();
+    counts_match_the_simulator(AF_PLAN_PIPELINE, ANE_LLAMA_PIPELINE);
+    counts_match_the_simulator(AF_PLAN_RESIDENT, ANE_LLAMA_RESIDENT);
     return check_finish("cost_llama");
 }

@@ -63,11 +63,13 @@ void ane_llama_count(const af_llama_config *c, int seq, int batch, ane_llama_pla
         n.dispatches += 2 * nblk;
         n.programs = 8;
         break;
-    default: /* resident: dW, loss, norms and Adam join the engine; only ids, targets and the loss cross */
-        n.engine_flops += L * lin + 3 * cls + ce + norms + adam;
-        n.host_flops = N * D; /* the embedding gather (ids beyond 2048 are not exact in fp16 ports) */
-        n.dispatches += 2 * nblk + L + 1; /* + one Adam program per layer and one for the rest */
-        n.programs = 10;
+    default: /* resident (llama_resident.c): the whole step in one program, the embedding a
+              * one-hot matmul both ways; only ids, targets and the loss cross */
+        n.engine_flops += L * lin + 3 * cls + ce + norms + adam + (layers_only ? 0 : 4 * N * (double)c->vocab_size * D);
+        n.host_flops = N * V; /* finding each target in its one-hot row */
+        n.bytes = 4 * 2 * N + 2 * 2;
+        n.dispatches = 1;
+        n.programs = 1;
         break;
     }
     *out = n;

@@ -6,8 +6,8 @@
  *             classifier, loss, dW, RMSNorm backward and Adam on the host
  *   pipeline  the same kernels compiled once with weights as inputs (ANEForge's
  *             `pipeline` plan; the final norm and the blocked classifier on the engine)
- *   resident  everything on the engine, Adam included, parameters and moments resident
- *             (ANEForge's `resident` plan, seed 000)
+ *   resident  everything on the engine, Adam included, parameters and moments resident,
+ *             one program per step (ANEForge's `resident` plan, seed 000)
  * Per step: dispatches x per-dispatch overhead + engine FLOPs / the chip's effective
  * kernel rate + host FLOPs / its host rate + bytes / host<->engine bandwidth, plus
  * compiles amortised over the steps between them. */
@@ -33,7 +33,7 @@ typedef struct {
 /* Counts of one step (batch windows of seq tokens). */
 typedef struct {
     double engine_flops, host_flops, bytes, dispatches;
-    int programs;            /* distinct programs compiled (per batch of 10 steps when baked) */
+    int programs;            /* distinct programs compiled (per batch of 10 steps when baked; training only) */
 } ane_llama_counts;
 
 typedef struct {

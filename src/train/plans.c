@@ -10,7 +10,9 @@
 #include "ane/guards.h"
 #include "grad/grad.h"
 #include "nn/optim.h"
+#include "llama/llama.h"
 #include "train/llama_pipeline.h"
+#include "train/llama_resident.h"
 #include "train/trainer.h"
 
 #include <stdio.h>
@@ -324,6 +326,7 @@ af_status tr_build_programs(af_trainer *t) {
     af_status st;
     if ((st = alloc_buffers(t))) return st;
     if (t->o.plan == AF_PLAN_PIPELINE) return tr_pipe_build(t);
+    if (t->o.plan == AF_PLAN_RESIDENT && !t->o.shuttle_state && llama_net_weights(&t->net)) return tr_lres_build(t);
     if (t->o.plan == AF_PLAN_RESIDENT || t->o.plan == AF_PLAN_UNROLLED) return build_resident(t);
     if ((st = build_host_device(t))) return st;
     for (int i = 0; t->o.plan == AF_PLAN_DEVICE && i < t->np; i++)
@@ -333,7 +336,7 @@ af_status tr_build_programs(af_trainer *t) {
 
 af_status tr_build_eval_graph(af_trainer *t) {
     af_tensor **in = t->eval_in, *w[TR_MAXP];
-    if (t->pipe) return AF_OK; /* it predicts through its own forward kernels */
+    if (t->pipe || t->lres) return AF_OK; /* they predict through their own forward programs */
     in[0] = batch_input(t, "eval_x", t->o.eval_batch);
     /* Its own weight inputs, fed the current masters: it never shares ports with training. */
     for (int i = 0; i < t->np; i++) {

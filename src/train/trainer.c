@@ -3,6 +3,7 @@
  * construction lives in plans.c; this file is the host side of a step. */
 #include "cpu/pool.h"
 #include "train/llama_pipeline.h"
+#include "train/llama_resident.h"
 #include "train/trainer.h"
 
 #include <math.h>
@@ -72,7 +73,7 @@ const char *af_metric_source_name(af_metric_source s) {
 /* After a step that ran at loss scale `ran_at`: count a skip, warn (the first, every
  * 100th, and AF_SKIP_WARN_CONSECUTIVE in a row that lowering the scale cannot cure) and
  * move the dynamic scale. */
-static void after_step(af_trainer *t, bool ok, float ran_at) {
+void tr_after_step(af_trainer *t, bool ok, float ran_at) {
     if (!ok) {
         t->skipped++;
         t->skipped_consecutive++;
@@ -286,7 +287,7 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
         if (tr_host_moments(t)) host_commit(t);
         else tr_device_commit(t);
     }
-    after_step(t, ok, info->loss_scale);
+    tr_after_step(t, ok, info->loss_scale);
     info->skipped_now = !ok;
     return AF_OK;
 }
@@ -340,9 +341,23 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
         info->loss += metrics[s][0] / k;
         if (nm > 1) info->accuracy += metrics[s][1] / (float)t->o.batch / k;
         info->skipped_now += ok[s] != 1.0f;
-        after_step(t, ok[s] == 1.0f, ls_block);
+        tr_after_step(t, ok[s] == 1.0f, ls_block);
     }
     info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0); /* the last step taken */
+    return AF_OK;
+}
+
+/* The llama resident plan's step: one dispatch, the program's loss. */
+static af_status step_llama_resident(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+    float loss = 0, ran_at = t->scale;
+    bool ok = false;
+    af_status st = tr_lres_step(t, x, y, &loss, &ok);
+    if (st) return st;
+    info->loss = loss;
+    info->loss_scale = ran_at;
+    info->skipped_now = !ok;
+    tr_after_step(t, ok, ran_at);
+    info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0);
     return AF_OK;
 }
 
@@ -354,7 +369,8 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
     if (!x || !target) return ir_fail(AF_ERR_INVALID, "af_trainer_step: x or target is NULL");
     t->acc = (af_stats){ 0 };
     t->host_flops = 0;
-    af_status st = t->res ? step_resident(t, x, target, info) : step_host_or_device(t, x, target, info);
+    af_status st = t->lres ? step_llama_resident(t, x, target, info)
+                   : t->res ? step_resident(t, x, target, info) : step_host_or_device(t, x, target, info);
     info->step = t->step;
     info->skipped = t->skipped;
     info->skipped_consecutive = t->skipped_consecutive;
@@ -390,6 +406,7 @@ af_status af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *ou
     if (!t || !x || !out || n < 0) return ir_fail(AF_ERR_INVALID, "af_trainer_predict: bad arguments");
     af_status st;
     if (t->pipe) return tr_pipe_predict(t, n, x, out);
+    if (t->lres) return tr_lres_predict(t, n, x, out);
     if (!t->eval && (st = tr_build_eval(t))) return st;
     int64_t eb = t->o.eval_batch, xs = af_shape_count(t->net.sample), od = t->net.out_dim;
     for (int i = 0; i < t->np; i++)

@@ -16,6 +16,7 @@
  * gradients do not. */
 
 typedef struct tr_pipe tr_pipe; /* the pipeline plan's kernels and activations */
+typedef struct tr_lres tr_lres; /* the resident plan's llama-specific parts */
 
 struct af_trainer {
     af_net net;
@@ -51,6 +52,7 @@ struct af_trainer {
     int state_out0;            /* res: output index of param 0's new value (same layout) */
     int nstate;                /* res: state inputs (params, then m, then v) */
     tr_pipe *pipe;             /* pipeline plan (af_net_llama): seed 002's kernels */
+    tr_lres *lres;             /* resident plan for af_net_llama: ids as fp16 digits, blocked vocabulary */
     af_model *eval;            /* compiled on first use from eval_in -> eval_z */
     af_tensor *eval_in[1 + TR_MAXP], *eval_z; /* built by af_trainer_new: the net is never used after it */
     float *eval_x, *eval_out;
@@ -71,6 +73,9 @@ float     tr_eps_units(const af_trainer *t);
 bool      tr_host_moments(const af_trainer *t);
 int       tr_num_metrics(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);
+/* After a step that ran at loss scale ran_at: counts a skip or a step, moves the
+ * dynamic scale, warns. */
+void      tr_after_step(af_trainer *t, bool ok, float ran_at);
 af_status tr_build_programs(af_trainer *t);
 af_status tr_build_eval_graph(af_trainer *t); /* the evaluation forward, without compiling it */
 af_status tr_build_eval(af_trainer *t);

@@ -3,6 +3,7 @@
 #include "nn/optim.h"
 #include "train/ckpt.h"
 #include "train/llama_pipeline.h"
+#include "train/llama_resident.h"
 #include "train/trainer.h"
 #include "train/trainer_io.h"
 
@@ -102,6 +103,7 @@ void af_trainer_free(af_trainer *t) {
     af_model_free(t->res);
     af_model_free(t->eval);
     tr_pipe_free(t->pipe);
+    tr_lres_free(t->lres);
     for (int i = 0; i < TR_MAXP; i++) {
         af_model_free(t->bwd[i]);
         af_model_free(t->upd[i]);

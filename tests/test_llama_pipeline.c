@@ -12,6 +12,7 @@
  *    classifier block dispatches per step, the vocab split in blocks within A13's 16384;
  *  - each kernel survives the MIL round trip (emit -> parse -> run equals direct);
  *  - a net that is not af_net_llama is refused with a message. */
+#define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "aneforge.h"
 #include "ane/mil.h"
@@ -20,8 +21,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { T = 16, B = 2 };
+/* The fake Neural Engine framework the build makes on Linux (tests/fake_ane), from the
+ * build directory ctest runs in. */
+#define FAKE_ANE "fake_ane/AppleNeuralEngine.so"
 
 static af_llama_weights *weights(int dim, int hidden, int layers, int heads, int kv, int vocab, int shared, unsigned long long seed) {
     af_llama_config c = { dim, hidden, layers, heads, kv, vocab, T, shared };
@@ -66,6 +71,7 @@ static af_trainer *trainer(const af_llama_weights *w, af_plan plan, af_target ta
     o.total_steps = steps;
     o.compile.target = target;
     o.compile.family = fam;
+    o.compile.ane_framework = target == AF_TARGET_ANE ? FAKE_ANE : NULL;
     o.compile.threads = 1;
     o.loss_scale = target == AF_TARGET_CPU ? 1.0f : 128.0f;
     af_trainer *t = af_trainer_new(&net, &o);
@@ -217,6 +223,32 @@ static void engine_plans_match_cpu(af_family_id fam, int vocab) {
     af_llama_weights_free(w);
 }
 
+/* On the `ane` target (the darwin runtime over the fake framework, which runs what it
+ * compiles as ane-sim models the engine, and binds at most 64 inputs and outputs per
+ * program) both plans give ane-sim's result exactly. */
+static void ane_target_matches_sim(void) {
+    if (access(FAKE_ANE, R_OK)) { fprintf(stderr, "(no %s here: the ane target case is skipped)\n", FAKE_ANE); return; }
+    af_llama_weights *w = weights(64, 96, 2, 4, 2, 48, 1, 31);
+    int n = 4, V = 48;
+    float *x = malloc(sizeof(float) * n * T), *y = malloc(sizeof(float) * (size_t)n * T * V);
+    test_rng r = { 99 };
+    batch(&r, n, V, x, y);
+    const af_plan plans[2] = { AF_PLAN_PIPELINE, AF_PLAN_RESIDENT };
+    for (int k = 0; w && k < 2; k++) {
+        af_trainer *sim = train(w, plans[k], AF_TARGET_ANE_SIM, AF_FAMILY_A13, AF_OPT_ADAM, 4, NULL);
+        af_trainer *ane = train(w, plans[k], AF_TARGET_ANE, AF_FAMILY_A13, AF_OPT_ADAM, 4, NULL);
+        if (sim && ane) {
+            double a = val_loss(ane, n, V, x, y), b = val_loss(sim, n, V, x, y);
+            CHECK(a == b, "%s on ane (fake framework) %.9f vs ane-sim %.9f", af_plan_name(plans[k]), a, b);
+        }
+        af_trainer_free(sim);
+        af_trainer_free(ane);
+    }
+    free(x);
+    free(y);
+    af_llama_weights_free(w);
+}
+
 /* Every kernel emitted to MIL and parsed back computes what the graph computes. */
 static void kernels_roundtrip_mil(void) {
     lk_shape sh = { 32, 48, 4, 2, 8, 2, 24 };
@@ -266,6 +298,26 @@ static void kernels_roundtrip_mil(void) {
     }
 }
 
+/* The resident plan's grouped state survives a checkpoint: a trainer loaded from it
+ * reads back the same parameters and predicts the same logits. */
+static void resident_checkpoint_round_trip(void) {
+    af_llama_weights *w = weights(32, 48, 2, 4, 2, 24, 0, 17);
+    af_trainer *a = w ? train(w, AF_PLAN_RESIDENT, AF_TARGET_ANE_SIM, AF_FAMILY_A13, AF_OPT_ADAM, 3, NULL) : NULL;
+    af_trainer *b = w ? trainer(w, AF_PLAN_RESIDENT, AF_TARGET_ANE_SIM, AF_FAMILY_A13, AF_OPT_ADAM, 3) : NULL;
+    char path[] = "/tmp/aneforge_llama_res_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    if (a && b && fd >= 0) {
+        double before = param_diff(a, b);
+        CHECK(af_trainer_save(a, path) == AF_OK && af_trainer_load(b, path) == AF_OK, "save/load: %s", af_error_message());
+        CHECK(before > 1e-4 && param_diff(a, b) == 0, "params after load differ (%g before the load, %g after)", before, param_diff(a, b));
+    }
+    if (fd >= 0) remove(path);
+    af_trainer_free(a);
+    af_trainer_free(b);
+    af_llama_weights_free(w);
+}
+
 static void refuses_other_nets(void) {
     af_net net = af_net_mlp(AF_SHAPE(4), 8, 3, 1);
     af_train_opts o = af_train_defaults();
@@ -285,6 +337,8 @@ int main(void) {
     engine_plans_match_cpu(AF_FAMILY_A13, 48);
     engine_plans_match_cpu(AF_FAMILY_A13, 16400); /* two classifier blocks of 8200 rows */
     kernels_roundtrip_mil();
+    ane_target_matches_sim();
+    resident_checkpoint_round_trip();
     refuses_other_nets();
     return check_finish("llama_pipeline");
 }

@@ -11,5 +11,9 @@ af_status tr_lres_build(af_trainer *t);
  * mean cross-entropy, *ok whether the update was taken (all new state finite). */
 af_status tr_lres_step(af_trainer *t, const float *x, const float *y, float *loss, bool *ok);
 af_status tr_lres_predict(af_trainer *t, int64_t n, const float *x, float *out);
+/* Param i's current value from its group's resident state. */
+af_status tr_lres_read_param(af_trainer *t, int i, float *dst);
+/* Every group's state to the host's masters and moments (read) or back (write). */
+af_status tr_lres_move_state(af_trainer *t, bool read);
 void      tr_lres_free(tr_lres *r);
 #endif

@@ -397,6 +397,7 @@ void af_trainer_stats(const af_trainer *t, af_stats *out) {
 
 af_status af_trainer_read_param(af_trainer *t, int i, float *dst) {
     if (!t || i < 0 || i >= t->np || !dst) return ir_fail(AF_ERR_INVALID, "af_trainer_read_param: bad trainer, index %d or NULL dst", i);
+    if (t->lres) return tr_lres_read_param(t, i, dst);
     if (t->state_bound) return af_model_read_state(t->res, t->state_in[i], dst);
     memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float));
     return AF_OK;

@@ -127,6 +127,7 @@ void af_trainer_free(af_trainer *t) {
 /* Moves params and Adam moments between the host copies and resident state: read
  * brings the host up to date, write seeds the program (after a checkpoint load). */
 static af_status move_state(af_trainer *t, bool read) {
+    if (t->lres) return tr_lres_move_state(t, read);
     if (!t->state_bound) return AF_OK;
     int per_param = t->o.optimizer == AF_OPT_ADAM ? 3 : 1; /* w, then m and v */
     for (int i = 0; i < t->np; i++) {

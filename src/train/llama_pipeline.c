@@ -94,7 +94,6 @@ af_status tr_pipe_build(af_trainer *t) {
     if (!w)
         return ir_fail(AF_ERR_INVALID, "trainer: the pipeline plan trains llama2.c models (af_net_llama) only; use the host, "
                                        "device, resident or unrolled plan for other nets");
-    if (t->o.optimizer != AF_OPT_ADAM && t->o.optimizer != AF_OPT_SGD) return AF_ERR_INVALID;
     tr_pipe *p = calloc(1, sizeof *p);
     if (!p) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
     t->pipe = p;

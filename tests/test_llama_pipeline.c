@@ -4,7 +4,8 @@
  *    exactly as the host plan's (af_backward through af_llama) does, tied and untied
  *    classifier, grouped KV heads;
  *  - forward kernels: the pipeline's logits equal the fp32 KV-cache forward of
- *    src/llama/forward.c (af_llama_gen) position by position;
+ *    src/llama/forward.c (af_llama_gen) position by position, and fwdAttn's six outputs
+ *    equal double loops of the attention block;
  *  - training: after the same steps on ane-sim (A13, A16), the pipeline and the resident
  *    plan reach the CPU fp32 run's validation loss to fp16 tolerance, also with a
  *    vocabulary over A13's 16384 (the classifier and the resident tables in two blocks);
@@ -223,6 +224,92 @@ static void engine_plans_match_cpu(af_family_id fam, int vocab) {
     af_llama_weights_free(w);
 }
 
+/* fwdAttn on the CPU in fp32 against double loops of llama2.c's attention block in the
+ * channel-first layout: RMSNorm over channels, q/k/v projections, RoPE on pairs
+ * (2i, 2i+1) by t * 10000^(-2i/hs), causal softmax with query head h reading KV head
+ * h / (H / KV), the output projection. */
+static void fwd_attn_matches_loops(void) {
+    enum { D = 32, H = 4, KV = 2, HS = D / H, KVD = KV * HS, S = 8, NB = 2 };
+    lk_shape sh = { D, 48, H, KV, S, NB, 1 };
+    af_graph *g = af_graph_new();
+    lk_program p;
+    CHECK(lk_build(g, LK_FWD_ATTN, &sh, AF_F32, &p) == AF_OK, "%s", af_error_message());
+    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = 1 };
+    af_model *m = af_compile(g, p.nin, p.in, p.nout, p.out, &o);
+    CHECK(m != NULL, "%s", af_error_message());
+    static float x[NB * D * S], rms[D], wq[D * D], wk[KVD * D], wv[KVD * D], wo[D * D], out[6][NB * D * S];
+    test_rng r = { 8 };
+    float *ins[6] = { x, rms, wq, wk, wv, wo };
+    int counts[6] = { NB * D * S, D, D * D, KVD * D, KVD * D, D * D };
+    af_buffer bi[6], bo[6];
+    for (int i = 0; i < 6; i++) {
+        for (int j = 0; j < counts[i]; j++) ins[i][j] = (float)(i == 1 ? 0.8 + 0.4 * test_uniform(&r) : i == 0 ? test_uniform(&r) - 0.5 : 0.3 * (test_uniform(&r) - 0.5));
+        bi[i] = AF_BUF_F32(ins[i], counts[i]);
+    }
+    int ocounts[6] = { NB * D * S, NB * D * S, NB * KVD * S, NB * KVD * S, NB * D * S, NB * D * S };
+    for (int i = 0; i < 6; i++) bo[i] = AF_BUF_F32(out[i], ocounts[i]);
+    CHECK(m && af_run(m, bi, bo) == AF_OK, "run: %s", af_error_message());
+    double worst = 0;
+    for (int b = 0; m && b < NB; b++) {
+        static double xn[D][S], q[D][S], k[KVD][S], v[KVD][S], att[D][S];
+        for (int t = 0; t < S; t++) {
+            double ms = 0;
+            for (int c = 0; c < D; c++) ms += (double)x[(b * D + c) * S + t] * x[(b * D + c) * S + t] / D;
+            for (int c = 0; c < D; c++) xn[c][t] = x[(b * D + c) * S + t] / sqrt(ms + 1e-5) * rms[c];
+        }
+        for (int t = 0; t < S; t++) {
+            for (int c = 0; c < D; c++) { q[c][t] = 0; for (int e = 0; e < D; e++) q[c][t] += wq[c * D + e] * xn[e][t]; }
+            for (int c = 0; c < KVD; c++) {
+                k[c][t] = v[c][t] = 0;
+                for (int e = 0; e < D; e++) { k[c][t] += wk[c * D + e] * xn[e][t]; v[c][t] += wv[c * D + e] * xn[e][t]; }
+            }
+            for (int c = 0; c < D; c += 2) { /* RoPE: pair (c, c+1) of its head */
+                double ang = t * pow(10000.0, -(double)(c % HS) / HS), cs = cos(ang), sn = sin(ang);
+                double q0 = q[c][t], q1 = q[c + 1][t];
+                q[c][t] = q0 * cs - q1 * sn, q[c + 1][t] = q0 * sn + q1 * cs;
+                if (c < KVD) {
+                    double k0 = k[c][t], k1 = k[c + 1][t];
+                    k[c][t] = k0 * cs - k1 * sn, k[c + 1][t] = k0 * sn + k1 * cs;
+                }
+            }
+        }
+        for (int h = 0; h < H; h++) {
+            int kv = h / (H / KV);
+            for (int i = 0; i < S; i++) {
+                double sc[S], mx = -1e30, se = 0;
+                for (int j = 0; j <= i; j++) {
+                    sc[j] = 0;
+                    for (int e = 0; e < HS; e++) sc[j] += q[h * HS + e][i] * k[kv * HS + e][j];
+                    sc[j] /= sqrt((double)HS);
+                    mx = fmax(mx, sc[j]);
+                }
+                for (int j = 0; j <= i; j++) se += exp(sc[j] - mx);
+                for (int e = 0; e < HS; e++) {
+                    att[h * HS + e][i] = 0;
+                    for (int j = 0; j <= i; j++) att[h * HS + e][i] += exp(sc[j] - mx) / se * v[kv * HS + e][j];
+                }
+            }
+        }
+        for (int c = 0; c < D; c++)
+            for (int t = 0; t < S; t++) {
+                double o1 = 0;
+                for (int e = 0; e < D; e++) o1 += wo[c * D + e] * att[e][t];
+                int64_t at = (b * D + c) * S + t;
+                worst = fmax(worst, fabs(o1 - out[0][at]));
+                worst = fmax(worst, fabs(q[c][t] - out[1][at]));
+                worst = fmax(worst, fabs(att[c][t] - out[4][at]));
+                worst = fmax(worst, fabs(xn[c][t] - out[5][at]));
+                if (c < KVD) {
+                    worst = fmax(worst, fabs(k[c][t] - out[2][(b * KVD + c) * S + t]));
+                    worst = fmax(worst, fabs(v[c][t] - out[3][(b * KVD + c) * S + t]));
+                }
+            }
+    }
+    CHECK(worst < 1e-5, "fwdAttn vs double loops: max difference %g", worst);
+    af_model_free(m);
+    af_graph_free(g);
+}
+
 /* On the `ane` target (the darwin runtime over the fake framework, which runs what it
  * compiles as ane-sim models the engine, and binds at most 64 inputs and outputs per
  * program) both plans give ane-sim's result exactly. */
@@ -333,6 +420,7 @@ int main(void) {
     gradients_match_autograd(2, 1);
     gradients_match_autograd(4, 0);
     forward_matches_kv_cache();
+    fwd_attn_matches_loops();
     engine_plans_match_cpu(AF_FAMILY_A16, 48);
     engine_plans_match_cpu(AF_FAMILY_A13, 48);
     engine_plans_match_cpu(AF_FAMILY_A13, 16400); /* two classifier blocks of 8200 rows */

@@ -297,7 +297,6 @@ af_status tr_lres_build(af_trainer *t) {
     af_dtype dt = t->o.compile.target != AF_TARGET_CPU ? AF_F16 : AF_F32;
     bool adam = t->o.optimizer == AF_OPT_ADAM;
     int np = t->np, ni = 0, no = 0;
-    (void)adam;
     af_tensor *in[8 + MAXG], *out[2 + MAXG];
     af_tensor *hi = in[ni++] = af_input(g, "ids_hi", dt, AF_SHAPE(N, 1)), *lo = in[ni++] = af_input(g, "ids_lo", dt, AF_SHAPE(N, 1));
     af_tensor *yhi = in[ni++] = af_input(g, "target_hi", dt, AF_SHAPE(N, 1)), *ylo = in[ni++] = af_input(g, "target_lo", dt, AF_SHAPE(N, 1));

@@ -413,7 +413,9 @@ typedef enum {
     AF_PLAN_HOST = 0,     /* forward+backward compiled; optimizer in fp32 on the host */
     AF_PLAN_DEVICE = 1,   /* per-param update programs; state shuttled by the host */
     AF_PLAN_RESIDENT = 2, /* one program per step; params and moments stay in the backend */
-    AF_PLAN_UNROLLED = 3  /* K steps unrolled into one resident program */
+    AF_PLAN_UNROLLED = 3, /* K steps unrolled into one resident program */
+    AF_PLAN_PIPELINE = 4  /* af_net_llama only: seed 002's six kernels per layer, compiled once with
+                           * weights as inputs; embedding, RMSNorm backward, dW and Adam on the host */
 } af_plan;
 
 typedef struct {

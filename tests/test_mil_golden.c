@@ -1,9 +1,11 @@
 /* Golden MIL: the built-in programs (an MLP training step, a conv block, an attention
- * block) are emitted again and must match tests/golden/<name>/model.mil and
+ * block, seed 002's eight llama kernels at small shapes: llama-fwdAttn ... llama-clsBwd)
+ * are emitted again and must match tests/golden/<name>/model.mil and
  * weights/weight.bin byte for byte. The goldens were produced by this emitter and
  * checked by reading them (spelling, argument order, offsets); regenerate after an
  * intended change with
- *     ./build/aneforge mil emit mlp-step --out tests/golden/mlp-step   (and conv, attention)
+ *     ./build/aneforge mil emit mlp-step --out tests/golden/mlp-step   (and conv, attention,
+ *     llama-fwdAttn, ... : `aneforge mil --help` lists them)
  * and review the diff (tests/golden/handwritten/ holds goldens written by hand instead,
  * checked by test_mil_handwritten). The golden files are also loaded from disk (af_mil_load, the
  * weights resolved through @model_path) and must compute exactly what the graph

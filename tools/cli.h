@@ -11,6 +11,7 @@ int cmd_mil(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_cost(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 int cmd_dashboard(int argc, char **argv);
 int cmd_report(int argc, char **argv);

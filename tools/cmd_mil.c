@@ -14,6 +14,7 @@
 #include "mil_npy.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: aneforge mil emit NAME --out DIR\n"
+               "       aneforge mil emit --llama-kernel KERNEL [--dim D --hidden F --heads H --kv-heads K --seq S --batch B\n"
+               "                         --vocab-block V] --out DIR\n"
                "       aneforge mil run MODEL.mil [--weights DIR] [--function NAME] --in NAME=FILE.npy ... --out DIR [--fp32]\n"
                "       aneforge mil check MODEL.mil [--weights DIR] [--function NAME]\n\n"
                "emit   writes a built-in program as DIR/model.mil and DIR/weights/weight.bin;\n"
@@ -28,6 +31,10 @@ static void usage(FILE *f) {
     for (int i = 0; mil_sample_names[i]; i++) fprintf(f, " %s", mil_sample_names[i]);
     fprintf(f, " (mlp-step is a whole training step:\n"
                "       forward, cross-entropy, backward and the SGD update)\n"
+               "--llama-kernel writes one of seed 002's transformer kernels as the pipeline plan compiles it\n"
+               "       (fwdAttn, fwdFFN, ffnBwd, sdpaBwd1, sdpaBwd2, qkvBwd, clsFwd, clsBwd; fp16 [B, C, 1, S] ports,\n"
+               "       every weight an argument) for the given shapes (default stories15m's: dim 288, hidden 768,\n"
+               "       6 heads, 6 KV heads, seq 256, batch 1, classifier block 16000 rows)\n"
                "run    parses a MIL program (program(1)..(1.5), opsets ios15..ios18 and CoreML5..CoreML9) and its weight files,\n"
                "       feeds each function argument from a NumPy .npy file, runs it on the CPU with the\n"
                "       engine's fp16 numerics (--fp32: in fp32) and writes every returned value as\n"
@@ -74,17 +81,45 @@ static int load(const char *path, const char *weights, const char *function, mil
     return 0;
 }
 
+/* --dim and friends: a positive int, or a usage error. */
+static int shape_flag(const char *k, const char *v, lk_shape *sh) {
+    static const struct { const char *flag; size_t off; } flags[] = {
+        { "--dim", offsetof(lk_shape, dim) },       { "--hidden", offsetof(lk_shape, hidden) },
+        { "--heads", offsetof(lk_shape, heads) },   { "--kv-heads", offsetof(lk_shape, kv_heads) },
+        { "--seq", offsetof(lk_shape, seq) },       { "--batch", offsetof(lk_shape, batch) },
+        { "--vocab-block", offsetof(lk_shape, vocab_block) },
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (strcmp(k, flags[i].flag)) continue;
+        char *end;
+        long n = v ? strtol(v, &end, 10) : 0;
+        if (!v || *end || n < 1 || n > 1 << 20) {
+            fprintf(stderr, "aneforge mil emit: %s wants a positive integer, not '%s'\n", k, v ? v : "");
+            return -1;
+        }
+        *(int *)((char *)sh + flags[i].off) = (int)n;
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_emit(int argc, char **argv) {
-    const char *name = NULL, *out = NULL;
+    const char *name = NULL, *out = NULL, *kernel = NULL;
+    lk_shape sh = { 288, 768, 6, 6, 256, 1, 16000 };
     for (int i = 1; i < argc; i++) {
+        int r = i + 1 < argc ? shape_flag(argv[i], argv[i + 1], &sh) : 0;
+        if (r < 0) return 2;
+        if (r) { i++; continue; }
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--llama-kernel") && i + 1 < argc) kernel = argv[++i];
         else if (argv[i][0] != '-' && !name) name = argv[i];
         else { fprintf(stderr, "aneforge mil emit: unexpected '%s' (try --help)\n", argv[i]); return 2; }
     }
-    if (!name || !out) { usage(stderr); return 2; }
+    if ((!name && !kernel) || (name && kernel) || !out) { usage(stderr); return 2; }
     mil_sample s;
-    if (mil_sample_build(name, &s)) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
-    af_status st = af_mil_emit(s.g, s.nin, s.in, s.nout, s.out, out);
+    af_status st = kernel ? mil_llama_kernel(kernel, &sh, &s) : mil_sample_build(name, &s);
+    if (st) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
+    st = af_mil_emit(s.g, s.nin, s.in, s.nout, s.out, out);
     af_graph_free(s.g);
     if (st) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
     printf("wrote %s/model.mil and %s/weights/%s\n", out, out, AF_MIL_WEIGHT_FILE);

@@ -46,6 +46,8 @@ static void usage(FILE *f) {
             "  --lr X                peak learning rate (default 0.001)\n"
             "  --optimizer, --schedule, --warmup, --weight-decay, --plan, --unroll, --precision,\n"
             "  --target, --loss-scale, --threads   as for 'aneforge train mlp'\n"
+            "  --plan pipeline       seed 002's six kernels per layer, compiled once with weights as inputs (llama only);\n"
+            "                        --plan resident keeps the whole step and Adam on the engine at any vocabulary\n"
             "  --seed N              weights and windows (default 1)\n"
             "  --eval-every K        validation loss every K steps (and at the end)\n"
             "  --save PATH           checkpoint at every evaluation, at the end and on Ctrl-C\n"

@@ -22,6 +22,7 @@ static const struct {
     { "dashboard", cmd_dashboard, "watch a training log (train --log) live in the terminal" },
     { "report", cmd_report, "one self-contained HTML page of training logs: curves, configuration, samples" },
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
+    { "cost", cmd_cost, "estimate on-device ms per training step on M1..M5 for each plan (cost llama)" },
     { "generate", cmd_generate, "sample from a llama2.c model file (KV cache, run.c's sampler)" },
     { "eval", cmd_eval, "mean loss of a model over a token file (eval llama)" },
     { "demo", cmd_demo, "build, compile and run a small example model" },

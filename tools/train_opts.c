@@ -28,8 +28,8 @@ int train_opt_parse(const char *k, const char *v, af_train_opts *o, train_opt_fl
         else return BAD("--schedule is constant or cosine, not '%s'", v);
     } else if (!strcmp(k, "--plan")) {
         int p = -1;
-        for (int j = 0; j < 4; j++) if (!strcmp(v, af_plan_name((af_plan)j))) p = j;
-        if (p < 0) return BAD("--plan is host, device, resident or unrolled, not '%s'", v);
+        for (int j = 0; j < 5; j++) if (!strcmp(v, af_plan_name((af_plan)j))) p = j;
+        if (p < 0) return BAD("--plan is host, device, resident, unrolled or pipeline (llama only), not '%s'", v);
         o->plan = (af_plan)p;
     } else if (!strcmp(k, "--precision")) {
         if (!strcmp(v, "fp32")) o->compile.precision = AF_PRECISION_FP32;

@@ -29,6 +29,7 @@
 
 #include "ane/milblob.h"
 #include "ir/ir.h"
+#include "nn/llama_kernels.h"
 
 #define AF_MIL_WEIGHT_PATH "@model_path/weights/weight.bin"
 #define AF_MIL_WEIGHT_FILE "weight.bin"
@@ -105,6 +106,10 @@ typedef struct {
     af_tensor *in[16], *out[16];
 } mil_sample;
 
+/* Builds seed 002's llama kernel called kernel ("fwdAttn" ... "clsBwd", nn/llama_kernels.h)
+ * for the given shapes, fp16 ports: what the pipeline plan compiles. The "llama-<kernel>"
+ * samples are the same at fixed small shapes. */
+af_status mil_llama_kernel(const char *kernel, const lk_shape *shape, mil_sample *s);
 /* Builds the sample called name; AF_ERR_INVALID for an unknown name. */
 af_status mil_sample_build(const char *name, mil_sample *s);
 /* The sample names, NULL-terminated. */

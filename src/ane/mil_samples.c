@@ -2,12 +2,18 @@
  * graphs whose values come from closed-form formulas (no RNG), so the emitted text
  * and weight file are the same bytes on every machine. */
 #include "ane/mil.h"
+#include "nn/llama_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const mil_sample_names[] = { "mlp-step", "conv", "attention", NULL };
+const char *const mil_sample_names[] = { "mlp-step", "conv", "attention", "llama-fwdAttn", "llama-fwdFFN", "llama-ffnBwd",
+                                         "llama-sdpaBwd1", "llama-sdpaBwd2", "llama-qkvBwd", "llama-clsFwd", "llama-clsBwd", NULL };
+enum { FIRST_LLAMA = 3 };
+
+/* The golden shapes of the llama kernels: 32 wide, 4 heads over 2 KV heads, seq 8. */
+static const lk_shape llama_golden = { 32, 48, 4, 2, 8, 1, 24 };
 
 static float *values(int64_t n, float scale, int salt) {
     float *v = malloc(sizeof *v * (size_t)(n ? n : 1));
@@ -84,12 +90,39 @@ static void attention(mil_sample *s) {
     s->out[s->nout++] = named(af_layer_norm(af_add(x, a), NULL, NULL, 1e-5f), "hidden");
 }
 
+af_status mil_llama_kernel(const char *kernel, const lk_shape *shape, mil_sample *s) {
+    if (!s || !shape) return ir_fail(AF_ERR_INVALID, "mil_llama_kernel: NULL argument");
+    memset(s, 0, sizeof *s);
+    int k = lk_parse(kernel);
+    if (k < 0) {
+        char names[200] = "";
+        for (int i = 0; i < LK_COUNT; i++) { strcat(names, i ? ", " : ""); strcat(names, lk_names[i]); }
+        return ir_fail(AF_ERR_INVALID, "unknown llama kernel '%s'; use one of %s", kernel ? kernel : "(null)", names);
+    }
+    if (!(s->g = af_graph_new())) return ir_fail(AF_ERR_NOMEM, "out of memory");
+    lk_program p;
+    af_status st = lk_build(s->g, (lk_kind)k, shape, AF_F16, &p);
+    if (st) {
+        af_graph_free(s->g);
+        memset(s, 0, sizeof *s);
+        return st;
+    }
+    s->nin = p.nin;
+    s->nout = p.nout;
+    memcpy(s->in, p.in, sizeof(af_tensor *) * (size_t)p.nin);
+    memcpy(s->out, p.out, sizeof(af_tensor *) * (size_t)p.nout);
+    return AF_OK;
+}
+
 af_status mil_sample_build(const char *name, mil_sample *s) {
     if (!s) return ir_fail(AF_ERR_INVALID, "mil_sample_build: s is NULL");
     memset(s, 0, sizeof *s);
     int k = 0;
     while (mil_sample_names[k] && (!name || strcmp(mil_sample_names[k], name))) k++;
-    if (!mil_sample_names[k]) return ir_fail(AF_ERR_INVALID, "unknown built-in program '%s'; use mlp-step, conv or attention", name ? name : "(null)");
+    if (!mil_sample_names[k])
+        return ir_fail(AF_ERR_INVALID, "unknown built-in program '%s'; use mlp-step, conv, attention or llama-<kernel> (fwdAttn, "
+                                       "fwdFFN, ffnBwd, sdpaBwd1, sdpaBwd2, qkvBwd, clsFwd, clsBwd)", name ? name : "(null)");
+    if (k >= FIRST_LLAMA) return mil_llama_kernel(mil_sample_names[k] + 6, &llama_golden, s);
     if (!(s->g = af_graph_new())) return ir_fail(AF_ERR_NOMEM, "out of memory");
     if (k == 0) mlp_step(s);
     else if (k == 1) conv_block(s);

@@ -53,3 +53,7 @@ af_net af_net_llama(const af_llama_weights *init, int seq) {
     net.out_dim = (int64_t)seq * init->cfg.vocab_size;
     return net;
 }
+
+const af_llama_weights *llama_net_weights(const af_net *net) {
+    return net && net->make_params == make_params && net->ctx ? &((const llama_net *)net->ctx)->init : NULL;
+}

@@ -5,6 +5,7 @@
  * autograd see nothing new. */
 #include "aneforge.h"
 #include "ir/ir.h"
+#include "nn/llama_graph.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +42,38 @@ static bool shape_is(af_tensor *p, int64_t rows, int64_t cols) {
     af_shape s = af_tensor_shape(p);
     if (cols == 0) return s.rank == 1 && s.dim[0] == rows;
     return s.rank == 2 && s.dim[0] == rows && s.dim[1] == cols;
+}
+
+/* The layers of af_llama on x [B * T, D] (rows (b, t)) with params p in af_llama's order
+ * (p[0], the embedding, is not read): what every llama graph shares. */
+af_tensor *nn_llama_layers(const af_llama_config *c, af_tensor *x, af_tensor *const *p, int64_t B, int64_t T) {
+    if (!x) return NULL;
+    int L = c->n_layers, D = c->dim, H = c->n_heads, KV = c->n_kv_heads;
+    int64_t hs = D / H;
+    af_tensor *const *rms_att = p + 1, *const *wq = p + 1 + L, *const *wk = p + 1 + 2 * L, *const *wv = p + 1 + 3 * L,
+                     *const *wo = p + 1 + 4 * L, *const *rms_ffn = p + 1 + 5 * L, *const *w1 = p + 1 + 6 * L,
+                     *const *w2 = p + 1 + 7 * L, *const *w3 = p + 1 + 8 * L;
+    const int to_heads[4] = { 0, 2, 1, 3 };                                  /* [B,T,H,hs] <-> [B,H,T,hs] */
+    for (int l = 0; l < L; l++) {
+        af_tensor *h = af_rms_norm(x, rms_att[l], LLAMA_EPS);
+        af_tensor *q = af_rope(af_reshape(linear(h, wq[l]), AF_SHAPE(B, T, H, hs)), 0, 10000.0f);
+        af_tensor *k = af_rope(af_reshape(linear(h, wk[l]), AF_SHAPE(B, T, KV, hs)), 0, 10000.0f);
+        af_tensor *v = af_reshape(linear(h, wv[l]), AF_SHAPE(B, T, KV, hs));
+        if (H != KV) {
+            k = af_repeat_kv_heads(k, H / KV);
+            v = af_repeat_kv_heads(v, H / KV);
+        }
+        q = af_transpose(q, to_heads);
+        k = af_transpose(k, to_heads);
+        v = af_transpose(v, to_heads);
+        af_tensor *scores = af_causal_mask(af_muls(af_matmul(q, k, 0, 1), 1.0f / sqrtf((float)hs)), 0);
+        af_tensor *att = af_matmul(af_softmax(scores, -1), v, 0, 0); /* [B,H,T,hs] */
+        att = af_reshape(af_transpose(att, to_heads), AF_SHAPE(B * T, D));
+        x = af_add(x, linear(att, wo[l]));
+        h = af_rms_norm(x, rms_ffn[l], LLAMA_EPS);
+        x = af_add(x, linear(af_mul(af_silu(linear(h, w1[l])), linear(h, w3[l])), w2[l]));
+    }
+    return x;
 }
 
 af_tensor *af_llama(const af_llama_config *c, af_tensor *tokens, af_tensor *const *p) {
@@ -81,27 +114,7 @@ af_tensor *af_llama(const af_llama_config *c, af_tensor *tokens, af_tensor *cons
         ir_graph_fail(g, "af_llama: a param's shape is not the config's (make them with af_llama_params_new)");
         return NULL;
     }
-    af_tensor *x = embed(g, emb, tokens, B * T, V, D); /* rows (b, t) */
-    const int to_heads[4] = { 0, 2, 1, 3 };                                  /* [B,T,H,hs] <-> [B,H,T,hs] */
-    for (int l = 0; l < L; l++) {
-        af_tensor *h = af_rms_norm(x, rms_att[l], LLAMA_EPS);
-        af_tensor *q = af_rope(af_reshape(linear(h, wq[l]), AF_SHAPE(B, T, H, hs)), 0, 10000.0f);
-        af_tensor *k = af_rope(af_reshape(linear(h, wk[l]), AF_SHAPE(B, T, KV, hs)), 0, 10000.0f);
-        af_tensor *v = af_reshape(linear(h, wv[l]), AF_SHAPE(B, T, KV, hs));
-        if (H != KV) {
-            k = af_repeat_kv_heads(k, H / KV);
-            v = af_repeat_kv_heads(v, H / KV);
-        }
-        q = af_transpose(q, to_heads);
-        k = af_transpose(k, to_heads);
-        v = af_transpose(v, to_heads);
-        af_tensor *scores = af_causal_mask(af_muls(af_matmul(q, k, 0, 1), 1.0f / sqrtf((float)hs)), 0);
-        af_tensor *att = af_matmul(af_softmax(scores, -1), v, 0, 0); /* [B,H,T,hs] */
-        att = af_reshape(af_transpose(att, to_heads), AF_SHAPE(B * T, D));
-        x = af_add(x, linear(att, wo[l]));
-        h = af_rms_norm(x, rms_ffn[l], LLAMA_EPS);
-        x = af_add(x, linear(af_mul(af_silu(linear(h, w1[l])), linear(h, w3[l])), w2[l]));
-    }
+    af_tensor *x = nn_llama_layers(c, embed(g, emb, tokens, B * T, V, D), p, B, T); /* rows (b, t) */
     x = af_rms_norm(x, rms_final, LLAMA_EPS);
     return af_reshape(linear(x, cls), AF_SHAPE(B, T, V));
 }

@@ -10,6 +10,9 @@
 #include "ane/guards.h"
 #include "grad/grad.h"
 #include "nn/optim.h"
+#include "llama/llama.h"
+#include "train/llama_pipeline.h"
+#include "train/llama_resident.h"
 #include "train/trainer.h"
 
 #include <stdio.h>
@@ -312,11 +315,11 @@ static af_status build_resident(af_trainer *t) {
 static af_status alloc_buffers(af_trainer *t) {
     bool adam = t->o.optimizer == AF_OPT_ADAM, shuttled = t->o.plan >= AF_PLAN_RESIDENT && t->o.shuttle_state;
     bool ok = true;
-    if (t->o.plan <= AF_PLAN_DEVICE) ok = (t->logits = malloc((size_t)t->y_count * sizeof(float))) != NULL;
+    if (t->o.plan <= AF_PLAN_DEVICE && !t->pipe) ok = (t->logits = malloc((size_t)t->y_count * sizeof(float))) != NULL;
     for (int i = 0; ok && i < t->np; i++) {
         size_t n = (size_t)t->count[i];
         if (t->o.plan == AF_PLAN_DEVICE || shuttled) ok = (t->upd_out[i] = malloc((adam ? 3 : 1) * n * sizeof(float))) != NULL;
-        for (int k = 0; ok && t->o.plan == AF_PLAN_HOST && k < (adam ? 3 : 1); k++) ok = (t->next[i][k] = malloc(n * sizeof(float))) != NULL;
+        for (int k = 0; ok && tr_host_moments(t) && k < (adam ? 3 : 1); k++) ok = (t->next[i][k] = malloc(n * sizeof(float))) != NULL;
     }
     return ok ? AF_OK : ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
 }
@@ -324,6 +327,8 @@ static af_status alloc_buffers(af_trainer *t) {
 af_status tr_build_programs(af_trainer *t) {
     af_status st;
     if ((st = alloc_buffers(t))) return st;
+    if (t->o.plan == AF_PLAN_PIPELINE) return tr_pipe_build(t);
+    if (t->o.plan == AF_PLAN_RESIDENT && !t->o.shuttle_state && llama_net_weights(&t->net)) return tr_lres_build(t);
     if (t->o.plan == AF_PLAN_RESIDENT || t->o.plan == AF_PLAN_UNROLLED) return build_resident(t);
     if ((st = build_host_device(t))) return st;
     for (int i = 0; t->o.plan == AF_PLAN_DEVICE && i < t->np; i++)
@@ -333,6 +338,7 @@ af_status tr_build_programs(af_trainer *t) {
 
 af_status tr_build_eval_graph(af_trainer *t) {
     af_tensor **in = t->eval_in, *w[TR_MAXP];
+    if (t->pipe || t->lres) return AF_OK; /* they predict through their own forward programs */
     in[0] = batch_input(t, "eval_x", t->o.eval_batch);
     /* Its own weight inputs, fed the current masters: it never shares ports with training. */
     for (int i = 0; i < t->np; i++) {

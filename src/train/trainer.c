@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cpu/cpu_features.h"
 #include "cpu/pool.h"
+#include "train/llama_pipeline.h"
+#include "train/llama_resident.h"
 #include "train/trainer.h"
 
 #include <math.h>
@@ -22,8 +24,8 @@ af_train_opts af_train_defaults(void) {
 }
 
 const char *af_plan_name(af_plan p) {
-    static const char *const names[] = { "host", "device", "resident", "unrolled" };
-    return (unsigned)p < 4 ? names[p] : "?";
+    static const char *const names[] = { "host", "device", "resident", "unrolled", "pipeline" };
+    return (unsigned)p < 5 ? names[p] : "?";
 }
 
 /* ------------------------------------------------------------------ schedules */
@@ -62,6 +64,8 @@ float tr_eps_units(const af_trainer *t) {
     return t->fp16 && e < 5.9604645e-08f ? 5.9604645e-08f : e;
 }
 
+bool tr_host_moments(const af_trainer *t) { return t->o.plan == AF_PLAN_HOST || t->o.plan == AF_PLAN_PIPELINE; }
+
 int tr_num_metrics(const af_trainer *t) { return t->o.objective == AF_OBJ_CE ? 2 : 1; }
 
 const char *af_metric_source_name(af_metric_source s) {
@@ -72,7 +76,7 @@ const char *af_metric_source_name(af_metric_source s) {
 /* After a step that ran at loss scale `ran_at`: count a skip, warn (the first, every
  * 100th, and AF_SKIP_WARN_CONSECUTIVE in a row that lowering the scale cannot cure) and
  * move the dynamic scale. */
-static void after_step(af_trainer *t, bool ok, float ran_at) {
+void tr_after_step(af_trainer *t, bool ok, float ran_at) {
     if (!ok) {
         t->skipped++;
         t->skipped_consecutive++;
@@ -268,7 +272,9 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     out[0] = custom ? AF_BUF_F32(&loss_value, 1) : AF_BUF_F32(t->logits, t->y_count);
     af_status st;
     double t0 = tr_now_s();
-    if (t->fb) { /* one fused program: the first output then every gradient */
+    if (t->pipe) { /* seed 002's kernels: the loss and every gradient */
+        if ((st = tr_pipe_grads(t, x, y, &info->loss))) return st;
+    } else if (t->fb) { /* one fused program: the first output then every gradient */
         for (int i = 0; i < t->np; i++) out[1 + i] = AF_BUF_F32(t->grad[i], t->count[i]);
         if ((st = tr_run(t, t->fb, in, out))) return st;
     } else { /* the engine's recipe: a forward program and one backward program per param */
@@ -280,7 +286,8 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     }
     double t1 = tr_now_s();
     t->phase_s[TR_PHASE_FWD_BWD] += t1 - t0;
-    if (custom) info->loss = loss_value;
+    if (t->pipe) (void)0; /* its loss is the host's fp32 cross-entropy */
+    else if (custom) info->loss = loss_value;
     else host_metrics(t, t->logits, y, info);
     bool ok = true;
     for (int i = 0; i < t->np; i++) ok = ok && tr_finite(t->grad[i], t->count[i]);
@@ -290,15 +297,15 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     /* The whole new state is computed aside and taken only when all of it is finite. */
     double t2 = tr_now_s();
     for (int i = 0; ok && i < t->np; i++) {
-        if (t->o.plan == AF_PLAN_HOST) ok = host_update(t, i, t->grad[i], t->step);
+        if (tr_host_moments(t)) ok = host_update(t, i, t->grad[i], t->step);
         else if ((st = tr_device_update(t, i, t->step, &ok))) return st;
     }
     if (ok) {
-        if (t->o.plan == AF_PLAN_HOST) host_commit(t);
+        if (tr_host_moments(t)) host_commit(t);
         else tr_device_commit(t);
     }
     t->phase_s[TR_PHASE_OPTIMIZER] += tr_now_s() - t2;
-    after_step(t, ok, info->loss_scale);
+    tr_after_step(t, ok, info->loss_scale);
     info->skipped_now = !ok;
     return AF_OK;
 }
@@ -354,9 +361,23 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
         info->loss += metrics[s][0] / k;
         if (nm > 1) info->accuracy += metrics[s][1] / (float)t->o.batch / k;
         info->skipped_now += ok[s] != 1.0f;
-        after_step(t, ok[s] == 1.0f, ls_block);
+        tr_after_step(t, ok[s] == 1.0f, ls_block);
     }
     info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0); /* the last step taken */
+    return AF_OK;
+}
+
+/* The llama resident plan's step: one dispatch, the program's loss. */
+static af_status step_llama_resident(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+    float loss = 0, ran_at = t->scale;
+    bool ok = false;
+    af_status st = tr_lres_step(t, x, y, &loss, &ok);
+    if (st) return st;
+    info->loss = loss;
+    info->loss_scale = ran_at;
+    info->skipped_now = !ok;
+    tr_after_step(t, ok, ran_at);
+    info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0);
     return AF_OK;
 }
 
@@ -368,7 +389,8 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
     if (!x || !target) return ir_fail(AF_ERR_INVALID, "af_trainer_step: x or target is NULL");
     t->acc = (af_stats){ 0 };
     t->host_flops = 0;
-    af_status st = t->res ? step_resident(t, x, target, info) : step_host_or_device(t, x, target, info);
+    af_status st = t->lres ? step_llama_resident(t, x, target, info)
+                   : t->res ? step_resident(t, x, target, info) : step_host_or_device(t, x, target, info);
     info->step = t->step;
     info->skipped = t->skipped;
     info->skipped_consecutive = t->skipped_consecutive;
@@ -395,6 +417,7 @@ void af_trainer_stats(const af_trainer *t, af_stats *out) {
 
 af_status af_trainer_read_param(af_trainer *t, int i, float *dst) {
     if (!t || i < 0 || i >= t->np || !dst) return ir_fail(AF_ERR_INVALID, "af_trainer_read_param: bad trainer, index %d or NULL dst", i);
+    if (t->lres) return tr_lres_read_param(t, i, dst);
     if (t->state_bound) return af_model_read_state(t->res, t->state_in[i], dst);
     memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float));
     return AF_OK;
@@ -403,6 +426,8 @@ af_status af_trainer_read_param(af_trainer *t, int i, float *dst) {
 af_status af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *out) {
     if (!t || !x || !out || n < 0) return ir_fail(AF_ERR_INVALID, "af_trainer_predict: bad arguments");
     af_status st;
+    if (t->pipe) return tr_pipe_predict(t, n, x, out);
+    if (t->lres) return tr_lres_predict(t, n, x, out);
     if (!t->eval && (st = tr_build_eval(t))) return st;
     int64_t eb = t->o.eval_batch, xs = af_shape_count(t->net.sample), od = t->net.out_dim;
     for (int i = 0; i < t->np; i++)

@@ -19,6 +19,9 @@ enum { TR_PHASE_FWD_BWD, TR_PHASE_OPTIMIZER, TR_PHASE_COMPILE, TR_NPHASE };
  * units of the fp16 gradients they are combined with and cannot overflow where those
  * gradients do not. */
 
+typedef struct tr_pipe tr_pipe; /* the pipeline plan's kernels and activations */
+typedef struct tr_lres tr_lres; /* the resident plan's llama-specific parts */
+
 struct af_trainer {
     af_net net;
     af_train_opts o;
@@ -52,6 +55,8 @@ struct af_trainer {
     int state_in[TR_MAXP];     /* res: input index holding param i (m, v follow np and 2 np later) */
     int state_out0;            /* res: output index of param 0's new value (same layout) */
     int nstate;                /* res: state inputs (params, then m, then v) */
+    tr_pipe *pipe;             /* pipeline plan (af_net_llama): seed 002's kernels */
+    tr_lres *lres;             /* resident plan for af_net_llama: ids as fp16 digits, blocked vocabulary */
     af_model *eval;            /* compiled on first use from eval_in -> eval_z */
     af_tensor *eval_in[1 + TR_MAXP], *eval_z; /* built by af_trainer_new: the net is never used after it */
     float *eval_x, *eval_out;
@@ -71,8 +76,14 @@ bool      tr_finite(const float *x, int64_t n);
 float     tr_moment_rescale(const af_trainer *t);
 bool      tr_rescales_moments(const af_trainer *t);
 float     tr_eps_units(const af_trainer *t);
+/* Adam's moments are the host plan's fp32 (m, v) of the unscaled gradient (host and
+ * pipeline plans), not programs' (m, r) in loss-scale units. */
+bool      tr_host_moments(const af_trainer *t);
 int       tr_num_metrics(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);
+/* After a step that ran at loss scale ran_at: counts a skip or a step, moves the
+ * dynamic scale, warns. */
+void      tr_after_step(af_trainer *t, bool ok, float ran_at);
 af_status tr_build_programs(af_trainer *t);
 af_status tr_build_eval_graph(af_trainer *t); /* the evaluation forward, without compiling it */
 af_status tr_build_eval(af_trainer *t);

@@ -2,6 +2,8 @@
 #include "cpu/pool.h"
 #include "nn/optim.h"
 #include "train/ckpt.h"
+#include "train/llama_pipeline.h"
+#include "train/llama_resident.h"
 #include "train/trainer.h"
 #include "train/trainer_io.h"
 
@@ -21,7 +23,7 @@ static af_status check_opts(const af_net *net, const af_train_opts *o) {
     if (o->shuttle_state && o->plan != AF_PLAN_UNROLLED && o->plan != AF_PLAN_RESIDENT)
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: shuttle_state applies to the unrolled (and resident) plans, not '%s'", af_plan_name(o->plan));
     if (o->optimizer != AF_OPT_ADAM && o->optimizer != AF_OPT_SGD) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown optimizer %d", (int)o->optimizer);
-    if ((unsigned)o->plan > AF_PLAN_UNROLLED) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown plan %d", (int)o->plan);
+    if ((unsigned)o->plan > AF_PLAN_PIPELINE) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown plan %d", (int)o->plan);
     if (!(o->lr > 0) || !isfinite(o->lr)) return ir_fail(AF_ERR_INVALID, "af_trainer_new: learning rate %g must be positive and finite", (double)o->lr);
     if (o->batch < 1 || o->eval_batch < 1) return ir_fail(AF_ERR_INVALID, "af_trainer_new: batch %d and eval_batch %d must be >= 1", o->batch, o->eval_batch);
     if (o->plan == AF_PLAN_UNROLLED && (o->unroll < 1 || o->unroll > TR_MAXK))
@@ -50,7 +52,7 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     bool fp16 = o.compile.precision == AF_PRECISION_FP16 || (o.compile.precision == AF_PRECISION_DEFAULT && engine);
     t->fp16 = fp16;
     t->moment_unit = t->scale;
-    bool host_metrics = o.plan <= AF_PLAN_DEVICE && o.objective != AF_OBJ_CUSTOM;
+    bool host_metrics = (o.plan <= AF_PLAN_DEVICE && o.objective != AF_OBJ_CUSTOM) || o.plan == AF_PLAN_PIPELINE;
     t->metric_source = host_metrics ? AF_METRIC_HOST_FP32 : fp16 ? AF_METRIC_GRAPH_FP16 : AF_METRIC_GRAPH_FP32;
     if (t->g) af_graph_set_target(t->g, o.compile.target);
     t->np = t->g ? net->make_params(net->ctx, t->g, t->p, TR_MAXP) : -1;
@@ -100,6 +102,8 @@ void af_trainer_free(af_trainer *t) {
     af_model_free(t->fwd);
     af_model_free(t->res);
     af_model_free(t->eval);
+    tr_pipe_free(t->pipe);
+    tr_lres_free(t->lres);
     for (int i = 0; i < TR_MAXP; i++) {
         af_model_free(t->bwd[i]);
         af_model_free(t->upd[i]);
@@ -123,6 +127,7 @@ void af_trainer_free(af_trainer *t) {
 /* Moves params and Adam moments between the host copies and resident state: read
  * brings the host up to date, write seeds the program (after a checkpoint load). */
 static af_status move_state(af_trainer *t, bool read) {
+    if (t->lres) return tr_lres_move_state(t, read);
     if (!t->state_bound) return AF_OK;
     int per_param = t->o.optimizer == AF_OPT_ADAM ? 3 : 1; /* w, then m and v */
     for (int i = 0; i < t->np; i++) {
@@ -147,8 +152,8 @@ af_status tr_export(af_trainer *t, ckpt *c) {
     if (!st) st = ckpt_put_i64(c, "trainer.skipped_consecutive", t->skipped_consecutive);
     if (!st) st = ckpt_put(c, "trainer.scale", &t->scale, sizeof t->scale);
     /* adam_v holds v (host plan, unscaled: unit 1) or r = sqrt(v) in units of moment_unit. */
-    float unit = t->o.plan == AF_PLAN_HOST ? 1.0f : t->moment_unit;
-    if (!st) st = ckpt_put_str(c, "trainer.moments", t->o.plan == AF_PLAN_HOST ? "v" : "rms");
+    float unit = tr_host_moments(t) ? 1.0f : t->moment_unit;
+    if (!st) st = ckpt_put_str(c, "trainer.moments", tr_host_moments(t) ? "v" : "rms");
     if (!st) st = ckpt_put(c, "trainer.moment_unit", &unit, sizeof unit);
     for (int i = 0; i < t->np && !st; i++) {
         int64_t bytes = t->count[i] * (int64_t)sizeof(float);
@@ -183,7 +188,7 @@ static const void *get_array(const ckpt *c, const char *name, int64_t n) {
  * host plan's unscaled v; elsewhere r in the same units, or with a static loss scale
  * (whose programs never rescale) in the scale's. Same form and units: untouched. */
 static void convert_moments(af_trainer *t, int i, bool saved_rms, float unit) {
-    bool host = t->o.plan == AF_PLAN_HOST;
+    bool host = tr_host_moments(t);
     float to = host ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
     if (saved_rms != host && to == unit) return;
     double inv = (double)to / unit;
@@ -244,7 +249,7 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
         memcpy(t->v[i], rec[i][2], n);
         convert_moments(t, i, saved_rms, unit);
     }
-    t->moment_unit = t->o.plan == AF_PLAN_HOST ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
+    t->moment_unit = tr_host_moments(t) ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
     return move_state(t, false);
 }
 

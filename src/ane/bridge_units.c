@@ -39,8 +39,9 @@ const bridge_unit_row *bridge_unit_by_type(const char *type) {
     return NULL;
 }
 
-bool netplist_for_node(const af_tensor *t, netplist_program *p, char *err, size_t errn) {
+bool netplist_for_node(const af_tensor *t, af_family_id family, netplist_program *p, char *err, size_t errn) {
     netplist_init(p);
+    p->family = family;
     const bridge_unit_row *row = bridge_unit_info(t->op);
     if (!row) {
         snprintf(err, errn, "%s has no net.plist unit: it is not a bridge op", ir_ops[t->op].name);

@@ -69,6 +69,8 @@ typedef struct {
     netplist_dims out;                   /* the output y, read from the last unit */
     unsigned char *weights1;             /* the constants' fp16 bytes (owned) */
     size_t weights1_len;
+    af_family_id family;                 /* the engine family compiled for: describe refuses
+                                          * what that family's compiler refuses */
 } netplist_program;
 
 void netplist_init(netplist_program *p);
@@ -98,7 +100,10 @@ bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_
 /* ---- bridge ops ---- */
 
 /* Adds node t's unit(s) to p, whose inputs x0..x(nsrc-1) are t's sources with
- * netplist_dims_of their shapes; the last unit added is the output. Set p->out. */
+ * netplist_dims_of their shapes (describe may change an input's dims to another view
+ * of the same contiguous data) and p->out is netplist_dims_of t's shape; the last unit
+ * added is the output. Returns false with a message where the real compiler fails for
+ * p->family (the per-family gate: name the limit and the remedy). */
 typedef bool (*bridge_describe_fn)(const af_tensor *t, netplist_program *p, char *err, size_t errn);
 /* Maps one unit (its Type is the row's) with its bottoms' dims back to the op and its
  * attributes, and the IR shapes of its sources (the unit computes the op on them). */
@@ -120,8 +125,10 @@ const bridge_unit_row *bridge_unit_info(ir_op op);
 /* The row whose unit Type is type, or NULL. */
 const bridge_unit_row *bridge_unit_by_type(const char *type);
 
-/* The whole program of bridge node t: its inputs declared from its sources, its units
- * from its row's describe. false with a message (no row, a rank above 4, the op's
- * own refusal). */
-bool netplist_for_node(const af_tensor *t, netplist_program *p, char *err, size_t errn);
+/* The whole program of bridge node t for an engine family: its inputs declared from its
+ * sources, its units from its row's describe (which is also the op's per-family gate:
+ * ane-sim's validate builds the program and discards it, so both engine targets refuse
+ * the same nodes with the same message). false with a message (no row, a rank above 4,
+ * the op's own refusal). */
+bool netplist_for_node(const af_tensor *t, af_family_id family, netplist_program *p, char *err, size_t errn);
 #endif

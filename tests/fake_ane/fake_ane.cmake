@@ -7,7 +7,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   enable_language(ASM)
   set(FAKE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/tests/fake_ane)
   add_library(fake_ane SHARED ${FAKE_DIR}/objc.c ${FAKE_DIR}/msgsend.S ${FAKE_DIR}/cf.c ${FAKE_DIR}/iosurface.c
-                              ${FAKE_DIR}/ane_classes.c)
+                              ${FAKE_DIR}/ane_classes.c ${FAKE_DIR}/netplist_prog.c)
   target_include_directories(fake_ane PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests/darwin_stubs ${CMAKE_CURRENT_SOURCE_DIR}/src ${FAKE_DIR})
   target_link_libraries(fake_ane PRIVATE aneforge_static)
   target_link_options(fake_ane PRIVATE -Wl,--version-script=${FAKE_DIR}/exports.map)

@@ -49,7 +49,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   target_include_directories(test_ane_backend PRIVATE ${FAKE_DIR})
   target_compile_definitions(test_ane_backend PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
   add_dependencies(test_ane_backend fake_ane)
-  foreach(case ops family state budget train)
+  foreach(case ops family state budget train bridges)
     add_test(NAME ane_backend_${case} COMMAND test_ane_backend ${case})
     set_tests_properties(ane_backend_${case} PROPERTIES TIMEOUT 300
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000;FAKE_ANE_SUBTYPE=h16")

@@ -9,28 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *rel, size_t *len) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", AF_SOURCE_DIR, rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = 0;
-    *len = got;
-    return b;
-}
-
 /* Writes p's document, compares it with the golden file, and reads the document back. */
 static void check_program(const char *golden_name, const netplist_program *p) {
-    char rel[256], err[256] = "";
-    snprintf(rel, sizeof rel, "tests/golden/netplist/%s.plist", golden_name);
+    char rel[1024], err[256] = "";
+    snprintf(rel, sizeof rel, "%s/tests/golden/netplist/%s.plist", AF_SOURCE_DIR, golden_name);
     size_t glen = 0, len = 0;
-    char *golden = slurp(rel, &glen);
+    char *golden = test_read_file(rel, &glen);
     plist_value *doc = netplist_document(p, err, sizeof err);
     CHECK(doc != NULL, "%s: %s", golden_name, err);
     char *xml = doc ? plist_write_xml(doc, &len, err, sizeof err) : NULL;

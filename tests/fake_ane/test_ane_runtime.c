@@ -621,20 +621,6 @@ static void case_traps(void) {
 
 /* ---------------------------------------------------------------- net.plist programs */
 
-static char *slurp(const char *rel, size_t *len) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", AF_SOURCE_DIR, rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    *len = b ? fread(b, 1, (size_t)n, f) : 0;
-    fclose(f);
-    return b;
-}
-
 /* The hand-written golden SDPA program (tests/golden/netplist/sdpa_unit.plist: q [C=2,
  * W=8], k and v [C=6, W=8], the mask [C=2, W=6], a constant scale) through the runtime's
  * net.plist path: compiled once (a second compile is a cache hit), evaluated, and
@@ -643,7 +629,7 @@ static char *slurp(const char *rel, size_t *len) {
 static void case_netplist(void) {
     open_fake();
     size_t len = 0;
-    char *xml = slurp("tests/golden/netplist/sdpa_unit.plist", &len);
+    char *xml = test_read_file(AF_SOURCE_DIR "/tests/golden/netplist/sdpa_unit.plist", &len);
     CHECK(xml != NULL, "the golden program is missing");
     if (!xml) return;
     float scale = 0.35355339f;

@@ -337,6 +337,13 @@ af_status mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_
             return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s is a CPU-only kernel with no MIL form; graphs for engine "
                              "targets are built without af_graph_set_target(g, AF_TARGET_CPU)", ir_ops[t->op].name);
         }
+        if (ir_ops[t->op].flags & OPF_BRIDGE) {
+            free(need);
+            free(order);
+            return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s is a bridge op with no MIL form (the MIL frontend never "
+                             "emits its layer); the engine targets run it as its own net.plist program, cut from the "
+                             "MIL program around it", ir_ops[t->op].name);
+        }
         if (!mil_lower(&e, t, v) && !e.st) {
             free(need);
             free(order);

@@ -20,6 +20,8 @@
 #define GRAD_VJP_POOL grad_vjp_pool
 #define GRAD_VJP_CONV grad_vjp_conv
 #define GRAD_VJP_CAST grad_vjp_cast
+#define GRAD_VJP_ATTENTION grad_vjp_attention
+#define GRAD_VJP_STRUCTURAL grad_vjp_structural
 
 const grad_vjp_fn grad_vjps[IR_OP_COUNT] = {
 #define X(id, name, arity, kind, flags, mil) [IR_OP_##id] = GRAD_VJP_##kind,

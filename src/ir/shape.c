@@ -272,6 +272,10 @@ bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_s
         return infer_pool(op, src, a, out, err, errlen);
     case IR_KIND_CONV:
         return infer_conv(op, src, a, out, err, errlen);
+    case IR_KIND_ATTENTION:
+        return ir_infer_attention(op, nsrc, src, a, out, err, errlen);
+    case IR_KIND_STRUCTURAL:
+        return ir_infer_structural(op, nsrc, src, a, out, err, errlen);
     case IR_KIND_COUNT:
         break;
     }

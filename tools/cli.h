@@ -11,5 +11,6 @@ int cmd_mil(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 #endif

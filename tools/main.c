@@ -22,6 +22,7 @@ static const struct {
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },
     { "generate", cmd_generate, "sample from a llama2.c model file (KV cache, run.c's sampler)" },
     { "eval", cmd_eval, "mean loss of a model over a token file (eval llama)" },
+    { "export", cmd_export, "write a llama2.c model file from a train llama checkpoint" },
     { "demo", cmd_demo, "build, compile and run a small example model" },
     { "doctor", cmd_doctor, "check the Neural Engine: chip, framework, compile and run a one-op program" },
 };

@@ -3,7 +3,7 @@
  *    (-inf -> 0, +inf and overflow -> inf, NaN -> NaN, underflow -> 0);
  *  - softmax over the last axis (vectorised exp, 16-lane sums) on rows of lengths 1..40
  *    with -inf (masked) entries, huge and equal values, against a double softmax;
- *  - sigmoid and SiLU at ordinary values, +-100, +-inf and NaN against double formulas;
+ *  - exp, sigmoid and SiLU at ordinary values, +-100, +-inf and NaN against double formulas;
  *  - concat of 1-wide and 3-wide pieces along the last axis (RoPE's interleave: the
  *    strided paths) and slices/splits of such tensors (size-1 axes dropped from the
  *    copy plan), against index arithmetic. */
@@ -71,8 +71,8 @@ static void test_softmax(void) {
     }
 }
 
-static void test_sigmoid_silu(void) {
-    float x[64], ys[64], yl[64];
+static void test_exp_sigmoid_silu(void) {
+    float x[64], ys[64], yl[64], ye[64];
     test_rng r = { 5 };
     for (int i = 0; i < 57; i++) x[i] = (float)(test_normal(&r) * 6);
     const float edge[7] = { 100.0f, -100.0f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f };
@@ -81,13 +81,18 @@ static void test_sigmoid_silu(void) {
     af_tensor *in = af_input(g, "x", AF_F32, AF_SHAPE(64));
     run1(g, in, af_sigmoid(in), x, ys);
     run1(g, in, af_silu(in), x, yl);
+    run1(g, in, af_exp(in), x, ye);
     af_graph_free(g);
     for (int i = 0; i < 64; i++) {
         double s = 1.0 / (1.0 + exp(-(double)x[i])), l = (double)x[i] * s;
         if (isnan(x[i])) {
-            CHECK(isnan(ys[i]) && isnan(yl[i]), "NaN in: sigmoid %g, silu %g", ys[i], yl[i]);
+            CHECK(isnan(ys[i]) && isnan(yl[i]) && isnan(ye[i]), "NaN in: sigmoid %g, silu %g, exp %g", ys[i], yl[i], ye[i]);
             continue;
         }
+        double e = exp((double)x[i]);
+        if (e > 3.4e38) CHECK(isinf(ye[i]), "exp(%g) = %g", x[i], ye[i]);
+        else if (e < 1e-37) CHECK(ye[i] >= 0 && ye[i] < 1e-37, "exp(%g) = %g", x[i], ye[i]);
+        else CHECK(fabs(ye[i] - e) <= 2e-7 * e, "exp(%g) = %.9g vs %.9g", x[i], ye[i], e);
         CHECK(fabs(ys[i] - s) <= 2e-7, "sigmoid(%g) = %.9g vs %.9g", x[i], ys[i], s);
         if (isinf(x[i]) && x[i] < 0) CHECK(isnan(yl[i]), "silu(-inf) = %g (-inf / inf, as the libm form)", yl[i]);
         else if (isinf(x[i])) CHECK(isinf(yl[i]) && yl[i] > 0, "silu(inf) = %g", yl[i]);
@@ -126,7 +131,7 @@ static void test_interleave(int chunk) {
 int main(void) {
     test_vexp();
     test_softmax();
-    test_sigmoid_silu();
+    test_exp_sigmoid_silu();
     test_interleave(1);
     test_interleave(3);
     return check_finish("cpu_kernels_llama");

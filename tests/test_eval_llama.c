@@ -3,8 +3,9 @@
  * against PyTorch in test_llama) over the same windows, for the fixture models (GQA with
  * a tied classifier, and a separate classifier; both file versions), with a batch that
  * does not divide the windows and at the default seq; a train llama checkpoint evaluates
- * to its exported file's loss and to train llama's own val_loss; bad input exits 2 with
- * a message. Runs the built binary (AF_CLI). */
+ * to its exported file's loss and to train llama's own val_loss; `aneforge export` writes
+ * that checkpoint as version 0 and 1 files holding train llama --export's weights; bad
+ * input exits 2 with a message. Runs the built binary (AF_CLI). */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "support/cli_run.h"
@@ -80,6 +81,26 @@ int main(void) {
     CHECK(rc == 0 && json_num(out, "loss") == from_export, "checkpoint %.6f vs its export %.6f (exit %d)", json_num(out, "loss"),
           from_export, rc);
     CHECK(fabs(from_export - val_loss) <= 2e-6, "eval %.6f vs train llama's val_loss %.6f", from_export, val_loss);
+
+    /* aneforge export: the checkpoint as either version holds the weights train llama exported. */
+    af_llama_weights *want = af_llama_load(ex, NULL);
+    for (int version = 0; version <= 1; version++) {
+        char conv[160];
+        snprintf(conv, sizeof conv, "%s/conv%d.bin", dir, version);
+        snprintf(args, sizeof args, "export --ckpt %s -o %s --version %d", ck, conv, version);
+        rc = cli_run(args, 0, out, sizeof out);
+        int got_version = -1;
+        af_llama_weights *got = af_llama_load(conv, &got_version);
+        CHECK(rc == 0 && got && want && got_version == version &&
+                  !memcmp(af_llama_weights_config(got), af_llama_weights_config(want), sizeof(af_llama_config)) &&
+                  !memcmp(af_llama_weights_data(got), af_llama_weights_data(want),
+                          (size_t)af_llama_weight_count(af_llama_weights_config(want)) * sizeof(float)),
+              "export --version %d: exit %d, the weights of train llama --export", version, rc);
+        af_llama_weights_free(got);
+    }
+    af_llama_weights_free(want);
+    rc = cli_run("export --ckpt /nonexistent.ckpt -o /tmp/x.bin", 1, out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "nonexistent"), "export of a missing file: exit %d, %s", rc, out);
 
     /* Bad input: exit 2 and a message naming the problem. */
     write_random(big, 100, 50, 7);

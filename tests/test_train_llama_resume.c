@@ -23,6 +23,7 @@ static char *slurp(const char *path, long *n) {
     rewind(f);
     char *b = malloc((size_t)*n + 1);
     if (b && fread(b, 1, (size_t)*n, f) != (size_t)*n) { free(b); b = NULL; }
+    if (b) b[*n] = 0; /* the log is searched as a string */
     fclose(f);
     return b;
 }

@@ -132,7 +132,8 @@ static float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 
-/* SiLU and sigmoid, the llama FFN's forward and backward: vectorised exp. */
+/* exp, SiLU and sigmoid (cross-entropy, the llama FFN's forward and backward): vectorised exp. */
+static CPU_VECTOR_CLONES void exp_loop(const float *a, float *o, int64_t n) { UN_LOOP(cpu_vexpf(x)); }
 static CPU_VECTOR_CLONES void silu_loop(const float *a, float *o, int64_t n) {
     UN_LOOP(x / (1.0f + cpu_vexpf(-x)));
 }
@@ -155,7 +156,7 @@ static void unary_range(void *p, int64_t b, int64_t e) {
     case IR_OP_SQRT: UN_LOOP(sqrtf(x)); break;
     case IR_OP_RSQRT: UN_LOOP(1.0f / sqrtf(x)); break;
     case IR_OP_INVERSE: UN_LOOP(1.0f / x); break;
-    case IR_OP_EXP: UN_LOOP(expf(x)); break;
+    case IR_OP_EXP: exp_loop(a, o, n); break;
     case IR_OP_LOG: UN_LOOP(logf(x)); break;
     case IR_OP_TANH: UN_LOOP(tanhf(x)); break;
     case IR_OP_SIGMOID: sigmoid_loop(a, o, n); break;

@@ -166,21 +166,21 @@ void cpu_k_reduce(const cpu_call *c) {
 
 typedef struct { const cpu_call *c; int64_t n, inner; } softmax_ctx;
 
-/* Rows over the last axis: contiguous, each pass vectorised (cpu_vexpf; the sum in
- * 16 lanes, added pairwise at the end). */
+/* Rows over the last axis: contiguous, each pass vectorised (cpu_vexpf; the max and the
+ * sum as SIMD reductions, so the sum's order follows the vector width). */
 static CPU_VECTOR_CLONES void softmax_rows(const float *x, float *y, int64_t rows, int64_t n) {
     for (int64_t o = 0; o < rows; o++, x += n, y += n) {
-        float mx = -INFINITY;
+        float mx = -INFINITY, sum = 0.0f;
+#pragma omp simd reduction(max : mx)
         for (int64_t k = 0; k < n; k++) mx = x[k] > mx ? x[k] : mx;
-        float lane[16] = { 0 };
-        int64_t k = 0;
-        for (; k + 16 <= n; k += 16)
-            for (int j = 0; j < 16; j++) lane[j] += (y[k + j] = cpu_vexpf(x[k + j] - mx));
-        for (; k < n; k++) lane[0] += (y[k] = cpu_vexpf(x[k] - mx));
-        for (int w = 8; w >= 1; w /= 2)
-            for (int j = 0; j < w; j++) lane[j] += lane[j + w];
-        float inv = 1.0f / lane[0];
-        for (k = 0; k < n; k++) y[k] *= inv;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t k = 0; k < n; k++) {
+            float e = cpu_vexpf(x[k] - mx);
+            y[k] = e;
+            sum += e;
+        }
+        float inv = 1.0f / sum;
+        for (int64_t k = 0; k < n; k++) y[k] *= inv;
     }
 }
 

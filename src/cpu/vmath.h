@@ -15,15 +15,17 @@
 
 #include "cpu/cpu_features.h" /* CPU_VECTOR_CLONES */
 
-static inline float cpu_f32_from_bits(int32_t i) {
+static inline float cpu_f32_from_bits(uint32_t i) {
     float f;
     memcpy(&f, &i, sizeof f);
     return f;
 }
 
 static inline float cpu_vexpf(float x) {
-    float y = x < -104.0f ? -104.0f : x; /* below: 0 after scaling; above 89: inf */
-    y = y > 89.0f ? 89.0f : y;
+    /* Clamped so k stays in [-150, 129] (NaN too: it compares false and becomes -104;
+     * the NaN is put back at the end). Below -104 the result scales to 0, above 89 to inf. */
+    float y = x > -104.0f ? x : -104.0f;
+    y = y < 89.0f ? y : 89.0f;
     const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float kf = y * 1.44269504088896341f + round_magic;
     int32_t k;
@@ -40,7 +42,7 @@ static inline float cpu_vexpf(float x) {
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
     int32_t k1 = k >> 1, k2 = k - k1;
-    p = p * cpu_f32_from_bits((k1 + 127) << 23) * cpu_f32_from_bits((k2 + 127) << 23);
+    p = p * cpu_f32_from_bits((uint32_t)(k1 + 127) << 23) * cpu_f32_from_bits((uint32_t)(k2 + 127) << 23);
     return x != x ? x : p;
 }
 #endif

@@ -18,7 +18,7 @@ static const struct {
     { "data", cmd_data, "fetch and inspect datasets (data fetch mnist|fashion|text, data tokenize, data info)" },
     { "bench", cmd_bench, "run benchmarks and print JSON (bench ops)" },
     { "tokenizer", cmd_tokenizer, "train, write and use llama2.c-format tokenizers (tokenizer train|bytes|encode|decode|info)" },
-    { "train", cmd_train, "train the built-in mlp or cnn on mnist, fashion or cifar10" },
+    { "train", cmd_train, "train the built-in mlp or cnn (mnist, fashion, cifar10) or a llama (train llama)" },
     { "dashboard", cmd_dashboard, "watch a training log (train --log) live in the terminal" },
     { "report", cmd_report, "one self-contained HTML page of training logs: curves, configuration, samples" },
     { "mil", cmd_mil, "write and run Apple MIL programs (mil emit, mil run, mil check)" },

@@ -337,6 +337,12 @@ af_status mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_
             return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s is a CPU-only kernel with no MIL form; graphs for engine "
                              "targets are built without af_graph_set_target(g, AF_TARGET_CPU)", ir_ops[t->op].name);
         }
+        if (ir_ops[t->op].flags & OPF_BRIDGE) {
+            free(need);
+            free(order);
+            return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s is a net.plist bridge op with no MIL form (seed 004): the "
+                             "engines run it as its own net.plist segment, between MIL programs", ir_ops[t->op].name);
+        }
         if (!mil_lower(&e, t, v) && !e.st) {
             free(need);
             free(order);

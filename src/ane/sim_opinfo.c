@@ -24,6 +24,27 @@ static const char *const text[IR_OP_COUNT] = {
     [IR_OP_EMBEDDING] = "ids come through fp16 ports: a fed-id table above 2049 rows is rejected (fp16 id limit)",
     [IR_OP_EMBEDDING_GRAD] = "rejected: the engine has no scatter (use one_hot(ids)^T @ dy, or the host)",
     [IR_OP_CAST] = "fp16 compute only: an fp32 cast reaching an output is rejected",
+    /* bridge ops: rank, rearrange, geometry, normalization, einsum (bridge_gates.c) */
+    [IR_OP_SORT] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); W<=2048 (fp16 indices)",
+    [IR_OP_TOPK] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); k=3 and k=4 rejected; W<=2048 (fp16 indices)",
+    [IR_OP_ARGMINMAX] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); indexed H*W or C<=2048 (fp16 indices)",
+    [IR_OP_GLOBAL_ARGMINMAX] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); axis W, H or C; its extent<=2048 (fp16 indices)",
+    [IR_OP_PIXEL_SHUFFLE] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); batch 1 only",
+    [IR_OP_PIXEL_UNSHUFFLE] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); batch 1 only",
+    [IR_OP_CHANNEL_TO_SPACE] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); batch 1 only",
+    [IR_OP_SPACE_TO_CHANNEL] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); batch 1 only",
+    [IR_OP_SPACE_TO_BATCH] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); batch 1 only",
+    [IR_OP_BATCH_TO_SPACE] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); batch 1 only (input batch = fy*fx)",
+    [IR_OP_CROSS_PRODUCT] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment)",
+    [IR_OP_CROSS_CORRELATION] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment)",
+    [IR_OP_COST_VOLUME] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment)",
+    [IR_OP_FPS] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); L2 only; k<=1024, N<=8192",
+    [IR_OP_RADIUS_SEARCH] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); membership written as uint8",
+    [IR_OP_DYNAMIC_SLICE] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); only size 2 along the last axis of extent 4",
+    [IR_OP_LRN] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); C<=15 (use local_response_norm beyond)",
+    [IR_OP_MINMAX_NORM] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); W or H only",
+    [IR_OP_SCALED_ELEMENTWISE] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); Add, Min, Max (Sub and Mult refused)",
+    [IR_OP_EINSUM] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment)",
 };
 
 const char *ane_rules_op_restrictions(int op) { return op >= 0 && op < IR_OP_COUNT ? text[op] : NULL; }

@@ -37,6 +37,12 @@ void grad_vjp_norm(grad_ctx *c);
 void grad_vjp_pool(grad_ctx *c);
 void grad_vjp_conv(grad_ctx *c);
 void grad_vjp_cast(grad_ctx *c);
+/* Bridge ops (vjp_bridge.c). */
+void grad_vjp_rank(grad_ctx *c);
+void grad_vjp_rearrange(grad_ctx *c);
+void grad_vjp_geometry(grad_ctx *c);
+void grad_vjp_bnorm(grad_ctx *c);
+void grad_vjp_einsum(grad_ctx *c);
 
 /* A tensor shaped like t holding c, built as (t - t) + c: multiplying by zero trips
  * the engine's reduce-times-zero fusion wall, an exact-zero subtraction does not. */

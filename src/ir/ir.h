@@ -24,8 +24,12 @@ typedef enum {
 
 /* OPF_CPU_ONLY: a native CPU kernel with no engine lowering; only graphs targeted at the
  * CPU (af_graph_set_target) contain it, and the engine backends refuse it.
- * OPF_NODIFF: built only inside backward graphs; differentiating through it is an error. */
+ * OPF_NODIFF: built only inside backward graphs; differentiating through it is an error.
+ * OPF_BRIDGE: a hardware layer Apple's MIL frontend never emits (seed 004); the engines
+ * reach it through a hand-written net.plist unit, so on ane-sim and ane it cuts the
+ * graph, while the CPU runs it as an ordinary kernel. */
 enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2, OPF_CPU_ONLY = 1u << 3, OPF_NODIFF = 1u << 4 };
+enum { OPF_BRIDGE = 1u << 5 };
 
 typedef struct {
     const char *name;
@@ -51,7 +55,8 @@ typedef struct {
     int groups;                /* conv, group_norm */
     int kernel[2], stride[2], pad[2], dilation[2];
     float scalar;              /* adds, muls */
-    float eps;                 /* norms */
+    float eps;                 /* norms; lrn: the bias K; minmax_norm: epsilon */
+    float beta;                /* lrn: the exponent */
     af_dtype to;               /* cast */
 } ir_attrs;
 
@@ -130,6 +135,12 @@ af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, cons
  * returns false with a message in err. */
 bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out,
                     char *err, size_t errlen);
+
+/* The shape rules of the bridge-op kinds (shape_bridge.c), called by ir_infer_shape. */
+bool ir_infer_bridge(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen);
+/* The channels [lo, hi) the engine's LRN sums for channel ch of C (seed 004): centred
+ * low, clipped at the edges, so only the middle channel sees all C. */
+void ir_lrn_window(int64_t ch, int64_t C, int64_t *lo, int64_t *hi);
 
 /* Helpers shared across layers. */
 char *ir_strdup(const char *s);              /* malloc'd copy (strdup is not C11) */

@@ -1,0 +1,149 @@
+/* net.plist programs against golden files typed by hand from the format notes
+ * (ane-formats.md §5; tests/golden/netplist), not produced by the writer: the writer
+ * must reproduce them byte for byte. Also: a document reads back to the same program,
+ * and malformed programs are refused with messages. */
+#include "ane/netplist.h"
+#include "ir/fp16.h"
+#include "support/check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(const char *rel, size_t *len) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", AF_SOURCE_DIR, rel);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[got] = 0;
+    *len = got;
+    return b;
+}
+
+/* Writes p's document, compares it with the golden file, and reads the document back. */
+static void check_program(const char *golden_name, const netplist_program *p) {
+    char rel[256], err[256] = "";
+    snprintf(rel, sizeof rel, "tests/golden/netplist/%s.plist", golden_name);
+    size_t glen = 0, len = 0;
+    char *golden = slurp(rel, &glen);
+    plist_value *doc = netplist_document(p, err, sizeof err);
+    CHECK(doc != NULL, "%s: %s", golden_name, err);
+    char *xml = doc ? plist_write_xml(doc, &len, err, sizeof err) : NULL;
+    CHECK(golden && xml, "%s: golden %p, writer %s", golden_name, (void *)golden, err);
+    if (golden && xml) {
+        size_t at = 0;
+        while (at < len && at < glen && golden[at] == xml[at]) at++;
+        CHECK(len == glen && at == len, "%s differs from the hand-written golden at byte %zu:\n--- golden\n%.120s\n--- ours\n%.120s",
+              golden_name, at, golden + (at > 40 ? at - 40 : 0), xml + (at > 40 ? at - 40 : 0));
+    }
+    /* read back: the same program, whose document is the same tree */
+    netplist_program q;
+    bool ok = doc && netplist_parse(doc, p->weights1, p->weights1_len, &q, err, sizeof err);
+    CHECK(ok, "%s: parse: %s", golden_name, err);
+    if (ok) {
+        CHECK(q.ninputs == p->ninputs && q.nconsts == p->nconsts && q.nunits == p->nunits, "%s: counts", golden_name);
+        for (int k = 0; k < q.nunits && k < p->nunits; k++) {
+            CHECK(!strcmp(q.units[k].type, p->units[k].type) && q.units[k].nbottom == p->units[k].nbottom &&
+                      q.units[k].out_channels == p->units[k].out_channels &&
+                      plist_equal(q.units[k].params, p->units[k].params),
+                  "%s: unit %d differs after reading back", golden_name, k);
+        }
+        for (int k = 0; k < q.ninputs && k < p->ninputs; k++)
+            CHECK(!memcmp(&q.inputs[k], &p->inputs[k], sizeof q.inputs[k]), "%s: input %d", golden_name, k);
+        for (int k = 0; k < q.nconsts && k < p->nconsts; k++)
+            CHECK(!memcmp(&q.consts[k], &p->consts[k], sizeof q.consts[k]), "%s: constant %d", golden_name, k);
+        q.out = p->out; /* the output's size is not in the document; the strides are */
+        plist_value *again = netplist_document(&q, err, sizeof err);
+        CHECK(plist_equal(doc, again), "%s: the re-read program writes a different document", golden_name);
+        plist_free(again);
+        netplist_free(&q);
+    }
+    free(golden);
+    free(xml);
+    plist_free(doc);
+}
+
+static void test_flatten(void) {
+    netplist_program p;
+    char err[256] = "";
+    netplist_init(&p);
+    netplist_add_input(&p, (netplist_dims){1, 2, 3, 4});
+    const char *b[] = {"x0"};
+    CHECK(netplist_add_unit(&p, "Flatten", 1, b, 1, err, sizeof err) != NULL, "%s", err);
+    p.out = (netplist_dims){1, 1, 1, 24};
+    check_program("flatten", &p);
+    netplist_free(&p);
+}
+
+static void test_sdpa_unit(void) {
+    netplist_program p;
+    char err[256] = "";
+    netplist_init(&p);
+    netplist_add_input(&p, (netplist_dims){1, 2, 1, 8}); /* q: seq in C */
+    netplist_add_input(&p, (netplist_dims){1, 6, 1, 8}); /* k */
+    netplist_add_input(&p, (netplist_dims){1, 6, 1, 8}); /* v */
+    netplist_add_input(&p, (netplist_dims){1, 2, 1, 6}); /* mask [Sq, 1, Skv] */
+    uint16_t scale;
+    float s = 0.35355339f;
+    ir_f32_to_f16_array(&s, &scale, 1);
+    CHECK(netplist_add_constant(&p, "scale", (netplist_dims){1, 1, 1, 1}, &scale, err, sizeof err), "%s", err);
+    const char *b[] = {"x0", "x1", "x2", "scale", "x3"};
+    netplist_unit *u = netplist_add_unit(&p, "SDPA", 5, b, 2, err, sizeof err);
+    CHECK(u != NULL, "%s", err);
+    if (u) plist_set_bool(u->params, "SubtractMax", true);
+    p.out = (netplist_dims){1, 2, 1, 8};
+    CHECK(p.weights1_len == 2 && p.weights1[0] == (scale & 0xff) && p.weights1[1] == (scale >> 8),
+          "weights.1 holds the scale's fp16 bytes, little-endian");
+    check_program("sdpa_unit", &p);
+    netplist_free(&p);
+}
+
+static void test_refusals(void) {
+    netplist_program p;
+    char err[256] = "";
+    netplist_init(&p);
+    netplist_add_input(&p, (netplist_dims){1, 1, 1, 4});
+    const char *b[] = {"nothing"};
+    CHECK(!netplist_add_unit(&p, "Flatten", 1, b, 1, err, sizeof err) && strstr(err, "nothing"), "undeclared bottom: %s", err);
+    uint16_t h[2] = {0, 0};
+    CHECK(!netplist_add_constant(&p, "x0", (netplist_dims){1, 1, 1, 2}, h, err, sizeof err) && strstr(err, "x0"),
+          "a constant named like an input: %s", err);
+    CHECK(!netplist_document(&p, err, sizeof err) && strstr(err, "no units"), "empty program: %s", err);
+    netplist_free(&p);
+
+    /* documents that are not single-procedure programs over declared names */
+    plist_value *doc = plist_dict();
+    CHECK(!netplist_parse(doc, NULL, 0, &p, err, sizeof err) && strstr(err, "Version"), "no version: %s", err);
+    plist_set_str(doc, "Version", NETPLIST_VERSION);
+    plist_push_str(plist_set(doc, "Networks", plist_array()), "net");
+    CHECK(!netplist_parse(doc, NULL, 0, &p, err, sizeof err) && strstr(err, "net"), "no network: %s", err);
+    plist_free(doc);
+
+    /* a constant past the end of weights.1 */
+    netplist_init(&p);
+    netplist_add_input(&p, (netplist_dims){1, 1, 1, 4});
+    uint16_t four[4] = {0};
+    netplist_add_constant(&p, "c", (netplist_dims){1, 1, 1, 4}, four, err, sizeof err);
+    const char *b2[] = {"x0", "c"};
+    netplist_add_unit(&p, "ElementWise", 2, b2, 1, err, sizeof err);
+    p.out = (netplist_dims){1, 1, 1, 4};
+    doc = netplist_document(&p, err, sizeof err);
+    netplist_program q;
+    CHECK(!netplist_parse(doc, p.weights1, 6, &q, err, sizeof err) && strstr(err, "past the end"), "short weights: %s", err);
+    CHECK(netplist_parse(doc, p.weights1, 8, &q, err, sizeof err), "exact weights: %s", err);
+    netplist_free(&q);
+    plist_free(doc);
+    netplist_free(&p);
+}
+
+int main(void) {
+    test_flatten();
+    test_sdpa_unit();
+    test_refusals();
+    return check_finish("test_netplist");
+}

@@ -321,10 +321,11 @@ typedef enum { AF_SEW_ADD = 0, AF_SEW_SUB = 1, AF_SEW_MULT = 2, AF_SEW_MIN = 3, 
 AF_API af_tensor *af_scaled_elementwise(af_tensor *x, af_tensor *z, af_sew_op op, float scale);
 
 /* einsum over n = 1 or 2 operands, NumPy's notation with an explicit "->" (letters
- * a-z, no repeated letter within an operand, no "..."): "ij,jk->ik", "bhqd,bhkd->bhqk",
+ * a-z and A-Z, no repeated letter within an operand, no "..."): "ij,jk->ik", "bhqd,bhkd->bhqk",
  * "ij->ji", "ij->". The engine's native layer "nchw,nwhu->nchu" (a [N,C,H,W], b [N,W,H,U]
- * -> [N,C,H,U], in any letters of that pattern) becomes one einsum bridge node; every
- * other equation becomes transpose, reshape, matmul, mul and reduce_sum nodes. g
+ * -> [N,C,H,U], in any letters of that pattern) becomes one einsum node, which lowers
+ * to MIL's einsum (a single hardware layer, seed 004; not a net.plist bridge); every
+ * other equation becomes reduce_sum, transpose, reshape and matmul nodes. g
  * receives the error when an operand is NULL. */
 AF_API af_tensor *af_einsum(af_graph *g, const char *equation, int n, af_tensor *const *operands);
 

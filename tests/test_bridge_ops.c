@@ -320,7 +320,7 @@ static void check_refusals(void) {
         { "top_k k > W", r_topk, "k = 6 must be in 1..5" },
         { "sort key lane", r_lane, "key_lane 2 is not a channel" },
         { "cost_volume short ref", r_cost, "needs Wa + max_disparity = 9" },
-        { "einsum repeated letter", r_es_letters, "distinct a-z" },
+        { "einsum repeated letter", r_es_letters, "distinct letters a-z" },
         { "einsum no arrow", r_es_arrow, "\"->\"" },
         { "einsum sizes", r_es_size, "letter 'j' is 3 in operand 0 but 4" },
         { "einsum rank", r_es_rank, "rank 2 but its term" },

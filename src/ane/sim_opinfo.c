@@ -44,7 +44,7 @@ static const char *const text[IR_OP_COUNT] = {
     [IR_OP_LRN] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); C<=15 (use local_response_norm beyond)",
     [IR_OP_MINMAX_NORM] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); W or H only",
     [IR_OP_SCALED_ELEMENTWISE] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment); Add, Min, Max (Sub and Mult refused)",
-    [IR_OP_EINSUM] = "rejected: inside a MIL program (a net.plist bridge unit runs it as its own segment)",
+    [IR_OP_EINSUM] = "the one on-engine verified equation nchw,nwhu->nchu (af_einsum decomposes the rest)",
 };
 
 const char *ane_rules_op_restrictions(int op) { return op >= 0 && op < IR_OP_COUNT ? text[op] : NULL; }

@@ -25,7 +25,7 @@ static bool parse_term(const char **s, term *t) {
     for (; **s && **s != ',' && **s != '-'; (*s)++) {
         char ch = **s;
         if (ch == ' ') continue;
-        if (ch < 'a' || ch > 'z' || t->n == AF_MAX_RANK || has(t, ch)) return false;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) || t->n == AF_MAX_RANK || has(t, ch)) return false;
         t->letters[t->n++] = ch;
     }
     t->letters[t->n] = 0;
@@ -116,7 +116,7 @@ af_tensor *af_einsum(af_graph *g, const char *eq, int n, af_tensor *const *ops) 
     const char *s = eq;
     for (int i = 0; i < n; i++) {
         if (!parse_term(&s, &t[i]) || (i + 1 < n && *s++ != ',')) {
-            ir_graph_fail(g, "af_einsum \"%s\": operand %d's letters must be distinct a-z, at most %d, terms separated by ','", eq, i, AF_MAX_RANK);
+            ir_graph_fail(g, "af_einsum \"%s\": operand %d's letters must be distinct letters a-z or A-Z, at most %d, terms separated by ','", eq, i, AF_MAX_RANK);
             return NULL;
         }
     }

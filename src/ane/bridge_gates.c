@@ -51,7 +51,11 @@ static bool geometry_gate(const af_tensor *t, ane_gate_fail *f) {
             return refuse(f, "furthest-point-sampling limit", "sample from at most 8192 points (subsample first) and ask for at most 1024",
                           "k = %lld of N = %lld points; the layer takes k <= %d and N <= %d", (long long)t->a.ints[0],
                           (long long)x.dim[0], AF_BRIDGE_FPS_MAX_K, AF_BRIDGE_FPS_MAX_N);
-        return t->a.ints[1] && index_range(f, x.dim[0], "the point set");
+        if (t->a.ints[1])
+            return refuse(f, "furthest-point-sampling output rule",
+                          "sample the points themselves (indices = 0), or take the indices on the CPU target",
+                          "the layer writes the chosen points [k, 3], not their indices");
+        return false;
     }
     if (t->op == IR_OP_DYNAMIC_SLICE && (t->a.axis != x.rank - 1 || x.dim[x.rank - 1] != 4 || t->a.sizes[0] != 2))
         return refuse(f, "dynamic-slice variant rule",
@@ -82,4 +86,13 @@ bool ane_bridge_gate(const af_tensor *t, const ane_family_info *fi, ane_gate_fai
         return false;
     default: return false;
     }
+}
+
+bool ane_bridge_gate_msg(const af_tensor *t, af_family_id family, char *err, size_t errn) {
+    const ane_family_info *fi = ane_family_info_of(family);
+    ane_gate_fail f;
+    if (!ane_bridge_gate(t, fi, &f)) return true;
+    snprintf(err, errn, "%s: the %s on %s: %s. Remedy: %s", ir_ops[t->op].name, f.wall, fi ? fi->name : "the default family",
+             f.detail, f.remedy);
+    return false;
 }

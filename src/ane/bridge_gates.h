@@ -23,4 +23,7 @@ typedef struct {
 /* False when family fi's compiler accepts node t (any op: non-bridge ops pass); else
  * true with the refusal in *f. */
 bool ane_bridge_gate(const af_tensor *t, const ane_family_info *fi, ane_gate_fail *f);
+/* The gate as a net.plist describe step: true when family accepts t, else false with
+ * "<limit> on <family>: <detail>. Remedy: <remedy>" in err. */
+bool ane_bridge_gate_msg(const af_tensor *t, af_family_id family, char *err, size_t errn);
 #endif

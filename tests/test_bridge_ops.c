@@ -204,6 +204,7 @@ static af_tensor *g_garg(af_tensor *x, int axis) { return af_global_arg_min_max(
 static af_tensor *g_ps(af_tensor *x, int v) { (void)v; return af_pixel_shuffle(x, 2, 2); }
 static af_tensor *g_b2s(af_tensor *x, int v) { (void)v; return af_batch_to_space(x, 2, 2); }
 static af_tensor *g_fps(af_tensor *x, int k) { return af_furthest_point_sampling(x, k, 0); }
+static af_tensor *g_fps_idx(af_tensor *x, int k) { return af_furthest_point_sampling(x, k, 1); }
 static af_tensor *g_lrn(af_tensor *x, int v) { (void)v; return af_lrn(x, 0.1f, 0.75f, 1.0f); }
 static af_tensor *g_dslice(af_tensor *x, int size) {
     const float s = 1;
@@ -238,6 +239,7 @@ static void check_gates(void) {
         { "fps k=1025", AF_SHAPE(2000, 3), g_fps, 1025, "k <= 1024" },
         { "fps N=8193", AF_SHAPE(8193, 3), g_fps, 4, "N <= 8192" },
         { "fps k=1024 N=8192", AF_SHAPE(8192, 3), g_fps, 1024, NULL },
+        { "fps indices", AF_SHAPE(100, 3), g_fps_idx, 4, "not their indices" },
         { "lrn C=16", AF_SHAPE(1, 16, 2, 2), g_lrn, 0, "C <= 15" },
         { "lrn C=15", AF_SHAPE(1, 15, 2, 2), g_lrn, 0, NULL },
         { "dynamic_slice size 2 of 4", AF_SHAPE(3, 4), g_dslice, 2, NULL },

@@ -37,7 +37,7 @@ void grad_vjp_norm(grad_ctx *c);
 void grad_vjp_pool(grad_ctx *c);
 void grad_vjp_conv(grad_ctx *c);
 void grad_vjp_cast(grad_ctx *c);
-/* Bridge ops (vjp_bridge.c). */
+/* Bridge ops (vjp_bridge_ops.c). */
 void grad_vjp_rank(grad_ctx *c);
 void grad_vjp_rearrange(grad_ctx *c);
 void grad_vjp_geometry(grad_ctx *c);

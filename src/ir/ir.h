@@ -136,7 +136,7 @@ af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, cons
 bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out,
                     char *err, size_t errlen);
 
-/* The shape rules of the bridge-op kinds (shape_bridge.c), called by ir_infer_shape. */
+/* The shape rules of the bridge-op kinds (shape_bridge_ops.c), called by ir_infer_shape. */
 bool ir_infer_bridge(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen);
 /* The channels [lo, hi) the engine's LRN sums for channel ch of C (seed 004): centred
  * low, clipped at the edges, so only the middle channel sees all C. */

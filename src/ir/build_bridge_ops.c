@@ -1,5 +1,5 @@
 /* Builders of the bridge ops (seed 004): they fill the attributes each op reads
- * (ir_attrs) and leave validation to the shape rules (shape_bridge.c). */
+ * (ir_attrs) and leave validation to the shape rules (shape_bridge_ops.c). */
 #include "ir/ir.h"
 
 static af_tensor *one(ir_op op, af_tensor *x, ir_attrs *a) { return ir_build(op, 1, &x, a); }

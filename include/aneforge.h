@@ -328,6 +328,28 @@ AF_API af_tensor *af_scaled_elementwise(af_tensor *x, af_tensor *z, af_sew_op op
  * other equation becomes reduce_sum, transpose, reshape and matmul nodes. g
  * receives the error when an operand is NULL. */
 AF_API af_tensor *af_einsum(af_graph *g, const char *equation, int n, af_tensor *const *operands);
+/* Bridge ops (seed 004): native engine layers Apple's MIL frontend never emits. On the
+ * CPU they are ordinary kernels; on ane-sim and ane the graph is cut around each one and
+ * it runs as its own net.plist program (af_stats.segments counts the programs).
+ *
+ * af_sdpa: softmax(q k^T * scale + mask) v for q [B, heads, Sq, d], k [B, heads, Skv, d],
+ * v [B, heads, Skv, dv] -> [B, heads, Sq, dv]; mask NULL or additive [Sq, 1, Skv]
+ * (shared by batch and heads); scale 0 means 1/sqrt(d). Sq != Skv is KV-cache decoding.
+ * The native layer is used within its reliability bounds, max(Sq, Skv) <=
+ * AF_SDPA_NATIVE_MAX_SEQ and min(Sq, Skv) < AF_SDPA_NATIVE_MIN_BOTH; outside them the
+ * same attention is built from ordinary ops (matmul, softmax). */
+#define AF_SDPA_NATIVE_MAX_SEQ 2048
+#define AF_SDPA_NATIVE_MIN_BOTH 512
+AF_API af_tensor *af_sdpa(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *mask, float scale);
+/* The values of x as one vector [count(x)] (row-major order). */
+AF_API af_tensor *af_flatten(af_tensor *x);
+/* Inference-time dropout: the identity. Only rate 0 is accepted (the engine layer has
+ * no training mode); other rates are refused with a message. */
+AF_API af_tensor *af_dropout(af_tensor *x, float rate);
+/* x with its length-1 axis `axis` repeated `size` times. */
+AF_API af_tensor *af_broadcast(af_tensor *x, int axis, int64_t size);
+/* The contiguous view [offset, offset + size) of x's values flattened: [size]. */
+AF_API af_tensor *af_input_view(af_tensor *x, int64_t offset, int64_t size);
 
 /* ---------------------------------------------------------------- autograd
  * Reverse mode over the graph: af_backward adds gradient nodes built from the same
@@ -421,6 +443,11 @@ typedef struct {
     int64_t bytes_out;    /* engine -> host bytes */
     int64_t engine_flops; /* floating-point operations inside programs */
     int64_t host_flops;   /* floating-point operations done on the host */
+    int64_t segments;     /* programs one run executes: 1, or on engine targets a graph with
+                           * bridge ops cut into fused regions and bridge programs (set by
+                           * af_model_stats, not accumulated) */
+    int64_t segment_bytes;/* bytes the host handed from one segment to the next (fp16 on
+                           * engine targets) */
 } af_stats;
 AF_API void af_model_stats(const af_model *m, af_stats *out);
 AF_API void af_model_stats_reset(af_model *m);

@@ -1,4 +1,4 @@
-/* The bridge ops (seed 004) against NumPy: tests/fixtures/make_bridge_fixtures.py wrote
+/* The bridge ops (seed 004) against NumPy: tests/fixtures/bridge/make_bridge_op_fixtures.py wrote
  * inputs and results (TensorFlow's and PyTorch's own reshape/transpose recipes for the
  * rearranges, np.cross, np.einsum, a sliding-window correlation, PyTorch's
  * local_response_norm, a vectorised furthest point sampling) into
@@ -38,7 +38,7 @@ static arr load(const char *name) {
     snprintf(path, sizeof path, "%s/%s.npy", FIXDIR, name);
     arr a = { 0 };
     af_status st = af_npy_read(path, &a.d, &a.rank, a.dims);
-    CHECK(st == AF_OK, "read %s: %s (regenerate with /usr/bin/python3 tests/fixtures/make_bridge_fixtures.py)", path, af_error_message());
+    CHECK(st == AF_OK, "read %s: %s (regenerate with /usr/bin/python3 tests/fixtures/bridge/make_bridge_op_fixtures.py)", path, af_error_message());
     if (st) a.d = NULL;
     return a;
 }

@@ -103,7 +103,7 @@ static const ucase cases[] = {
     { "cost_volume", IN2(SH(6), SH(9)), b_cost, "CostVolume", { "x0", "x1" }, 4, { 1, 1, 1, 6 }, p_none },
     { "furthest_point_sampling", IN1(SH(20, 3)), b_fps, "FurthestPointSampling", { "x0" }, 3, { 1, 1, 20, 3 }, p_fps },
     { "radius_search", IN2(SH(20, 3), SH(4, 3)), b_radius, "RadiusSearch", { "x1", "x0" }, 1, { 1, 1, 20, 3 }, p_radius },
-    { "dynamic_slice", IN2(SH(3, 4), SH(1)), b_dslice, "DynamicSlice", { "x0", "start" }, 3, { 1, 3, 1, 4 }, p_dslice },
+    { "dynamic_slice", IN2(SH(3, 4), SH(1)), b_dslice, "DynamicSlice", { "x0", "x1" }, 3, { 1, 3, 1, 4 }, p_dslice },
     { "lrn", IN1(SH(1, 5, 2, 3)), b_lrn, "LocalResponseNormalization", { "x0" }, 5, { 1, 5, 2, 3 }, p_lrn },
     { "minmax_norm rank 2", IN1(SH(4, 6)), b_minmax, "MinMaxNormalization", { "x0" }, 1, { 1, 1, 4, 6 }, p_minmax },
     { "scaled_elementwise max", IN2(SH(1, 2, 3, 4), SH(1, 2, 3, 4)), b_sew, "ScaledElementWise", { "x0", "x1" }, 2,
@@ -143,35 +143,36 @@ static void check_read_back(const ucase *c, const netplist_program *p, af_tensor
     plist_free(doc);
     if (!ok) return;
     const netplist_unit *u = &q.units[q.nunits - 1];
-    netplist_dims dims[2];
+    /* the unit's bottoms as [N, C, H, W] inputs, fed the data of the sources they name
+     * (x<k>, or the start the runtime writes into DynamicSlice's constant) */
+    af_graph *g = af_graph_new();
+    af_tensor *in[2] = { 0 };
+    float *feed[2] = { 0 };
     for (int b = 0; b < u->nbottom && b < 2; b++) {
+        netplist_dims d = { 1, 1, 1, 1 };
         for (int k = 0; k < q.ninputs; k++)
-            if (!strcmp(q.inputs[k].name, u->bottom[b])) dims[b] = q.inputs[k].dims;
+            if (!strcmp(q.inputs[k].name, u->bottom[b])) d = q.inputs[k].dims;
         for (int k = 0; k < q.nconsts; k++)
-            if (!strcmp(q.consts[k].name, u->bottom[b])) dims[b] = q.consts[k].dims;
+            if (!strcmp(q.consts[k].name, u->bottom[b])) d = q.consts[k].dims;
+        in[b] = af_input(g, u->bottom[b], AF_F32, AF_SHAPE(d.n, d.c, d.h, d.w));
+        feed[b] = data[u->bottom[b][0] == 'x' ? u->bottom[b][1] - '0' : 1];
     }
-    ir_op op = IR_OP_COUNT;
-    ir_attrs a;
-    af_shape shapes[2];
+    af_tensor *y = NULL;
     const bridge_unit_row *row = bridge_unit_by_type(u->type);
-    ok = row && row->read(u, dims, u->nbottom, &op, &a, shapes, err, sizeof err);
-    CHECK(ok && op == t->op, "%s: the unit reads back as %s: %s", c->name, ok ? ir_ops[op].name : "nothing", err);
-    if (ok && op == t->op) {
-        af_graph *g = af_graph_new();
-        af_tensor *in[2];
-        for (int k = 0; k < c->nin; k++) {
-            in[k] = af_input(g, k ? "b" : "a", AF_F32, shapes[k]);
-            CHECK(af_shape_count(shapes[k]) == af_shape_count(c->in[k]), "%s: source %d reads back with another size", c->name, k);
-        }
-        af_tensor *y = ir_build(op, c->nin, in, &a);
-        CHECK(y && af_shape_count(y->shape) == af_shape_count(t->shape), "%s: the read-back op: %s", c->name, af_graph_error(g));
-        if (y && af_shape_count(y->shape) == af_shape_count(t->shape)) {
-            float *got = run(g, c->nin, in, data, y);
-            CHECK(!memcmp(got, want, sizeof(float) * (size_t)af_shape_count(t->shape)), "%s: the read-back op computes other values", c->name);
+    ok = row && row->read(u, in, u->nbottom, &y, err, sizeof err);
+    CHECK(ok && y, "%s: the unit does not read back: %s", c->name, err);
+    if (ok && y) {
+        CHECK(y->shape.rank == 4 && af_shape_count(y->shape) == af_shape_count(t->shape), "%s: the read-back result has another size", c->name);
+        bool found = false;
+        for (int id = 0; id < g->n; id++) found |= g->t[id]->op == t->op;
+        CHECK(found, "%s: the read-back graph holds no %s node", c->name, ir_ops[t->op].name);
+        if (af_shape_count(y->shape) == af_shape_count(t->shape)) {
+            float *got = run(g, u->nbottom, in, feed, y);
+            CHECK(!memcmp(got, want, sizeof(float) * (size_t)af_shape_count(t->shape)), "%s: the read-back unit computes other values", c->name);
             free(got);
         }
-        af_graph_free(g);
     }
+    af_graph_free(g);
     netplist_free(&q);
 }
 

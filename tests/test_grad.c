@@ -242,6 +242,13 @@ static af_tensor *c_einsum_general(gcase *c) {
     return af_einsum(c->g, "bij,jkb->kbi", 2, (af_tensor *[]){ PN(c, 2, 3, 4), PN(c, 4, 5, 2) });
 }
 static af_tensor *c_local_response_norm(gcase *c) { return af_local_response_norm(PN(c, 2, 6, 2, 2), 3, 0.5f, 0.75f, 1.0f); }
+/* Bridge ops: sdpa decoding with a trainable mask, and the structural layers. */
+static af_tensor *c_sdpa(gcase *c) { return af_sdpa(PN(c, 1, 2, 3, 4), PN(c, 1, 2, 5, 4), PN(c, 1, 2, 5, 3), PN(c, 3, 1, 5), 0.6f); }
+static af_tensor *c_sdpa_nomask(gcase *c) { return af_sdpa(PN(c, 2, 1, 4, 3), PN(c, 2, 1, 4, 3), PN(c, 2, 1, 4, 2), NULL, 0); }
+static af_tensor *c_flatten(gcase *c) { return af_flatten(PN(c, 2, 3, 4)); }
+static af_tensor *c_dropout(gcase *c) { return af_dropout(PN(c, 3, 4), 0); }
+static af_tensor *c_broadcast(gcase *c) { return af_broadcast(PN(c, 3, 1, 4), 1, 5); }
+static af_tensor *c_input_view(gcase *c) { return af_input_view(PN(c, 3, 4), 2, 7); }
 
 static const grad_case cases[] = {
     { "add", IR_OP_ADD, c_add }, { "add broadcast both", IR_OP_ADD, c_add_b }, { "sub", IR_OP_SUB, c_sub },
@@ -288,6 +295,9 @@ static const grad_case cases[] = {
     { "scaled_elementwise max", IR_OP_SCALED_ELEMENTWISE, c_sew_max }, { "einsum native", IR_OP_EINSUM, c_einsum_native },
     { "layer: einsum decomposed", IR_OP_INPUT, c_einsum_general },
     { "layer: local_response_norm", IR_OP_INPUT, c_local_response_norm },
+    { "sdpa decode, mask", IR_OP_SDPA, c_sdpa }, { "sdpa no mask", IR_OP_SDPA, c_sdpa_nomask },
+    { "flatten", IR_OP_FLATTEN, c_flatten }, { "dropout", IR_OP_DROPOUT, c_dropout },
+    { "broadcast", IR_OP_BROADCAST, c_broadcast }, { "input_view", IR_OP_INPUT_VIEW, c_input_view },
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

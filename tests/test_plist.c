@@ -23,6 +23,21 @@ static char *slurp(const char *rel, size_t *len) {
     return b;
 }
 
+/* Reads the golden bytes back: a tree that writes the same bytes again, and the tree we
+ * built (except where plistlib normalises: carriage returns become newlines). */
+static void check_read_back(const char *name, const char *golden, size_t glen, plist_value *v) {
+    char err[256] = "";
+    plist_value *back = plist_read_xml(golden, glen, err, sizeof err);
+    CHECK(back != NULL, "%s: reading plistlib's bytes: %s", name, err);
+    size_t len = 0;
+    char *again = back ? plist_write_xml(back, &len, err, sizeof err) : NULL;
+    CHECK(again && len == glen && !memcmp(again, golden, glen), "%s: the tree read back writes other bytes", name);
+    free(again);
+    if (plist_get(v, "crlf")) plist_set_str(v, "crlf", "l1\nl2\nl3"); /* plistlib writes CRs as newlines */
+    CHECK(plist_equal(back, v), "%s: read back to a different tree", name);
+    plist_free(back);
+}
+
 static void check_golden(const char *name, plist_value *v) {
     char rel[256], err[256] = "";
     snprintf(rel, sizeof rel, "tests/fixtures/plist/%s.plist", name);
@@ -37,6 +52,7 @@ static void check_golden(const char *name, plist_value *v) {
         CHECK(len == glen && at == len, "%s: differs from plistlib at byte %zu:\n--- plistlib\n%.80s\n--- ours\n%.80s",
               name, at, golden + (at > 20 ? at - 20 : 0), mine + (at > 20 ? at - 20 : 0));
     }
+    if (golden) check_read_back(name, golden, glen, v);
     free(golden);
     free(mine);
     plist_free(v);
@@ -136,7 +152,49 @@ static void test_refusals(void) {
     plist_free(d);
 }
 
+/* Malformed documents are refused with a message, never crash. */
+static void test_reader_refusals(void) {
+    static const struct { const char *doc, *want; } cases[] = {
+        {"", "expected an element"},
+        {"<dict/>", "root element"},
+        {"<plist><dict><key>a</key></dict></plist>", "expected an element"},
+        {"<plist><dict><string>x</string></dict></plist>", "must start with <key>"},
+        {"<plist><dict><key>a</key><true/><key>a</key><true/></dict></plist>", "repeats a key"},
+        {"<plist><integer>12x</integer></plist>", "whole number"},
+        {"<plist><integer>9223372036854775808</integer></plist>", "int64"},
+        {"<plist><real>1.5.2</real></plist>", "not a number"},
+        {"<plist><data>AB=C</data></plist>", "base64"},
+        {"<plist><data>ABC</data></plist>", "4-character"},
+        {"<plist><string>a &bogus; b</string></plist>", "entity"},
+        {"<plist><string>open", "end of the document"},
+        {"<plist><date>2020</date></plist>", "not a plist value"},
+        {"<plist><true/></plist>trailing", "after </plist>"},
+        {"<plist><array><true/></plist>", "expected an element"},
+        {"<!-- never closed", "comment"},
+    };
+    char err[256];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        err[0] = 0;
+        plist_value *v = plist_read_xml(cases[k].doc, strlen(cases[k].doc), err, sizeof err);
+        CHECK(!v && strstr(err, cases[k].want), "'%s': got %s, want a message with '%s'", cases[k].doc, v ? "a value" : err,
+              cases[k].want);
+        plist_free(v);
+    }
+    /* nesting past the limit */
+    char deep[2048] = "<plist>";
+    for (int k = 0; k < PLIST_MAX_DEPTH + 2; k++) strcat(deep, "<array>");
+    plist_value *v = plist_read_xml(deep, strlen(deep), err, sizeof err);
+    CHECK(!v && strstr(err, "deeper"), "deep nesting: %s", err);
+    plist_free(v);
+    /* entities and character references decode */
+    const char *ok = "<?xml version=\"1.0\"?><plist version=\"1.0\"><!-- c --><string>&lt;&amp;&#65;&#x3c0;</string></plist>";
+    v = plist_read_xml(ok, strlen(ok), err, sizeof err);
+    CHECK(v && v->kind == PLIST_STRING && !strcmp(v->s, "<&A\xcf\x80"), "entities: %s", v ? v->s : err);
+    plist_free(v);
+}
+
 int main(void) {
+    test_reader_refusals();
     test_scalars();
     test_containers();
     test_data();

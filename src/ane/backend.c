@@ -3,10 +3,15 @@
  * loaded once through the private runtime (src/ane/darwin: its content-keyed cache
  * makes recompiling the same program free), and run on fp16 surfaces, one per MIL
  * argument and output in the shapes the program declares. Resident state is an output
- * surface aliased onto its input surface, so it never crosses to the host. */
+ * surface aliased onto its input surface, so it never crosses to the host. A bridge
+ * segment (a plan of one bridge node, compile/segment.h) is its net.plist program
+ * instead (ane/netplist.h), compiled through the runtime's net.plist path, one port per
+ * source of the node (constant sources fed from the host) and one output. */
 #include "ane/backend.h"
 #include "ane/darwin/ane_runtime.h"
 #include "ane/mil.h"
+#include "ane/netplist.h"
+#include "compile/segment.h"
 #include "ane/sim_rules.h"
 #include "ir/fp16.h"
 
@@ -22,6 +27,8 @@ typedef struct {
     uint16_t **in16, **out16; /* per surface: the fp16 staging buffers */
     bool *is_state;           /* per plan input: bound as resident state */
     int64_t flops;
+    bool bridge;              /* a net.plist program: port k is source k of the node */
+    int *src_input;           /* bridge, per port: the plan input feeding it, or -1 (a constant in in16) */
 } ane_state;
 
 static void ane_free(void *state) {
@@ -34,6 +41,7 @@ static void ane_free(void *state) {
     free(s->out16);
     free(s->port_of_in);
     free(s->is_state);
+    free(s->src_input);
     free(s);
 }
 
@@ -77,9 +85,62 @@ static af_status fail(ane_state *s, char *msg, size_t n, af_status st, const cha
     return st;
 }
 
+/* A bridge node's net.plist program: ports are its sources (x0, x1, ...), constants fed
+ * from fp16 copies made here, and its one output y. */
+static af_status bridge_init(const backend_cfg *cfg, const compile_plan *p, ane_state *s, af_stats *stats, char *msg,
+                             size_t n) {
+    const af_tensor *t = p->sched[0];
+    for (int i = 0; i < p->nout; i++)
+        if (p->out[i] != t) {
+            snprintf(msg, n, "a bridge program's outputs must all be its node %s", ir_ops[t->op].name);
+            return AF_ERR_INVALID;
+        }
+    s->bridge = true;
+    s->nports_in = t->nsrc;
+    s->nports_out = 1;
+    s->src_input = malloc(sizeof *s->src_input * (size_t)(t->nsrc + 1));
+    s->in16 = calloc((size_t)t->nsrc + 1, sizeof *s->in16);
+    s->out16 = calloc(2, sizeof *s->out16);
+    if (!s->src_input || !s->in16 || !s->out16) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
+    ane_rt_ports ports = {.nin = t->nsrc, .nout = 1, .out_count = {af_shape_count(t->shape)}};
+    for (int k = 0; k < t->nsrc; k++) {
+        const af_tensor *x = t->src[k];
+        ports.in_count[k] = af_shape_count(x->shape);
+        s->src_input[k] = -1;
+        for (int i = 0; i < p->nin; i++)
+            if (p->in[i] == x) s->src_input[k] = i;
+        if (!(s->in16[k] = malloc(sizeof(uint16_t) * (size_t)ports.in_count[k] + 1))) return AF_ERR_NOMEM;
+        if (s->src_input[k] < 0) ir_f32_to_f16_array(x->data, s->in16[k], ports.in_count[k]); /* a constant */
+    }
+    if (!(s->out16[0] = malloc(sizeof(uint16_t) * (size_t)ports.out_count[0] + 1))) return AF_ERR_NOMEM;
+    netplist_program np;
+    if (!netplist_for_node(t, cfg->family, &np, msg, n)) return AF_ERR_UNSUPPORTED;
+    plist_value *doc = netplist_document(&np, msg, n);
+    size_t len = 0;
+    char *xml = doc ? plist_write_xml(doc, &len, msg, n) : NULL;
+    plist_free(doc);
+    af_status st = AF_ERR_UNSUPPORTED;
+    if (xml) {
+        int64_t before = ane_rt_compile_count();
+        st = ane_rt_compile_netplist(xml, len, NULL, 0, np.weights1, np.weights1_len, &ports, &s->prog);
+        if (st) snprintf(msg, n, "compiling the %s net.plist for the Neural Engine: %s", ir_ops[t->op].name, af_error_message());
+        else stats->compiles += ane_rt_compile_count() - before;
+    }
+    free(xml);
+    netplist_free(&np);
+    return st;
+}
+
 static af_status ane_init(const backend_cfg *cfg, const compile_plan *p, void **state, af_stats *stats, char *msg, size_t n) {
-    (void)cfg;
     ane_state *s = calloc(1, sizeof *s);
+    if (s && plan_has_bridge(p)) {
+        s->p = p;
+        s->flops = p->flops;
+        af_status st = bridge_init(cfg, p, s, stats, msg, n);
+        if (st) { ane_free(s); return st; }
+        *state = s;
+        return AF_OK;
+    }
     if (!s) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
     s->p = p;
     s->flops = p->flops;
@@ -126,8 +187,33 @@ static af_status ane_init(const backend_cfg *cfg, const compile_plan *p, void **
 }
 
 /* One run is one dispatch: fed inputs go in as fp16, delivered outputs come back. */
+static af_status bridge_run(ane_state *s, const af_buffer *in, af_buffer *out, af_stats *stats) {
+    const compile_plan *p = s->p;
+    const uint16_t *ins[ANE_RT_MAX_PORTS] = { 0 };
+    uint16_t *outs[1] = { s->out16[0] };
+    for (int k = 0; k < s->nports_in; k++) {
+        int i = s->src_input[k];
+        if (i < 0) ins[k] = s->in16[k];
+        else if (in[i].dtype == AF_F16) ins[k] = in[i].data;
+        else { ir_f32_to_f16_array(in[i].data, s->in16[k], in[i].count); ins[k] = s->in16[k]; }
+    }
+    for (int i = 0; i < p->nin; i++) stats->bytes_in += 2 * in[i].count;
+    af_status st = ane_rt_eval(s->prog, ins, outs);
+    if (st) return st;
+    for (int i = 0; i < p->nout; i++) {
+        if (!out[i].data) continue;
+        if (out[i].dtype == AF_F32) ir_f16_to_f32_array(s->out16[0], out[i].data, out[i].count);
+        else memcpy(out[i].data, s->out16[0], sizeof(uint16_t) * (size_t)out[i].count);
+        stats->bytes_out += 2 * out[i].count;
+    }
+    stats->dispatches++;
+    stats->engine_flops += s->flops;
+    return AF_OK;
+}
+
 static af_status ane_run(void *state, const af_buffer *in, af_buffer *out, af_stats *stats) {
     ane_state *s = state;
+    if (s->bridge) return bridge_run(s, in, out, stats);
     const compile_plan *p = s->p;
     const uint16_t *ins[ANE_RT_MAX_PORTS] = { 0 };
     uint16_t *outs[ANE_RT_MAX_PORTS] = { 0 };
@@ -154,6 +240,9 @@ static af_status ane_run(void *state, const af_buffer *in, af_buffer *out, af_st
 
 static af_status ane_bind(void *state, int i, int o) {
     ane_state *s = state;
+    if (s->bridge)
+        return ir_fail(AF_ERR_UNSUPPORTED, "af_model_bind_state: a bridge op's net.plist program keeps no resident state; "
+                       "feed the state as an input");
     af_status st = ane_rt_alias(s->prog, o, s->port_of_in[i]);
     if (!st) s->is_state[i] = true;
     return st;

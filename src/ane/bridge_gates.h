@@ -1,6 +1,7 @@
 /* The engine compiler's limits on the bridge ops (seed 004): what ANECCompile refuses
- * for each net.plist unit, checked at compile time by the engine backends
- * (ane_rules_validate) so the error names the limit and the fix. */
+ * for each net.plist unit, checked by each unit's describe (bridge_unit_util.c), which
+ * both engine backends run on every bridge segment, so the error names the limit and
+ * the fix. */
 #ifndef AF_ANE_BRIDGE_GATES_H
 #define AF_ANE_BRIDGE_GATES_H
 #include "ane/family.h"

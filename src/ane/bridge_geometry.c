@@ -5,6 +5,8 @@
  * otherwise; OutputChannels follows the seed's unit examples (FPS 3, RadiusSearch 1). */
 #include "ane/bridge_unit_util.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 static netplist_dims rows(af_shape s) { return (netplist_dims){ 1, 1, s.rank == 2 ? s.dim[0] : 1, s.dim[s.rank - 1] }; }
@@ -44,14 +46,11 @@ bool bridge_describe_geometry(const af_tensor *t, netplist_program *p, char *err
         plist_set_real(u->params, "Radius", t->a.scalar);
         return true;
     }
-    default: { /* DYNAMIC_SLICE: the start is the weight-backed constant "start" (weights.1,
-                * offset 0), which the runtime overwrites with the start input's value
-                * before each run; x1 is not an input of the program */
-        uint16_t zero = 0;
-        p->ninputs = 1;
-        if (!netplist_add_constant(p, "start", (netplist_dims){ 1, 1, 1, 1 }, &zero, err, errn)) return false;
-        const char *b[2] = { "x0", "start" };
-        if (!one_unit(t, p, "DynamicSlice", 2, b, 0, &u, err, errn)) return false;
+    default: { /* DYNAMIC_SLICE: seed 004's builder binds the start through a weights.1
+                * constant its invoker overwrites before each run; here the start is the
+                * program's second input (x1), which the runtime feeds every run like any
+                * input. That binding is unverified on the engine. */
+        if (!one_unit(t, p, "DynamicSlice", 2, b2, 0, &u, err, errn)) return false;
         plist_set_str(u->params, "Dimension", "Width");
         plist_set_int(u->params, "SliceSize", t->a.sizes[0]);
         return true;
@@ -61,8 +60,9 @@ bool bridge_describe_geometry(const af_tensor *t, netplist_program *p, char *err
 
 static af_shape rows_shape(netplist_dims d) { return d.h > 1 ? (af_shape){ .rank = 2, .dim = { d.h, d.w } } : (af_shape){ .rank = 1, .dim = { d.w } }; }
 
-bool bridge_read_geometry(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
-                          char *err, size_t errn) {
+static bool decode_geometry(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
+                          int *order, char *err, size_t errn) {
+    (void)order;
     *a = (ir_attrs){ 0 };
     int64_t v;
     if (nin < 1) return false;
@@ -88,6 +88,8 @@ bool bridge_read_geometry(const netplist_unit *u, const netplist_dims *in, int n
         if (!r) { bridge_param_str(u, "Radius", err, errn); return false; }
         *op = IR_OP_RADIUS_SEARCH;
         a->scalar = (float)r->r;
+        order[0] = 1; /* the op's points are the unit's second bottom */
+        order[1] = 0;
         shapes[0] = (af_shape){ .rank = 2, .dim = { in[1].h, in[1].w } };
         shapes[1] = (af_shape){ .rank = 2, .dim = { in[0].h, in[0].w } };
     } else if (!strcmp(u->type, "DynamicSlice") && nin == 2) {
@@ -98,7 +100,11 @@ bool bridge_read_geometry(const netplist_unit *u, const netplist_dims *in, int n
         shapes[0] = bridge_shape_of(in[0], 4);
         shapes[1] = (af_shape){ .rank = 1, .dim = { 1 } };
     } else {
-        return bridge_read_none(u, in, nin, op, a, shapes, err, errn);
+        snprintf(err, errn, "net.plist: no reader for a %s unit with %d bottoms", u->type, nin);
+    return false;
     }
     return true;
+}
+bool bridge_read_geometry(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    return bridge_read_decoded(decode_geometry, u, in, nin, out, err, errn);
 }

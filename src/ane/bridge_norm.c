@@ -4,6 +4,8 @@
  * Scale. LRN's Alpha is alpha * C: the engine divides it by KernelChannel = C. */
 #include "ane/bridge_unit_util.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 static const char *const sew_types[5] = { "Add", "Sub", "Mult", "Min", "Max" };
@@ -36,8 +38,9 @@ bool bridge_describe_norm(const af_tensor *t, netplist_program *p, char *err, si
     }
 }
 
-bool bridge_read_norm(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
-                      char *err, size_t errn) {
+static bool decode_norm(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
+                      int *order, char *err, size_t errn) {
+    (void)order;
     *a = (ir_attrs){ 0 };
     int64_t v, c;
     int rank = in[0].n > 1 ? 4 : 3;
@@ -71,5 +74,9 @@ bool bridge_read_norm(const netplist_unit *u, const netplist_dims *in, int nin, 
         shapes[0] = shapes[1] = bridge_shape_of(in[0], 4);
         return true;
     }
-    return bridge_read_none(u, in, nin, op, a, shapes, err, errn);
+    snprintf(err, errn, "net.plist: no reader for a %s unit with %d bottoms", u->type, nin);
+    return false;
+}
+bool bridge_read_norm(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    return bridge_read_decoded(decode_norm, u, in, nin, out, err, errn);
 }

@@ -45,14 +45,16 @@ static bool read_sorted(const netplist_unit *u, const netplist_dims *in, ir_op *
     shapes[0] = in[0].n > 1 ? (af_shape){ .rank = 3, .dim = { in[0].n, in[0].c, in[0].w } } : bridge_shape_of(in[0], 2);
     return true;
 }
-bool bridge_read_sort(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
-                      char *err, size_t errn) {
+static bool decode_sort(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
+                      int *order, char *err, size_t errn) {
+    (void)order;
     (void)nin;
     *op = IR_OP_SORT;
     return read_sorted(u, in, op, a, shapes, err, errn);
 }
-bool bridge_read_topk(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
-                      char *err, size_t errn) {
+static bool decode_topk(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
+                      int *order, char *err, size_t errn) {
+    (void)order;
     (void)nin;
     *op = IR_OP_TOPK;
     return read_sorted(u, in, op, a, shapes, err, errn);
@@ -77,8 +79,9 @@ bool bridge_describe_argminmax(const af_tensor *t, netplist_program *p, char *er
     return true;
 }
 
-bool bridge_read_argminmax(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
-                           char *err, size_t errn) {
+static bool decode_argminmax(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
+                           int *order, char *err, size_t errn) {
+    (void)order;
     (void)nin;
     int m = bridge_pick(bridge_param_str(u, "Mode", err, errn), modes, 4, "Mode", err, errn);
     if (m < 0) return false;
@@ -106,8 +109,9 @@ bool bridge_describe_global_argminmax(const af_tensor *t, netplist_program *p, c
     return true;
 }
 
-bool bridge_read_global_argminmax(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a,
-                                  af_shape *shapes, char *err, size_t errn) {
+static bool decode_global_argminmax(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a,
+                                  af_shape *shapes, int *order, char *err, size_t errn) {
+    (void)order;
     (void)nin;
     int ty = bridge_pick(bridge_param_str(u, "Type", err, errn), minmax, 2, "Type", err, errn);
     int d = ty < 0 ? -1 : bridge_pick(bridge_param_str(u, "Dimension", err, errn), dimensions, 3, "Dimension", err, errn);
@@ -116,4 +120,16 @@ bool bridge_read_global_argminmax(const netplist_unit *u, const netplist_dims *i
     *a = (ir_attrs){ .axis = 1 + d, .ints = { 0, ty } };
     shapes[0] = bridge_shape_of(in[0], 4);
     return true;
+}
+bool bridge_read_sort(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    return bridge_read_decoded(decode_sort, u, in, nin, out, err, errn);
+}
+bool bridge_read_topk(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    return bridge_read_decoded(decode_topk, u, in, nin, out, err, errn);
+}
+bool bridge_read_argminmax(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    return bridge_read_decoded(decode_argminmax, u, in, nin, out, err, errn);
+}
+bool bridge_read_global_argminmax(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    return bridge_read_decoded(decode_global_argminmax, u, in, nin, out, err, errn);
 }

@@ -5,6 +5,8 @@
  * unit implies, OutputChannels and the input's dims, fixes them as well). */
 #include "ane/bridge_unit_util.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 static const struct { ir_op op; const char *type; } layers[6] = {
@@ -25,8 +27,9 @@ bool bridge_describe_rearrange(const af_tensor *t, netplist_program *p, char *er
     return true;
 }
 
-bool bridge_read_rearrange(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
-                           char *err, size_t errn) {
+static bool decode_rearrange(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,
+                           int *order, char *err, size_t errn) {
+    (void)order;
     (void)nin;
     int64_t fy, fx;
     if (!bridge_param_int(u, "FactorY", &fy, err, errn) || !bridge_param_int(u, "FactorX", &fx, err, errn)) return false;
@@ -36,4 +39,7 @@ bool bridge_read_rearrange(const netplist_unit *u, const netplist_dims *in, int 
     *a = (ir_attrs){ .kernel = { (int)fy, (int)fx } };
     shapes[0] = bridge_shape_of(in[0], 4);
     return *op != IR_OP_COUNT;
+}
+bool bridge_read_rearrange(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    return bridge_read_decoded(decode_rearrange, u, in, nin, out, err, errn);
 }

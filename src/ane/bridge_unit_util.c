@@ -51,3 +51,37 @@ int bridge_pick(const char *s, const char *const *names, int n, const char *key,
     if (s) snprintf(err, errn, "net.plist: Params.%s = '%s' is not one this reader knows", key, s);
     return -1;
 }
+
+bool bridge_read_decoded(bridge_decode_fn decode, const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out,
+                         char *err, size_t errn) {
+    netplist_dims d[2];
+    int order[2] = { 0, 1 };
+    if (nin < 1 || nin > 2) {
+        snprintf(err, errn, "net.plist: a %s unit reads 1 or 2 tensors; %s reads %d", u->type, u->name, nin);
+        return false;
+    }
+    for (int k = 0; k < nin; k++) {
+        af_shape s = in[k]->shape;
+        if (s.rank != 4) {
+            snprintf(err, errn, "net.plist: %s: bottom %d is not [N, C, H, W]", u->name, k);
+            return false;
+        }
+        d[k] = (netplist_dims){ s.dim[0], s.dim[1], s.dim[2], s.dim[3] };
+    }
+    ir_op op = IR_OP_COUNT;
+    ir_attrs a;
+    af_shape shapes[2];
+    if (!decode(u, d, nin, &op, &a, shapes, order, err, errn)) return false;
+    af_tensor *src[2];
+    for (int k = 0; k < nin; k++) src[k] = af_reshape(in[order[k]], shapes[k]);
+    af_tensor *y = ir_build(op, nin, src, &a);
+    if (!y) {
+        snprintf(err, errn, "net.plist: %s: %s", u->name, af_graph_error(in[0]->g));
+        return false;
+    }
+    netplist_program p;
+    if (!netplist_for_node(y, AF_FAMILY_A16, &p, err, errn)) return false;
+    netplist_dims o = p.out;
+    netplist_free(&p);
+    return (*out = af_reshape(y, AF_SHAPE(o.n, o.c, o.h, o.w))) != NULL;
+}

@@ -18,4 +18,14 @@ bool bridge_param_int(const netplist_unit *u, const char *key, int64_t *v, char 
 const char *bridge_param_str(const netplist_unit *u, const char *key, char *err, size_t errn);
 /* The index of s among n names, or -1 with a message. */
 int bridge_pick(const char *s, const char *const *names, int n, const char *key, char *err, size_t errn);
+
+/* What a unit computes, as an op: its attributes and its sources' IR shapes from the
+ * bottoms' dims; order[k] is the bottom the op's source k reads (identity unless set). */
+typedef bool (*bridge_decode_fn)(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a,
+                                 af_shape *shapes, int *order, char *err, size_t errn);
+/* A bridge_read_fn from a decoder: the bottoms reshaped to the op's source shapes, the
+ * op built with ir_build, its result reshaped to the [N, C, H, W] the op's own describe
+ * gives its output. */
+bool bridge_read_decoded(bridge_decode_fn decode, const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out,
+                         char *err, size_t errn);
 #endif

@@ -9,13 +9,12 @@
 #include "ane/bridge_units.def"
 #undef BRIDGE
 #define BRIDGE(id, type, describe, read) \
-    bool read(const netplist_unit *, const netplist_dims *, int, ir_op *, ir_attrs *, af_shape *, char *, size_t);
+    bool read(const netplist_unit *, af_tensor *const *, int, af_tensor **, char *, size_t);
 #include "ane/bridge_units.def"
 #undef BRIDGE
 
-bool bridge_read_none(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a,
-                      af_shape *in_shapes, char *err, size_t errn) {
-    (void)in, (void)nin, (void)op, (void)a, (void)in_shapes;
+bool bridge_read_none(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn) {
+    (void)in, (void)nin, (void)out;
     snprintf(err, errn, "net.plist: no reader for units of type %s (its bridge row has bridge_read_none)", u->type);
     return false;
 }
@@ -37,6 +36,15 @@ const bridge_unit_row *bridge_unit_by_type(const char *type) {
     for (const bridge_unit_row *r = rows; r->type; r++)
         if (!strcmp(r->type, type)) return r;
     return NULL;
+}
+
+bool bridge_read_transpose(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err,
+                           size_t errn); /* bridge_sdpa.c */
+
+bridge_read_fn netplist_unit_reader(const char *type) {
+    const bridge_unit_row *row = bridge_unit_by_type(type);
+    if (row) return row->read;
+    return !strcmp(type, "Transpose") ? bridge_read_transpose : NULL;
 }
 
 bool netplist_for_node(const af_tensor *t, af_family_id family, netplist_program *p, char *err, size_t errn) {

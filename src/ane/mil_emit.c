@@ -340,8 +340,9 @@ af_status mil_emit_mem(af_graph *g, int nin, af_tensor *const *in, int nout, af_
         if (ir_ops[t->op].flags & OPF_BRIDGE) {
             free(need);
             free(order);
-            return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s is a net.plist bridge op with no MIL form (seed 004): the "
-                             "engines run it as its own net.plist segment, between MIL programs", ir_ops[t->op].name);
+            return fail_emit(&e, AF_ERR_UNSUPPORTED, "op %s is a bridge op with no MIL form (the MIL frontend never "
+                             "emits its layer); the engine targets run it as its own net.plist program, cut from the "
+                             "MIL program around it", ir_ops[t->op].name);
         }
         if (!mil_lower(&e, t, v) && !e.st) {
             free(need);

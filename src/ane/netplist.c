@@ -20,6 +20,22 @@ bool netplist_dims_of(af_shape s, netplist_dims *d) {
 
 int64_t netplist_dims_count(netplist_dims d) { return d.n * d.c * d.h * d.w; }
 
+static const char *const axis_names[4] = {"Batch", "Channel", "Height", "Width"};
+
+const char *netplist_axis_name(int rank, int axis) {
+    static const int of_rank[5][4] = {{-1}, {3}, {1, 3}, {1, 2, 3}, {0, 1, 2, 3}};
+    if (rank < 1 || rank > 4 || axis < 0 || axis >= rank) return NULL;
+    return axis_names[of_rank[rank][axis]];
+}
+
+int netplist_axis_index(const char *name) {
+    for (int k = 0; name && k < 4; k++)
+        if (!strcmp(name, axis_names[k])) return k;
+    return -1;
+}
+
+af_shape netplist_shape4(netplist_dims d) { return (af_shape){.rank = 4, .dim = {d.n, d.c, d.h, d.w}}; }
+
 static int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 int64_t netplist_row_stride(netplist_dims d) { return align64(d.w * 2); }
 int64_t netplist_plane_stride(netplist_dims d) { return align64(netplist_row_stride(d) * d.h); }

@@ -36,6 +36,13 @@ typedef struct { int64_t n, c, h, w; } netplist_dims;
  * false when the rank is above 4. */
 bool netplist_dims_of(af_shape s, netplist_dims *d);
 int64_t netplist_dims_count(netplist_dims d);
+/* The engine's name of axis `axis` of a rank-`rank` IR shape under netplist_dims_of:
+ * "Batch", "Channel", "Height" or "Width"; NULL when it has none. And back: the index
+ * (0..3) of a name in [N, C, H, W], or -1. */
+const char *netplist_axis_name(int rank, int axis);
+int netplist_axis_index(const char *name);
+/* An IR shape [N, C, H, W] from dims. */
+af_shape netplist_shape4(netplist_dims d);
 /* The engine's row and plane strides in bytes for fp16 data: rows padded to 64 bytes,
  * planes to 64 bytes. */
 int64_t netplist_row_stride(netplist_dims d);
@@ -105,10 +112,13 @@ bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_
  * added is the output. Returns false with a message where the real compiler fails for
  * p->family (the per-family gate: name the limit and the remedy). */
 typedef bool (*bridge_describe_fn)(const af_tensor *t, netplist_program *p, char *err, size_t errn);
-/* Maps one unit (its Type is the row's) with its bottoms' dims back to the op and its
- * attributes, and the IR shapes of its sources (the unit computes the op on them). */
-typedef bool (*bridge_read_fn)(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a,
-                               af_shape *in_shapes, char *err, size_t errn);
+/* Builds what one unit of the row's Type computes, for the fake framework: in[k] is the
+ * unit's bottom k as a rank-4 [N, C, H, W] tensor of one graph (an input, a constant
+ * baked from weights.1, or an earlier unit's result); *out gets the unit's result as a
+ * rank-4 [N, C, H, W] tensor built from IR ops (the op's own row through its builder or
+ * ir_build, plus reshapes and transposes). Refuses Params it cannot honour. */
+typedef bool (*bridge_read_fn)(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err,
+                               size_t errn);
 
 typedef struct {
     ir_op op;
@@ -118,12 +128,15 @@ typedef struct {
 } bridge_unit_row;
 
 /* The reader of rows that have none: fails naming the unit type. */
-bool bridge_read_none(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a,
-                      af_shape *in_shapes, char *err, size_t errn);
+bool bridge_read_none(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn);
 /* The row of a bridge op, or NULL when op has none. */
 const bridge_unit_row *bridge_unit_info(ir_op op);
 /* The row whose unit Type is type, or NULL. */
 const bridge_unit_row *bridge_unit_by_type(const char *type);
+
+/* The reader of a unit Type: a bridge row's, or one of the layout units bridge programs
+ * use around their layer (Transpose); NULL when there is none. */
+bridge_read_fn netplist_unit_reader(const char *type);
 
 /* The whole program of bridge node t for an engine family: its inputs declared from its
  * sources, its units from its row's describe (which is also the op's per-family gate:

@@ -67,6 +67,14 @@ bool plist_equal(const plist_value *a, const plist_value *b);
 enum { PLIST_MAX_DEPTH = 32 };
 char *plist_write_xml(const plist_value *v, size_t *len, char *err, size_t errn);
 
+/* Parses an XML property list (the subset plistlib writes: dict, array, key, string,
+ * integer, real, true, false, data; the declaration, DOCTYPE, comments and whitespace
+ * between elements). At most PLIST_MAX_DEPTH levels and PLIST_MAX_NODES values; a dict
+ * may not repeat a key. NULL with a message naming the byte offset and the problem on
+ * malformed input (plist_read.c). */
+enum { PLIST_MAX_NODES = 1 << 20 };
+plist_value *plist_read_xml(const char *text, size_t len, char *err, size_t errn);
+
 /* Python's repr(r) into out: shortest round-trip digits, fixed notation for decimal
  * exponents -4 < e <= 16 ("1.0", "0.0001"), otherwise "1e-05", "1.5e+16". */
 void plist_format_real(double r, char *out, size_t n);

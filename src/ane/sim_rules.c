@@ -3,7 +3,6 @@
  * the family. Sources: seed 000 (fusion wall, wide-row wall, conv weight, crop DMA) and
  * ane-formats.md §4.4 (limits) and §6 (numerics). */
 #include "ane/sim_rules.h"
-#include "ane/bridge_gates.h"
 #include "ane/family.h"
 #include "ane/sim_wgrad.h"
 #include "ir/fp16.h"
@@ -180,13 +179,6 @@ static af_status check_shape(ctx *c, const af_tensor *t, bool activation) {
     return AF_OK;
 }
 
-/* The bridge ops' own compiler limits (bridge_gates.c). */
-static af_status check_bridge(ctx *c, const af_tensor *t) {
-    ane_gate_fail f;
-    if (!ane_bridge_gate(t, c->fi, &f)) return AF_OK;
-    return wall(c, AF_ERR_UNSUPPORTED, t, f.wall, f.remedy, "%s", f.detail);
-}
-
 static const char *const io_remedy_in =
     "declare the input AF_F16 (af_run still takes fp32 host buffers and rounds them to fp16; parameters keep their fp32 master on the host)";
 
@@ -210,7 +202,6 @@ af_status ane_rules_validate(const compile_plan *m, af_family_id family, char *m
         if (!st) st = check_conv(&c, t);
         if (!st) st = check_matmul_k(&c, t);
         if (!st) st = check_embedding(&c, t);
-        if (!st) st = check_bridge(&c, t);
         if (!st) st = check_shape(&c, t, true);
     }
     if (st) return st;

@@ -45,6 +45,8 @@ static void kind_layout(const cpu_call *c) {
 #define CPU_KIND_GEOMETRY cpu_k_geometry
 #define CPU_KIND_BNORM cpu_k_bnorm
 #define CPU_KIND_EINSUM cpu_k_einsum
+#define CPU_KIND_ATTENTION cpu_k_sdpa
+#define CPU_KIND_STRUCTURAL cpu_k_structural
 
 const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
 #define X(id, name, arity, kind, flags, mil) [IR_OP_##id] = CPU_KIND_##kind,
@@ -59,5 +61,6 @@ int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
     }
     if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
+    if (t->op == IR_OP_SDPA) return t->src[1]->shape.dim[2]; /* one row of attention weights */
     return cpu_bridge_scratch(t);
 }

@@ -25,6 +25,8 @@
 #define GRAD_VJP_GEOMETRY grad_vjp_geometry
 #define GRAD_VJP_BNORM grad_vjp_bnorm
 #define GRAD_VJP_EINSUM grad_vjp_einsum
+#define GRAD_VJP_ATTENTION grad_vjp_attention
+#define GRAD_VJP_STRUCTURAL grad_vjp_structural
 
 const grad_vjp_fn grad_vjps[IR_OP_COUNT] = {
 #define X(id, name, arity, kind, flags, mil) [IR_OP_##id] = GRAD_VJP_##kind,

@@ -43,6 +43,8 @@ void grad_vjp_rearrange(grad_ctx *c);
 void grad_vjp_geometry(grad_ctx *c);
 void grad_vjp_bnorm(grad_ctx *c);
 void grad_vjp_einsum(grad_ctx *c);
+void grad_vjp_attention(grad_ctx *c);  /* vjp_bridge.c */
+void grad_vjp_structural(grad_ctx *c);
 
 /* A tensor shaped like t holding c, built as (t - t) + c: multiplying by zero trips
  * the engine's reduce-times-zero fusion wall, an exact-zero subtraction does not. */

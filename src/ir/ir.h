@@ -24,12 +24,12 @@ typedef enum {
 
 /* OPF_CPU_ONLY: a native CPU kernel with no engine lowering; only graphs targeted at the
  * CPU (af_graph_set_target) contain it, and the engine backends refuse it.
- * OPF_NODIFF: built only inside backward graphs; differentiating through it is an error.
- * OPF_BRIDGE: a hardware layer Apple's MIL frontend never emits (seed 004); the engines
- * reach it through a hand-written net.plist unit, so on ane-sim and ane it cuts the
- * graph, while the CPU runs it as an ordinary kernel. */
-enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2, OPF_CPU_ONLY = 1u << 3, OPF_NODIFF = 1u << 4 };
-enum { OPF_BRIDGE = 1u << 5 };
+ * OPF_NODIFF: built only inside backward graphs; differentiating through it is an error. */
+/* OPF_BRIDGE: a native engine layer the MIL frontend never emits (seed 004). On the CPU
+ * it is an ordinary kernel; on the engine targets the graph is cut around it and it runs
+ * as its own net.plist program (src/compile/segment.h, src/ane/netplist.h). */
+enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2, OPF_CPU_ONLY = 1u << 3, OPF_NODIFF = 1u << 4,
+       OPF_BRIDGE = 1u << 5 };
 
 typedef struct {
     const char *name;
@@ -130,6 +130,14 @@ af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a);
 af_tensor *ir_pool_grad(ir_op op, af_tensor *x, af_tensor *dy, const ir_attrs *pool);
 af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, const int stride[2], const int pad[2],
                                const int dilation[2]);
+
+/* The attention af_sdpa computes, from ordinary ops (matmul, muls, add, softmax): the
+ * fallback outside the native layer's bounds, and what its gradient differentiates. */
+af_tensor *ir_sdpa_decomposed(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *mask, float scale);
+
+/* The shape rules of the bridge kinds (src/ir/shape_bridge.c). */
+bool ir_infer_attention(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen);
+bool ir_infer_structural(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen);
 
 /* Shape inference for op with sources and attributes; writes the result shape, or
  * returns false with a message in err. */

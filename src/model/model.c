@@ -11,6 +11,7 @@
 void af_model_free(af_model *m) {
     if (!m) return;
     if (m->state) m->be->free(m->state);
+    model_free_segments(m);
     if (m->plan.g) pthread_mutex_destroy(&m->lock);
     af_graph_free(m->plan.g); /* the model's hold on its graph */
     plan_free(&m->plan);
@@ -64,6 +65,12 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     if (!st) st = plan_build(&m->plan, g, nin, in, nout, out, msg, sizeof msg);
     if (st) return fail_model(m, st, "%s", msg);
     ir_graph_retain(g); /* the model runs from the graph's nodes: the caller may free it first */
+    /* Bridge ops cut engine programs: each segment becomes a model of its own. A plan that
+     * is one bridge node is itself a bridge segment and goes to the backend. */
+    if (target != AF_TARGET_CPU && plan_has_bridge(&m->plan) && m->plan.nsched > 1) {
+        if ((st = model_compile_segments(m, opts, msg, sizeof msg))) return fail_model(m, st, "%s", msg);
+        return m;
+    }
     for (int s = 0; be->unsupported && s < m->plan.nsched; s++) {
         const char *why = be->unsupported(&m->cfg, m->plan.sched[s]);
         if (why) return fail_model(m, AF_ERR_UNSUPPORTED, "the %s backend cannot run %s '%s' (node %d): %s", be->name,
@@ -105,7 +112,7 @@ af_status af_run(af_model *m, const af_buffer *in, af_buffer *out) {
         if (st) return st;
     }
     pthread_mutex_lock(&m->lock);
-    af_status st = m->be->run(m->state, in, out, &m->stats);
+    af_status st = m->sub ? model_run_segments(m, in, out) : m->be->run(m->state, in, out, &m->stats);
     pthread_mutex_unlock(&m->lock);
     return st;
 }
@@ -114,6 +121,9 @@ static af_status check_input(const af_model *m, int in_index, const char *fn) {
     if (!m) return ir_fail(AF_ERR_INVALID, "%s: model is NULL", fn);
     if (in_index < 0 || in_index >= m->plan.nin)
         return ir_fail(AF_ERR_INVALID, "%s: input index %d is out of range (the model has %d inputs)", fn, in_index, m->plan.nin);
+    if (m->sub)
+        return ir_fail(AF_ERR_UNSUPPORTED, "%s: the model is cut into %d segments around its bridge ops; resident state "
+                       "needs one program: feed the state as an input and read it from the output instead", fn, m->seg.nseg);
     return AF_OK;
 }
 
@@ -160,7 +170,10 @@ af_status af_model_read_state(const af_model *m, int in_index, float *dst) {
 }
 
 int af_model_num_nodes(const af_model *m) { return m ? m->plan.nsched : 0; }
-size_t af_model_arena_bytes(const af_model *m) { return m ? m->be->memory_bytes(m->state) : 0; }
+size_t af_model_arena_bytes(const af_model *m) {
+    if (!m) return 0;
+    return m->sub ? model_segments_memory(m) : m->be->memory_bytes(m->state);
+}
 af_family_id af_model_family(const af_model *m) { return m && m->cfg.target != AF_TARGET_CPU ? m->cfg.family : AF_FAMILY_DEFAULT; }
 
 void af_model_stats(const af_model *m, af_stats *out) {
@@ -170,6 +183,7 @@ void af_model_stats(const af_model *m, af_stats *out) {
     af_model *mm = (af_model *)m;
     pthread_mutex_lock(&mm->lock);
     *out = m->stats;
+    out->segments = m->sub ? m->seg.nseg : 1;
     pthread_mutex_unlock(&mm->lock);
 }
 void af_model_stats_reset(af_model *m) {

@@ -2,6 +2,7 @@
 #ifndef AF_MODEL_MODEL_H
 #define AF_MODEL_MODEL_H
 #include "compile/backend.h"
+#include "compile/segment.h"
 
 #include <pthread.h>
 
@@ -13,5 +14,17 @@ struct af_model {
     af_stats stats;
     unsigned char *state_bound; /* per input: bound as resident state (not fed) */
     pthread_mutex_t lock;       /* one run or state access at a time, whatever the thread */
+    /* A graph with bridge ops on an engine target: its segments, one model each, run in
+     * order by the host (segmented.c); state is then NULL. */
+    segment_plan seg;
+    af_model **sub;             /* per segment */
+    float **vals;               /* per host value at or past plan.nin: its fp32 array */
 };
+
+/* Cuts the plan into segments and compiles each for opts' target; AF_OK or the status
+ * with msg set. */
+af_status model_compile_segments(af_model *m, const af_compile_opts *opts, char *msg, size_t n);
+af_status model_run_segments(af_model *m, const af_buffer *in, af_buffer *out);
+void model_free_segments(af_model *m);
+size_t model_segments_memory(const af_model *m);
 #endif

@@ -4,13 +4,17 @@
  * (observed through the executor's after-node hook), the program cache and compile
  * budget, and the engine's accounting (one dispatch per run, fp16 bytes in and out).
  * With via_mil the program is first emitted to MIL text and weights and parsed back,
- * so it runs as the engine would receive it. */
+ * so it runs as the engine would receive it. A bridge segment (a plan of one bridge
+ * node, compile/segment.h) runs its op's CPU kernel in fp16 storage, once its net.plist
+ * program has been built for the family (the build is the op's per-family gate). */
 #include "sim/backend.h"
 #include "ane/guards.h"
 #include "ane/mil.h"
+#include "ane/netplist.h"
 #include "ane/sim_budget.h"
 #include "ane/sim_rules.h"
 #include "ane/sim_wgrad.h"
+#include "compile/segment.h"
 #include "cpu/cpu_exec.h"
 
 #include <math.h>
@@ -64,6 +68,15 @@ static af_status sim_validate(const backend_cfg *cfg, const compile_plan *p, cha
         snprintf(msg, n, "ane-sim computes in fp16 only; drop AF_PRECISION_FP32 or compile for AF_TARGET_CPU");
         return AF_ERR_UNSUPPORTED;
     }
+    if (plan_has_bridge(p)) {
+        if (p->nsched != 1) {
+            snprintf(msg, n, "ane-sim: a program mixing bridge ops with other ops must be segmented first (af_compile does)");
+            return AF_ERR_INVALID;
+        }
+        netplist_program np;
+        if (!netplist_for_node(p->sched[0], cfg->family, &np, msg, n)) return AF_ERR_UNSUPPORTED;
+        netplist_free(&np);
+    }
     return ane_rules_validate(p, cfg->family, msg, n);
 }
 
@@ -87,7 +100,7 @@ static af_status sim_init(const backend_cfg *cfg, const compile_plan *p, void **
     s->outer = p;
     s->is_state = calloc((size_t)p->nin + 1, sizeof *s->is_state);
     af_status st = s->is_state ? AF_OK : AF_ERR_NOMEM;
-    if (!st && cfg->via_mil) st = build_via_mil(s, p, msg, n);
+    if (!st && cfg->via_mil && !plan_has_bridge(p)) st = build_via_mil(s, p, msg, n); /* a bridge has no MIL */
     const compile_plan *run = s->mil_graph ? &s->mil_plan : p;
     if (!st && !(s->quirk = ane_rules_quirks(run, cfg->family, cfg->precision_check))) st = AF_ERR_NOMEM;
     if (!st) {

@@ -11,9 +11,13 @@
  *   unloaded model             evaluate fails
  *   surfaces                   count, index, size (each exactly its tensor's fp16 bytes)
  *                              and CPU locks are checked against the program
+ * A net.plist program (+modelWithNetworkDescription:weights:optionsPlist:, weights keyed
+ * weights.0 / weights.1, staged as net.plist and weights.N) is read with aneforge's
+ * plist reader and rebuilt unit by unit from the project's ops (netplist_prog.c).
  * Each failure is also kept for fake_ane_last_error(). */
 #define _DEFAULT_SOURCE 1 /* strdup, aligned_alloc */
 #include "fake.h"
+#include "fake_netplist.h"
 
 #include "ane/darwin/ane_runtime.h"
 #include "ane/mil.h"
@@ -173,7 +177,7 @@ static struct objc_class c_request = { &request_meta, 0, "_ANERequest", &fake_NS
 
 /* ---------------------------------------------------------------- _ANEInMemoryModelDescriptor */
 
-typedef struct { struct objc_object h; CFTypeRef mil, weights, options; } fdesc;
+typedef struct { struct objc_object h; CFTypeRef mil, weights, options; int netplist; } fdesc;
 
 static void desc_dealloc(void *o) {
     fake_release((void *)((fdesc *)o)->mil);
@@ -181,8 +185,9 @@ static void desc_dealloc(void *o) {
     fake_release((void *)((fdesc *)o)->options);
 }
 
-/* weights: nil, or {"@model_path/...": {"offset": NSNumber, "data": NSData}}. */
-static int weights_ok(CFTypeRef w) {
+/* weights: nil, or {"@model_path/...": {"offset": NSNumber, "data": NSData}}; for a
+ * net.plist, keyed "weights.0" and "weights.1". */
+static int weights_ok(CFTypeRef w, int netplist) {
     if (!w) return 1;
     if (fake_dict_count(w) < 0) {
         fake_note("+[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]: weights is not a dictionary");
@@ -193,18 +198,18 @@ static int weights_ok(CFTypeRef w) {
         CFTypeRef e = k ? fake_dict_get(w, k) : NULL;
         int64_t off;
         size_t n;
-        if (!k || strncmp(k, "@model_path/", 12) || !fake_number(fake_dict_get(e, "offset"), &off) ||
+        bool key_ok = k && (netplist ? !strcmp(k, "weights.0") || !strcmp(k, "weights.1") : !strncmp(k, "@model_path/", 12));
+        if (!key_ok || !fake_number(fake_dict_get(e, "offset"), &off) ||
             !fake_data_bytes(fake_dict_get(e, "data"), &n)) {
-            fake_note("+[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]: weights entry %ld must map an "
-                      "\"@model_path/...\" string to {offset: NSNumber, data: NSData}", (long)i);
+            fake_note("+[_ANEInMemoryModelDescriptor ...:weights:optionsPlist:]: weights entry %ld must map %s to "
+                      "{offset: NSNumber, data: NSData}", (long)i, netplist ? "\"weights.0\" or \"weights.1\"" : "an \"@model_path/...\" string");
             return 0;
         }
     }
     return 1;
 }
 
-static id desc_new(Class self, SEL op, id mil, id weights, id options) {
-    (void)op;
+static id desc_make(Class self, id mil, id weights, id options, int netplist) {
     size_t n;
     if (fake_string_text(mil)) {
         fake_note("+[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]: the MIL text is an NSString; "
@@ -215,7 +220,7 @@ static id desc_new(Class self, SEL op, id mil, id weights, id options) {
         fake_note("+[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]: the MIL text must be non-empty NSData");
         return NULL;
     }
-    if (!weights_ok(weights)) return NULL;
+    if (!weights_ok(weights, netplist)) return NULL;
     if (options && fake_dict_count(options) < 0) {
         fake_note("+[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]: optionsPlist must be nil or a dictionary");
         return NULL;
@@ -228,11 +233,19 @@ static id desc_new(Class self, SEL op, id mil, id weights, id options) {
     d->mil = mil;
     d->weights = weights;
     d->options = options;
+    d->netplist = netplist;
     return fake_autorelease(d);
 }
 
-static const fake_method desc_cm[] = { { "modelWithMILText:weights:optionsPlist:", (void (*)(void))desc_new } };
-static struct objc_class desc_meta = { NULL, 0, "_ANEInMemoryModelDescriptor", NULL, desc_cm, 1, 0, NULL, 1 };
+static id desc_new(Class self, SEL op, id mil, id weights, id options) { (void)op; return desc_make(self, mil, weights, options, 0); }
+static id desc_new_net(Class self, SEL op, id plist, id weights, id options) {
+    (void)op;
+    return desc_make(self, plist, weights, options, 1);
+}
+
+static const fake_method desc_cm[] = { { "modelWithMILText:weights:optionsPlist:", (void (*)(void))desc_new },
+                                       { "modelWithNetworkDescription:weights:optionsPlist:", (void (*)(void))desc_new_net } };
+static struct objc_class desc_meta = { NULL, 0, "_ANEInMemoryModelDescriptor", NULL, desc_cm, 2, 0, NULL, 1 };
 static struct objc_class c_desc = { &desc_meta, 0, "_ANEInMemoryModelDescriptor", &fake_NSObject, NULL, 0, 0, desc_dealloc, 0 };
 
 /* ---------------------------------------------------------------- _ANEInMemoryModel */
@@ -320,19 +333,20 @@ static char *read_file(const char *path, size_t *n) {
 static id check_staged(fmodel *m, const char *dir) {
     char path[1400];
     size_t n, want_n;
-    snprintf(path, sizeof path, "%s/model.mil", dir);
+    const char *main_file = m->desc->netplist ? "net.plist" : "model.mil";
+    snprintf(path, sizeof path, "%s/%s", dir, main_file);
     char *text = read_file(path, &n);
     const uint8_t *want = fake_data_bytes(m->desc->mil, &want_n);
     if (!text)
-        return fake_error("ANECCompile() FAILED: cannot read %s: write model.mil (and weights/) into "
-                          "NSTemporaryDirectory()/<hexStringIdentifier>/ before compiling", path);
+        return fake_error("ANECCompile() FAILED: cannot read %s: write %s (and the weights) into "
+                          "NSTemporaryDirectory()/<hexStringIdentifier>/ before compiling", path, main_file);
     bool same = n == want_n && !memcmp(text, want, n);
     free(text);
     if (!same) return fake_error("ANECCompile() FAILED: %s differs from the descriptor's MIL text", path);
     for (CFIndex i = 0; i < fake_dict_count(m->desc->weights); i++) {
         const char *k = fake_string_text(fake_dict_key(m->desc->weights, i));
         const uint8_t *b = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, k), "data"), &want_n);
-        snprintf(path, sizeof path, "%s/%s", dir, k + 12);
+        snprintf(path, sizeof path, "%s/%s", dir, m->desc->netplist ? k : k + 12);
         char *disk = read_file(path, &n);
         same = disk && n == want_n && !memcmp(disk, b, n);
         free(disk);
@@ -361,8 +375,16 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     if (e) return fail(err, e);
     size_t n;
     const char *text = (const char *)fake_data_bytes(m->desc->mil, &n);
-    mil_read_opts ro = { .source_name = "model.mil", .model_dir = dir };
-    if (mil_parse(text, n, &ro, &m->mod)) return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
+    if (m->desc->netplist) {
+        size_t w1n = 0;
+        const uint8_t *w1 = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, "weights.1"), "data"), &w1n);
+        char why[600] = "";
+        if (!fake_netplist_build((const uint8_t *)text, n, w1, w1n, &m->mod, why, sizeof why))
+            return fail(err, fake_error("ANECCompile() FAILED: %s", why));
+    } else {
+        mil_read_opts ro = { .source_name = "model.mil", .model_dir = dir };
+        if (mil_parse(text, n, &ro, &m->mod)) return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
+    }
     if (m->mod.nin > MAX_PORTS || m->mod.nout > MAX_PORTS)
         return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
     /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls

@@ -7,7 +7,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   enable_language(ASM)
   set(FAKE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/tests/fake_ane)
   add_library(fake_ane SHARED ${FAKE_DIR}/objc.c ${FAKE_DIR}/msgsend.S ${FAKE_DIR}/cf.c ${FAKE_DIR}/iosurface.c
-                              ${FAKE_DIR}/ane_classes.c)
+                              ${FAKE_DIR}/ane_classes.c ${FAKE_DIR}/netplist_prog.c)
   target_include_directories(fake_ane PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests/darwin_stubs ${CMAKE_CURRENT_SOURCE_DIR}/src ${FAKE_DIR})
   target_link_libraries(fake_ane PRIVATE aneforge_static)
   target_link_options(fake_ane PRIVATE -Wl,--version-script=${FAKE_DIR}/exports.map)
@@ -49,7 +49,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   target_include_directories(test_ane_backend PRIVATE ${FAKE_DIR})
   target_compile_definitions(test_ane_backend PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
   add_dependencies(test_ane_backend fake_ane)
-  foreach(case ops family state budget train)
+  foreach(case ops family state budget train bridges)
     add_test(NAME ane_backend_${case} COMMAND test_ane_backend ${case})
     set_tests_properties(ane_backend_${case} PROPERTIES TIMEOUT 300
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000;FAKE_ANE_SUBTYPE=h16")

@@ -8,11 +8,15 @@
  *   state    resident state: bind, write, read, and runs that advance it
  *   budget   a spent compile budget is a clear af_compile error, not a crash
  *   train    the MLP's resident, device and host plans on ane:m1 leave the weights
- *            ane-sim:m1 leaves, with one dispatch per resident step */
+ *            ane-sim:m1 leaves, with one dispatch per resident step
+ *   bridges  a graph with three bridge ops (support/bridge_mix.h) runs as 7 segments,
+ *            its bridges as net.plist programs through the runtime, bit for bit as on
+ *            ane-sim, with the same accounting */
 #include "aneforge.h"
 #include "ane/darwin/ane_runtime.h"
 #include "ane/opinfo.h"
 #include "fake_ane_control.h"
+#include "support/bridge_mix.h"
 #include "support/check.h"
 #include "support/corpus_case.h"
 
@@ -297,6 +301,39 @@ static void test_train(void) {
     train_one(AF_PLAN_UNROLLED);
 }
 
+static void test_bridges(void) {
+    bridge_mix g = bridge_mix_build();
+    float x[96], a0[288], a1[96], s0[288], s1[96];
+    for (int i = 0; i < 96; i++) x[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;
+    af_compile_opts oa = ane_opts(AF_FAMILY_DEFAULT), os = sim_opts(AF_FAMILY_A16);
+    os.via_mil = 0;
+    int64_t before = ane_rt_compile_count();
+    af_model *ma = af_compile(g.g, 1, &g.x, 2, g.out, &oa);
+    CHECK(ma != NULL, "ane: %s", af_error_message());
+    af_model *ms = af_compile(g.g, 1, &g.x, 2, g.out, &os);
+    CHECK(ms != NULL, "ane-sim: %s", af_error_message());
+    if (ma && ms) {
+        af_buffer in = AF_BUF_F32(x, 96), oa_[2] = {AF_BUF_F32(a0, 288), AF_BUF_F32(a1, 96)},
+                  os_[2] = {AF_BUF_F32(s0, 288), AF_BUF_F32(s1, 96)};
+        CHECK(af_run(ma, &in, oa_) == AF_OK, "ane run: %s", af_error_message());
+        CHECK(af_run(ms, &in, os_) == AF_OK, "ane-sim run: %s", af_error_message());
+        CHECK(!memcmp(a0, s0, sizeof a0) && !memcmp(a1, s1, sizeof a1), "the ane target and ane-sim differ");
+        af_stats sa, ss;
+        af_model_stats(ma, &sa);
+        af_model_stats(ms, &ss);
+        CHECK(sa.segments == 7 && ss.segments == 7, "segments: ane %lld, ane-sim %lld", (long long)sa.segments,
+              (long long)ss.segments);
+        CHECK(sa.dispatches == 7 && sa.segment_bytes == ss.segment_bytes && sa.segment_bytes > 0,
+              "ane: %lld dispatches, %lld segment bytes (ane-sim %lld)", (long long)sa.dispatches,
+              (long long)sa.segment_bytes, (long long)ss.segment_bytes);
+        CHECK(sa.compiles == 7 && ane_rt_compile_count() - before == 7, "ane: 7 programs compiled (4 MIL, 3 net.plist), "
+              "got %lld", (long long)sa.compiles);
+    }
+    af_model_free(ma);
+    af_model_free(ms);
+    af_graph_free(g.g);
+}
+
 int main(int argc, char **argv) {
     const char *tmp = getenv("TMPDIR"); /* where the runtime stages programs, as macOS's always exists */
     if (tmp) mkdir(tmp, 0700);
@@ -312,6 +349,7 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "family")) test_family();
     if (all || !strcmp(which, "state")) test_state();
     if (all || !strcmp(which, "train")) test_train();
+    if (all || !strcmp(which, "bridges")) test_bridges();
     if (all || !strcmp(which, "budget")) test_budget(); /* last: it spends the budget */
     return check_finish("ane_backend");
 }

@@ -374,3 +374,24 @@ void corpus_b_bridge(corpus_graph *cg, const corpus_case *c) {
     }
     output(cg, y);
 }
+
+/* sdpa: s[0] q, s[1] k, s[2] v, s[3] mask (rank 0: none); p[0]: the mask is a constant;
+ * f the scale (0: 1/sqrt(d)). */
+void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *q = input(cg, c->s[0], dom_of(c, 0), AF_F32), *k = input(cg, c->s[1], dom_of(c, 1), AF_F32);
+    af_tensor *v = input(cg, c->s[2], dom_of(c, 2), AF_F32), *mask = NULL;
+    if (c->s[3].rank) mask = c->p[0] ? constant(cg, c->s[3], (corpus_dom)DU(-3.0f, 0.0f)) : input(cg, c->s[3], (corpus_dom)DU(-3.0f, 0.0f), AF_F32);
+    output(cg, af_sdpa(q, k, v, mask, c->f));
+}
+
+/* flatten, dropout (f the rate), broadcast (p[0] axis, p[1] size), input_view (p[0]
+ * offset, p[1] size) of one input s[0]. */
+void corpus_b_structural(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
+    switch (c->op) {
+    case IR_OP_FLATTEN: output(cg, af_flatten(x)); break;
+    case IR_OP_DROPOUT: output(cg, af_dropout(x, c->f)); break;
+    case IR_OP_BROADCAST: output(cg, af_broadcast(x, c->p[0], c->p[1])); break;
+    default: output(cg, af_input_view(x, c->p[0], c->p[1])); break;
+    }
+}

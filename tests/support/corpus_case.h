@@ -76,6 +76,9 @@ struct corpus_case {
  *   bridge    s[0] x, s[1] the second operand (rank 0: none), both fed; p[] the builder's int
  *             arguments in order (lrn: beta = p[0] / 100, k = p[1] / 100), f its float
  *             (lrn's alpha, radius, eps, scale)
+ *   sdpa      s[0] q, s[1] k, s[2] v, s[3] mask (rank 0: none); p[0]: mask baked; f scale (0: 1/sqrt(d))
+ *   structural s[0]; flatten, dropout (f rate), broadcast (p[0] axis, p[1] size), input_view (p[0] offset,
+ *             p[1] size)
  */
 void corpus_b_binary(corpus_graph *cg, const corpus_case *c);
 void corpus_b_select(corpus_graph *cg, const corpus_case *c);
@@ -99,6 +102,8 @@ void corpus_b_embedding(corpus_graph *cg, const corpus_case *c);
 void corpus_b_conv_wgrad(corpus_graph *cg, const corpus_case *c);
 void corpus_b_chain(corpus_graph *cg, const corpus_case *c);
 void corpus_b_bridge(corpus_graph *cg, const corpus_case *c);
+void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c);
+void corpus_b_structural(corpus_graph *cg, const corpus_case *c);
 
 /* Frees the case's graph and input data. */
 void corpus_graph_free(corpus_graph *cg);

@@ -115,5 +115,14 @@ const corpus_case corpus_nn[] = {
     { CASE("min", bridge, SCALED_ELEMENTWISE), .s = { SH(3, 5), SH(3, 5) }, .dom = { DI(-2, 2), DI(-2, 2) }, .f = -1.5f, .p = { AF_SEW_MIN } },
     { CASE("max", bridge, SCALED_ELEMENTWISE), .s = { SH(3, 5), SH(3, 5) }, .dom = { DI(-2, 2), DI(-2, 2) }, .f = 2.0f, .p = { AF_SEW_MAX } },
     { CASE("native", bridge, EINSUM), .s = { SH(2, 3, 4, 5), SH(2, 5, 4, 6) } },
+    /* bridge ops: structural and attention */
+    { CASE("self", sdpa, SDPA), .s = { SH(2, 3, 6, 8), SH(2, 3, 6, 8), SH(2, 3, 6, 8), SH0 } },
+    { CASE("decode-masked", sdpa, SDPA), .s = { SH(1, 2, 1, 16), SH(1, 2, 9, 16), SH(1, 2, 9, 5), SH(1, 1, 9) }, .f = 0.3f },
+    { CASE("causal-baked-mask", sdpa, SDPA), .s = { SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(7, 1, 7) }, .p = { 1 } },
+    { CASE("chw", structural, FLATTEN), .s = { SH(3, 4, 5) } },
+    { CASE("rate0", structural, DROPOUT), .s = { SH(2, 3, 4) } },
+    { CASE("channel", structural, BROADCAST), .s = { SH(1, 5, 4) }, .p = { 0, 3 } },
+    { CASE("width", structural, BROADCAST), .s = { SH(2, 3, 1) }, .p = { 2, 6 } },
+    { CASE("window", structural, INPUT_VIEW), .s = { SH(4, 6) }, .p = { 5, 11 } },
 };
 const int corpus_nn_count = (int)(sizeof corpus_nn / sizeof corpus_nn[0]);

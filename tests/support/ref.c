@@ -441,6 +441,9 @@ int ref_eval(const af_tensor *t, const double *const *in, double *out) {
         return 0;
     case IR_KIND_RANK: case IR_KIND_REARRANGE: case IR_KIND_GEOMETRY: case IR_KIND_BNORM: case IR_KIND_EINSUM:
         return ref_eval_bridge(t, in, out);
+    case IR_KIND_ATTENTION:
+    case IR_KIND_STRUCTURAL:
+        return ref_bridge_eval(t, in, out);
     default:
         return -1;
     }

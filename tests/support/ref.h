@@ -11,5 +11,7 @@
 int ref_eval(const af_tensor *t, const double *const *in, double *out);
 /* The bridge ops (support/ref_bridge_ops.c), called by ref_eval. */
 int ref_eval_bridge(const af_tensor *t, const double *const *in, double *out);
+/* The bridge ops' part of it (ref_bridge.c). */
+int ref_bridge_eval(const af_tensor *t, const double *const *in, double *out);
 
 #endif

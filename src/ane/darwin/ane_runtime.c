@@ -4,7 +4,11 @@
  * The call sequence and its traps (maderix-ane.md section 2, ane-formats.md 4.2):
  *   descriptor  +[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]
  *               MIL as NSData (an NSString crashes), weights {path: {offset: 0, data}}
- *               or an empty dictionary (nil makes the compile fail silently), options nil
+ *               or an empty dictionary (nil makes the compile fail silently), options nil;
+ *               a net.plist program (seed 004) through
+ *               +modelWithNetworkDescription:weights:optionsPlist: with the XML as NSData
+ *               and weights keyed by file name (weights.0, weights.1), staged as
+ *               net.plist, weights.0 and weights.1
  *   model       +[_ANEInMemoryModel inMemoryModelWithDescriptor:], its
  *               -hexStringIdentifier names the temporary directory the daemon reads:
  *               <NSTemporaryDirectory>/<hex>/model.mil and weights/weight.bin, written
@@ -45,6 +49,16 @@
 
 #define WEIGHT_KEY "@model_path/weights/weight.bin"
 #define A ane_apple
+
+/* What a program is compiled from: MIL text and its weight file, or a net.plist program
+ * (native layers, seed 004) and its weights.0 / weights.1 files. */
+typedef struct {
+    bool netplist;
+    const char *text;   /* MIL text, or the net.plist XML */
+    size_t len;
+    const uint8_t *w[2];/* MIL: w[0] the MILBlob file; net.plist: weights.0, weights.1 (NULL: none) */
+    size_t wn[2];
+} rt_source;
 
 /* A compiled and loaded program, shared by every handle on the same content. */
 typedef struct ane_rt_model {
@@ -170,7 +184,12 @@ static af_status write_file(const char *path, const void *data, size_t n) {
     return ok ? AF_OK : ir_fail(AF_ERR_IO, "ane: cannot write %s", path);
 }
 
-static af_status stage(ane_rt_model *m, const char *mil, size_t mil_len, const uint8_t *w, size_t wn) {
+/* The files the daemon reads from <tmp>/<hexStringIdentifier>/: model.mil and
+ * weights/weight.bin, or net.plist, weights.0 and weights.1. */
+static const char *const mil_files[2] = {"model.mil", "weights/weight.bin"};
+static const char *const net_files[3] = {"net.plist", "weights.0", "weights.1"};
+
+static af_status stage(ane_rt_model *m, const rt_source *src) {
     char h[256], tmp[900], path[1200];
     if (!cstring((CFTypeRef)ANE_MSG(id (*)(id, SEL))(m->model, sel("hexStringIdentifier")), h, sizeof h) || !h[0] ||
         strchr(h, '/'))
@@ -180,13 +199,14 @@ static af_status stage(ane_rt_model *m, const char *mil, size_t mil_len, const u
     int k = snprintf(m->dir, sizeof m->dir, "%s%s", tmp, h);
     if (k < 0 || (size_t)k >= sizeof m->dir) return ir_fail(AF_ERR_IO, "ane: temporary path too long");
     snprintf(path, sizeof path, "%s/weights", m->dir);
-    if ((mkdir(m->dir, 0700) && access(m->dir, W_OK)) || (mkdir(path, 0700) && access(path, W_OK)))
+    if ((mkdir(m->dir, 0700) && access(m->dir, W_OK)) || (!src->netplist && mkdir(path, 0700) && access(path, W_OK)))
         return ir_fail(AF_ERR_IO, "ane: cannot create %s: %s (the temporary directory must exist and be writable)", path, strerror(errno));
-    snprintf(path, sizeof path, "%s/model.mil", m->dir);
-    st = write_file(path, mil, mil_len);
-    if (!st && w) {
-        snprintf(path, sizeof path, "%s/weights/weight.bin", m->dir);
-        st = write_file(path, w, wn);
+    snprintf(path, sizeof path, "%s/%s", m->dir, src->netplist ? net_files[0] : mil_files[0]);
+    st = write_file(path, src->text, src->len);
+    for (int i = 0; i < 2 && !st; i++) {
+        if (!src->w[i] && !src->netplist) continue;
+        snprintf(path, sizeof path, "%s/%s", m->dir, src->netplist ? net_files[1 + i] : mil_files[1]);
+        st = write_file(path, src->w[i] ? (const void *)src->w[i] : "", src->w[i] ? src->wn[i] : 0);
     }
     return st;
 }
@@ -194,12 +214,15 @@ static af_status stage(ane_rt_model *m, const char *mil, size_t mil_len, const u
 static void unstage(ane_rt_model *m) {
     if (!m->dir[0]) return;
     char path[1200];
-    snprintf(path, sizeof path, "%s/weights/weight.bin", m->dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/weights", m->dir);
-    rmdir(path);
-    snprintf(path, sizeof path, "%s/model.mil", m->dir);
-    unlink(path);
+    const char *files[5] = {mil_files[1], mil_files[0], net_files[0], net_files[1], net_files[2]};
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s", m->dir, files[i]);
+        unlink(path);
+        if (i == 0) {
+            snprintf(path, sizeof path, "%s/weights", m->dir);
+            rmdir(path);
+        }
+    }
     rmdir(m->dir); /* fails harmlessly when the daemon left its own files */
 }
 
@@ -221,26 +244,55 @@ static BOOL send_qos(id model, const char *selector, CFDictionaryRef options, id
     return ANE_MSG(BOOL (*)(id, SEL, unsigned, id, id *))(model, sel(selector), ANE_RT_QOS, (id)options, err);
 }
 
-/* Descriptor, model, staged files, compile, load. m->model is set only when loaded. */
-static af_status model_compile(ane_rt_model *m, const char *mil, size_t mil_len, const uint8_t *w, size_t wn) {
-    char why[512];
-    CFDataRef text = A.CFDataCreate(NULL, (const UInt8 *)mil, (CFIndex)mil_len);
-    CFDataRef blob = w ? A.CFDataCreate(NULL, w, (CFIndex)wn) : NULL;
+/* The weights dictionary: {name: {offset: 0, data: NSData}} per file (the MIL path's
+ * one weight.bin under WEIGHT_KEY; a net.plist's weights.0 and weights.1 keyed by file
+ * name, as ANEForge keys them), @{} when there are none (nil fails the compile). */
+static CFDictionaryRef weights_dict(const rt_source *src) {
+    const char *names[2] = {src->netplist ? net_files[1] : WEIGHT_KEY, net_files[2]};
+    const void *keys[2] = {NULL, NULL}, *vals[2] = {NULL, NULL};
     CFNumberRef zero = num(0);
-    CFStringRef k_off = str("offset"), k_data = str("data"), k_path = str(WEIGHT_KEY);
-    const void *ek[2] = { k_off, k_data }, *ev[2] = { zero, blob };
-    CFDictionaryRef entry = blob ? dict(2, ek, ev) : NULL;
-    const void *wk[1] = { k_path }, *wv[1] = { entry };
-    CFDictionaryRef weights = dict(entry ? 1 : 0, wk, wv); /* @{} when there are none, never nil */
+    CFStringRef k_off = str("offset"), k_data = str("data");
+    CFIndex n = 0;
+    bool ok = zero && k_off && k_data;
+    for (int i = 0; i < (src->netplist ? 2 : 1) && ok; i++) {
+        if (!src->w[i] && !src->netplist) continue;
+        CFDataRef blob = A.CFDataCreate(NULL, src->w[i] ? src->w[i] : (const UInt8 *)"", src->w[i] ? (CFIndex)src->wn[i] : 0);
+        const void *ek[2] = {k_off, k_data}, *ev[2] = {zero, blob};
+        CFDictionaryRef entry = blob ? dict(2, ek, ev) : NULL;
+        release(blob);
+        keys[n] = str(names[i]);
+        vals[n] = entry;
+        ok = keys[n] && entry;
+        n++;
+    }
+    CFDictionaryRef w = ok ? dict(n, keys, vals) : NULL;
+    for (CFIndex i = 0; i < n; i++) {
+        release(keys[i]);
+        release(vals[i]);
+    }
+    release(zero);
+    release(k_off);
+    release(k_data);
+    return w;
+}
+
+/* Descriptor, model, staged files, compile, load. m->model is set only when loaded. */
+static af_status model_compile(ane_rt_model *m, const rt_source *src) {
+    char why[512];
+    CFDataRef text = A.CFDataCreate(NULL, (const UInt8 *)src->text, (CFIndex)src->len);
+    CFDictionaryRef weights = weights_dict(src);
     CFDictionaryRef empty = dict(0, NULL, NULL);
     af_status st = AF_OK;
-    if (!text || !zero || !k_off || !k_data || !k_path || (w && (!blob || !entry)) || !weights || !empty)
+    if (!text || !weights || !empty)
         st = ir_fail(AF_ERR_NOMEM, "ane: CoreFoundation could not create the compile arguments (out of memory)");
     id desc = NULL, model = NULL, err = NULL;
     if (!st) {
-        desc = ANE_MSG(id (*)(Class, SEL, id, id, id))(c_desc, sel("modelWithMILText:weights:optionsPlist:"), (id)text,
-                                                         (id)weights, NULL);
-        if (!desc) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModelDescriptor rejected the MIL text and weights");
+        const char *selector = src->netplist ? "modelWithNetworkDescription:weights:optionsPlist:"
+                                             : "modelWithMILText:weights:optionsPlist:";
+        desc = ANE_MSG(id (*)(Class, SEL, id, id, id))(c_desc, sel(selector), (id)text, (id)weights, NULL);
+        if (!desc)
+            st = ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModelDescriptor rejected the %s and weights",
+                         src->netplist ? "net.plist" : "MIL text");
     }
     if (!st) {
         model = ANE_MSG(id (*)(Class, SEL, id))(c_model, sel("inMemoryModelWithDescriptor:"), desc);
@@ -248,7 +300,7 @@ static af_status model_compile(ane_rt_model *m, const char *mil, size_t mil_len,
     }
     if (!st) {
         m->model = model; /* borrowed until loaded; stage reads its identifier */
-        st = stage(m, mil, mil_len, w, wn);
+        st = stage(m, src);
         m->model = NULL;
     }
     if (!st) {
@@ -266,20 +318,13 @@ static af_status model_compile(ane_rt_model *m, const char *mil, size_t mil_len,
         else m->model = obj_retain(model);
     }
     release(text);
-    release(blob);
-    release(zero);
-    release(k_off);
-    release(k_data);
-    release(k_path);
-    release(entry);
     release(weights);
     release(empty);
     return st;
 }
 
 /* Takes the cached model for key, or compiles a new one and caches it. */
-static af_status model_get(const uint8_t key[32], const char *mil, size_t mil_len, const uint8_t *w, size_t wn,
-                           ane_rt_model **out) {
+static af_status model_get(const uint8_t key[32], const rt_source *src, ane_rt_model **out) {
     if (pthread_mutex_lock(&lock)) return ir_fail(AF_ERR_INVALID, "ane: cache lock failed");
     for (ane_rt_model *m = cache; m; m = m->next)
         if (!memcmp(m->key, key, 32)) {
@@ -300,7 +345,7 @@ static af_status model_get(const uint8_t key[32], const char *mil, size_t mil_le
     if (!st) {
         memcpy(m->key, key, 32);
         m->refs = 1;
-        st = model_compile(m, mil, mil_len, w, wn);
+        st = model_compile(m, src);
     }
     if (st) model_destroy(m);
     else {
@@ -417,12 +462,7 @@ static af_status check_ports(const ane_rt_ports *ports) {
     return AF_OK;
 }
 
-af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights, size_t weights_len,
-                         const ane_rt_ports *ports, ane_rt_program **out) {
-    if (!out) return ir_fail(AF_ERR_INVALID, "ane: out is NULL");
-    *out = NULL;
-    if (!mil || !mil_len) return ir_fail(AF_ERR_INVALID, "ane: no MIL text");
-    if (weights && !weights_len) weights = NULL;
+static af_status compile_source(const rt_source *src, const ane_rt_ports *ports, ane_rt_program **out) {
     af_status st = check_ports(ports);
     if (st) return st;
     if (!ane_rt_framework())
@@ -430,9 +470,12 @@ af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights
     uint8_t key[32];
     data_sha256_ctx h;
     data_sha256_init(&h);
-    data_sha256_update(&h, mil, mil_len);
-    data_sha256_update(&h, "\0weights\0", 9);
-    if (weights) data_sha256_update(&h, weights, weights_len);
+    data_sha256_update(&h, src->netplist ? "net.plist\0" : "mil\0", src->netplist ? 10 : 4);
+    data_sha256_update(&h, src->text, src->len);
+    for (int i = 0; i < 2; i++) {
+        data_sha256_update(&h, "\0weights\0", 9);
+        if (src->w[i]) data_sha256_update(&h, src->w[i], src->wn[i]);
+    }
     data_sha256_final(&h, key);
 
     void *pool = A.objc_autoreleasePoolPush();
@@ -440,13 +483,32 @@ af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights
     st = p ? AF_OK : ir_fail(AF_ERR_NOMEM, "ane: out of memory");
     if (!st) {
         p->ports = *ports;
-        st = model_get(key, mil, mil_len, weights, weights_len, &p->m);
+        st = model_get(key, src, &p->m);
     }
     if (!st) st = make_ports(p);
     if (st) program_free(p);
     else *out = p;
     A.objc_autoreleasePoolPop(pool);
     return st;
+}
+
+af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights, size_t weights_len,
+                         const ane_rt_ports *ports, ane_rt_program **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "ane: out is NULL");
+    *out = NULL;
+    if (!mil || !mil_len) return ir_fail(AF_ERR_INVALID, "ane: no MIL text");
+    if (weights && !weights_len) weights = NULL;
+    rt_source src = {.text = mil, .len = mil_len, .w = {weights, NULL}, .wn = {weights_len, 0}};
+    return compile_source(&src, ports, out);
+}
+
+af_status ane_rt_compile_netplist(const char *plist, size_t plist_len, const uint8_t *w0, size_t w0_len,
+                                  const uint8_t *w1, size_t w1_len, const ane_rt_ports *ports, ane_rt_program **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "ane: out is NULL");
+    *out = NULL;
+    if (!plist || !plist_len) return ir_fail(AF_ERR_INVALID, "ane: no net.plist text");
+    rt_source src = {.netplist = true, .text = plist, .len = plist_len, .w = {w0, w1}, .wn = {w0 ? w0_len : 0, w1 ? w1_len : 0}};
+    return compile_source(&src, ports, out);
 }
 
 af_status ane_rt_alias(ane_rt_program *p, int o, int i) {

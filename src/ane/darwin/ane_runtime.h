@@ -65,6 +65,13 @@ af_family_id ane_rt_family_of_subtype(const char *subtype);
  * request, released with ane_rt_release. */
 af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights, size_t weights_len,
                          const ane_rt_ports *ports, ane_rt_program **out);
+/* The same for a net.plist program (native layers, seed 004): its XML, weights.0 and
+ * weights.1 (NULL: empty), compiled through
+ * +[_ANEInMemoryModelDescriptor modelWithNetworkDescription:weights:optionsPlist:]. The
+ * ports are the procedure's InputList in order and its one output. One procedure only
+ * (in-memory models take single-procedure netplists). */
+af_status ane_rt_compile_netplist(const char *plist, size_t plist_len, const uint8_t *w0, size_t w0_len,
+                                  const uint8_t *w1, size_t w1_len, const ane_rt_ports *ports, ane_rt_program **out);
 /* Copies in[i] (fp16, in_count[i] values) to the input surfaces, evaluates, copies the
  * outputs to out[i]. in[i] may be NULL to keep what the surface holds (resident
  * state); out[i] may be NULL to not deliver it (an aliased output is never copied). */

@@ -1,0 +1,51 @@
+/* VJPs of the bridge ops, built from ordinary ops so backward graphs hold no bridge:
+ * sdpa's through its decomposed attention (recomputing the weights), the structural
+ * layers' as the matching reshape, sum or zero padding. */
+#include "grad/grad.h"
+
+/* s = q k^T * scale + mask, p = softmax(s), y = p v:
+ * dv = p^T dy, dp = dy v^T, ds = p (dp - sum(dp p)), dq = ds k * scale,
+ * dk = ds^T q * scale, dmask = ds summed over batch and heads. */
+void grad_vjp_attention(grad_ctx *c) {
+    af_tensor *t = c->t, *g = c->g, *q = t->src[0], *k = t->src[1], *v = t->src[2];
+    af_tensor *mask = t->nsrc > 3 ? t->src[3] : NULL;
+    float scale = t->a.scalar;
+    af_tensor *s = af_muls(af_matmul(q, k, 0, 1), scale);
+    if (mask) s = af_add(s, af_reshape(mask, AF_SHAPE(mask->shape.dim[0], mask->shape.dim[2])));
+    af_tensor *p = af_softmax(s, -1);
+    if (c->need[2]) c->dsrc[2] = af_matmul(p, g, 1, 0);
+    if (!c->need[0] && !c->need[1] && !(mask && c->need[3])) return;
+    af_tensor *dp = af_matmul(g, v, 0, 1);
+    int last = 3;
+    af_tensor *ds = af_mul(p, af_sub(dp, af_reduce_sum(af_mul(dp, p), 1, &last, 1)));
+    if (c->need[0]) c->dsrc[0] = af_muls(af_matmul(ds, k, 0, 0), scale);
+    if (c->need[1]) c->dsrc[1] = af_muls(af_matmul(ds, q, 1, 0), scale);
+    if (mask && c->need[3]) {
+        int bh[2] = {0, 1};
+        c->dsrc[3] = af_reshape(af_reduce_sum(ds, 2, bh, 0), mask->shape);
+    }
+}
+
+void grad_vjp_structural(grad_ctx *c) {
+    af_tensor *t = c->t, *g = c->g, *x = t->src[0];
+    switch (t->op) {
+    case IR_OP_BROADCAST: {
+        int ax = t->a.axis;
+        c->dsrc[0] = af_reduce_sum(g, 1, &ax, 1);
+        return;
+    }
+    case IR_OP_INPUT_VIEW: { /* the window's gradient, zeros elsewhere */
+        int64_t n = af_shape_count(x->shape), off = t->a.ints[0], size = t->a.sizes[0];
+        af_tensor *parts[3];
+        int np = 0;
+        if (off > 0) parts[np++] = grad_zeros(t->g, AF_SHAPE(off));
+        parts[np++] = g;
+        if (off + size < n) parts[np++] = grad_zeros(t->g, AF_SHAPE(n - off - size));
+        c->dsrc[0] = af_reshape(np > 1 ? af_concat(np, parts, 0) : g, x->shape);
+        return;
+    }
+    default: /* flatten, dropout at rate 0 */
+        c->dsrc[0] = af_reshape(g, x->shape);
+        return;
+    }
+}

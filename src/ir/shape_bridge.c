@@ -1,0 +1,65 @@
+/* Shape rules of the bridge kinds: attention (sdpa) and the structural layers. */
+#include "ir/ir.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
+
+bool ir_infer_attention(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    (void)op;
+    if (nsrc != 3 && nsrc != 4) FAIL("sdpa takes q, k, v and an optional mask; got %d sources", nsrc);
+    af_shape q = src[0]->shape, k = src[1]->shape, v = src[2]->shape;
+    if (q.rank != 4 || k.rank != 4 || v.rank != 4)
+        FAIL("q, k and v must be [batch, heads, seq, d] (rank 4); got ranks %d, %d, %d", q.rank, k.rank, v.rank);
+    if (q.dim[0] != k.dim[0] || q.dim[0] != v.dim[0] || q.dim[1] != k.dim[1] || q.dim[1] != v.dim[1])
+        FAIL("q, k and v must share batch and heads; repeat K/V heads first (af_repeat_kv_heads)");
+    if (q.dim[3] != k.dim[3]) FAIL("q's d (%lld) must equal k's (%lld)", (long long)q.dim[3], (long long)k.dim[3]);
+    if (k.dim[2] != v.dim[2]) FAIL("k and v must have the same sequence length (%lld vs %lld)", (long long)k.dim[2], (long long)v.dim[2]);
+    if (nsrc == 4) {
+        af_shape m = src[3]->shape;
+        if (m.rank != 3 || m.dim[0] != q.dim[2] || m.dim[1] != 1 || m.dim[2] != k.dim[2])
+            FAIL("the mask must be [Sq, 1, Skv] = [%lld, 1, %lld] (additive, shared by batch and heads)",
+                 (long long)q.dim[2], (long long)k.dim[2]);
+    }
+    if (!isfinite(a->scalar) || a->scalar == 0) FAIL("the scale must be finite and non-zero (1/sqrt(d) usually)");
+    *out = q;
+    out->dim[3] = v.dim[3];
+    return true;
+}
+
+bool ir_infer_structural(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    (void)nsrc;
+    af_shape x = src[0]->shape;
+    int64_t count = af_shape_count(x);
+    switch (op) {
+    case IR_OP_FLATTEN:
+        *out = (af_shape){.rank = 1, .dim = {count}};
+        return true;
+    case IR_OP_DROPOUT:
+        if (a->scalar != 0)
+            FAIL("dropout rate %g: only rate 0 is supported (the engine's Dropout layer is the inference-time "
+                 "identity); for training-time dropout multiply by a random keep mask scaled by 1/(1-rate)",
+                 (double)a->scalar);
+        *out = x;
+        return true;
+    case IR_OP_BROADCAST: {
+        int ax = ir_norm_axis(a->axis, x.rank);
+        if (ax < 0) FAIL("axis %d is out of range for rank %d", a->axis, x.rank);
+        if (x.dim[ax] != 1) FAIL("axis %d has length %lld; broadcast repeats a length-1 axis", ax, (long long)x.dim[ax]);
+        if (a->ints[0] < 1) FAIL("size %lld must be >= 1", (long long)a->ints[0]);
+        a->axis = ax;
+        *out = x;
+        out->dim[ax] = a->ints[0];
+        return true;
+    }
+    case IR_OP_INPUT_VIEW:
+        if (a->ints[0] < 0 || a->sizes[0] < 1 || a->ints[0] + a->sizes[0] > count)
+            FAIL("the view [%lld, %lld) is not inside the %lld values; need 0 <= offset and offset + size <= count",
+                 (long long)a->ints[0], (long long)(a->ints[0] + a->sizes[0]), (long long)count);
+        *out = (af_shape){.rank = 1, .dim = {a->sizes[0]}};
+        return true;
+    default:
+        FAIL("not a structural op");
+    }
+}

@@ -70,6 +70,8 @@ int main(void) {
     memcpy(all, tr, sizeof tr);
     CHECK(op(5, all) == 0, "a fused op (matmul) runs");
 
+    const char *sdpa[] = { "sdpa", "--in", "q=" FIX "sdpa_self.x0.npy", "--in", "k=" FIX "sdpa_self.x1.npy", "--in", "v=" FIX "sdpa_self.x2.npy" };
+    CHECK(op(7, sdpa) == 0, "sdpa (variadic, the default scale) runs");
     const char *gate[] = { "top_k", "--in", "x=" FIX "topk_x.npy", "--attr", "k=3", "--target", "ane-sim:m1" };
     CHECK(op(7, gate) == 1, "top_k k=3 on ane-sim: refused at compile time");
     const char *bad_op[] = { "no_such_op" };

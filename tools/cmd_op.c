@@ -12,6 +12,7 @@
 #include "ir/ir.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,12 @@ static const struct { ir_op op; attr_def a; } op_attrs[] = {
     { IR_OP_MINMAX_NORM, { "eps", A_EPS, "epsilon" } },
     { IR_OP_SCALED_ELEMENTWISE, { "op", A_SEW, "add, min or max (sub and mult are refused)" } },
     { IR_OP_SCALED_ELEMENTWISE, { "scale", A_SCALAR, "the scale" } },
+    { IR_OP_SDPA, { "scale", A_SCALAR, "the score scale (default 1/sqrt(d))" } },
+    { IR_OP_DROPOUT, { "rate", A_SCALAR, "0 only" } },
+    { IR_OP_BROADCAST, { "axis", A_AXIS, "the length-1 axis" } },
+    { IR_OP_BROADCAST, { "size", A_INT0, "its new length" } },
+    { IR_OP_INPUT_VIEW, { "offset", A_INT0, "the first value" } },
+    { IR_OP_INPUT_VIEW, { "size", A_SIZE0, "how many values" } },
 };
 #define COUNT(a) (sizeof a / sizeof a[0])
 
@@ -106,8 +113,9 @@ static const char *source_name(ir_op op, int k, char *buf, size_t n) {
         { IR_OP_MAX_POOL_GRAD, { "x", "dy" } },          { IR_OP_CROSS_CORRELATION, { "x", "template" } },
         { IR_OP_COST_VOLUME, { "aux", "ref" } },         { IR_OP_RADIUS_SEARCH, { "points", "centroids" } },
         { IR_OP_DYNAMIC_SLICE, { "x", "start" } },       { IR_OP_SCALED_ELEMENTWISE, { "x", "z" } },
-        { IR_OP_FPS, { "points" } },
+        { IR_OP_FPS, { "points" } },                    { IR_OP_SDPA, { "q", "k", "v" } },
     };
+    if (op == IR_OP_SDPA && k == 3) return "mask"; /* optional */
     for (size_t i = 0; i < COUNT(named); i++)
         if (named[i].op == op && k < 3 && named[i].names[k]) return named[i].names[k];
     if (ir_ops[op].arity < 0) { snprintf(buf, n, "x%d", k); return buf; }
@@ -134,10 +142,10 @@ static void usage(FILE *f) {
 
 static void op_help(ir_op op) {
     char buf[16];
-    int n = ir_ops[op].arity < 0 ? 2 : ir_ops[op].arity;
+    int n = op == IR_OP_SDPA ? 4 : ir_ops[op].arity < 0 ? 2 : ir_ops[op].arity;
     printf("op %s (kind %s%s): sources", ir_ops[op].name, ir_op_kind_name(ir_ops[op].kind), ir_ops[op].flags & OPF_BRIDGE ? ", a net.plist bridge op" : "");
     for (int k = 0; k < n; k++) printf(" %s", source_name(op, k, buf, sizeof buf));
-    printf("%s\nattributes:\n", ir_ops[op].arity < 0 ? " ... (any number)" : "");
+    printf("%s\nattributes:\n", op == IR_OP_SDPA ? " (mask optional)" : ir_ops[op].arity < 0 ? " ... (any number)" : "");
     int shown = 0;
     for (size_t i = 0; i < COUNT(op_attrs); i++)
         if (op_attrs[i].op == op) { printf("  %-14s %s\n", op_attrs[i].a.key, op_attrs[i].a.help); shown++; }
@@ -290,6 +298,7 @@ int cmd_op(int argc, char **argv) {
         }
     }
     int nsrc = ir_ops[op].arity < 0 ? nin_given : ir_ops[op].arity;
+    if (op == IR_OP_SDPA) nsrc = in_spec[3] ? 4 : 3; /* q, k, v and an optional mask */
     char buf[16];
     if (nsrc < 1) return cli_usage_error(CMD, "%s takes any number of sources: give --in x0=FILE.npy, x1=...", argv[1]);
     for (int k = 0; k < nsrc; k++)
@@ -320,6 +329,7 @@ int cmd_op(int argc, char **argv) {
     for (int i = 0; i < nattr; i++)
         if (set_attr((ir_op)op, attrs[i], &a, src[0] ? src[0]->shape.rank : 0)) { rc = 2; goto done; }
     if (op == IR_OP_DYNAMIC_SLICE) src[1]->flags |= IR_TF_EXACT; /* as af_dynamic_slice does */
+    if (op == IR_OP_SDPA && a.scalar == 0 && src[0]->shape.rank == 4) a.scalar = 1.0f / sqrtf((float)src[0]->shape.dim[3]); /* as af_sdpa */
     out = ir_build((ir_op)op, nsrc, src, &a);
     if (!out) { fprintf(stderr, CMD ": %s\n", af_graph_error(g)); goto done; }
     m = af_compile(g, nsrc, src, 1, &out, &o);

@@ -1,12 +1,14 @@
-/* The bridge ops (seed 004) against NumPy: tests/fixtures/bridge/make_bridge_op_fixtures.py wrote
- * inputs and results (TensorFlow's and PyTorch's own reshape/transpose recipes for the
- * rearranges, np.cross, np.einsum, a sliding-window correlation, PyTorch's
- * local_response_norm, a vectorised furthest point sampling) into
- * tests/fixtures/bridge/. Each case builds the op with the public API, runs it on the
- * CPU in fp32 and in fp16 numerics, and compares: index and shuffle results bit for bit
- * in both (every input is fp16-exact), the rest within 1e-5 (fp32) or 4e-3 (fp16) of
- * the result's scale. Then the engine gates (ane-sim, a family per seed 004's limits)
- * and the builders' refusals, each checked by the words of its message. */
+/* The bridge ops (seed 004) against NumPy: tests/fixtures/bridge/make_bridge_op_fixtures.py
+ * wrote inputs and results (TensorFlow's and PyTorch's own reshape/transpose recipes for
+ * the rearranges, np.cross, np.einsum, a sliding-window correlation, PyTorch's
+ * local_response_norm, a vectorised furthest point sampling) into tests/fixtures/bridge/.
+ * Each case builds the op with the public API and runs it on the CPU in fp32 and fp16
+ * and on ane-sim (A16, the op as its own segment; shapes the engine refuses must be
+ * refused with a remedy), comparing index and shuffle results bit for bit (every input
+ * is fp16-exact), the rest within 1e-5 (fp32) or 4e-3 (fp16) of the result's scale.
+ * Then: fused ops around three bridge ops run on ane-sim as seven segments with the
+ * CPU's result; the engine gates on A13 and A16; exact fp16 indices to 2047; the
+ * builders' refusals, each checked by the words of its message. */
 #include "aneforge.h"
 #include "support/check.h"
 
@@ -51,6 +53,7 @@ typedef struct {
     const char *want;   /* fixture name of the result */
     bool exact;
     build_fn build;
+    bool engine_refuses; /* the ane-sim run is refused by a gate (batch > 1, ...) */
 } fcase;
 
 static af_tensor *b_sort_values(af_graph *g, af_tensor *const *in) { (void)g; return af_sort(in[0], 1, 0, 0); }
@@ -98,47 +101,47 @@ EINSUM1(b_es_transpose, "ijk->kij")
 EINSUM1(b_es_total, "ij->")
 
 static const fcase cases[] = {
-    { "sort values", { "sort_x" }, "sort_values_k1_asc", true, b_sort_values },
-    { "sort indices", { "sort_x" }, "sort_indices_k0_desc", true, b_sort_indices },
-    { "top_k values", { "topk_x" }, "topk_values_k5_lane2_max", true, b_topk_values },
-    { "top_k indices", { "topk_x" }, "topk_indices_k2_lane0_min", true, b_topk_indices },
-    { "arg_min_max spatial", { "argmm_x" }, "argmm_spatial_max", true, b_arg_spatial },
-    { "arg_min_max channel", { "argmm_x" }, "argmm_channel_min", true, b_arg_channel },
-    { "global_arg_min_max W", { "garg_x" }, "garg_w_max", true, b_garg_w },
-    { "global_arg_min_max H", { "garg_x" }, "garg_h_min", true, b_garg_h },
-    { "global_arg_min_max C", { "garg_x" }, "garg_c_max", true, b_garg_c },
-    { "pixel_shuffle", { "rearr_deep" }, "rearr_pixel_shuffle_2x3", true, b_ps },
-    { "channel_to_space", { "rearr_deep" }, "rearr_channel_to_space_2x3", true, b_c2s },
-    { "pixel_unshuffle", { "rearr_wide" }, "rearr_pixel_unshuffle_3x2", true, b_pu },
-    { "space_to_channel", { "rearr_wide" }, "rearr_space_to_channel_3x2", true, b_s2c },
-    { "space_to_batch", { "rearr_one" }, "rearr_space_to_batch_2x3", true, b_s2b },
-    { "space_to_batch batch 2", { "rearr_wide" }, "rearr_space_to_batch_2x3_wide", true, b_s2b },
-    { "batch_to_space", { "rearr_tall" }, "rearr_batch_to_space_2x3", true, b_b2s },
-    { "cross_product", { "geom_cross_a", "geom_cross_b" }, "geom_cross", false, b_cross },
-    { "cross_correlation", { "geom_xcorr_x", "geom_xcorr_t" }, "geom_xcorr", false, b_xcorr },
-    { "cost_volume", { "geom_cost_aux", "geom_cost_ref" }, "geom_cost_r4", false, b_cost },
-    { "furthest_point_sampling", { "geom_points" }, "geom_fps_k9", true, b_fps },
-    { "furthest_point_sampling indices", { "geom_points" }, "geom_fps_idx_k9", true, b_fps_idx },
-    { "radius_search", { "geom_points", "geom_centroids" }, "geom_radius_2", true, b_radius },
-    { "dynamic_slice start 2", { "geom_dslice_x" }, "geom_dslice_s2", true, b_dslice2 },
-    { "dynamic_slice start 7.6 clamped", { "geom_dslice_x" }, "geom_dslice_s7_6", true, b_dslice76 },
-    { "dynamic_slice start -3 clamped", { "geom_dslice_x" }, "geom_dslice_sneg", true, b_dslice_neg },
-    { "lrn", { "norm_x" }, "norm_lrn_a03_b075_k1", false, b_lrn },
-    { "local_response_norm (PyTorch)", { "norm_x" }, "norm_local_response_norm_s3", false, b_local_rn },
-    { "minmax_norm W", { "norm_mm_x" }, "norm_minmax_w", false, b_minmax_w },
-    { "minmax_norm H", { "norm_mm_x" }, "norm_minmax_h", false, b_minmax_h },
-    { "scaled_elementwise add", { "norm_sew_x", "norm_sew_z" }, "norm_sew_add", true, b_sew_add },
-    { "scaled_elementwise min", { "norm_sew_x", "norm_sew_z" }, "norm_sew_min", true, b_sew_min },
-    { "scaled_elementwise max", { "norm_sew_x", "norm_sew_z" }, "norm_sew_max", true, b_sew_max },
-    { "einsum native", { "einsum_native_0", "einsum_native_1" }, "einsum_native_y", false, b_es_native },
-    { "einsum ij,jk->ik", { "einsum_matmul_0", "einsum_matmul_1" }, "einsum_matmul_y", false, b_es_matmul },
-    { "einsum bhqd,bhkd->bhqk", { "einsum_attn_0", "einsum_attn_1" }, "einsum_attn_y", false, b_es_attn },
-    { "einsum bij,jkb->kbi", { "einsum_perm_0", "einsum_perm_1" }, "einsum_perm_y", false, b_es_perm },
-    { "einsum i,j->ij", { "einsum_outer_0", "einsum_outer_1" }, "einsum_outer_y", false, b_es_outer },
-    { "einsum i,i->", { "einsum_dot_0", "einsum_dot_1" }, "einsum_dot_y", false, b_es_dot },
-    { "einsum abc,cd->ad", { "einsum_sumout_0", "einsum_sumout_1" }, "einsum_sumout_y", false, b_es_sumout },
-    { "einsum ijk->kij", { "einsum_transpose_0" }, "einsum_transpose_y", false, b_es_transpose },
-    { "einsum ij->", { "einsum_total_0" }, "einsum_total_y", false, b_es_total },
+    { "sort values", { "sort_x" }, "sort_values_k1_asc", true, b_sort_values, false },
+    { "sort indices", { "sort_x" }, "sort_indices_k0_desc", true, b_sort_indices, false },
+    { "top_k values", { "topk_x" }, "topk_values_k5_lane2_max", true, b_topk_values, false },
+    { "top_k indices", { "topk_x" }, "topk_indices_k2_lane0_min", true, b_topk_indices, false },
+    { "arg_min_max spatial", { "argmm_x" }, "argmm_spatial_max", true, b_arg_spatial, false },
+    { "arg_min_max channel", { "argmm_x" }, "argmm_channel_min", true, b_arg_channel, false },
+    { "global_arg_min_max W", { "garg_x" }, "garg_w_max", true, b_garg_w, false },
+    { "global_arg_min_max H", { "garg_x" }, "garg_h_min", true, b_garg_h, false },
+    { "global_arg_min_max C", { "garg_x" }, "garg_c_max", true, b_garg_c, false },
+    { "pixel_shuffle", { "rearr_deep" }, "rearr_pixel_shuffle_2x3", true, b_ps , true },
+    { "channel_to_space", { "rearr_deep" }, "rearr_channel_to_space_2x3", true, b_c2s , true },
+    { "pixel_unshuffle", { "rearr_wide" }, "rearr_pixel_unshuffle_3x2", true, b_pu , true },
+    { "space_to_channel", { "rearr_wide" }, "rearr_space_to_channel_3x2", true, b_s2c , true },
+    { "space_to_batch", { "rearr_one" }, "rearr_space_to_batch_2x3", true, b_s2b, false },
+    { "space_to_batch batch 2", { "rearr_wide" }, "rearr_space_to_batch_2x3_wide", true, b_s2b , true },
+    { "batch_to_space", { "rearr_tall" }, "rearr_batch_to_space_2x3", true, b_b2s , true },
+    { "cross_product", { "geom_cross_a", "geom_cross_b" }, "geom_cross", false, b_cross, false },
+    { "cross_correlation", { "geom_xcorr_x", "geom_xcorr_t" }, "geom_xcorr", false, b_xcorr, false },
+    { "cost_volume", { "geom_cost_aux", "geom_cost_ref" }, "geom_cost_r4", false, b_cost, false },
+    { "furthest_point_sampling", { "geom_points" }, "geom_fps_k9", true, b_fps, false },
+    { "furthest_point_sampling indices", { "geom_points" }, "geom_fps_idx_k9", true, b_fps_idx , true },
+    { "radius_search", { "geom_points", "geom_centroids" }, "geom_radius_2", true, b_radius, false },
+    { "dynamic_slice start 2", { "geom_dslice_x" }, "geom_dslice_s2", true, b_dslice2 , true },
+    { "dynamic_slice start 7.6 clamped", { "geom_dslice_x" }, "geom_dslice_s7_6", true, b_dslice76 , true },
+    { "dynamic_slice start -3 clamped", { "geom_dslice_x" }, "geom_dslice_sneg", true, b_dslice_neg , true },
+    { "lrn", { "norm_x" }, "norm_lrn_a03_b075_k1", false, b_lrn, false },
+    { "local_response_norm (PyTorch)", { "norm_x" }, "norm_local_response_norm_s3", false, b_local_rn, false },
+    { "minmax_norm W", { "norm_mm_x" }, "norm_minmax_w", false, b_minmax_w, false },
+    { "minmax_norm H", { "norm_mm_x" }, "norm_minmax_h", false, b_minmax_h, false },
+    { "scaled_elementwise add", { "norm_sew_x", "norm_sew_z" }, "norm_sew_add", true, b_sew_add, false },
+    { "scaled_elementwise min", { "norm_sew_x", "norm_sew_z" }, "norm_sew_min", true, b_sew_min, false },
+    { "scaled_elementwise max", { "norm_sew_x", "norm_sew_z" }, "norm_sew_max", true, b_sew_max, false },
+    { "einsum native", { "einsum_native_0", "einsum_native_1" }, "einsum_native_y", false, b_es_native, false },
+    { "einsum ij,jk->ik", { "einsum_matmul_0", "einsum_matmul_1" }, "einsum_matmul_y", false, b_es_matmul, false },
+    { "einsum bhqd,bhkd->bhqk", { "einsum_attn_0", "einsum_attn_1" }, "einsum_attn_y", false, b_es_attn, false },
+    { "einsum bij,jkb->kbi", { "einsum_perm_0", "einsum_perm_1" }, "einsum_perm_y", false, b_es_perm, false },
+    { "einsum i,j->ij", { "einsum_outer_0", "einsum_outer_1" }, "einsum_outer_y", false, b_es_outer, false },
+    { "einsum i,i->", { "einsum_dot_0", "einsum_dot_1" }, "einsum_dot_y", false, b_es_dot, false },
+    { "einsum abc,cd->ad", { "einsum_sumout_0", "einsum_sumout_1" }, "einsum_sumout_y", false, b_es_sumout, false },
+    { "einsum ijk->kij", { "einsum_transpose_0" }, "einsum_transpose_y", false, b_es_transpose, false },
+    { "einsum ij->", { "einsum_total_0" }, "einsum_total_y", false, b_es_total, false },
 };
 
 static void run_fixture(const fcase *c) {
@@ -146,15 +149,28 @@ static void run_fixture(const fcase *c) {
     int nin = c->in[1] ? 2 : 1;
     for (int i = 0; i < nin; i++) in[i] = load(c->in[i]);
     if (!want.d || !in[0].d || (nin == 2 && !in[1].d)) goto done;
-    for (int prec = 0; prec < 2; prec++) {
+    for (int prec = 0; prec < 3; prec++) { /* cpu fp32, cpu fp16, ane-sim (fp16, the op as its own segment) */
+        bool sim = prec == 2;
         af_graph *g = af_graph_new();
         af_tensor *x[2];
-        for (int i = 0; i < nin; i++) x[i] = af_input(g, i ? "b" : "a", AF_F32, af_shape_make(in[i].rank, in[i].dims));
+        for (int i = 0; i < nin; i++) x[i] = af_input(g, i ? "b" : "a", sim ? AF_F16 : AF_F32, af_shape_make(in[i].rank, in[i].dims));
         af_tensor *y = c->build(g, x);
         af_shape ws = af_shape_make(want.rank, want.dims);
         CHECK(y && same_shape(y, ws), "%s: built %s", c->name, y ? "a result of another shape" : af_graph_error(g));
-        af_compile_opts o = { .target = AF_TARGET_CPU, .precision = prec ? AF_PRECISION_FP16 : AF_PRECISION_FP32, .threads = 1 };
+        af_compile_opts o = { .target = sim ? AF_TARGET_ANE_SIM : AF_TARGET_CPU, .family = AF_FAMILY_A16,
+                              .precision = prec ? AF_PRECISION_FP16 : AF_PRECISION_FP32, .threads = 1 };
         af_model *m = y ? af_compile(g, nin, x, 1, &y, &o) : NULL;
+        CHECK(!sim || !c->engine_refuses || !m, "%s (ane-sim): compiled, but the engine's gate should refuse it", c->name);
+        if (sim && !m && c->engine_refuses) { /* a shape the engine's gate refuses (batch 2, ...) */
+            CHECK(strstr(af_error_message(), "Remedy:"), "%s (ane-sim): refused without a remedy: %s", c->name, af_error_message());
+            af_graph_free(g);
+            continue;
+        }
+        if (sim && m) {
+            af_stats st;
+            af_model_stats(m, &st);
+            CHECK(st.segments == 1, "%s (ane-sim): %lld segments for one op", c->name, (long long)st.segments);
+        }
         int64_t n = af_shape_count(ws);
         float *got = calloc((size_t)n + 1, sizeof *got);
         af_buffer bi[2], bo = AF_BUF_F32(got, n);
@@ -169,7 +185,7 @@ static void run_fixture(const fcase *c) {
         }
         double tol = c->exact ? 0 : (prec ? 4e-3 : 1e-5) * scale;
         CHECK(err <= tol && (!c->exact || bad < 0), "%s (%s): max error %.3g over tolerance %.3g (element %lld: %g, want %g)", c->name,
-              prec ? "fp16" : "fp32", err, tol, (long long)bad, bad >= 0 ? got[bad] : 0.0, bad >= 0 ? want.d[bad] : 0.0);
+              sim ? "ane-sim" : prec ? "fp16" : "fp32", err, tol, (long long)bad, bad >= 0 ? got[bad] : 0.0, bad >= 0 ? want.d[bad] : 0.0);
         free(got);
         af_model_free(m);
         af_graph_free(g);
@@ -336,7 +352,42 @@ static void check_refusals(void) {
     }
 }
 
+/* Fused ops around three bridge ops (pixel_shuffle, minmax_norm, sort) on ane-sim: seven
+ * segments (four fused regions, three bridge programs) giving the CPU's fp16 result. */
+static void check_mixed(void) {
+    float xv[48];
+    test_rng r = { 7 };
+    test_fill_uniform(&r, xv, 48, -2, 2);
+    float *res[2];
+    af_stats st[2];
+    for (int sim = 0; sim < 2; sim++) {
+        af_graph *g = af_graph_new();
+        af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 8, 2, 3));
+        af_tensor *h = af_pixel_shuffle(af_muls(x, 0.5f), 2, 2);                  /* [1, 2, 4, 6] */
+        h = af_minmax_norm(af_adds(h, 1.0f), -1, 0.01f);
+        af_tensor *y = af_muls(af_sort(af_reshape(af_relu(h), AF_SHAPE(2, 24)), 0, 1, 0), 2.0f);
+        af_compile_opts o = { .target = sim ? AF_TARGET_ANE_SIM : AF_TARGET_CPU, .family = AF_FAMILY_A13,
+                              .precision = AF_PRECISION_FP16, .threads = 1 };
+        af_model *m = af_compile(g, 1, &x, 1, &y, &o);
+        res[sim] = calloc(48, sizeof(float));
+        af_buffer bi = AF_BUF_F32(xv, 48), bo = AF_BUF_F32(res[sim], 48);
+        CHECK(m && af_run(m, &bi, &bo) == AF_OK, "mixed graph (%s): %s", sim ? "ane-sim" : "cpu", af_error_message());
+        af_model_stats(m, &st[sim]);
+        af_model_free(m);
+        af_graph_free(g);
+    }
+    CHECK(st[1].segments == 7 && st[1].segment_bytes > 0, "mixed graph on ane-sim: %lld segments moving %lld bytes, want 7",
+          (long long)st[1].segments, (long long)st[1].segment_bytes);
+    CHECK(st[0].segments == 1, "mixed graph on the cpu: %lld segments, want 1 (no cut)", (long long)st[0].segments);
+    double err = 0;
+    for (int i = 0; i < 48; i++) err = fmax(err, fabs(res[0][i] - res[1][i]));
+    CHECK(err <= 4e-3, "mixed graph: ane-sim differs from the cpu by %g", err);
+    free(res[0]);
+    free(res[1]);
+}
+
 int main(void) {
+    check_mixed();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_fixture(&cases[i]);
     check_gates();
     check_fp16_indices();

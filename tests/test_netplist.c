@@ -9,28 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *rel, size_t *len) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", AF_SOURCE_DIR, rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = 0;
-    *len = got;
-    return b;
-}
-
 /* Writes p's document, compares it with the golden file, and reads the document back. */
 static void check_program(const char *golden_name, const netplist_program *p) {
-    char rel[256], err[256] = "";
-    snprintf(rel, sizeof rel, "tests/golden/netplist/%s.plist", golden_name);
+    char rel[1024], err[256] = "";
+    snprintf(rel, sizeof rel, "%s/tests/golden/netplist/%s.plist", AF_SOURCE_DIR, golden_name);
     size_t glen = 0, len = 0;
-    char *golden = slurp(rel, &glen);
+    char *golden = test_read_file(rel, &glen);
     plist_value *doc = netplist_document(p, err, sizeof err);
     CHECK(doc != NULL, "%s: %s", golden_name, err);
     char *xml = doc ? plist_write_xml(doc, &len, err, sizeof err) : NULL;
@@ -141,7 +125,54 @@ static void test_refusals(void) {
     netplist_free(&p);
 }
 
+/* The program af_sdpa's node gets (seed 004's facts): q, k, v transposed to seq-in-C, the
+ * scale a constant listed in Constants (its fp16 in weights.1), Bottom order q, k, v,
+ * scale, mask, SubtractMax true, and the result transposed back. */
+static void test_sdpa_program(void) {
+    af_graph *g = af_graph_new();
+    af_tensor *q = af_input(g, "q", AF_F16, AF_SHAPE(1, 4, 3, 8)), *k = af_input(g, "k", AF_F16, AF_SHAPE(1, 4, 10, 8));
+    af_tensor *v = af_input(g, "v", AF_F16, AF_SHAPE(1, 4, 10, 8)), *m = af_input(g, "m", AF_F16, AF_SHAPE(3, 1, 10));
+    af_tensor *y = af_sdpa(q, k, v, m, 0.25f);
+    netplist_program p;
+    char err[300] = "";
+    CHECK(y && y->op == IR_OP_SDPA && netplist_for_node(y, AF_FAMILY_A13, &p, err, sizeof err), "sdpa: %s", err);
+    if (!y || y->op != IR_OP_SDPA) { af_graph_free(g); return; }
+    plist_value *doc = netplist_document(&p, err, sizeof err);
+    const plist_value *net = plist_get(doc, "net");
+    const plist_value *consts = plist_get_kind(net, "Constants", PLIST_ARRAY);
+    CHECK(consts && consts->n == 1 && !strcmp(consts->items[0]->s, "scale"), "Scale is listed in Constants");
+    int64_t idx = 0;
+    CHECK(plist_get_int(plist_get(net, "scale"), "ConstantIndex", &idx) && idx == 1, "the scale lives in weights.1");
+    CHECK(p.weights1_len == 2 && p.weights1[0] == 0x00 && p.weights1[1] == 0x34, "weights.1 holds fp16 0.25 (0x3400)");
+    const plist_value *units = plist_get_kind(net, "Units", PLIST_ARRAY);
+    CHECK(units && units->n == 5, "transpose q, k, v; SDPA; transpose back: %d units", units ? units->n : 0);
+    const plist_value *sdpa = units && units->n == 5 ? plist_get(net, units->items[3]->s) : NULL;
+    CHECK(sdpa && !strcmp(plist_get_str(sdpa, "Type"), "SDPA"), "the fourth unit is the SDPA layer");
+    const plist_value *bottom = plist_get_kind(sdpa, "Bottom", PLIST_ARRAY);
+    CHECK(bottom && bottom->n == 5 && !strcmp(bottom->items[0]->s, "u0") && !strcmp(bottom->items[1]->s, "u1") &&
+              !strcmp(bottom->items[2]->s, "u2") && !strcmp(bottom->items[3]->s, "scale") && !strcmp(bottom->items[4]->s, "x3"),
+          "SDPA reads the transposed q, k, v, then scale, then the mask");
+    const plist_value *sm = plist_get_kind(plist_get(sdpa, "Params"), "SubtractMax", PLIST_BOOL);
+    CHECK(sm && sm->b, "SubtractMax is true");
+    /* seq in C: the transposed q is [1, Sq=3, heads=4, 8]; the mask is [C=Sq, H=1, W=Skv] */
+    int64_t oc = 0;
+    CHECK(plist_get_int(plist_get(net, "u0"), "OutputChannels", &oc) && oc == 3, "q transposed: C is Sq (%lld)", (long long)oc);
+    CHECK(p.inputs[3].dims.c == 3 && p.inputs[3].dims.h == 1 && p.inputs[3].dims.w == 10, "the mask is [C=Sq, H=1, W=Skv]");
+    plist_free(doc);
+    netplist_free(&p);
+    /* the gates: the reliability bounds, flatten's batch */
+    af_tensor *src[3] = {af_input(g, "q2", AF_F16, AF_SHAPE(1, 1, 600, 4)), af_input(g, "k2", AF_F16, AF_SHAPE(1, 1, 600, 4)),
+                         af_input(g, "v2", AF_F16, AF_SHAPE(1, 1, 600, 4))};
+    ir_attrs a = {.scalar = 0.5f};
+    af_tensor *raw = ir_build(IR_OP_SDPA, 3, src, &a);
+    CHECK(raw && !netplist_for_node(raw, AF_FAMILY_A13, &p, err, sizeof err) && strstr(err, "reliable range"), "bounds: %s", err);
+    af_tensor *f = af_flatten(af_input(g, "b2", AF_F16, AF_SHAPE(2, 3, 4, 5)));
+    CHECK(f && !netplist_for_node(f, AF_FAMILY_A13, &p, err, sizeof err) && strstr(err, "batch 1"), "flatten batch: %s", err);
+    af_graph_free(g);
+}
+
 int main(void) {
+    test_sdpa_program();
     test_flatten();
     test_sdpa_unit();
     test_refusals();

@@ -7,22 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *rel, size_t *len) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", AF_SOURCE_DIR, rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = 0;
-    *len = got;
-    return b;
-}
-
 /* Reads the golden bytes back: a tree that writes the same bytes again, and the tree we
  * built (except where plistlib normalises: carriage returns become newlines). */
 static void check_read_back(const char *name, const char *golden, size_t glen, plist_value *v) {
@@ -39,10 +23,10 @@ static void check_read_back(const char *name, const char *golden, size_t glen, p
 }
 
 static void check_golden(const char *name, plist_value *v) {
-    char rel[256], err[256] = "";
-    snprintf(rel, sizeof rel, "tests/fixtures/plist/%s.plist", name);
+    char rel[1024], err[256] = "";
+    snprintf(rel, sizeof rel, "%s/tests/fixtures/plist/%s.plist", AF_SOURCE_DIR, name);
     size_t glen = 0, len = 0;
-    char *golden = slurp(rel, &glen);
+    char *golden = test_read_file(rel, &glen);
     char *mine = plist_write_xml(v, &len, err, sizeof err);
     CHECK(golden != NULL, "%s: fixture missing", rel);
     CHECK(mine != NULL, "%s: writer failed: %s", name, err);

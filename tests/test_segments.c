@@ -41,10 +41,10 @@ static void test_mixed_graph(void) {
     CHECK(sc.segments == 1 && sc.segment_bytes == 0, "CPU: one program, got %lld segments", (long long)sc.segments);
     CHECK(ss.segments == 7, "ane-sim: 4 fused regions and 3 bridges, got %lld segments", (long long)ss.segments);
     CHECK(ss.dispatches == 2 * 7, "ane-sim: one dispatch per segment per run, got %lld", (long long)ss.dispatches);
-    /* handed over per run, in fp16: q, k, v (3 x 96) to sdpa; sdpa's 96 to the next region
+    /* handed over per run, in fp16: q, k, v (3 x 96) and the mask (36) to sdpa; sdpa's 96 to the next region
      * (x comes from the caller); the reshaped 96 to flatten; 96 back; the reshaped 96 to
      * broadcast; its 288 to the last region. */
-    int64_t per_run = 2 * (3 * 96 + 96 + 96 + 96 + 96 + 288);
+    int64_t per_run = 2 * (3 * 96 + 36 + 96 + 96 + 96 + 96 + 288);
     CHECK(ss.segment_bytes == 2 * per_run, "segment bytes %lld, want %lld", (long long)ss.segment_bytes, (long long)(2 * per_run));
     CHECK(af_model_arena_bytes(ms) > 0, "memory of a segmented model");
     /* resident state needs one program */
@@ -107,7 +107,51 @@ static void test_sdpa_bounds(void) {
     af_graph_free(g);
 }
 
+/* A trainer whose forward holds a bridge op (dropout at rate 0 before a linear layer):
+ * on ane-sim its host plan's programs are cut, and the step's accounting carries the
+ * bytes handed between segments; on the CPU nothing is cut. */
+static int lin_params(void *ctx, af_graph *g, af_tensor **p, int max) {
+    (void)ctx;
+    if (max < 1) return -1;
+    float w[12];
+    for (int i = 0; i < 12; i++) w[i] = (float)(i % 5) / 10.0f - 0.2f;
+    p[0] = af_parameter(g, "w", AF_SHAPE(4, 3), w);
+    return 1;
+}
+static af_tensor *lin_forward(void *ctx, af_tensor *x, af_tensor *const *w) {
+    (void)ctx;
+    return af_matmul(af_dropout(x, 0), w[0], 0, 0);
+}
+
+static void test_trainer_accounting(void) {
+    af_net net = {.make_params = lin_params, .forward = lin_forward, .sample = AF_SHAPE(4), .out_dim = 3};
+    float x[8 * 4], y[8 * 3];
+    for (int i = 0; i < 32; i++) x[i] = (float)((i * 7) % 9) / 9.0f;
+    for (int i = 0; i < 24; i++) y[i] = (float)((i * 5) % 4) / 4.0f;
+    for (int t = 0; t < 2; t++) {
+        af_train_opts o = af_train_defaults();
+        o.objective = AF_OBJ_MSE;
+        o.plan = AF_PLAN_HOST;
+        o.batch = 8;
+        o.lr = 0.05f;
+        o.compile.threads = 1;
+        o.compile.target = t ? AF_TARGET_ANE_SIM : AF_TARGET_CPU;
+        af_trainer *tr = af_trainer_new(&net, &o);
+        CHECK(tr != NULL, "trainer: %s", af_error_message());
+        if (!tr) continue;
+        af_step_info info;
+        CHECK(af_trainer_step(tr, x, y, &info) == AF_OK, "step: %s", af_error_message());
+        CHECK(t ? info.stats.segment_bytes > 0 : info.stats.segment_bytes == 0, "%s: %lld segment bytes in a step",
+              t ? "ane-sim" : "cpu", (long long)info.stats.segment_bytes);
+        af_stats total;
+        af_trainer_stats(tr, &total);
+        CHECK(total.segment_bytes == info.stats.segment_bytes, "trainer totals carry the segment bytes");
+        af_trainer_free(tr);
+    }
+}
+
 int main(void) {
+    test_trainer_accounting();
     test_mixed_graph();
     test_batch_change();
     test_sdpa_bounds();

@@ -109,8 +109,9 @@ const char *progress_json_extra(progress *p, af_trainer *t, const af_stats *s, i
     double n = (double)steps;
     snprintf(p->extra, sizeof p->extra,
              ",\"target\":\"%s:%s\",\"programs_compiled\":%lld,\"dispatches_per_step\":%.3f,\"bytes_in_per_step\":%.0f,"
-             "\"bytes_out_per_step\":%.0f,\"engine_flops_per_step\":%.0f,\"host_flops_per_step\":%.0f,\"est_ms_m1\":%.4f,\"est_ms_m5\":%.4f",
+             "\"bytes_out_per_step\":%.0f,\"engine_flops_per_step\":%.0f,\"host_flops_per_step\":%.0f,"
+             "\"segment_bytes_per_step\":%.0f,\"est_ms_m1\":%.4f,\"est_ms_m5\":%.4f",
              target_name(p->o.compile.target), af_family_name_of(p->o.compile.family), (long long)s->compiles, s->dispatches / n, s->bytes_in / n, s->bytes_out / n,
-             s->engine_flops / n, s->host_flops / n, est_ms(AF_FAMILY_A13, s, steps), est_ms(AF_FAMILY_A16, s, steps));
+             s->engine_flops / n, s->host_flops / n, s->segment_bytes / n, est_ms(AF_FAMILY_A13, s, steps), est_ms(AF_FAMILY_A16, s, steps));
     return p->extra;
 }

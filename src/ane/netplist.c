@@ -137,6 +137,16 @@ static const char *consumer_of(const netplist_program *p, const char *name) {
     return p->units[0].name;
 }
 
+/* The sizes an input carries in both of its entries (InputList and the network's). */
+static void input_sizes(plist_value *e, const netplist_input *in) {
+    plist_set_int(e, "BatchSize", in->dims.n);
+    plist_set_int(e, "InputChannels", in->dims.c);
+    plist_set_int(e, "InputHeight", in->dims.h);
+    plist_set_int(e, "InputWidth", in->dims.w);
+    plist_set_int(e, "InputInterleave", 1);
+    plist_set_str(e, "InputType", "Float16");
+}
+
 plist_value *netplist_document(const netplist_program *p, char *err, size_t errn) {
     if (p->nunits < 1) {
         snprintf(err, errn, "net.plist: the program has no units");
@@ -153,14 +163,9 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
     for (int k = 0; k < p->ninputs; k++) {
         const netplist_input *in = &p->inputs[k];
         plist_value *e = plist_push(inlist, plist_dict());
-        plist_set_int(e, "BatchSize", in->dims.n);
-        plist_set_int(e, "InputChannels", in->dims.c);
+        input_sizes(e, in);
         plist_set_int(e, "InputDepth", 1);
-        plist_set_int(e, "InputHeight", in->dims.h);
-        plist_set_int(e, "InputWidth", in->dims.w);
-        plist_set_int(e, "InputInterleave", 1);
         plist_set_str(e, "InputName", in->name);
-        plist_set_str(e, "InputType", "Float16");
         plist_set_str(e, "Name", consumer_of(p, in->name));
         plist_set_str(e, "OperationName", "op0");
     }
@@ -187,14 +192,9 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
     for (int k = 0; k < p->ninputs; k++) {
         const netplist_input *in = &p->inputs[k];
         plist_value *e = plist_set(net, in->name, plist_dict());
-        plist_set_int(e, "BatchSize", in->dims.n);
-        plist_set_int(e, "InputChannels", in->dims.c);
-        plist_set_int(e, "InputHeight", in->dims.h);
-        plist_set_int(e, "InputWidth", in->dims.w);
-        plist_set_int(e, "InputInterleave", 1);
+        input_sizes(e, in);
         plist_set_int(e, "InputRowStride", netplist_row_stride(in->dims));
         plist_set_int(e, "InputPlaneStride", netplist_plane_stride(in->dims));
-        plist_set_str(e, "InputType", "Float16");
     }
     for (int k = 0; k < p->nconsts; k++) {
         const netplist_constant *c = &p->consts[k];

@@ -35,6 +35,7 @@ typedef struct {
     int *value_of;        /* per tensor id: its host value, or -1 */
     af_tensor **local;    /* per tensor id: its copy in the segment being built */
     bool *is_out;         /* per tensor id: a segment output */
+    bool fp16_boundaries;
 } cutter;
 
 static int new_value(cutter *c, const af_tensor *t) {
@@ -58,7 +59,8 @@ static af_tensor *boundary(cutter *c, segment *s, const af_tensor *t) {
         memcpy(copy->data, t->data, bytes);
         copy->flags = t->flags;
     } else {
-        copy = ir_node_new(g, IR_OP_INPUT, 0, NULL, t->shape, t->dtype, NULL);
+        bool computed = t->op != IR_OP_INPUT; /* crosses a cut as an fp16 array on the engines */
+        copy = ir_node_new(g, IR_OP_INPUT, 0, NULL, t->shape, computed && c->fp16_boundaries ? AF_F16 : t->dtype, NULL);
         if (!copy) return NULL;
         copy->flags = t->flags & IR_TF_EXACT; /* whole numbers stay exact across the cut */
         s->in[s->nin] = copy;
@@ -115,9 +117,9 @@ oom:
     return AF_ERR_NOMEM;
 }
 
-af_status segment_plan_build(const compile_plan *p, segment_plan *sp, char *msg, size_t n) {
+af_status segment_plan_build(const compile_plan *p, segment_plan *sp, bool fp16_boundaries, char *msg, size_t n) {
     memset(sp, 0, sizeof *sp);
-    cutter c = {.p = p, .sp = sp};
+    cutter c = {.p = p, .sp = sp, .fp16_boundaries = fp16_boundaries};
     int nt = p->ntensors;
     c.seg_of = malloc(sizeof *c.seg_of * (size_t)(nt + 1));
     c.value_of = malloc(sizeof *c.value_of * (size_t)(nt + 1));

@@ -36,7 +36,9 @@ typedef struct {
 bool plan_has_bridge(const compile_plan *p);
 
 /* Cuts p into segments: maximal runs of ordinary nodes in schedule order, and one
- * segment per bridge node. AF_OK, or the status with the reason in msg. */
-af_status segment_plan_build(const compile_plan *p, segment_plan *sp, char *msg, size_t n);
+ * segment per bridge node. fp16_boundaries: values crossing a cut are fp16 inputs of
+ * the segments that read them (engine programs take fp16 ports; the model's own inputs
+ * keep their dtype). AF_OK, or the status with the reason in msg. */
+af_status segment_plan_build(const compile_plan *p, segment_plan *sp, bool fp16_boundaries, char *msg, size_t n);
 void segment_plan_free(segment_plan *sp);
 #endif

@@ -18,7 +18,7 @@ void model_free_segments(af_model *m) {
 }
 
 af_status model_compile_segments(af_model *m, const af_compile_opts *opts, char *msg, size_t n) {
-    af_status st = segment_plan_build(&m->plan, &m->seg, msg, n);
+    af_status st = segment_plan_build(&m->plan, &m->seg, m->cfg.fp16, msg, n);
     if (st) return st;
     m->sub = calloc((size_t)m->seg.nseg + 1, sizeof *m->sub);
     m->vals = calloc((size_t)m->seg.nvalues + 1, sizeof *m->vals);
@@ -34,9 +34,9 @@ af_status model_compile_segments(af_model *m, const af_compile_opts *opts, char 
         m->sub[k] = af_compile(s->g, s->nin, s->in, s->nout, s->out, opts);
         if (!m->sub[k]) {
             const af_tensor *last = s->g->t[s->g->n - 1];
-            snprintf(msg, n, "segment %d of %d (%s of %d node%s ending in %s '%s'): %s", k + 1, m->seg.nseg,
+            snprintf(msg, n, "segment %d of %d (%s of %d node%s ending in %s%s%s): %s", k + 1, m->seg.nseg,
                      s->kind == SEG_BRIDGE ? "a bridge" : "a fused region", s->nnodes, s->nnodes == 1 ? "" : "s",
-                     ir_ops[last->op].name, af_tensor_name(last), af_error_message());
+                     ir_ops[last->op].name, last->name ? " " : "", last->name ? last->name : "", af_error_message());
             return AF_ERR_UNSUPPORTED;
         }
         af_stats sub;

@@ -202,6 +202,7 @@ af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out
     t->acc.bytes_in += after.bytes_in - before.bytes_in;
     t->acc.bytes_out += after.bytes_out - before.bytes_out;
     t->acc.engine_flops += after.engine_flops - before.engine_flops;
+    t->acc.segment_bytes += after.segment_bytes - before.segment_bytes; /* programs cut around bridge ops */
     return st;
 }
 
@@ -361,6 +362,7 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
     t->total.bytes_in += t->acc.bytes_in;
     t->total.bytes_out += t->acc.bytes_out;
     t->total.engine_flops += t->acc.engine_flops;
+    t->total.segment_bytes += t->acc.segment_bytes;
     t->total.host_flops += t->host_flops;
     return st;
 }

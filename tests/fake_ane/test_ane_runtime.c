@@ -619,6 +619,86 @@ static void case_traps(void) {
     af_graph_free(gp.g);
 }
 
+/* ---------------------------------------------------------------- net.plist programs */
+
+/* The hand-written golden SDPA program (tests/golden/netplist/sdpa_unit.plist: q [C=2,
+ * W=8], k and v [C=6, W=8], the mask [C=2, W=6], a constant scale) through the runtime's
+ * net.plist path: compiled once (a second compile is a cache hit), evaluated, and
+ * compared with softmax(q k^T * scale + mask) v in double. The fake refuses a net.plist
+ * descriptor whose weights are not keyed by file name. */
+static void case_netplist(void) {
+    open_fake();
+    size_t len = 0;
+    char *xml = test_read_file(AF_SOURCE_DIR "/tests/golden/netplist/sdpa_unit.plist", &len);
+    CHECK(xml != NULL, "the golden program is missing");
+    if (!xml) return;
+    float scale = 0.35355339f;
+    uint16_t h;
+    ir_f32_to_f16_array(&scale, &h, 1);
+    uint8_t w1[2] = {(uint8_t)(h & 0xff), (uint8_t)(h >> 8)};
+    ir_f16_to_f32_array(&h, &scale, 1);
+    ane_rt_ports ports = {.nin = 4, .nout = 1, .in_count = {16, 48, 48, 12}, .out_count = {16}};
+    ane_rt_program *p = NULL, *p2 = NULL;
+    int64_t before = ane_rt_compile_count();
+    CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p) == AF_OK, "compile: %s", af_error_message());
+    CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p2) == AF_OK && ane_rt_compile_count() - before == 1,
+          "the same program again is a cache hit");
+    test_rng r = {11};
+    float q[16], k[48], v[48], m[12], y[16];
+    test_fill_uniform(&r, q, 16, -1, 1);
+    test_fill_uniform(&r, k, 48, -1, 1);
+    test_fill_uniform(&r, v, 48, -1, 1);
+    test_fill_uniform(&r, m, 12, -2, 0);
+    uint16_t q16[16], k16[48], v16[48], m16[12], y16[16];
+    ir_f32_to_f16_array(q, q16, 16), ir_f32_to_f16_array(k, k16, 48), ir_f32_to_f16_array(v, v16, 48), ir_f32_to_f16_array(m, m16, 12);
+    ir_f16_to_f32_array(q16, q, 16), ir_f16_to_f32_array(k16, k, 48), ir_f16_to_f32_array(v16, v, 48), ir_f16_to_f32_array(m16, m, 12);
+    const uint16_t *ins[4] = {q16, k16, v16, m16};
+    uint16_t *outs[1] = {y16};
+    CHECK(p && ane_rt_eval(p, ins, outs) == AF_OK, "eval: %s", af_error_message());
+    ir_f16_to_f32_array(y16, y, 16);
+    double worst = 0;
+    for (int i = 0; i < 2; i++) {
+        double s[6], z = 0, mx = -1e30;
+        for (int j = 0; j < 6; j++) {
+            s[j] = m[i * 6 + j];
+            for (int d = 0; d < 8; d++) s[j] += (double)q[i * 8 + d] * k[j * 8 + d] * scale;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        for (int j = 0; j < 6; j++) z += (s[j] = exp(s[j] - mx));
+        for (int e = 0; e < 8; e++) {
+            double want = 0;
+            for (int j = 0; j < 6; j++) want += s[j] / z * v[j * 8 + e];
+            worst = fmax(worst, fabs(want - y[i * 8 + e]));
+        }
+    }
+    CHECK(worst < 2e-3, "the SDPA program against double: worst error %g", worst);
+    ane_rt_release(p);
+    ane_rt_release(p2);
+
+    /* a net.plist descriptor with MIL-style weight keys is refused */
+    void *pool = ane_apple.objc_autoreleasePoolPush();
+    CFDataRef text = ane_apple.CFDataCreate(NULL, (const UInt8 *)xml, (CFIndex)len);
+    CFStringRef key = ane_apple.CFStringCreateWithCString(NULL, "@model_path/weights/weight.bin", kCFStringEncodingUTF8);
+    CFStringRef k_off = ane_apple.CFStringCreateWithCString(NULL, "offset", kCFStringEncodingUTF8);
+    CFStringRef k_data = ane_apple.CFStringCreateWithCString(NULL, "data", kCFStringEncodingUTF8);
+    int64_t zero = 0;
+    CFNumberRef z = ane_apple.CFNumberCreate(NULL, kCFNumberSInt64Type, &zero);
+    CFDataRef blob = ane_apple.CFDataCreate(NULL, w1, 2);
+    const void *ek[2] = {k_off, k_data}, *ev[2] = {z, blob};
+    CFDictionaryRef entry = ane_apple.CFDictionaryCreate(NULL, ek, ev, 2, ane_apple.kCFTypeDictionaryKeyCallBacks,
+                                                         ane_apple.kCFTypeDictionaryValueCallBacks);
+    const void *wk[1] = {key}, *wv[1] = {entry};
+    CFDictionaryRef weights = ane_apple.CFDictionaryCreate(NULL, wk, wv, 1, ane_apple.kCFTypeDictionaryKeyCallBacks,
+                                                           ane_apple.kCFTypeDictionaryValueCallBacks);
+    CHECK(cls_send("_ANEInMemoryModelDescriptor", "modelWithNetworkDescription:weights:optionsPlist:", (id)text, (id)weights,
+                   NULL) == NULL && contains(fake.last_error(), "weights.0"),
+          "net.plist weights keyed like MIL's must be refused: %s", fake.last_error());
+    const void *rel[] = {text, key, k_off, k_data, z, blob, entry, weights};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) ane_apple.CFRelease(rel[i]);
+    ane_apple.objc_autoreleasePoolPop(pool);
+    free(xml);
+}
+
 /* ---------------------------------------------------------------- device */
 
 static void case_device(void) {
@@ -641,6 +721,7 @@ int main(int argc, char **argv) {
         { "trampoline", case_trampoline }, { "missing", case_missing }, { "programs", case_programs },
         { "cache", case_cache },           { "alias", case_alias },     { "budget", case_budget },
         { "load_retry", case_load_retry }, { "traps", case_traps },     { "device", case_device },
+        { "netplist", case_netplist },
     };
     int ran = 0;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)

@@ -16,7 +16,10 @@ bridge_mix bridge_mix_build(void) {
     m.x = af_input(m.g, "x", AF_F16, AF_SHAPE(1, 2, 6, 8)); /* engine programs take fp16 */
     af_tensor *q = af_matmul(m.x, af_const(m.g, "wq", AF_SHAPE(8, 8), wq), 0, 0);
     af_tensor *k = af_tanh(m.x), *v = af_adds(m.x, 1.0f);
-    af_tensor *a = af_sdpa(q, k, v, af_const(m.g, "mask", AF_SHAPE(6, 1, 6), mask), 0);
+    /* the mask is computed from a constant in the first region (an fp32 host value) and
+     * crosses the cut like any value */
+    af_tensor *am = af_reshape(af_const(m.g, "mask", AF_SHAPE(6, 6), mask), AF_SHAPE(6, 1, 6));
+    af_tensor *a = af_sdpa(q, k, v, am, 0);
     af_tensor *h = af_reshape(af_add(af_relu(a), m.x), AF_SHAPE(2, 6, 8));
     af_tensor *f = af_flatten(h);
     af_tensor *g2 = af_reshape(af_muls(f, 2.0f), AF_SHAPE(1, 96));

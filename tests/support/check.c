@@ -1,5 +1,6 @@
 #include "check.h"
 #include <stdint.h>
+#include <stdlib.h>
 
 int check_passed, check_failed;
 
@@ -29,4 +30,18 @@ double test_normal(test_rng *r) {
 
 void test_fill_uniform(test_rng *r, float *x, long n, double lo, double hi) {
     for (long i = 0; i < n; i++) x[i] = (float)(lo + (hi - lo) * test_uniform(r));
+}
+
+char *test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    char *b = n >= 0 && !fseek(f, 0, SEEK_SET) ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) b[n] = 0, *len = (size_t)n;
+    return b;
 }

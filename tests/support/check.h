@@ -5,6 +5,7 @@
 #define AF_TEST_CHECK_H
 #include <stdio.h>
 #include <math.h>
+#include <stddef.h>
 
 extern int check_passed, check_failed;
 
@@ -30,4 +31,7 @@ typedef struct { unsigned long long s; } test_rng;
 double test_uniform(test_rng *r);            /* [0, 1) */
 double test_normal(test_rng *r);             /* N(0, 1) */
 void test_fill_uniform(test_rng *r, float *x, long n, double lo, double hi);
+
+/* A whole file, malloc'd with a NUL after its *len bytes; NULL when it cannot be read. */
+char *test_read_file(const char *path, size_t *len);
 #endif

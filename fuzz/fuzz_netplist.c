@@ -2,7 +2,8 @@
  * (what the fake framework and any tool reading a net.plist trust): arbitrary bytes must
  * be refused with a message or read to a tree that writes back to a document reading to
  * the same bytes again (writer and reader agree); a tree that is a net.plist program must
- * give a program whose document reads back to the same program.
+ * give a program whose document reads back to the same program, and its graph (every
+ * unit through its reader) is built or refused with a message, never crashes.
  *
  *   make fuzz            (builds build-fuzz/fuzz_netplist; seeds in tests/corpus/netplist) */
 #include "ane/netplist.h"
@@ -38,6 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             REQUIRE(!strcmp(q.units[k].type, p.units[k].type) && plist_equal(q.units[k].params, p.units[k].params));
         netplist_free(&q);
         plist_free(doc);
+        af_graph *g = af_graph_new();
+        af_tensor *in[NETPLIST_MAX_INPUTS], *out = NULL;
+        uint8_t w1[64] = {0}; /* constants past 64 bytes are refused */
+        err[0] = 0;
+        if (g && !netplist_graph(&p, w1, sizeof w1, g, in, &out, err, sizeof err)) REQUIRE(err[0] != 0);
+        af_graph_free(g);
         netplist_free(&p);
     } else {
         REQUIRE(err[0] != 0);

@@ -104,6 +104,13 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
 bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_t weights1_len, netplist_program *p,
                     char *err, size_t errn);
 
+/* The graph program p computes, built into g (netplist_graph.c): in[k] gets input k as
+ * an fp16 [N, C, H, W] input, the constants are baked from weights1 (little-endian
+ * fp16), each unit is its Type's reader (netplist_unit_reader) over its bottoms, and
+ * *out is the last unit. false with a message naming the unit. */
+bool netplist_graph(const netplist_program *p, const uint8_t *weights1, size_t weights1_len, af_graph *g,
+                    af_tensor **in, af_tensor **out, char *err, size_t errn);
+
 /* ---- bridge ops ---- */
 
 /* Adds node t's unit(s) to p, whose inputs x0..x(nsrc-1) are t's sources with

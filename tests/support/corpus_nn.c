@@ -99,6 +99,13 @@ const corpus_case corpus_nn[] = {
     { CASE("3x2", bridge, SPACE_TO_CHANNEL), .s = { SH(2, 2, 6, 4) }, .p = { 3, 2 } },
     { CASE("2x2-batch2", bridge, SPACE_TO_BATCH), .s = { SH(2, 3, 4, 6) }, .p = { 2, 3 } },
     { CASE("2x3", bridge, BATCH_TO_SPACE), .s = { SH(12, 2, 3, 2) }, .p = { 2, 3 } },
+    /* batch 1, the engine's rearranges (the rows above, batch 2, are refused there) */
+    { CASE("batch1", bridge, PIXEL_SHUFFLE), .s = { SH(1, 12, 3, 2) }, .p = { 2, 3 } },
+    { CASE("batch1", bridge, PIXEL_UNSHUFFLE), .s = { SH(1, 2, 6, 4) }, .p = { 3, 2 } },
+    { CASE("batch1", bridge, CHANNEL_TO_SPACE), .s = { SH(1, 12, 3, 2) }, .p = { 2, 3 } },
+    { CASE("batch1", bridge, SPACE_TO_CHANNEL), .s = { SH(1, 2, 6, 4) }, .p = { 3, 2 } },
+    { CASE("batch1", bridge, SPACE_TO_BATCH), .s = { SH(1, 3, 4, 6) }, .p = { 2, 3 } },
+    { CASE("batch1", bridge, BATCH_TO_SPACE), .s = { SH(6, 2, 3, 2) }, .p = { 2, 3 } },
     { CASE("rows", bridge, CROSS_PRODUCT), .s = { SH(4, 3), SH(4, 3) } },
     { CASE("5x7-2x3", bridge, CROSS_CORRELATION), .s = { SH(5, 7), SH(2, 3) } },
     { CASE("disparity3", bridge, COST_VOLUME), .s = { SH(6), SH(10) }, .p = { 3 } },

@@ -65,6 +65,10 @@ static af_tensor *b_garg(af_graph *g, af_tensor **x) { (void)g; return af_global
 static void p_garg(plist_value *d) { plist_set_str(d, "Type", "Max"); plist_set_str(d, "Dimension", "Height"); }
 static af_tensor *b_ps(af_graph *g, af_tensor **x) { (void)g; return af_pixel_shuffle(x[0], 2, 3); }
 static af_tensor *b_b2s(af_graph *g, af_tensor **x) { (void)g; return af_batch_to_space(x[0], 2, 3); }
+static af_tensor *b_pu(af_graph *g, af_tensor **x) { (void)g; return af_pixel_unshuffle(x[0], 2, 3); }
+static af_tensor *b_c2s(af_graph *g, af_tensor **x) { (void)g; return af_channel_to_space(x[0], 2, 3); }
+static af_tensor *b_s2c(af_graph *g, af_tensor **x) { (void)g; return af_space_to_channel(x[0], 2, 3); }
+static af_tensor *b_s2b(af_graph *g, af_tensor **x) { (void)g; return af_space_to_batch(x[0], 2, 3); }
 static void p_factors(plist_value *d) { plist_set_int(d, "FactorY", 2); plist_set_int(d, "FactorX", 3); }
 static af_tensor *b_cross(af_graph *g, af_tensor **x) { (void)g; return af_cross_product(x[0], x[1]); }
 static af_tensor *b_xcorr(af_graph *g, af_tensor **x) { (void)g; return af_cross_correlation(x[0], x[1]); }
@@ -98,6 +102,10 @@ static const ucase cases[] = {
     { "global_arg_min_max", IN1(SH(3, 4, 5)), b_garg, "GlobalArgMinMax", { "x0" }, 3, { 1, 3, 4, 5 }, p_garg },
     { "pixel_shuffle", IN1(SH(1, 12, 2, 3)), b_ps, "PixelShuffle", { "x0" }, 2, { 1, 12, 2, 3 }, p_factors },
     { "batch_to_space", IN1(SH(6, 2, 2, 3)), b_b2s, "BatchToSpace", { "x0" }, 2, { 6, 2, 2, 3 }, p_factors },
+    { "pixel_unshuffle", IN1(SH(1, 2, 4, 6)), b_pu, "PixelUnshuffle", { "x0" }, 12, { 1, 2, 4, 6 }, p_factors },
+    { "channel_to_space", IN1(SH(1, 12, 2, 3)), b_c2s, "ChannelToSpace", { "x0" }, 2, { 1, 12, 2, 3 }, p_factors },
+    { "space_to_channel", IN1(SH(1, 2, 4, 6)), b_s2c, "SpaceToChannel", { "x0" }, 12, { 1, 2, 4, 6 }, p_factors },
+    { "space_to_batch", IN1(SH(1, 2, 4, 6)), b_s2b, "SpaceToBatch", { "x0" }, 2, { 1, 2, 4, 6 }, p_factors },
     { "cross_product", IN2(SH(4, 3), SH(4, 3)), b_cross, "CrossProduct", { "x0", "x1" }, 4, { 1, 4, 1, 3 }, p_none },
     { "cross_correlation", IN2(SH(5, 6), SH(2, 3)), b_xcorr, "CrossCorrelation", { "x0", "x1" }, 1, { 1, 1, 5, 6 }, p_none },
     { "cost_volume", IN2(SH(6), SH(9)), b_cost, "CostVolume", { "x0", "x1" }, 4, { 1, 1, 1, 6 }, p_none },

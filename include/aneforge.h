@@ -242,6 +242,92 @@ AF_API af_tensor *af_causal_mask(af_tensor *scores, int64_t offset);
  * query head h reading kv head h / n_rep (n_rep = n_heads / n_kv_heads, as llama2.c). */
 AF_API af_tensor *af_repeat_kv_heads(af_tensor *x, int n_rep);
 
+/* ---------------------------------------------------------------- bridge ops
+ * Hardware layers Apple's MIL frontend never emits (seed 004; src/ir/ops.def, the
+ * "bridge ops" blocks). On the CPU they are ordinary kernels; an engine target reaches
+ * each through a hand-written net.plist unit, and refuses at compile time what the
+ * engine's compiler refuses (the message names the limit and the fix). Index results
+ * are whole numbers held as float values: fp16 holds them exactly below 2048, and the
+ * engines refuse larger index ranges. README's "Bridge ops" table lists every limit. */
+
+/* Rank. x is [..., C, W]: every channel row of a batch is permuted by the order of row
+ * key_lane (0 <= key_lane < C) along W. Ties keep the lower index first (a stable
+ * sort). With indices = 0 the result is the permuted x ([..., C, W] for sort,
+ * [..., C, k] for top_k); with indices = 1 it is the order itself ([..., W] or
+ * [..., k]). top_k keeps the k largest (largest = 1, descending) or smallest (0,
+ * ascending) keys; the engines reject k = 3 and k = 4 as the compiler does. */
+AF_API af_tensor *af_sort(af_tensor *x, int key_lane, int descending, int indices);
+AF_API af_tensor *af_top_k(af_tensor *x, int k, int key_lane, int largest, int indices);
+/* x [..., C, H, W]. channel = 0 (spatial): the flattened h * W + w index of each
+ * channel's max (max = 1) or min (max = 0), shape [..., C, 1, 1]; channel = 1: the
+ * channel index at each position, shape [..., 1, H, W]. The first extreme wins ties. */
+AF_API af_tensor *af_arg_min_max(af_tensor *x, int channel, int max);
+/* The index of the max (max = 1) or min along axis (W = -1, H = -2, C = -3 on the
+ * engines), that axis kept with extent 1. The first extreme wins ties. */
+AF_API af_tensor *af_global_arg_min_max(af_tensor *x, int axis, int max);
+
+/* Rearrange, on x [N, C, H, W] with factors fy (along H) and fx (along W); the engines
+ * take N = 1 only. pixel_shuffle [N, C*fy*fx, H, W] -> [N, C, H*fy, W*fx] in PyTorch's
+ * channel-major order: y[n, c, h*fy + i, w*fx + j] = x[n, (c*fy + i)*fx + j, h, w];
+ * pixel_unshuffle is its inverse. channel_to_space / space_to_channel are TensorFlow's
+ * depth_to_space / space_to_depth (block-major): y[n, c, h*fy + i, w*fx + j] =
+ * x[n, (i*fx + j)*C + c, h, w]. space_to_batch [N, C, H, W] -> [fy*fx*N, C, H/fy, W/fx]
+ * with y[(i*fx + j)*N + n, c, h, w] = x[n, c, h*fy + i, w*fx + j] (TensorFlow's order;
+ * H and W must divide); batch_to_space is its inverse (the batch must divide by fy*fx). */
+AF_API af_tensor *af_pixel_shuffle(af_tensor *x, int fy, int fx);
+AF_API af_tensor *af_pixel_unshuffle(af_tensor *x, int fy, int fx);
+AF_API af_tensor *af_channel_to_space(af_tensor *x, int fy, int fx);
+AF_API af_tensor *af_space_to_channel(af_tensor *x, int fy, int fx);
+AF_API af_tensor *af_space_to_batch(af_tensor *x, int fy, int fx);
+AF_API af_tensor *af_batch_to_space(af_tensor *x, int fy, int fx);
+
+/* Geometry. cross_product: a x b over the last axis (extent 3) of two equal shapes,
+ * numpy.cross. cross_correlation: x [H, W] with tmpl [Th, Tw], valid and not flipped:
+ * y[i, j] = sum_{u,v} x[i+u, j+v] tmpl[u, v], [H-Th+1, W-Tw+1]. cost_volume: aux [Wa],
+ * ref [Wr] with Wr >= Wa + max_disparity: y[d, x] = |aux[x] - ref[x + d]|, [max_disparity
+ * + 1, Wa]. */
+AF_API af_tensor *af_cross_product(af_tensor *a, af_tensor *b);
+AF_API af_tensor *af_cross_correlation(af_tensor *x, af_tensor *tmpl);
+AF_API af_tensor *af_cost_volume(af_tensor *aux, af_tensor *ref, int max_disparity);
+/* Furthest point sampling of points [N, 3] in L2 distance: starts at point 0, then
+ * repeatedly takes the point whose distance to the chosen set is largest (the lowest
+ * index among equal distances). Returns the k chosen points [k, 3] in the order chosen,
+ * or with indices = 1 their indices [k]. The engines take k <= 1024 and N <= 8192. */
+AF_API af_tensor *af_furthest_point_sampling(af_tensor *points, int k, int indices);
+/* Ball-query membership: y[i, j] = 1 when |points[i] - centroids[j]| <= radius (L2),
+ * else 0; points [N, 3], centroids [M, 3], y [N, M] (the engine writes it as uint8). */
+AF_API af_tensor *af_radius_search(af_tensor *points, af_tensor *centroids, float radius);
+/* x[..., s : s + size, ...] along axis, where s is the value of the one-element tensor
+ * start read at run time, rounded to the nearest whole number and clamped to [0,
+ * extent - size]. The engine accepts only size 2 along the last axis of extent 4. */
+AF_API af_tensor *af_dynamic_slice(af_tensor *x, af_tensor *start, int axis, int64_t size);
+
+/* Normalization. lrn: the engine's cross-channel LRN on x [..., C, H, W]: y[c] = x[c] /
+ * (k + alpha * sum_{j in win(c)} x[j]^2)^beta, with win(c) = [max(0, c - (C-1)/2),
+ * min(C, c + C/2 + 1)) (integer division: only the middle channel sees all C); alpha is
+ * the effective coefficient (the unit stores fp16(alpha * C), the hardware divides by
+ * C). The engines take C <= 15. local_response_norm is PyTorch's LRN built from fused
+ * ops (no cut): y[c] = x[c] / (k + alpha / size * sum_{j = c - size/2}^{c + (size-1)/2}
+ * x[j]^2)^beta, zero outside the channels. */
+AF_API af_tensor *af_lrn(af_tensor *x, float alpha, float beta, float k);
+AF_API af_tensor *af_local_response_norm(af_tensor *x, int size, float alpha, float beta, float k);
+/* y = (x - min) / (max - min + eps), min and max over axis -1 (W) or -2 (H) of x; the
+ * channel axis is refused, as by the engine's compiler (transpose it to W first). */
+AF_API af_tensor *af_minmax_norm(af_tensor *x, int axis, float eps);
+/* y = scale * (x OP z) for x and z of one shape. AF_SEW_SUB and AF_SEW_MULT are refused:
+ * the compiler rejects Sub and the engine ignores the scale of Mult (use af_sub or
+ * af_mul and af_muls). */
+typedef enum { AF_SEW_ADD = 0, AF_SEW_SUB = 1, AF_SEW_MULT = 2, AF_SEW_MIN = 3, AF_SEW_MAX = 4 } af_sew_op;
+AF_API af_tensor *af_scaled_elementwise(af_tensor *x, af_tensor *z, af_sew_op op, float scale);
+
+/* einsum over n = 1 or 2 operands, NumPy's notation with an explicit "->" (letters
+ * a-z and A-Z, no repeated letter within an operand, no "..."): "ij,jk->ik", "bhqd,bhkd->bhqk",
+ * "ij->ji", "ij->". The engine's native layer "nchw,nwhu->nchu" (a [N,C,H,W], b [N,W,H,U]
+ * -> [N,C,H,U], in any letters of that pattern) becomes one einsum node, which lowers
+ * to MIL's einsum (a single hardware layer, seed 004; not a net.plist bridge); every
+ * other equation becomes reduce_sum, transpose, reshape and matmul nodes. g
+ * receives the error when an operand is NULL. */
+AF_API af_tensor *af_einsum(af_graph *g, const char *equation, int n, af_tensor *const *operands);
 /* Bridge ops (seed 004): native engine layers Apple's MIL frontend never emits. On the
  * CPU they are ordinary kernels; on ane-sim and ane the graph is cut around each one and
  * it runs as its own net.plist program (af_stats.segments counts the programs).

@@ -207,6 +207,41 @@ static af_tensor *c_mse(gcase *c) {
     return af_loss_value(c->loss);
 }
 
+/* Bridge ops (seed 004). Continuous random keys keep sort orders and extremes away
+ * from ties, where the gathered gradient is piecewise. */
+static af_tensor *c_sort(gcase *c) { return af_sort(PN(c, 2, 3, 7), 1, 1, 0); }
+static af_tensor *c_topk(gcase *c) { return af_top_k(PN(c, 3, 8), 3, 0, 0, 0); }
+static af_tensor *c_pshuf(gcase *c) { return af_pixel_shuffle(PN(c, 2, 12, 2, 3), 2, 3); }
+static af_tensor *c_punshuf(gcase *c) { return af_pixel_unshuffle(PN(c, 1, 2, 6, 4), 3, 2); }
+static af_tensor *c_c2s(gcase *c) { return af_channel_to_space(PN(c, 1, 8, 2, 3), 2, 2); }
+static af_tensor *c_s2c(gcase *c) { return af_space_to_channel(PN(c, 2, 3, 4, 6), 2, 3); }
+static af_tensor *c_s2b(gcase *c) { return af_space_to_batch(PN(c, 2, 2, 4, 6), 2, 3); }
+static af_tensor *c_b2s(gcase *c) { return af_batch_to_space(PN(c, 8, 2, 2, 3), 2, 2); }
+static af_tensor *c_cross(gcase *c) { return af_cross_product(PN(c, 4, 3), PN(c, 4, 3)); }
+static af_tensor *c_xcorr(gcase *c) { return af_cross_correlation(PN(c, 5, 6), PN(c, 2, 3)); }
+static af_tensor *c_costvol(gcase *c) { return af_cost_volume(PN(c, 5), PN(c, 8), 3); }
+static af_tensor *c_fps(gcase *c) { return af_furthest_point_sampling(PN(c, 12, 3), 5, 0); }
+static af_tensor *c_dynslice(gcase *c) {
+    const float start = 3.2f;
+    return af_dynamic_slice(PN(c, 2, 7, 3), af_const(c->g, "start", AF_SHAPE(1), &start), 1, 3);
+}
+static af_tensor *c_dynslice_clamped(gcase *c) {
+    const float start = 9.0f; /* past the end: clamped to 7 - 4 */
+    return af_dynamic_slice(PN(c, 3, 7), af_const(c->g, "start", AF_SHAPE(1), &start), -1, 4);
+}
+static af_tensor *c_lrn(gcase *c) { return af_lrn(PN(c, 2, 5, 2, 3), 0.4f, 0.75f, 1.0f); }
+static af_tensor *c_minmax_w(gcase *c) { return af_minmax_norm(PN(c, 1, 2, 3, 5), -1, 0.01f); }
+static af_tensor *c_minmax_h(gcase *c) { return af_minmax_norm(PN(c, 2, 4, 3), -2, 0.1f); }
+static af_tensor *c_sew_add(gcase *c) { return af_scaled_elementwise(PN(c, 3, 4), PN(c, 3, 4), AF_SEW_ADD, 0.5f); }
+static af_tensor *c_sew_min(gcase *c) { return af_scaled_elementwise(PN(c, 3, 4), PN(c, 3, 4), AF_SEW_MIN, -2.0f); }
+static af_tensor *c_sew_max(gcase *c) { return af_scaled_elementwise(PN(c, 3, 4), PN(c, 3, 4), AF_SEW_MAX, 1.5f); }
+static af_tensor *c_einsum_native(gcase *c) {
+    return af_einsum(c->g, "nchw,nwhu->nchu", 2, (af_tensor *[]){ PN(c, 2, 3, 4, 5), PN(c, 2, 5, 4, 2) });
+}
+static af_tensor *c_einsum_general(gcase *c) {
+    return af_einsum(c->g, "bij,jkb->kbi", 2, (af_tensor *[]){ PN(c, 2, 3, 4), PN(c, 4, 5, 2) });
+}
+static af_tensor *c_local_response_norm(gcase *c) { return af_local_response_norm(PN(c, 2, 6, 2, 2), 3, 0.5f, 0.75f, 1.0f); }
 /* Bridge ops: sdpa decoding with a trainable mask, and the structural layers. */
 static af_tensor *c_sdpa(gcase *c) { return af_sdpa(PN(c, 1, 2, 3, 4), PN(c, 1, 2, 5, 4), PN(c, 1, 2, 5, 3), PN(c, 3, 1, 5), 0.6f); }
 static af_tensor *c_sdpa_nomask(gcase *c) { return af_sdpa(PN(c, 2, 1, 4, 3), PN(c, 2, 1, 4, 3), PN(c, 2, 1, 4, 2), NULL, 0); }
@@ -247,6 +282,19 @@ static const grad_case cases[] = {
     { "layer: mha causal", IR_OP_INPUT, c_mha }, { "loss: cross-entropy", IR_OP_INPUT, c_ce },
     { "loss: mse", IR_OP_INPUT, c_mse }, { "layer: rope", IR_OP_INPUT, c_rope },
     { "layer: causal attention, grouped kv", IR_OP_INPUT, c_gqa },
+    { "sort", IR_OP_SORT, c_sort }, { "top_k", IR_OP_TOPK, c_topk }, { "pixel_shuffle", IR_OP_PIXEL_SHUFFLE, c_pshuf },
+    { "pixel_unshuffle", IR_OP_PIXEL_UNSHUFFLE, c_punshuf }, { "channel_to_space", IR_OP_CHANNEL_TO_SPACE, c_c2s },
+    { "space_to_channel", IR_OP_SPACE_TO_CHANNEL, c_s2c }, { "space_to_batch", IR_OP_SPACE_TO_BATCH, c_s2b },
+    { "batch_to_space", IR_OP_BATCH_TO_SPACE, c_b2s }, { "cross_product", IR_OP_CROSS_PRODUCT, c_cross },
+    { "cross_correlation", IR_OP_CROSS_CORRELATION, c_xcorr }, { "cost_volume", IR_OP_COST_VOLUME, c_costvol },
+    { "furthest_point_sampling", IR_OP_FPS, c_fps }, { "dynamic_slice", IR_OP_DYNAMIC_SLICE, c_dynslice },
+    { "dynamic_slice clamped", IR_OP_DYNAMIC_SLICE, c_dynslice_clamped }, { "lrn", IR_OP_LRN, c_lrn },
+    { "minmax_norm width", IR_OP_MINMAX_NORM, c_minmax_w }, { "minmax_norm height", IR_OP_MINMAX_NORM, c_minmax_h },
+    { "scaled_elementwise add", IR_OP_SCALED_ELEMENTWISE, c_sew_add },
+    { "scaled_elementwise min", IR_OP_SCALED_ELEMENTWISE, c_sew_min },
+    { "scaled_elementwise max", IR_OP_SCALED_ELEMENTWISE, c_sew_max }, { "einsum native", IR_OP_EINSUM, c_einsum_native },
+    { "layer: einsum decomposed", IR_OP_INPUT, c_einsum_general },
+    { "layer: local_response_norm", IR_OP_INPUT, c_local_response_norm },
     { "sdpa decode, mask", IR_OP_SDPA, c_sdpa }, { "sdpa no mask", IR_OP_SDPA, c_sdpa_nomask },
     { "flatten", IR_OP_FLATTEN, c_flatten }, { "dropout", IR_OP_DROPOUT, c_dropout },
     { "broadcast", IR_OP_BROADCAST, c_broadcast }, { "input_view", IR_OP_INPUT_VIEW, c_input_view },

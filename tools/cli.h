@@ -2,6 +2,7 @@
 #ifndef AF_TOOLS_CLI_H
 #define AF_TOOLS_CLI_H
 int cmd_ops(int argc, char **argv);
+int cmd_op(int argc, char **argv);   /* aneforge op NAME: one op on .npy inputs */
 int cmd_data(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

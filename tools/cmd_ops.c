@@ -1,6 +1,7 @@
 /* aneforge ops: the op table with what each layer provides for every row. */
 #include "cli.h"
 #include "aneforge.h"
+#include "ane/netplist.h"
 #include "ane/opinfo.h"
 #include "cpu/kernels.h"
 #include "ir/ir.h"
@@ -60,21 +61,25 @@ int cmd_ops(int argc, char **argv) {
         }
     }
     if (json) printf("[\n");
-    else printf("%-19s %-5s %-7s %-4s %-4s %-5s %-22s %-6s %s\n", "op", "arity", "kind", "fp32", "fp16", "vjp", "mil", "bridge", "target restrictions");
+    else printf("%-19s %-5s %-7s %-4s %-4s %-5s %-22s %-26s %s\n", "op", "arity", "kind", "fp32", "fp16", "vjp", "mil", "bridge", "target restrictions");
     for (int op = 0; op < IR_OP_COUNT; op++) {
         const ir_op_info *o = &ir_ops[op];
         bool k = (o->flags & OPF_LEAF) || cpu_kernels[op];
         const char *mil = mil_op_lowering(op), *rule = ane_rules_op_restrictions(op);
+        const bridge_unit_row *unit = bridge_unit_info((ir_op)op); /* the net.plist unit Type */
+        const char *bridge = unit ? unit->type : NULL;
         if (json) {
             printf("  {\"name\": \"%s\", \"arity\": %d, \"kind\": \"%s\", \"fp32\": %s, \"fp16\": %s, \"vjp\": \"%s\", \"mil\": ",
                    o->name, o->arity, ir_op_kind_name(o->kind), k ? "true" : "false", k ? "true" : "false", vjp_text(op));
             json_str(mil);
-            printf(", \"bridge\": null, \"target\": ");
+            printf(", \"bridge\": ");
+            json_str(bridge);
+            printf(", \"target\": ");
             json_str(rule);
             printf("}%s\n", op + 1 < IR_OP_COUNT ? "," : "");
         } else {
-            printf("%-19s %-5d %-7s %-4s %-4s %-5s %-22s %-6s %s\n", o->name, o->arity, ir_op_kind_name(o->kind), k ? "yes" : "-",
-                   k ? "yes" : "-", vjp_text(op), mil ? mil : "-", "-", rule ? rule : "-");
+            printf("%-19s %-5d %-7s %-4s %-4s %-5s %-22s %-26s %s\n", o->name, o->arity, ir_op_kind_name(o->kind), k ? "yes" : "-",
+                   k ? "yes" : "-", vjp_text(op), mil ? mil : "-", bridge ? bridge : "-", rule ? rule : "-");
         }
     }
     if (json) printf("]\n");

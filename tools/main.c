@@ -15,6 +15,7 @@ static const struct {
     const char *help;
 } commands[] = {
     { "ops", cmd_ops, "print the op table (--json for JSON)" },
+    { "op", cmd_op, "run one op, fused or bridge, on .npy inputs (op NAME --in x=FILE.npy --attr k=v --out DIR)" },
     { "data", cmd_data, "fetch and inspect datasets (data fetch mnist|fashion|text, data tokenize, data info)" },
     { "bench", cmd_bench, "run benchmarks and print JSON (bench ops)" },
     { "tokenizer", cmd_tokenizer, "train, write and use llama2.c-format tokenizers (tokenizer train|bytes|encode|decode|info)" },

@@ -317,6 +317,14 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
     case IR_OP_EMBEDDING: case IR_OP_EMBEDDING_GRAD:
         lower_embedding(e, t, v, x, y);
         return true;
+    case IR_OP_EINSUM: { /* the native layer (seed 004) */
+        char vals[300];
+        snprintf(vals, sizeof vals, "(%s, %s)", x, y);
+        kv[0] = (mil_kv){ "equation", mil_const_string(e, CN("equation"), "nchw,nwhu->nchu") };
+        kv[1] = (mil_kv){ "values", vals };
+        mil_stmt(e, ty, v, "einsum", 2, kv);
+        return true;
+    }
     case IR_OP_CAST: /* the engine is fp16 throughout: a cast is a rename */
         kv[0] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, "identity", 1, kv);

@@ -340,9 +340,9 @@ static bool h_upsample_bilinear(call *c, int op) {
     return mil_out(c, 0, y, MIL_VC_SAME);
 }
 
-/* einsum of two operands, each index letter at most once per operand: indices only in
- * one operand and not in the result are summed first; the rest is one batched matmul
- * [batch, a-only, contracted] x [batch, contracted, b-only] and a transpose. */
+/* einsum of two operands, each index letter at most once per operand, checked here and
+ * built by af_einsum (src/nn/einsum.c): the engine's native "nchw,nwhu->nchu" layer
+ * reads back as the einsum op, every other equation as its decomposition. */
 static bool h_einsum(call *c, int op) {
     (void)op;
     const char *eq;
@@ -373,53 +373,8 @@ static bool h_einsum(call *c, int op) {
     for (int i = 0; outs[i]; i++)
         if ((unsigned char)outs[i] >= 128 || !size[(unsigned char)outs[i]] || strchr(outs + i + 1, outs[i]))
             return mil_cfail(c, AF_ERR_UNSUPPORTED, ea, "equation '%s': each result index must come from an operand, once", eq);
-    /* sum away indices only one operand has and the result lacks */
-    for (int k = 0; k < 2; k++) {
-        int ax[AF_MAX_RANK], n = 0;
-        char keep[AF_MAX_RANK + 1];
-        int nk = 0;
-        for (int i = 0; in[k][i]; i++) {
-            if (!strchr(in[1 - k], in[k][i]) && !strchr(outs, in[k][i])) ax[n++] = i;
-            else keep[nk++] = in[k][i];
-        }
-        keep[nk] = 0;
-        if (n) { NEED(t[k] = af_reduce_sum(t[k], n, ax, false)); strcpy(in[k], keep); }
-    }
-    char batch[8], ao[8], bo[8], con[8];
-    int nb = 0, na = 0, nbo = 0, nc = 0;
-    for (int i = 0; in[0][i]; i++) {
-        char ch = in[0][i];
-        if (strchr(in[1], ch)) { if (strchr(outs, ch)) batch[nb++] = ch; else con[nc++] = ch; }
-        else ao[na++] = ch;
-    }
-    for (int i = 0; in[1][i]; i++) if (!strchr(in[0], in[1][i])) bo[nbo++] = in[1][i];
-    if (nb + na + nbo != (int)strlen(outs)) return mil_cfail(c, AF_ERR_UNSUPPORTED, ea, "equation '%s' is not supported", eq);
-    /* a -> [batch, ao, con], b -> [batch, con, bo] */
-    int pa[AF_MAX_RANK], pb[AF_MAX_RANK], k = 0;
-    char orda[16], ordb[16];
-    snprintf(orda, sizeof orda, "%.*s%.*s%.*s", nb, batch, na, ao, nc, con);
-    snprintf(ordb, sizeof ordb, "%.*s%.*s%.*s", nb, batch, nc, con, nbo, bo);
-    for (k = 0; orda[k]; k++) pa[k] = (int)(strchr(in[0], orda[k]) - in[0]);
-    for (k = 0; ordb[k]; k++) pb[k] = (int)(strchr(in[1], ordb[k]) - in[1]);
-    int64_t B = 1, M = 1, K = 1, N = 1;
-    for (int i = 0; i < nb; i++) B *= size[(unsigned char)batch[i]];
-    for (int i = 0; i < na; i++) M *= size[(unsigned char)ao[i]];
-    for (int i = 0; i < nc; i++) K *= size[(unsigned char)con[i]];
-    for (int i = 0; i < nbo; i++) N *= size[(unsigned char)bo[i]];
-    af_tensor *A = t[0]->shape.rank > 1 ? af_transpose(t[0], pa) : t[0], *Bm = t[1]->shape.rank > 1 ? af_transpose(t[1], pb) : t[1];
-    int64_t da[3] = { B, M, K }, db[3] = { B, K, N };
-    af_tensor *y = af_matmul(mil_reshape_to(A, 3, da), mil_reshape_to(Bm, 3, db), 0, 0);
-    char ordy[16];
-    snprintf(ordy, sizeof ordy, "%.*s%.*s%.*s", nb, batch, na, ao, nbo, bo);
-    int64_t dy[AF_MAX_RANK];
-    int ny = (int)strlen(ordy), py[AF_MAX_RANK];
-    for (int i = 0; i < ny; i++) dy[i] = size[(unsigned char)ordy[i]];
-    for (int i = 0; i < ny; i++) py[i] = (int)(strchr(ordy, outs[i]) - ordy);
-    if (y) y = ny ? mil_reshape_to(y, ny, dy) : mil_reshape_to(y, 0, dy);
-    bool ident = true;
-    for (int i = 0; i < ny; i++) ident = ident && py[i] == i;
-    if (y && !ident) y = af_transpose(y, py);
-    return mil_out(c, 0, y, MIL_VC_SAME);
+    /* af_einsum decomposes it (or builds the native nchw,nwhu->nchu layer) */
+    return mil_out(c, 0, af_einsum(t[0]->g, eq, 2, t), MIL_VC_SAME);
 }
 
 /* constexpr_cast: a constant in another dtype (fp16 rounds it). */

@@ -24,6 +24,27 @@ static const char *const text[IR_OP_COUNT] = {
     [IR_OP_EMBEDDING] = "ids come through fp16 ports: a fed-id table above 2049 rows is rejected (fp16 id limit)",
     [IR_OP_EMBEDDING_GRAD] = "rejected: the engine has no scatter (use one_hot(ids)^T @ dy, or the host)",
     [IR_OP_CAST] = "fp16 compute only: an fp32 cast reaching an output is rejected",
+    /* bridge ops: rank, rearrange, geometry, normalization, einsum (bridge_gates.c) */
+    [IR_OP_SORT] = "a net.plist segment of its own; W<=2048 (fp16 indices)",
+    [IR_OP_TOPK] = "a net.plist segment of its own; k=3 and k=4 rejected; W<=2048 (fp16 indices)",
+    [IR_OP_ARGMINMAX] = "a net.plist segment of its own; indexed H*W or C<=2048 (fp16 indices)",
+    [IR_OP_GLOBAL_ARGMINMAX] = "a net.plist segment of its own; axis W, H or C; its extent<=2048 (fp16 indices)",
+    [IR_OP_PIXEL_SHUFFLE] = "a net.plist segment of its own; batch 1 only",
+    [IR_OP_PIXEL_UNSHUFFLE] = "a net.plist segment of its own; batch 1 only",
+    [IR_OP_CHANNEL_TO_SPACE] = "a net.plist segment of its own; batch 1 only",
+    [IR_OP_SPACE_TO_CHANNEL] = "a net.plist segment of its own; batch 1 only",
+    [IR_OP_SPACE_TO_BATCH] = "a net.plist segment of its own; batch 1 only",
+    [IR_OP_BATCH_TO_SPACE] = "a net.plist segment of its own; batch 1 only (input batch = fy*fx)",
+    [IR_OP_CROSS_PRODUCT] = "a net.plist segment of its own",
+    [IR_OP_CROSS_CORRELATION] = "a net.plist segment of its own",
+    [IR_OP_COST_VOLUME] = "a net.plist segment of its own",
+    [IR_OP_FPS] = "a net.plist segment of its own; L2 only; k<=1024, N<=8192",
+    [IR_OP_RADIUS_SEARCH] = "a net.plist segment of its own; membership written as uint8",
+    [IR_OP_DYNAMIC_SLICE] = "a net.plist segment of its own; only size 2 along the last axis of extent 4",
+    [IR_OP_LRN] = "a net.plist segment of its own; C<=15 (use local_response_norm beyond)",
+    [IR_OP_MINMAX_NORM] = "a net.plist segment of its own; W or H only",
+    [IR_OP_SCALED_ELEMENTWISE] = "a net.plist segment of its own; Add, Min, Max (Sub and Mult refused)",
+    [IR_OP_EINSUM] = "the one on-engine verified equation nchw,nwhu->nchu (af_einsum decomposes the rest)",
 };
 
 const char *ane_rules_op_restrictions(int op) { return op >= 0 && op < IR_OP_COUNT ? text[op] : NULL; }

@@ -40,6 +40,11 @@ static void kind_layout(const cpu_call *c) {
 #define CPU_KIND_POOL kind_pool
 #define CPU_KIND_CONV kind_conv
 #define CPU_KIND_CAST cpu_k_cast
+#define CPU_KIND_RANK cpu_k_rank
+#define CPU_KIND_REARRANGE cpu_k_rearrange
+#define CPU_KIND_GEOMETRY cpu_k_geometry
+#define CPU_KIND_BNORM cpu_k_bnorm
+#define CPU_KIND_EINSUM cpu_k_einsum
 #define CPU_KIND_ATTENTION cpu_k_sdpa
 #define CPU_KIND_STRUCTURAL cpu_k_structural
 
@@ -57,5 +62,5 @@ int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
     if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
     if (t->op == IR_OP_SDPA) return t->src[1]->shape.dim[2]; /* one row of attention weights */
-    return 0;
+    return cpu_bridge_scratch(t);
 }

@@ -50,6 +50,16 @@ void cpu_k_conv(const cpu_call *c);
 void cpu_k_conv_transpose(const cpu_call *c);
 void cpu_k_conv_weight_grad(const cpu_call *c);
 int64_t cpu_conv_scratch(const af_tensor *t);
+/* Bridge ops (seed 004): one entry per kind, dispatching on the op. */
+void cpu_k_rank(const cpu_call *c);       /* k_rank.c */
+void cpu_k_rearrange(const cpu_call *c);  /* k_rearrange.c */
+void cpu_k_geometry(const cpu_call *c);   /* k_geometry.c */
+void cpu_k_bnorm(const cpu_call *c);      /* k_lrn.c: lrn, minmax_norm, scaled_elementwise */
+void cpu_k_einsum(const cpu_call *c);     /* k_geometry.c: the native nchw,nwhu->nchu */
+/* Scratch floats a bridge op's kernel needs (sort keys, point distances), else 0. */
+int64_t cpu_bridge_scratch(const af_tensor *t);
+/* The first index dynamic_slice reads: start rounded half up, clamped to [0, extent - size]. */
+int64_t cpu_dynamic_slice_start(float start, int64_t extent, int64_t size);
 int64_t cpu_matmul_scratch(const af_tensor *t);
 /* out = x > z ? g : z with z = x - x, elementwise over n: a ReLU's gradient as autograd
  * writes it (select(greater(x, sub(x, x)), g, sub(x, x))), in one pass. */

@@ -20,6 +20,11 @@
 #define GRAD_VJP_POOL grad_vjp_pool
 #define GRAD_VJP_CONV grad_vjp_conv
 #define GRAD_VJP_CAST grad_vjp_cast
+#define GRAD_VJP_RANK grad_vjp_rank
+#define GRAD_VJP_REARRANGE grad_vjp_rearrange
+#define GRAD_VJP_GEOMETRY grad_vjp_geometry
+#define GRAD_VJP_BNORM grad_vjp_bnorm
+#define GRAD_VJP_EINSUM grad_vjp_einsum
 #define GRAD_VJP_ATTENTION grad_vjp_attention
 #define GRAD_VJP_STRUCTURAL grad_vjp_structural
 

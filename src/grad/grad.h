@@ -37,6 +37,12 @@ void grad_vjp_norm(grad_ctx *c);
 void grad_vjp_pool(grad_ctx *c);
 void grad_vjp_conv(grad_ctx *c);
 void grad_vjp_cast(grad_ctx *c);
+/* Bridge ops (vjp_bridge_ops.c). */
+void grad_vjp_rank(grad_ctx *c);
+void grad_vjp_rearrange(grad_ctx *c);
+void grad_vjp_geometry(grad_ctx *c);
+void grad_vjp_bnorm(grad_ctx *c);
+void grad_vjp_einsum(grad_ctx *c);
 void grad_vjp_attention(grad_ctx *c);  /* vjp_bridge.c */
 void grad_vjp_structural(grad_ctx *c);
 

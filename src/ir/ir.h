@@ -55,7 +55,8 @@ typedef struct {
     int groups;                /* conv, group_norm */
     int kernel[2], stride[2], pad[2], dilation[2];
     float scalar;              /* adds, muls */
-    float eps;                 /* norms */
+    float eps;                 /* norms; lrn: the bias K; minmax_norm: epsilon */
+    float beta;                /* lrn: the exponent */
     af_dtype to;               /* cast */
 } ir_attrs;
 
@@ -142,6 +143,12 @@ bool ir_infer_structural(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
  * returns false with a message in err. */
 bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out,
                     char *err, size_t errlen);
+
+/* The shape rules of the bridge-op kinds (shape_bridge_ops.c), called by ir_infer_shape. */
+bool ir_infer_bridge(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen);
+/* The channels [lo, hi) the engine's LRN sums for channel ch of C (seed 004): centred
+ * low, clipped at the edges, so only the middle channel sees all C. */
+void ir_lrn_window(int64_t ch, int64_t C, int64_t *lo, int64_t *hi);
 
 /* Helpers shared across layers. */
 char *ir_strdup(const char *s);              /* malloc'd copy (strdup is not C11) */

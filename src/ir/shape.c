@@ -272,6 +272,8 @@ bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_s
         return infer_pool(op, src, a, out, err, errlen);
     case IR_KIND_CONV:
         return infer_conv(op, src, a, out, err, errlen);
+    case IR_KIND_RANK: case IR_KIND_REARRANGE: case IR_KIND_GEOMETRY: case IR_KIND_BNORM: case IR_KIND_EINSUM:
+        return ir_infer_bridge(op, nsrc, src, a, out, err, errlen);
     case IR_KIND_ATTENTION:
         return ir_infer_attention(op, nsrc, src, a, out, err, errlen);
     case IR_KIND_STRUCTURAL:

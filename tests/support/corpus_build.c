@@ -345,6 +345,36 @@ void corpus_b_chain(corpus_graph *cg, const corpus_case *c) {
 
 /* ------------------------------------------------------------------ bridge ops */
 
+void corpus_b_bridge(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32), *y = NULL;
+    af_tensor *z = c->s[1].rank ? input(cg, c->s[1], dom_of(c, 1), AF_F32) : NULL;
+    const int *p = c->p;
+    switch (c->op) {
+    case IR_OP_SORT: y = af_sort(x, p[0], p[1], p[2]); break;
+    case IR_OP_TOPK: y = af_top_k(x, p[0], p[1], p[2], p[3]); break;
+    case IR_OP_ARGMINMAX: y = af_arg_min_max(x, p[0], p[1]); break;
+    case IR_OP_GLOBAL_ARGMINMAX: y = af_global_arg_min_max(x, p[0], p[1]); break;
+    case IR_OP_PIXEL_SHUFFLE: y = af_pixel_shuffle(x, p[0], p[1]); break;
+    case IR_OP_PIXEL_UNSHUFFLE: y = af_pixel_unshuffle(x, p[0], p[1]); break;
+    case IR_OP_CHANNEL_TO_SPACE: y = af_channel_to_space(x, p[0], p[1]); break;
+    case IR_OP_SPACE_TO_CHANNEL: y = af_space_to_channel(x, p[0], p[1]); break;
+    case IR_OP_SPACE_TO_BATCH: y = af_space_to_batch(x, p[0], p[1]); break;
+    case IR_OP_BATCH_TO_SPACE: y = af_batch_to_space(x, p[0], p[1]); break;
+    case IR_OP_CROSS_PRODUCT: y = af_cross_product(x, z); break;
+    case IR_OP_CROSS_CORRELATION: y = af_cross_correlation(x, z); break;
+    case IR_OP_COST_VOLUME: y = af_cost_volume(x, z, p[0]); break;
+    case IR_OP_FPS: y = af_furthest_point_sampling(x, p[0], p[1]); break;
+    case IR_OP_RADIUS_SEARCH: y = af_radius_search(x, z, c->f); break;
+    case IR_OP_DYNAMIC_SLICE: y = af_dynamic_slice(x, z, p[0], p[1]); break;
+    case IR_OP_LRN: y = af_lrn(x, c->f, (float)p[0] / 100.0f, (float)p[1] / 100.0f); break;
+    case IR_OP_MINMAX_NORM: y = af_minmax_norm(x, p[0], c->f); break;
+    case IR_OP_SCALED_ELEMENTWISE: y = af_scaled_elementwise(x, z, (af_sew_op)p[0], c->f); break;
+    case IR_OP_EINSUM: y = af_einsum(cg->g, "nchw,nwhu->nchu", 2, (af_tensor *[]){ x, z }); break;
+    default: break;
+    }
+    output(cg, y);
+}
+
 /* sdpa: s[0] q, s[1] k, s[2] v, s[3] mask (rank 0: none); p[0]: the mask is a constant;
  * f the scale (0: 1/sqrt(d)). */
 void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c) {

@@ -73,6 +73,9 @@ struct corpus_case {
  *   conv_wgrad s[0] x, s[1] dy (both fed); p[0..1] kernel, p[2..3] stride, p[4..5] pad, p[6..7] dilation
  *             (0: NULL)
  *   chain     p[0] selects one of the fixed multi-node graphs in corpus_build.c
+ *   bridge    s[0] x, s[1] the second operand (rank 0: none), both fed; p[] the builder's int
+ *             arguments in order (lrn: beta = p[0] / 100, k = p[1] / 100), f its float
+ *             (lrn's alpha, radius, eps, scale)
  *   sdpa      s[0] q, s[1] k, s[2] v, s[3] mask (rank 0: none); p[0]: mask baked; f scale (0: 1/sqrt(d))
  *   structural s[0]; flatten, dropout (f rate), broadcast (p[0] axis, p[1] size), input_view (p[0] offset,
  *             p[1] size)
@@ -98,6 +101,7 @@ void corpus_b_conv_transpose(corpus_graph *cg, const corpus_case *c);
 void corpus_b_embedding(corpus_graph *cg, const corpus_case *c);
 void corpus_b_conv_wgrad(corpus_graph *cg, const corpus_case *c);
 void corpus_b_chain(corpus_graph *cg, const corpus_case *c);
+void corpus_b_bridge(corpus_graph *cg, const corpus_case *c);
 void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c);
 void corpus_b_structural(corpus_graph *cg, const corpus_case *c);
 

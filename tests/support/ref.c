@@ -439,6 +439,8 @@ int ref_eval(const af_tensor *t, const double *const *in, double *out) {
         else if (t->op == IR_OP_CONV_WEIGHT_GRAD) conv_weight_grad(t, in[0], in[1], out);
         else conv_transpose(t, in[0], in[1], out);
         return 0;
+    case IR_KIND_RANK: case IR_KIND_REARRANGE: case IR_KIND_GEOMETRY: case IR_KIND_BNORM: case IR_KIND_EINSUM:
+        return ref_eval_bridge(t, in, out);
     case IR_KIND_ATTENTION:
     case IR_KIND_STRUCTURAL:
         return ref_bridge_eval(t, in, out);

@@ -1,7 +1,7 @@
 /* Every GEMM path on this machine, side by side, on the products the built-in nets run
  * and on a square one: each of our micro-kernels the CPU has, and the linked BLAS (with
  * the core OpenBLAS picked; run under OPENBLAS_CORETYPE=Prescott to see what OpenBLAS
- * does on a CPU it cannot name). Time is the process's CPU time, best of 7 rounds with
+ * does on a CPU it cannot name). Time is the measuring thread's CPU time, best of 7 rounds with
  * the paths interleaved, so a busy shared machine disturbs it little; one thread.
  *   ./build/bench_gemm_kernels            prints one line per product */
 #define _POSIX_C_SOURCE 200809L
@@ -13,12 +13,11 @@
 #include <time.h>
 
 #if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-extern char *openblas_get_corename(void) __attribute__((weak));
 #endif
 
 static double cpu_now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -38,10 +37,7 @@ int main(void) {
     if (gemm_ukernel_neon(&ks[nk])) nk++;
     gemm_ukernel_portable(&ks[nk++]);
     bool blas = cpu_have_blas();
-    const char *core = NULL;
-#if defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
-    if (openblas_get_corename) core = openblas_get_corename();
-#endif
+    const char *core = cpu_blas_core();
     cpu_blas_set_threads(1);
     printf("cpu: %s; features: %s; cpu_sgemm runs %s; blas: %s%s%s\n", cpu_model_name(), cpu_features_string(),
            cpu_gemm_path(), blas ? cpu_blas_name() : "none", core ? " " : "", core ? core : "");

@@ -49,4 +49,6 @@ const char *cpu_blas_name(void);
 /* Tells the BLAS library how many threads to use (no-op without BLAS). */
 void cpu_blas_set_threads(int n);
 int  cpu_have_blas(void);
+/* The kernel set OpenBLAS chose from the CPU's name ("Cooperlake"), or NULL. */
+const char *cpu_blas_core(void);
 #endif

@@ -134,6 +134,10 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
     for (int t = 0; t < 4; t++)
         run_case(g, t & 1 ? pool : NULL, t & 1, t >> 1, 37, 45, 520, 0.75f, t & 2 ? 0.5f : 0.0f, 2);
     run_case(g, pool, 0, 1, 5, 700, 300, 1, 0, 3);    /* column split */
+    /* the shared operand packed once for all tasks: op(A) for a column split with M
+     * beyond one MC block and K beyond one KC block (the row split's op(B) is covered
+     * by the 300x200x250 and 397x131x300 cases above) */
+    for (int t = 0; t < 4; t++) run_case(g, pool, t & 1, t >> 1, 400, 800, 270, 1, t & 2 ? 0.5f : 0.0f, t & 1);
     run_case(g, NULL, 1, 0, 2, 2100, 600, 1, 1, 0);   /* N > NC, K > KC */
     run_case(g, pool, 0, 0, 26, 64, 1030, 1, 0, 0);   /* full tiles with K > 2 KC */
     /* few outputs, long K, A B^T: the dot-product path (blocks sliding back at the

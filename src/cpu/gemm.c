@@ -66,6 +66,10 @@ static const openblas_api *openblas(void) {
 
 /* N block: a multiple of every NR. */
 enum { NC = 2048, MAX_TILE = 12 * 32 };
+/* The shared operand of a parallel product is packed once when it is at least this
+ * large (smaller: a second pool dispatch costs more) and at most this large. */
+#define SHARED_PACK_MIN 8192.0
+#define SHARED_PACK_MAX (16.0 * 1024 * 1024)
 /* Below this many multiply-adds, waking the pool costs more than it saves. */
 #define PARALLEL_MIN_MACS (1 << 20)
 
@@ -195,6 +199,12 @@ typedef struct {
     float *C;
     const cpu_epilogue *ep;
     int split_rows; /* parallel split: 1 over MR-row groups, 0 over NR-column groups */
+    /* The operand every task shares (op(B) when splitting rows, op(A) when splitting
+     * columns), packed once for all K blocks, or NULL: each task packs its own copy.
+     * K block pc starts at shared + pc * shared_pad (pad: the shared extent rounded up to
+     * the register tile). */
+    const float *shared;
+    int64_t shared_pad;
 } gemm_job;
 
 /* Packing buffers live per thread and only grow: allocating them per call cost more
@@ -202,7 +212,8 @@ typedef struct {
  * mapped, faulted in and unmapped every time). A key destructor frees a thread's
  * buffer when the thread (a pool worker) exits. */
 typedef struct { float *p; size_t floats; } pack_buf;
-static pthread_key_t pack_key;
+enum { PACK_PRIVATE, PACK_SHARED }; /* a task's own blocks; the caller's shared operand */
+static pthread_key_t pack_key[2];
 static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
 
 static void pack_buf_free(void *v) {
@@ -211,15 +222,16 @@ static void pack_buf_free(void *v) {
     free(b);
 }
 static void pack_key_make(void) {
-    if (pthread_key_create(&pack_key, pack_buf_free) != 0) pack_key = 0;
+    for (int k = 0; k < 2; k++)
+        if (pthread_key_create(&pack_key[k], pack_buf_free) != 0) pack_key[k] = 0;
 }
 
-static float *pack_space(size_t floats) {
+static float *pack_space_of(int which, size_t floats) {
     pthread_once(&pack_once, pack_key_make);
-    pack_buf *b = pthread_getspecific(pack_key);
+    pack_buf *b = pthread_getspecific(pack_key[which]);
     if (!b) {
         if (!(b = calloc(1, sizeof *b))) return NULL;
-        if (pthread_setspecific(pack_key, b) != 0) {
+        if (pthread_setspecific(pack_key[which], b) != 0) {
             free(b);
             return NULL;
         }
@@ -234,6 +246,8 @@ static float *pack_space(size_t floats) {
     }
     return b->p;
 }
+
+static float *pack_space(size_t floats) { return pack_space_of(PACK_PRIVATE, floats); }
 
 /* The serial blocked algorithm on the sub-matrix C[i0.., j0..] of size m x n. */
 static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int64_t n) {
@@ -255,10 +269,13 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
             int64_t kc = g->K - pc < KC ? g->K - pc : KC;
             float beta = pc == 0 ? g->beta : 1.0f; /* later K blocks accumulate */
             bool last = pc + kc >= g->K;
-            pack_b(&g->uk, g->tb, g->B, g->ldb, pc, j0 + jc, kc, nc, bp);
+            const float *bpk = bp, *apk = ap;
+            if (g->shared && g->split_rows) bpk = g->shared + pc * g->shared_pad + (j0 + jc) * kc;
+            else pack_b(&g->uk, g->tb, g->B, g->ldb, pc, j0 + jc, kc, nc, bp);
             for (int64_t ic = 0; ic < m; ic += MC) {
                 int64_t mc = m - ic < MC ? m - ic : MC;
-                pack_a(&g->uk, g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, ap);
+                if (g->shared && !g->split_rows) apk = g->shared + pc * g->shared_pad + (i0 + ic) * kc;
+                else pack_a(&g->uk, g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t tn = nc - jr < nr ? nc - jr : nr;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
@@ -266,9 +283,9 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                         int64_t ci = i0 + ic + ir, cj = j0 + jc + jr;
                         float *c = g->C + ci * g->ldc + cj;
                         if (unit_alpha && (beta == 0.0f || beta == 1.0f)) {
-                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, c, g->ldc, beta != 0.0f, (int)tm, (int)tn);
+                            g->uk.fn(kc, apk + ir * kc, bpk + jr * kc, c, g->ldc, beta != 0.0f, (int)tm, (int)tn);
                         } else { /* scaling: through a tile buffer */
-                            g->uk.fn(kc, ap + ir * kc, bp + jr * kc, ab, nr, 0, mr, nr);
+                            g->uk.fn(kc, apk + ir * kc, bpk + jr * kc, ab, nr, 0, mr, nr);
                             store_tile(c, g->ldc, tm, tn, nr, ab, g->alpha, beta);
                         }
                         if (last && g->ep) apply_epilogue(g->ep, g->C, g->ldc, ci, cj, tm, tn);
@@ -292,6 +309,19 @@ static void gemm_naive(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int
             *c = g->beta == 0.0f ? g->alpha * s : g->alpha * s + g->beta * *c;
         }
     if (g->ep) apply_epilogue(g->ep, g->C, g->ldc, i0, j0, m, n);
+}
+
+/* Packs slivers [s0, s1) of the shared operand for every K block (a pool task). */
+static void prepack_part(void *ctx, int64_t s0, int64_t s1) {
+    const gemm_job *g = ctx;
+    int w = g->split_rows ? g->uk.nr : g->uk.mr;
+    int64_t ext = g->split_rows ? g->N : g->M, a = s0 * w, b = s1 * w < ext ? s1 * w : ext;
+    for (int64_t pc = 0; pc < g->K; pc += g->uk.kc) {
+        int64_t kc = g->K - pc < g->uk.kc ? g->K - pc : g->uk.kc;
+        float *dst = (float *)g->shared + pc * g->shared_pad + a * kc;
+        if (g->split_rows) pack_b(&g->uk, g->tb, g->B, g->ldb, pc, a, kc, b - a, dst);
+        else pack_a(&g->uk, g->ta, g->A, g->lda, a, pc, b - a, kc, dst);
+    }
 }
 
 static void gemm_task(void *ctx, int64_t b, int64_t e) {
@@ -395,7 +425,7 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
         return;
     }
     if (use_dots(uk, ta, tb, M, N, K) && gemm_dots(uk, p, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep)) return;
-    gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1};
+    gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1, NULL, 0};
     int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);
     if (threads > 1 && (double)M * (double)N * (double)K >= PARALLEL_MIN_MACS) {
@@ -407,6 +437,19 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
         double mwaste = (double)(mshare * threads * uk->mr) / (double)M, nwaste = (double)(nshare * threads * uk->nr) / (double)N;
         g.split_rows = M >= N ? mwaste <= nwaste * 1.05 : mwaste * 1.05 < nwaste;
         int64_t groups = g.split_rows ? mgroups : ngroups;
+        /* The shared operand packed once, its slivers split over the threads, instead of
+         * once per task: for the MLP's 128x128x784 forward product each copy (100k
+         * floats) took about as long as the task's half of the product. */
+        int w = g.split_rows ? uk->nr : uk->mr;
+        int64_t ext = g.split_rows ? N : M, pad = (ext + w - 1) / w * w, slivers = pad / w;
+        double floats = (double)K * (double)pad;
+        if (floats >= SHARED_PACK_MIN && floats <= SHARED_PACK_MAX && (!g.split_rows || N <= NC)) {
+            float *sp = pack_space_of(PACK_SHARED, (size_t)floats);
+            if (sp) {
+                g.shared = sp, g.shared_pad = pad;
+                cpu_pool_for(p, slivers, 1, prepack_part, &g);
+            }
+        }
         cpu_pool_for(p, groups, 1, gemm_task, &g);
     } else {
         gemm_task(&g, 0, mgroups);

@@ -105,9 +105,11 @@ typedef struct { const float *x, *g; float *out; } relu_grad_ctx;
 
 CPU_VECTOR_CLONES static void relu_grad_range(void *p, int64_t b, int64_t e) {
     const relu_grad_ctx *r = p;
-    for (int64_t i = b; i < e; i++) {
-        const float x = r->x[i], z = x - x; /* +0, or NaN for inf and NaN: as the unfused nodes */
-        r->out[i] = x > z ? r->g[i] : z;
+    const float *x = r->x, *g = r->g;
+    float *out = r->out;
+    for (int64_t i = b; i < e; i++) { /* g read unconditionally, so the loop vectorises */
+        const float xi = x[i], gi = g[i], z = xi - xi; /* +0, or NaN for inf and NaN: as the unfused nodes */
+        out[i] = xi > z ? gi : z;
     }
 }
 

@@ -171,7 +171,9 @@ typedef struct { const cpu_call *c; int64_t n, inner; } softmax_ctx;
 static CPU_VECTOR_CLONES void softmax_rows(const float *x, float *y, int64_t rows, int64_t n) {
     for (int64_t o = 0; o < rows; o++, x += n, y += n) {
         float mx = -INFINITY, sum = 0.0f;
+#if !defined(__clang__) /* clang 14 cannot vectorise this reduction and warns that it did not */
 #pragma omp simd reduction(max : mx)
+#endif
         for (int64_t k = 0; k < n; k++) mx = x[k] > mx ? x[k] : mx;
 #pragma omp simd reduction(+ : sum)
         for (int64_t k = 0; k < n; k++) {

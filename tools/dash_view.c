@@ -63,7 +63,13 @@ static void now_panel(dash_screen *s, const dash_run *r, int x, int y, int w, in
     const jl_line *st = &r->step;
     int cx = x + 2, cw = w - 4, yy = y + 1, bottom = y + h - 1;
     double step = jl_num(st, "step", NAN), total = jl_num(&r->header, "total_steps", NAN);
-    if (yy < bottom) {
+    if (isnan(step)) { /* an empty or starting log: nothing to show yet */
+        if (yy < bottom) row(s, cx, yy, cw, "step", C_DIM, "%s", "waiting for the first step line");
+        return;
+    }
+    if (isnan(total)) {
+        if (yy < bottom) row(s, cx, yy++, cw, "step", C_DEFAULT, "%.0f", step);
+    } else if (yy < bottom) {
         if (jl_has_num(st, "epoch"))
             row(s, cx, yy++, cw, "step", C_DEFAULT, "%.0f of %.0f (epoch %.0f of %.0f)", step, total, jl_num(st, "epoch", 0),
                 jl_num(&r->header, "epochs", NAN));

@@ -38,7 +38,7 @@ bench: build
 # `make fuzz` runs each for FUZZ_TIME seconds, one after another, growing
 # build-fuzz/corpus-<name>; `make fuzz-smoke` only replays the seed corpora.
 FUZZ_TIME ?= 600
-FUZZ_TARGETS = mil milblob idx cifar npy ckpt trainer_load llama tokenizer jsonl netplist
+FUZZ_TARGETS = mil milblob idx cifar npy ckpt trainer_load llama tokenizer jsonl netplist llama_ckpt
 FUZZ_FLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 fuzz-build:

@@ -90,26 +90,36 @@ int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *cf
     return 0;
 }
 
-/* The weights in a checkpoint: records param.0 .. param.N-1 in af_llama's param order. */
-static af_llama_weights *from_ckpt(const char *path) {
-    ckpt *c = NULL;
+/* The weights in a loaded checkpoint: records param.0 .. param.N-1 in af_llama's param
+ * order. Every record is checked against the config before anything is allocated, so a
+ * small file cannot make it allocate a large model. */
+af_llama_weights *llama_weights_from_ckpt(const ckpt *c, const char *path) {
     af_llama_config cfg;
-    if (ckpt_load(path, &c) || read_config(c, path, &cfg)) { ckpt_free(c); return NULL; }
-    af_llama_weights *w = af_llama_weights_new(&cfg);
-    for (int i = 0; w && i < af_llama_param_count(&cfg); i++) {
+    if (read_config(c, path, &cfg)) return NULL;
+    int n = af_llama_param_count(&cfg);
+    for (int i = 0; i < n; i++) {
         char name[32];
         af_shape s;
         int64_t bytes = 0;
         snprintf(name, sizeof name, "param.%d", i);
-        const void *v = ckpt_get(c, name, &bytes);
         af_llama_param_at(&cfg, i, NULL, &s, NULL);
-        if (!v || bytes != af_shape_count(s) * (int64_t)sizeof(float)) {
+        if (!ckpt_get(c, name, &bytes) || bytes != af_shape_count(s) * (int64_t)sizeof(float)) {
             ir_fail(AF_ERR_CORRUPT, "%s: record %s is missing or not the config's size", path, name);
-            af_llama_weights_free(w);
-            w = NULL;
-        } else
-            af_llama_weights_set_param(w, i, (const float *)v);
+            return NULL;
+        }
     }
+    af_llama_weights *w = af_llama_weights_new(&cfg);
+    for (int i = 0; w && i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "param.%d", i);
+        af_llama_weights_set_param(w, i, (const float *)ckpt_get(c, name, NULL));
+    }
+    return w;
+}
+
+static af_llama_weights *from_ckpt(const char *path) {
+    ckpt *c = NULL;
+    af_llama_weights *w = ckpt_load(path, &c) ? NULL : llama_weights_from_ckpt(c, path);
     ckpt_free(c);
     return w;
 }

@@ -4,30 +4,22 @@
  * Runs the built binary from the build directory (ctest's working directory). */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
+#include "support/cli_run.h"
 #include "aneforge.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef AF_CLI
-#define AF_CLI "./aneforge"
-#endif
 #define FIXDIR AF_SOURCE_DIR "/tests/fixtures/llama"
 
 /* Runs `aneforge generate ARGS`; stdout into out, returns the exit code. */
 static int generate(const char *args, char *out, size_t cap) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s generate %s 2>/dev/null", AF_CLI, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char a[2048];
+    snprintf(a, sizeof a, "generate %s", args);
+    return cli_run(a, 0, out, cap);
 }
 
 static int parse_ids(const char *s, int *ids, int cap) {

@@ -6,6 +6,7 @@
  * directory says how to install it. Runs the built binary (AF_CLI, set by CMake). */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
+#include "support/cli_run.h"
 #include "aneforge.h"
 #include "data/sha256.h"
 
@@ -15,9 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef AF_CLI
-#define AF_CLI "./aneforge"
-#endif
 
 static char dir[64];
 
@@ -30,16 +28,7 @@ static const char *path(const char *name) {
 }
 
 /* Runs the CLI with args; stdout and stderr into out (cap bytes). Returns the exit code. */
-static int cli(const char *args, char *out, size_t cap) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", AF_CLI, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int rc = pclose(p);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+static int cli(const char *args, char *out, size_t cap) { return cli_run(args, 1, out, cap); }
 
 static char *slurp(const char *p, size_t *n) {
     FILE *f = fopen(p, "rb");

@@ -94,8 +94,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
-        if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
-        if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
+        if (train_opt_flag(k, &a->o)) continue;
         if (!v) return bad("%s needs a value", k);
         i++;
         int r = train_opt_parse(k, v, &a->o, &flags, "aneforge train");

@@ -81,8 +81,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
-        if (!strcmp(k, "--dynamic-loss-scale")) { a->o.dynamic_loss_scale = 1; continue; }
-        if (!strcmp(k, "--shuttle-state")) { a->o.shuttle_state = 1; continue; }
+        if (train_opt_flag(k, &a->o)) continue;
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
         if (!v) return bad("%s needs a value", k);
         i++;

@@ -9,6 +9,13 @@
 /* A usage error: printed, and -1 for the caller. */
 #define BAD(...) (cli_usage_error(prefix, __VA_ARGS__), -1)
 
+int train_opt_flag(const char *k, af_train_opts *o) {
+    if (!strcmp(k, "--dynamic-loss-scale")) o->dynamic_loss_scale = 1;
+    else if (!strcmp(k, "--shuttle-state")) o->shuttle_state = 1;
+    else return 0;
+    return 1;
+}
+
 int train_opt_parse(const char *k, const char *v, af_train_opts *o, train_opt_flags *f, const char *prefix) {
     long n;
     if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &n)) return BAD("--batch wants an integer in 1..65536, not '%s'", v); o->batch = (int)n; }

@@ -12,6 +12,9 @@ typedef struct {
     bool loss_scale_set, precision_set;
 } train_opt_flags;
 
+/* A shared option that takes no value (--dynamic-loss-scale, --shuttle-state) into o:
+ * 1 when k is one, 0 when it is not. */
+int train_opt_flag(const char *k, af_train_opts *o);
 /* Option k with value v into o: 1 when k is one of the shared options, 0 when it is not,
  * -1 when its value is bad (the message printed after "prefix: "). */
 int train_opt_parse(const char *k, const char *v, af_train_opts *o, train_opt_flags *f, const char *prefix);

@@ -22,6 +22,10 @@ enum {
 #define AF_ANE_ACC_MAX 32752.0f   /* 65504 / 2, measured on M2 Pro and M5 */
 #define AF_ANE_CROP_MAX 4094.0f   /* 65504 / 16: the Q.4 x16 crop-DMA range */
 
+/* Why an engine cannot run node t (the ane and ane-sim backends' `unsupported`): a
+ * CPU-only kernel has no engine form. NULL when it can. */
+const char *ane_node_unsupported(const af_tensor *t);
+
 /* Checks the plan m against the family's compiler walls and limits. On failure writes a
  * message naming the wall and its remedy to msg and returns the status. */
 af_status ane_rules_validate(const compile_plan *m, af_family_id family, char *msg, size_t n);

@@ -146,10 +146,7 @@ static size_t sim_bytes(const void *s) { return cpu_exec_memory_bytes(((const si
  * CPU contain them. */
 static const char *sim_unsupported(const backend_cfg *cfg, const af_tensor *t) {
     (void)cfg;
-    if (ir_ops[t->op].flags & OPF_CPU_ONLY)
-        return "a CPU-only kernel with no engine form, made by af_backward on graphs targeted at the CPU; build the "
-               "graph without af_graph_set_target(g, AF_TARGET_CPU) to compile it for an engine target";
-    return NULL;
+    return ane_node_unsupported(t);
 }
 
 const backend_iface ane_sim_backend = {

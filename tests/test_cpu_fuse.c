@@ -298,10 +298,48 @@ static void test_pool_relu_grad(void) {
         }
 }
 
+/* (x + a) * b, a model's input normalisation, runs as one pass over x with the values
+ * of the two nodes; not when the sum is also requested or read by another node. */
+static void test_add_mul(void) {
+    enum { N = 40001 }; /* more than one chunk per thread */
+    static float x[N], y[N], sum[N], other[N];
+    test_fill_uniform(&rng, x, N, -2, 2);
+    const float a = -0.1307f, b = 1.0f / 0.3081f;
+    for (int kind = 0; kind < 3; kind++) {
+        af_graph *g = af_graph_new();
+        af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(N));
+        af_tensor *s = af_adds(xi, a), *out[2] = { af_muls(s, b), kind == 1 ? s : af_neg(s) }, *in[1] = { xi };
+        int nout = kind ? 2 : 1; /* kind 1: the sum requested; kind 2: the sum read twice */
+        compile_plan p;
+        char msg[256];
+        CHECK(plan_build(&p, g, 1, in, nout, out, msg, sizeof msg) == AF_OK, "plan: %s", msg);
+        cpu_fusion f[8];
+        int absorbed = p.nsched <= 8 ? cpu_fuse_plan(&p, f) : -1, fused = 0;
+        for (int k = 0; k < p.nsched && absorbed >= 0; k++) fused += f[k].add_mul;
+        CHECK(kind ? absorbed == 0 && fused == 0 : absorbed == 1 && fused == 1, "add-mul kind %d: %d absorbed, %d fused",
+              kind, absorbed, fused);
+        plan_free(&p);
+        af_buffer inb[1] = { AF_BUF_F32(x, N) }, outb[2] = { AF_BUF_F32(y, N), AF_BUF_F32(kind == 1 ? sum : other, N) };
+        run_cpu(g, 1, in, inb, nout, out, outb);
+        int bad = 0;
+        double worst = 0;
+        for (int i = 0; i < N; i++) {
+            float two_nodes = x[i] + a; /* the unfused nodes: a rounded sum, then a rounded product */
+            two_nodes = two_nodes * b;
+            bad += y[i] != two_nodes;
+            worst = fmax(worst, fabs((double)y[i] - ((double)x[i] + a) * b));
+        }
+        CHECK(bad == 0, "add-mul kind %d: %d values differ from the two nodes'", kind, bad);
+        CHECK(worst < 1e-6 * 2.5 / 0.3081, "add-mul kind %d: worst error %g against double", kind, worst);
+        af_graph_free(g);
+    }
+}
+
 int main(void) {
     test_linear();
     test_conv();
     test_relu_grad();
     test_pool_relu_grad();
+    test_add_mul();
     return check_finish("cpu_fuse");
 }

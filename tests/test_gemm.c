@@ -202,6 +202,43 @@ static void cover(void *p, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) c->seen[i]++;
 }
 
+/* A loop whose chunks each run a nested cpu_pool_for on the same pool: it must run
+ * inline on the chunk's thread (a pool waiting on itself would never return). */
+typedef struct { cpu_pool *pool; int64_t n; unsigned char *seen; int bad; } nest_ctx;
+
+static void nest_outer(void *p, int64_t b, int64_t e) {
+    nest_ctx *c = p;
+    for (int64_t i = b; i < e; i++) {
+        cover_ctx inner = {c->n, c->seen + i * c->n, 0};
+        cpu_pool_for(c->pool, c->n, 1, cover, &inner);
+        if (inner.bad) c->bad = 1;
+    }
+}
+
+/* One pool per thread count, counted: the same pool for the same count, another for
+ * another, alive until the last release; nested loops on it finish. */
+static void test_shared_pool(void) {
+    cpu_pool *a = cpu_pool_shared(2), *b = cpu_pool_shared(2), *c = cpu_pool_shared(3);
+    CHECK(a && a == b && c && c != a && cpu_pool_threads(c) == 3, "shared pools: one per thread count");
+    cpu_pool_release(b);
+    unsigned char seen[100 * 10] = {0};
+    nest_ctx nc = {a, 10, seen, 0};
+    cpu_pool_for(a, 100, 1, nest_outer, &nc); /* a still held once: still runs */
+    int ok = !nc.bad;
+    for (int i = 0; i < 1000; i++) ok &= seen[i] == 1;
+    CHECK(ok, "nested loops on one shared pool: every item exactly once");
+    cpu_pool_release(a);
+    cpu_pool *d = cpu_pool_shared(2); /* the last release stopped it: a fresh one works */
+    unsigned char s2[64] = {0};
+    cpu_pool_for(d, 64, 1, cover, &(cover_ctx){64, s2, 0});
+    ok = d != NULL;
+    for (int i = 0; i < 64; i++) ok &= s2[i] == 1;
+    CHECK(ok, "a shared pool after its last release");
+    cpu_pool_release(d);
+    cpu_pool_release(c);
+    cpu_pool_release(NULL);
+}
+
 static void test_pool(void) {
     CHECK(cpu_num_cores() >= 1, "cores");
     CHECK(cpu_pool_threads(NULL) == 1, "NULL pool has one thread");
@@ -261,6 +298,7 @@ static void test_pool(void) {
         CHECK(p && bad == 0, "threads=%d: %d chunks missed, repeated or stale over 2000 tiny jobs", t, bad);
         cpu_pool_free(p);
     }
+    test_shared_pool();
 }
 
 int main(int argc, char **argv) {

@@ -42,7 +42,7 @@ void cpu_exec_free(cpu_exec *e) {
     free(e->srcptr);
     free(e->state_out);
     free(e->fusion);
-    cpu_pool_free(e->pool);
+    cpu_pool_release(e->pool);
     free(e);
 }
 
@@ -98,7 +98,7 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
     }
     for (int id = 0; id < p->ntensors; id++)
         if (e->offset[id] >= 0) e->val[id] = e->arena + e->offset[id];
-    if (e->o.threads > 1 && !(e->pool = cpu_pool_new(e->o.threads))) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory starting threads");
+    if (e->o.threads > 1 && !(e->pool = cpu_pool_shared(e->o.threads))) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory starting threads");
     cpu_blas_set_threads(e->o.threads);
     *out = e;
     return AF_OK;
@@ -181,6 +181,11 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         if (f && f->relu_grad_x >= 0) { /* select(x > x - x, g, x - x) in one pass */
             cpu_relu_grad(e->pool, e->val[f->relu_grad_x], e->val[t->src[1]->id], e->val[t->id],
                           af_shape_count(t->shape));
+            continue;
+        }
+        if (f && f->add_mul) { /* (x + a) * b in one pass */
+            cpu_add_mul(e->pool, e->val[t->src[0]->id], t->a.scalar, p->sched[f->tail]->a.scalar,
+                        e->val[p->sched[f->tail]->id], af_shape_count(t->shape));
             continue;
         }
         cpu_epilogue ep = { 0 };

@@ -1,4 +1,5 @@
-/* Finds head -> [add bias] -> [relu] chains the executor can run as one kernel. */
+/* Finds head -> [add bias] -> [relu] chains, ReLU gradients and adds -> muls pairs the
+ * executor can run as one kernel. */
 #include "cpu/fuse.h"
 #include "cpu/kernels.h"
 
@@ -35,7 +36,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     int n = p->ntensors, absorbed = 0;
     int *reads = calloc((size_t)n + 1, sizeof *reads), *pos = malloc(((size_t)n + 1) * sizeof *pos);
     bool *is_out = calloc((size_t)n + 1, sizeof *is_out);
-    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1 };
+    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1, false };
     if (!reads || !pos || !is_out) goto done; /* no fusion: still correct */
     for (int id = 0; id < n; id++) pos[id] = -1;
     for (int s = 0; s < p->nsched; s++) {
@@ -68,7 +69,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
             }
         }
         if (tail < 0) continue;
-        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1 };
+        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1, false };
         for (int j = 0; j < nchain; j++) f[chain[j]].absorbed = true;
         absorbed += nchain;
     }
@@ -99,6 +100,19 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
         } else {
             f[s].relu_grad_x = x->id;
         }
+    }
+    for (int s = 0; s < p->nsched; s++) {
+        const af_tensor *t = p->sched[s];
+        if (t->op != IR_OP_ADDS || t->dtype != AF_F32 || f[s].absorbed || f[s].tail >= 0 || !single_reader(reads, is_out, t))
+            continue;
+        int at = p->last_read[t->id];
+        const af_tensor *m = p->sched[at];
+        if (m->op != IR_OP_MULS || m->dtype != AF_F32 || f[at].absorbed || f[at].tail >= 0 || f[at].relu_grad_x >= 0)
+            continue;
+        f[s].tail = at;
+        f[s].add_mul = true;
+        f[at].absorbed = true;
+        absorbed++;
     }
 done:
     free(reads);

@@ -3,6 +3,8 @@
  * that adds the bias and clamps each tile while it is still in cache. A ReLU's gradient
  * as autograd writes it, select(x > (x - x), g, x - x), runs as one pass over x and g,
  * or, when g is a pool gradient nothing else reads, inside that pool gradient's kernel.
+ * A scalar add whose only reader is a scalar multiply, (x + a) * b (a model's input
+ * normalisation), runs as one pass.
  * The absorbed nodes get no buffer and do not run. Only in fp32 without node hooks, so
  * ane-sim's per-op fp16 rounding is never skipped. */
 #ifndef AF_CPU_FUSE_H
@@ -16,6 +18,7 @@ typedef struct {
     bool absorbed; /* this node runs inside another */
     int relu_grad_x; /* a select that runs as a ReLU gradient: the tensor id of x, or -1 */
     int mask_x;      /* a pool gradient head whose tail is that ReLU gradient: x's id, or -1 */
+    bool add_mul;    /* an adds head whose tail is a muls */
 } cpu_fusion;
 
 /* Fills f[0..nsched) and returns how many nodes were absorbed. */

@@ -118,6 +118,21 @@ void cpu_relu_grad(cpu_pool *pool, const float *x, const float *g, float *out, i
     cpu_pool_for(pool, n, PAR_MIN, relu_grad_range, &r);
 }
 
+typedef struct { const float *x; float *out; float add, mul; } affine_ctx;
+
+/* (x + a) * b rounds exactly as the two nodes do: a sum then a product, nothing to contract. */
+CPU_VECTOR_CLONES static void affine_range(void *p, int64_t b, int64_t e) {
+    const affine_ctx *r = p;
+    const float *x = r->x;
+    float *out = r->out, a = r->add, m = r->mul;
+    for (int64_t i = b; i < e; i++) out[i] = (x[i] + a) * m;
+}
+
+void cpu_add_mul(cpu_pool *pool, const float *x, float add, float mul, float *out, int64_t n) {
+    affine_ctx r = { x, out, add, mul };
+    cpu_pool_for(pool, n, PAR_MIN, affine_range, &r);
+}
+
 void cpu_k_select(const cpu_call *c) {
     bcast_ctx x = { .c = c };
     af_shape ins[3] = { c->t->src[0]->shape, c->t->src[1]->shape, c->t->src[2]->shape };

@@ -64,6 +64,8 @@ int64_t cpu_matmul_scratch(const af_tensor *t);
 /* out = x > z ? g : z with z = x - x, elementwise over n: a ReLU's gradient as autograd
  * writes it (select(greater(x, sub(x, x)), g, sub(x, x))), in one pass. */
 void cpu_relu_grad(cpu_pool *pool, const float *x, const float *g, float *out, int64_t n);
+/* out = (x + add) * mul elementwise over n: adds then muls (an input normalisation) in one pass. */
+void cpu_add_mul(cpu_pool *pool, const float *x, float add, float mul, float *out, int64_t n);
 /* Whether cpu_k_matmul runs t as one GEMM over its whole output (so an epilogue fits). */
 bool cpu_matmul_is_one_gemm(const af_tensor *t);
 #endif

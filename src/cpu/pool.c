@@ -84,16 +84,22 @@ static bool spin_until_over(cpu_pool *p, int nchunks) {
     return true;
 }
 
+/* Set while this thread runs a chunk: a nested cpu_pool_for then runs inline (waiting on
+ * a pool from inside one of its own jobs would never end). */
+static _Thread_local bool in_chunk;
+
 /* Runs chunks of the current job until none is left unclaimed. */
 static void run_chunks(cpu_pool *p, cpu_range_fn fn, void *ctx, int64_t n, int nchunks) {
+    in_chunk = true;
     for (;;) {
         int c = atomic_fetch_add_explicit(&p->next, 1, memory_order_acq_rel);
-        if (c >= nchunks) return;
+        if (c >= nchunks) break;
         int64_t b, e;
         chunk_range(n, nchunks, c, &b, &e);
         fn(ctx, b, e);
         atomic_fetch_add(&p->done, 1);
     }
+    in_chunk = false;
 }
 
 static void *worker_main(void *arg) {
@@ -184,10 +190,62 @@ void cpu_pool_free(cpu_pool *p) {
 
 int cpu_pool_threads(const cpu_pool *p) { return p ? p->threads : 1; }
 
+/* The shared pools: one per thread count, with its users. */
+typedef struct shared_pool {
+    cpu_pool *pool;
+    int refs;
+    struct shared_pool *next;
+} shared_pool;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_pool *shared_pools;
+
+cpu_pool *cpu_pool_shared(int threads) {
+    if (threads <= 0) threads = cpu_num_cores();
+    if (threads > POOL_MAX_THREADS) threads = POOL_MAX_THREADS;
+    cpu_pool *got = NULL;
+    pthread_mutex_lock(&shared_lock);
+    for (shared_pool *s = shared_pools; s && !got; s = s->next)
+        if (s->pool->threads == threads) {
+            s->refs++;
+            got = s->pool;
+        }
+    if (!got) {
+        shared_pool *s = malloc(sizeof *s);
+        if (s && (s->pool = cpu_pool_new(threads))) {
+            s->refs = 1;
+            s->next = shared_pools;
+            shared_pools = s;
+            got = s->pool;
+        } else {
+            free(s);
+        }
+    }
+    pthread_mutex_unlock(&shared_lock);
+    return got;
+}
+
+void cpu_pool_release(cpu_pool *p) {
+    if (!p) return;
+    cpu_pool *stop = NULL;
+    pthread_mutex_lock(&shared_lock);
+    for (shared_pool **at = &shared_pools; *at; at = &(*at)->next) {
+        shared_pool *s = *at;
+        if (s->pool != p) continue;
+        if (--s->refs == 0) {
+            *at = s->next;
+            stop = s->pool;
+            free(s);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    cpu_pool_free(stop); /* joins the workers outside the registry's lock */
+}
+
 void cpu_pool_for(cpu_pool *p, int64_t n, int64_t min_chunk, cpu_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (min_chunk < 1) min_chunk = 1;
-    if (!p || p->threads <= 1 || n < 2 * min_chunk) {
+    if (!p || p->threads <= 1 || n < 2 * min_chunk || in_chunk) {
         fn(ctx, 0, n);
         return;
     }

@@ -190,7 +190,7 @@ af_llama_gen *af_llama_gen_new(const af_llama_weights *w, int threads) {
             g->rope_cos[(size_t)pos * (g->head_size / 2) + i] = cosf(angle);
             g->rope_sin[(size_t)pos * (g->head_size / 2) + i] = sinf(angle);
         }
-    if (threads != 1 && !(g->pool = cpu_pool_new(threads))) goto nomem;
+    if (threads != 1 && !(g->pool = cpu_pool_shared(threads))) goto nomem;
     return g;
 nomem:
     af_llama_gen_free(g);
@@ -201,7 +201,7 @@ nomem:
 
 void af_llama_gen_free(af_llama_gen *g) {
     if (!g) return;
-    cpu_pool_free(g->pool);
+    cpu_pool_release(g->pool);
     free(g->arena);
     free(g);
 }

@@ -323,7 +323,7 @@ af_status tr_pipe_grads(af_trainer *t, const float *x, const float *y, double *l
     }
     if (!t->pool) {
         int threads = t->o.compile.threads > 0 ? t->o.compile.threads : cpu_num_cores();
-        if (threads > 1) t->pool = cpu_pool_new(threads);
+        if (threads > 1) t->pool = cpu_pool_shared(threads);
     }
     for (int i = 0; i < t->np; i++) memset(t->grad[i], 0, fl(t->count[i]));
     af_status st = forward(t);

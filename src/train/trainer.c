@@ -178,7 +178,7 @@ static bool host_update(af_trainer *t, int i, const float *g, int64_t step) {
                    t->o.optimizer == AF_OPT_SGD, 0 }; /* bad: set below (atomic_init) */
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     int threads = t->o.compile.threads > 0 ? t->o.compile.threads : cpu_num_cores();
-    if (!t->pool && threads > 1) t->pool = cpu_pool_new(threads); /* NULL: runs inline */
+    if (!t->pool && threads > 1) t->pool = cpu_pool_shared(threads); /* NULL: runs inline */
     atomic_init(&o.bad, 0);
     cpu_pool_for(t->pool, n, 32768, host_opt_range, &o);
     t->host_flops += (o.sgd ? 3 : 14) * n;

@@ -64,7 +64,7 @@ struct af_trainer {
     af_stats acc, total;       /* this call, all calls */
     double phase_s[TR_NPHASE]; /* seconds per phase, all calls (two clock reads a phase) */
     int64_t host_flops, compiles_pending;
-    struct cpu_pool *pool;     /* threads of the host optimizer (made on first use) */
+    struct cpu_pool *pool;     /* the shared pool the host optimizer runs on (taken on first use) */
 };
 
 double    tr_now_s(void);     /* monotonic clock, seconds */

@@ -118,7 +118,7 @@ void af_trainer_free(af_trainer *t) {
     free(t->eval_x);
     free(t->eval_out);
     af_graph_free(t->g);
-    cpu_pool_free(t->pool);
+    cpu_pool_release(t->pool);
     free(t);
 }
 

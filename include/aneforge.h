@@ -238,6 +238,12 @@ AF_API af_tensor *af_rope(af_tensor *x, int64_t offset, float theta);
  * position offset + i) sees keys 0 .. offset + i; the rest get -1e4 added (finite in
  * fp16, and exp of it is exactly 0 after softmax's max subtraction). */
 AF_API af_tensor *af_causal_mask(af_tensor *scores, int64_t offset);
+/* Causal softmax attention, softmax(causal_mask(q k^T * scale)) v, for q, k, v of one
+ * shape [B, heads, seq, d] (repeat grouped KV heads first); scale 0 means 1/sqrt(d). On
+ * a graph targeted at the CPU (af_graph_set_target) it is one node whose kernel skips
+ * the masked half, forward and backward; elsewhere the same attention from matmul,
+ * af_causal_mask and softmax, which the engines lower. */
+AF_API af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale);
 /* Grouped KV heads: [..., kv_heads, head_size] -> [..., kv_heads * n_rep, head_size],
  * query head h reading kv head h / n_rep (n_rep = n_heads / n_kv_heads, as llama2.c). */
 AF_API af_tensor *af_repeat_kv_heads(af_tensor *x, int n_rep);

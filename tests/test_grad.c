@@ -245,6 +245,13 @@ static af_tensor *c_local_response_norm(gcase *c) { return af_local_response_nor
 /* Bridge ops: sdpa decoding with a trainable mask, and the structural layers. */
 static af_tensor *c_sdpa(gcase *c) { return af_sdpa(PN(c, 1, 2, 3, 4), PN(c, 1, 2, 5, 4), PN(c, 1, 2, 5, 3), PN(c, 3, 1, 5), 0.6f); }
 static af_tensor *c_sdpa_nomask(gcase *c) { return af_sdpa(PN(c, 2, 1, 4, 3), PN(c, 2, 1, 4, 3), PN(c, 2, 1, 4, 2), NULL, 0); }
+/* The native node on a CPU-targeted graph: 37 positions, so more than one row block. */
+static af_tensor *c_causal_attention(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    af_tensor *y = af_causal_attention(PN(c, 1, 2, 37, 3), PN(c, 1, 2, 37, 3), PN(c, 1, 2, 37, 3), 0);
+    CHECK(y && y->op == IR_OP_CAUSAL_ATTENTION, "af_causal_attention on the CPU target: the native node");
+    return y;
+}
 static af_tensor *c_flatten(gcase *c) { return af_flatten(PN(c, 2, 3, 4)); }
 static af_tensor *c_dropout(gcase *c) { return af_dropout(PN(c, 3, 4), 0); }
 static af_tensor *c_broadcast(gcase *c) { return af_broadcast(PN(c, 3, 1, 4), 1, 5); }
@@ -295,6 +302,7 @@ static const grad_case cases[] = {
     { "scaled_elementwise max", IR_OP_SCALED_ELEMENTWISE, c_sew_max }, { "einsum native", IR_OP_EINSUM, c_einsum_native },
     { "layer: einsum decomposed", IR_OP_INPUT, c_einsum_general },
     { "layer: local_response_norm", IR_OP_INPUT, c_local_response_norm },
+    { "causal_attention native (cpu)", IR_OP_CAUSAL_ATTENTION, c_causal_attention },
     { "sdpa decode, mask", IR_OP_SDPA, c_sdpa }, { "sdpa no mask", IR_OP_SDPA, c_sdpa_nomask },
     { "flatten", IR_OP_FLATTEN, c_flatten }, { "dropout", IR_OP_DROPOUT, c_dropout },
     { "broadcast", IR_OP_BROADCAST, c_broadcast }, { "input_view", IR_OP_INPUT_VIEW, c_input_view },

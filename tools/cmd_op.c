@@ -80,6 +80,8 @@ static const struct { ir_op op; attr_def a; } op_attrs[] = {
     { IR_OP_SCALED_ELEMENTWISE, { "op", A_SEW, "add, min or max (sub and mult are refused)" } },
     { IR_OP_SCALED_ELEMENTWISE, { "scale", A_SCALAR, "the scale" } },
     { IR_OP_SDPA, { "scale", A_SCALAR, "the score scale (default 1/sqrt(d))" } },
+    { IR_OP_CAUSAL_ATTENTION, { "scale", A_SCALAR, "the score scale (default 1/sqrt(d))" } },
+    { IR_OP_CAUSAL_ATTENTION_GRAD, { "scale", A_SCALAR, "the score scale (default 1/sqrt(d))" } },
     { IR_OP_DROPOUT, { "rate", A_SCALAR, "0 only" } },
     { IR_OP_BROADCAST, { "axis", A_AXIS, "the length-1 axis" } },
     { IR_OP_BROADCAST, { "size", A_INT0, "its new length" } },
@@ -116,6 +118,7 @@ static const char *source_name(ir_op op, int k, char *buf, size_t n) {
         { IR_OP_FPS, { "points" } },                    { IR_OP_SDPA, { "q", "k", "v" } },
     };
     if (op == IR_OP_SDPA && k == 3) return "mask"; /* optional */
+    if ((op == IR_OP_CAUSAL_ATTENTION || op == IR_OP_CAUSAL_ATTENTION_GRAD) && k < 4) return (const char *[]){ "q", "k", "v", "dy" }[k];
     for (size_t i = 0; i < COUNT(named); i++)
         if (named[i].op == op && k < 3 && named[i].names[k]) return named[i].names[k];
     if (ir_ops[op].arity < 0) { snprintf(buf, n, "x%d", k); return buf; }
@@ -329,7 +332,9 @@ int cmd_op(int argc, char **argv) {
     for (int i = 0; i < nattr; i++)
         if (set_attr((ir_op)op, attrs[i], &a, src[0] ? src[0]->shape.rank : 0)) { rc = 2; goto done; }
     if (op == IR_OP_DYNAMIC_SLICE) src[1]->flags |= IR_TF_EXACT; /* as af_dynamic_slice does */
-    if (op == IR_OP_SDPA && a.scalar == 0 && src[0]->shape.rank == 4) a.scalar = 1.0f / sqrtf((float)src[0]->shape.dim[3]); /* as af_sdpa */
+    if ((op == IR_OP_SDPA || op == IR_OP_CAUSAL_ATTENTION || op == IR_OP_CAUSAL_ATTENTION_GRAD) && a.scalar == 0 &&
+        src[0]->shape.rank == 4)
+        a.scalar = 1.0f / sqrtf((float)src[0]->shape.dim[3]); /* as af_sdpa */
     out = ir_build((ir_op)op, nsrc, src, &a);
     if (!out) { fprintf(stderr, CMD ": %s\n", af_graph_error(g)); goto done; }
     m = af_compile(g, nsrc, src, 1, &out, &o);

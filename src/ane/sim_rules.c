@@ -257,7 +257,7 @@ unsigned char *ane_rules_quirks(const compile_plan *m, af_family_id family, bool
 
 const char *ane_node_unsupported(const af_tensor *t) {
     if (ir_ops[t->op].flags & OPF_CPU_ONLY)
-        return "a CPU-only kernel with no engine form, made by af_backward on graphs targeted at the CPU; build the "
+        return "a CPU-only kernel with no engine form, made on graphs targeted at the CPU (by af_backward, af_causal_attention); build the "
                "graph without af_graph_set_target(g, AF_TARGET_CPU) to compile it for an engine target";
     return NULL;
 }

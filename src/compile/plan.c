@@ -105,6 +105,11 @@ int64_t plan_node_flops(const af_tensor *t) {
     }
     case IR_OP_CONV_WEIGHT_GRAD: /* dW [Cout, Cin, kH, kW] summed over dy's N*Ho*Wo positions */
         return 2 * out * af_shape_count(t->src[1]->shape) / t->src[1]->shape.dim[1];
+    case IR_OP_CAUSAL_ATTENTION: case IR_OP_CAUSAL_ATTENTION_GRAD: { /* 2 (forward) or 5 products over j <= i */
+        af_shape q = t->src[0]->shape;
+        int64_t pairs = q.dim[0] * q.dim[1] * q.dim[2] * (q.dim[2] + 1) / 2;
+        return 2 * pairs * q.dim[3] * (t->op == IR_OP_CAUSAL_ATTENTION ? 2 : 5);
+    }
     case IR_OP_CONV_TRANSPOSE: { /* w [Cin, Cout, kH, kW]: every input scatters Cout*kH*kW products */
         af_shape w = t->src[1]->shape;
         return 2 * in * w.dim[1] * w.dim[2] * w.dim[3];

@@ -45,7 +45,7 @@ static void kind_layout(const cpu_call *c) {
 #define CPU_KIND_GEOMETRY cpu_k_geometry
 #define CPU_KIND_BNORM cpu_k_bnorm
 #define CPU_KIND_EINSUM cpu_k_einsum
-#define CPU_KIND_ATTENTION cpu_k_sdpa
+#define CPU_KIND_ATTENTION cpu_k_attention
 #define CPU_KIND_STRUCTURAL cpu_k_structural
 
 const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
@@ -62,5 +62,6 @@ int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
     if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
     if (t->op == IR_OP_SDPA) return t->src[1]->shape.dim[2]; /* one row of attention weights */
+    if (t->op == IR_OP_CAUSAL_ATTENTION || t->op == IR_OP_CAUSAL_ATTENTION_GRAD) return cpu_attention_scratch(t, threads);
     return cpu_bridge_scratch(t);
 }

@@ -1,12 +1,29 @@
 /* VJPs of the bridge ops, built from ordinary ops so backward graphs hold no bridge:
  * sdpa's through its decomposed attention (recomputing the weights), the structural
- * layers' as the matching reshape, sum or zero padding. */
+ * layers' as the matching reshape, sum or zero padding. causal_attention (CPU only) has
+ * its native gradient node. */
 #include "grad/grad.h"
 
 /* s = q k^T * scale + mask, p = softmax(s), y = p v:
  * dv = p^T dy, dp = dy v^T, ds = p (dp - sum(dp p)), dq = ds k * scale,
  * dk = ds^T q * scale, dmask = ds summed over batch and heads. */
+/* causal_attention: one native gradient node gives dq, dk, dv stacked; each is a slice. */
+static void causal_attention_vjp(grad_ctx *c) {
+    af_tensor *t = c->t, *q = t->src[0];
+    af_tensor *stacked = ir_causal_attention_grad(q, t->src[1], t->src[2], c->g, t->a.scalar);
+    af_shape s = q->shape;
+    for (int i = 0; i < 3; i++) {
+        if (!c->need[i]) continue;
+        int64_t begin[5] = { i, 0, 0, 0, 0 }, size[5] = { 1, s.dim[0], s.dim[1], s.dim[2], s.dim[3] };
+        c->dsrc[i] = af_reshape(af_slice(stacked, begin, size), s);
+    }
+}
+
 void grad_vjp_attention(grad_ctx *c) {
+    if (c->t->op == IR_OP_CAUSAL_ATTENTION) {
+        causal_attention_vjp(c);
+        return;
+    }
     af_tensor *t = c->t, *g = c->g, *q = t->src[0], *k = t->src[1], *v = t->src[2];
     af_tensor *mask = t->nsrc > 3 ? t->src[3] : NULL;
     float scale = t->a.scalar;

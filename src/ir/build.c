@@ -2,6 +2,7 @@
  * graph (the first one wins) and every builder passes NULL through. */
 #include "ir/ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +435,31 @@ af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, cons
     pair(a.dilation, dilation, 1);
     af_tensor *s[2] = { x, dy };
     return ir_build(IR_OP_CONV_WEIGHT_GRAD, 2, s, &a);
+}
+
+af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale) {
+    ir_attrs a = { .scalar = scale };
+    af_tensor *s[3] = { q, k, v };
+    return ir_build(IR_OP_CAUSAL_ATTENTION, 3, s, &a);
+}
+
+af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale) {
+    ir_attrs a = { .scalar = scale };
+    af_tensor *s[4] = { q, k, v, dy };
+    return ir_build(IR_OP_CAUSAL_ATTENTION_GRAD, 4, s, &a);
+}
+
+/* The native node where the graph runs on the CPU; elsewhere the engine-friendly chain
+ * matmul -> muls -> causal_mask -> softmax -> matmul, which the engines lower. */
+af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale) {
+    if (!q || !k || !v) {
+        ir_fail(AF_ERR_INVALID, "af_causal_attention: q, k and v must not be NULL");
+        return NULL;
+    }
+    if (scale == 0 && q->shape.rank == 4) scale = 1.0f / sqrtf((float)q->shape.dim[3]);
+    if (q->g->cpu_only) return ir_causal_attention(q, k, v, scale);
+    af_tensor *scores = af_causal_mask(af_muls(af_matmul(q, k, 0, 1), scale), 0);
+    return af_matmul(af_softmax(scores, -1), v, 0, 0);
 }
 
 af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2], const int dilation[2]) {

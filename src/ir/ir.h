@@ -130,6 +130,10 @@ af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a);
 af_tensor *ir_pool_grad(ir_op op, af_tensor *x, af_tensor *dy, const ir_attrs *pool);
 af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, const int stride[2], const int pad[2],
                                const int dilation[2]);
+/* The native causal attention node (CPU only) whatever the graph's target, and its
+ * gradient [3, B, H, T, d] (dq, dk, dv) from q, k, v and dy. */
+af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale);
+af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale);
 
 /* The attention af_sdpa computes, from ordinary ops (matmul, muls, add, softmax): the
  * fallback outside the native layer's bounds, and what its gradient differentiates. */

@@ -6,8 +6,23 @@
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
 
+/* causal_attention: q, k, v [B, H, T, d], all one shape; its gradient also takes dy of
+ * that shape and stacks dq, dk, dv as [3, B, H, T, d]. */
+static bool infer_causal(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    af_shape q = src[0]->shape;
+    if (q.rank != 4) FAIL("q must be [batch, heads, seq, d] (rank 4); got rank %d", q.rank);
+    for (int i = 1; i < nsrc; i++)
+        if (!ir_shape_eq(src[i]->shape, q))
+            FAIL("q, k, v%s must have one shape [batch, heads, seq, d]; repeat K/V heads first (af_repeat_kv_heads)",
+                 nsrc > 3 ? " and dy" : "");
+    if (!isfinite(a->scalar) || a->scalar == 0) FAIL("the scale must be finite and non-zero (1/sqrt(d) usually)");
+    *out = q;
+    if (op == IR_OP_CAUSAL_ATTENTION_GRAD) *out = (af_shape){ .rank = 5, .dim = { 3, q.dim[0], q.dim[1], q.dim[2], q.dim[3] } };
+    return true;
+}
+
 bool ir_infer_attention(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
-    (void)op;
+    if (op != IR_OP_SDPA) return infer_causal(op, nsrc, src, a, out, err, errlen);
     if (nsrc != 3 && nsrc != 4) FAIL("sdpa takes q, k, v and an optional mask; got %d sources", nsrc);
     af_shape q = src[0]->shape, k = src[1]->shape, v = src[2]->shape;
     if (q.rank != 4 || k.rank != 4 || v.rank != 4)

@@ -66,8 +66,8 @@ af_tensor *nn_llama_layers(const af_llama_config *c, af_tensor *x, af_tensor *co
         q = af_transpose(q, to_heads);
         k = af_transpose(k, to_heads);
         v = af_transpose(v, to_heads);
-        af_tensor *scores = af_causal_mask(af_muls(af_matmul(q, k, 0, 1), 1.0f / sqrtf((float)hs)), 0);
-        af_tensor *att = af_matmul(af_softmax(scores, -1), v, 0, 0); /* [B,H,T,hs] */
+        /* on the CPU one node that skips the masked half; elsewhere matmul/mask/softmax */
+        af_tensor *att = af_causal_attention(q, k, v, 1.0f / sqrtf((float)hs)); /* [B,H,T,hs] */
         att = af_reshape(af_transpose(att, to_heads), AF_SHAPE(B * T, D));
         x = af_add(x, linear(att, wo[l]));
         h = af_rms_norm(x, rms_ffn[l], LLAMA_EPS);

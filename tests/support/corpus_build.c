@@ -2,6 +2,7 @@
  * and draws seeded input values inside the op's legal domain. */
 #include "support/corpus_case.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -382,6 +383,17 @@ void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c) {
     af_tensor *v = input(cg, c->s[2], dom_of(c, 2), AF_F32), *mask = NULL;
     if (c->s[3].rank) mask = c->p[0] ? constant(cg, c->s[3], (corpus_dom)DU(-3.0f, 0.0f)) : input(cg, c->s[3], (corpus_dom)DU(-3.0f, 0.0f), AF_F32);
     output(cg, af_sdpa(q, k, v, mask, c->f));
+}
+
+/* causal_attention (p[0] 0) or its gradient (p[0] 1): q, k, v (and dy) of shape s[0];
+ * f the scale (0: 1/sqrt(d)). The native node itself, as af_causal_attention builds it
+ * on graphs targeted at the CPU. */
+void corpus_b_causal_attention(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *src[4];
+    for (int i = 0; i < (c->p[0] ? 4 : 3); i++) src[i] = input(cg, c->s[0], dom_of(c, i < 3 ? i : 2), AF_F32); /* dy: v's domain */
+    float scale = c->f != 0 ? c->f : 1.0f / sqrtf((float)c->s[0].dim[3]);
+    output(cg, c->p[0] ? ir_causal_attention_grad(src[0], src[1], src[2], src[3], scale)
+                       : ir_causal_attention(src[0], src[1], src[2], scale));
 }
 
 /* flatten, dropout (f the rate), broadcast (p[0] axis, p[1] size), input_view (p[0]

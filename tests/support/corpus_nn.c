@@ -125,6 +125,14 @@ const corpus_case corpus_nn[] = {
     /* bridge ops: structural and attention */
     { CASE("self", sdpa, SDPA), .s = { SH(2, 3, 6, 8), SH(2, 3, 6, 8), SH(2, 3, 6, 8), SH0 } },
     { CASE("decode-masked", sdpa, SDPA), .s = { SH(1, 2, 1, 16), SH(1, 2, 9, 16), SH(1, 2, 9, 5), SH(1, 1, 9) }, .f = 0.3f },
+    /* causal_attention (CPU only) and its gradient: one block (seq < 32), blocks with a
+     * partial last one, one head; the gradient stacks dq, dk, dv. */
+    { CASE("one-block", causal_attention, CAUSAL_ATTENTION), .s = { SH(2, 3, 7, 8) } },
+    { CASE("blocks", causal_attention, CAUSAL_ATTENTION), .s = { SH(1, 2, 70, 16) }, .f = 0.3f },
+    { CASE("one-head", causal_attention, CAUSAL_ATTENTION), .s = { SH(1, 1, 33, 4) } },
+    { CASE("one-block", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(2, 3, 7, 8) }, .p = { 1 } },
+    { CASE("blocks", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(1, 2, 70, 16) }, .p = { 1 }, .f = 0.3f },
+    { CASE("one-head", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(1, 1, 33, 4) }, .p = { 1 } },
     { CASE("causal-baked-mask", sdpa, SDPA), .s = { SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(7, 1, 7) }, .p = { 1 } },
     { CASE("chw", structural, FLATTEN), .s = { SH(3, 4, 5) } },
     { CASE("rate0", structural, DROPOUT), .s = { SH(2, 3, 4) } },

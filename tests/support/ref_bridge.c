@@ -1,6 +1,7 @@
 /* The double reference of the bridge ops (structural and attention), from their
  * definitions: sdpa as softmax(q k^T * scale + mask) v with the textbook softmax (no
- * max subtraction: doubles do not overflow here), broadcast by index arithmetic. */
+ * max subtraction: doubles do not overflow here), causal_attention and its gradient from
+ * the full weights matrix, broadcast by index arithmetic. */
 #include "support/ref.h"
 
 #include <math.h>
@@ -30,10 +31,73 @@ static void sdpa(const af_tensor *t, const double *const *in, double *out) {
     free(w);
 }
 
+/* The weights of one head of causal attention, p [T, T] (row i: softmax over keys j <= i
+ * of q_i . k_j * scale, zero beyond). */
+static void causal_weights(const double *q, const double *k, int64_t T, int64_t D, double scale, double *p) {
+    for (int64_t i = 0; i < T; i++) {
+        double z = 0;
+        for (int64_t j = 0; j < T; j++) {
+            double s = 0;
+            for (int64_t d = 0; d < D; d++) s += q[i * D + d] * k[j * D + d];
+            p[i * T + j] = j <= i ? exp(s * scale) : 0.0;
+            z += p[i * T + j];
+        }
+        for (int64_t j = 0; j < T; j++) p[i * T + j] /= z;
+    }
+}
+
+/* causal_attention: y = p v per head; its gradient: dv = p^T dy, dp = dy v^T,
+ * ds = p (dp - rowsum(p dp)), dq = ds k * scale, dk = ds^T q * scale, as [3, ...]. */
+static void causal_attention(const af_tensor *t, const double *const *in, double *out, bool grad) {
+    af_shape s = t->src[0]->shape;
+    int64_t BH = s.dim[0] * s.dim[1], T = s.dim[2], D = s.dim[3], hd = T * D, n = BH * hd;
+    double scale = t->a.scalar, *p = malloc((size_t)(2 * T * T) * sizeof *p), *ds = p + T * T;
+    for (int64_t b = 0; b < BH; b++) {
+        const double *q = in[0] + b * hd, *k = in[1] + b * hd, *v = in[2] + b * hd;
+        causal_weights(q, k, T, D, scale, p);
+        if (!grad) {
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t e = 0; e < D; e++) {
+                    double y = 0;
+                    for (int64_t j = 0; j < T; j++) y += p[i * T + j] * v[j * D + e];
+                    out[b * hd + i * D + e] = y;
+                }
+            continue;
+        }
+        const double *dy = in[3] + b * hd;
+        double *dq = out + b * hd, *dk = out + n + b * hd, *dv = out + 2 * n + b * hd;
+        for (int64_t i = 0; i < T; i++) {
+            double dot = 0;
+            for (int64_t j = 0; j < T; j++) {
+                double dp = 0;
+                for (int64_t e = 0; e < D; e++) dp += dy[i * D + e] * v[j * D + e];
+                ds[i * T + j] = dp;
+                dot += p[i * T + j] * dp;
+            }
+            for (int64_t j = 0; j < T; j++) ds[i * T + j] = p[i * T + j] * (ds[i * T + j] - dot);
+        }
+        for (int64_t r = 0; r < T; r++)
+            for (int64_t e = 0; e < D; e++) {
+                double a = 0, bk = 0, c = 0;
+                for (int64_t j = 0; j < T; j++) {
+                    a += ds[r * T + j] * k[j * D + e];  /* dq[r] = sum_j ds[r, j] k[j] */
+                    bk += ds[j * T + r] * q[j * D + e]; /* dk[r] = sum_i ds[i, r] q[i] */
+                    c += p[j * T + r] * dy[j * D + e];  /* dv[r] = sum_i p[i, r] dy[i] */
+                }
+                dq[r * D + e] = a * scale;
+                dk[r * D + e] = bk * scale;
+                dv[r * D + e] = c;
+            }
+    }
+    free(p);
+}
+
 int ref_bridge_eval(const af_tensor *t, const double *const *in, double *out) {
     int64_t n = af_shape_count(t->shape);
     switch (t->op) {
     case IR_OP_SDPA: sdpa(t, in, out); return 0;
+    case IR_OP_CAUSAL_ATTENTION: causal_attention(t, in, out, false); return 0;
+    case IR_OP_CAUSAL_ATTENTION_GRAD: causal_attention(t, in, out, true); return 0;
     case IR_OP_FLATTEN:
     case IR_OP_DROPOUT: memcpy(out, in[0], (size_t)n * sizeof *out); return 0;
     case IR_OP_INPUT_VIEW: memcpy(out, in[0] + t->a.ints[0], (size_t)n * sizeof *out); return 0;

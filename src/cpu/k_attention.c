@@ -1,0 +1,129 @@
+/* Causal softmax attention (causal_attention) and its gradient on the CPU.
+ *
+ * Per batch and head, the query rows go in blocks of ATT_ROWS; the block ending at row r
+ * needs keys 0..r only, so the masked half of every product (about half the work at
+ * seq 256) is never computed, and each block's scores, weights and score gradients stay
+ * in a per-thread scratch of ATT_ROWS x seq floats instead of [B, H, seq, seq] arrays
+ * in memory. The (batch, head) pairs are split over the threads; every product inside
+ * runs on its thread alone (cpu_sgemm without a pool).
+ *
+ * Forward, block rows i: p = softmax(q_i k^T * scale) over keys j <= i (masked weights
+ * are exactly 0, as softmax gives them after af_causal_mask's -1e4), y_i = p v.
+ * Gradient, recomputing p (nothing of the forward is kept): dv += p^T dy_i,
+ * dp = dy_i v^T, ds = p (dp - rowsum(p dp)) * scale, dq_i = ds k, dk += ds^T q_i. */
+#include "cpu/gemm.h"
+#include "cpu/kernels.h"
+#include "cpu/vmath.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ATT_ROWS 32
+
+int64_t cpu_attention_scratch(const af_tensor *t, int threads) {
+    int64_t T = t->src[0]->shape.dim[2], per = (int64_t)ATT_ROWS * T;
+    return per * (t->op == IR_OP_CAUSAL_ATTENTION_GRAD ? 2 : 1) * (threads > 1 ? threads : 1);
+}
+
+/* Row i of a block: softmax over its first n entries (the keys it sees), zeros after.
+ * The masked tail becomes -inf first and every pass runs over the whole row (a multiple
+ * of the vector width when seq is): exp(-inf) is 0, and no pass has a scalar remainder
+ * of varying length. */
+CPU_VECTOR_CLONES static void softmax_prefix(float *row, int64_t n, int64_t e) {
+    for (int64_t j = n; j < e; j++) row[j] = -INFINITY;
+    float mx = -INFINITY, sum = 0.0f;
+#if !defined(__clang__) /* clang 14 cannot vectorise this reduction and warns that it did not */
+#pragma omp simd reduction(max : mx)
+#endif
+    for (int64_t j = 0; j < e; j++) mx = row[j] > mx ? row[j] : mx;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < e; j++) {
+        float x = cpu_vexpf(row[j] - mx);
+        row[j] = x;
+        sum += x;
+    }
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < e; j++) row[j] *= inv;
+}
+
+/* The weights p [m, r0 + m] of query rows [r0, r0 + m) of one head. */
+static void block_weights(const float *q, const float *k, int64_t r0, int64_t m, int64_t d, float scale, float *p) {
+    int64_t e = r0 + m;
+    cpu_sgemm(NULL, 0, 1, m, e, d, scale, q + r0 * d, d, k, d, 0.0f, p, e);
+    for (int64_t i = 0; i < m; i++) softmax_prefix(p + i * e, r0 + i + 1, e);
+}
+
+/* ds = p (dp - rowsum(p dp)) * scale, in place of dp. */
+CPU_VECTOR_CLONES static void score_grad(const float *p, float *dp, int64_t m, int64_t e, float scale) {
+    for (int64_t i = 0; i < m; i++) {
+        const float *pr = p + i * e;
+        float *dr = dp + i * e, dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t j = 0; j < e; j++) dot += pr[j] * dr[j];
+        for (int64_t j = 0; j < e; j++) dr[j] = pr[j] * (dr[j] - dot) * scale;
+    }
+}
+
+static void head_forward(const float *q, const float *k, const float *v, float *y, int64_t T, int64_t d, float scale,
+                         float *p) {
+    for (int64_t r0 = 0; r0 < T; r0 += ATT_ROWS) {
+        int64_t m = T - r0 < ATT_ROWS ? T - r0 : ATT_ROWS, e = r0 + m;
+        block_weights(q, k, r0, m, d, scale, p);
+        cpu_sgemm(NULL, 0, 0, m, d, e, 1.0f, p, e, v, d, 0.0f, y + r0 * d, d);
+    }
+}
+
+static void head_backward(const float *q, const float *k, const float *v, const float *dy, float *dq, float *dk,
+                          float *dv, int64_t T, int64_t d, float scale, float *p, float *dp) {
+    memset(dk, 0, (size_t)(T * d) * sizeof *dk);
+    memset(dv, 0, (size_t)(T * d) * sizeof *dv);
+    for (int64_t r0 = 0; r0 < T; r0 += ATT_ROWS) {
+        int64_t m = T - r0 < ATT_ROWS ? T - r0 : ATT_ROWS, e = r0 + m;
+        const float *dyb = dy + r0 * d;
+        block_weights(q, k, r0, m, d, scale, p);
+        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, p, e, dyb, d, 1.0f, dv, d);  /* dv[0, e) += p^T dy_i */
+        cpu_sgemm(NULL, 0, 1, m, e, d, 1.0f, dyb, d, v, d, 0.0f, dp, e);  /* dp = dy_i v[0, e)^T */
+        score_grad(p, dp, m, e, scale);
+        cpu_sgemm(NULL, 0, 0, m, d, e, 1.0f, dp, e, k, d, 0.0f, dq + r0 * d, d);      /* dq_i = ds k */
+        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, dp, e, q + r0 * d, d, 1.0f, dk, d);      /* dk[0, e) += ds^T q_i */
+    }
+}
+
+typedef struct {
+    const cpu_call *c;
+    int64_t heads, T, d, groups;
+    float scale;
+} att_ctx;
+
+/* Group gi: heads [heads * gi / groups, heads * (gi + 1) / groups) with scratch slot gi. */
+static void att_groups(void *ctx, int64_t g0, int64_t g1) {
+    const att_ctx *x = ctx;
+    const cpu_call *c = x->c;
+    int64_t hd = x->T * x->d, n = x->heads * hd;
+    bool grad = c->t->op == IR_OP_CAUSAL_ATTENTION_GRAD;
+    for (int64_t gi = g0; gi < g1; gi++) {
+        float *p = c->scratch + gi * (grad ? 2 : 1) * ATT_ROWS * x->T, *dp = p + ATT_ROWS * x->T;
+        for (int64_t h = x->heads * gi / x->groups; h < x->heads * (gi + 1) / x->groups; h++) {
+            const float *q = c->in[0] + h * hd, *k = c->in[1] + h * hd, *v = c->in[2] + h * hd;
+            if (grad)
+                head_backward(q, k, v, c->in[3] + h * hd, c->out + h * hd, c->out + n + h * hd, c->out + 2 * n + h * hd,
+                              x->T, x->d, x->scale, p, dp);
+            else
+                head_forward(q, k, v, c->out + h * hd, x->T, x->d, x->scale, p);
+        }
+    }
+}
+
+void cpu_k_attention(const cpu_call *c) {
+    const af_tensor *t = c->t;
+    if (t->op == IR_OP_SDPA) {
+        cpu_k_sdpa(c);
+        return;
+    }
+    af_shape s = t->src[0]->shape;
+    int64_t heads = s.dim[0] * s.dim[1];
+    int threads = cpu_pool_threads(c->pool);
+    att_ctx x = { c, heads, s.dim[2], s.dim[3], threads < heads ? threads : heads, t->a.scalar };
+    if (x.groups < 1) return; /* no heads */
+    cpu_pool_for(c->pool, x.groups, 1, att_groups, &x);
+}

@@ -2,7 +2,8 @@
  *   af_rope: a double transcription of llama2.c's rotation loop (pairs (2i, 2i+1), angle
  *     pos * theta^(-2i/head_size)), and bit for bit its float arithmetic; a KV-cache step (one position, its offset) equal bit
  *     for bit to that row of the whole sequence; its gradient equal to the rotation of
- *     the upstream gradient by the negative angle.
+ *     the upstream gradient by the negative angle. Both as the chain of ordinary ops and
+ *     as the native rope node of graphs targeted at the CPU.
  *   af_causal_mask: softmax of the masked scores equal to a softmax over the visible
  *     prefix only (llama2.c's loop), masked weights exactly 0, at fp32 and fp16.
  *   af_repeat_kv_heads: head h equal to kv head h / n_rep; its gradient the sum over
@@ -39,12 +40,20 @@ static void rope_ref(const float *x, double *y, int hs, long pos, double theta, 
 
 enum { B = 2, T = 5, H = 3, HS = 8, N = B * T * H * HS };
 
-static void test_rope(void) {
+/* Each check on a plain graph (af_rope's mul/sub/add chain) and on one targeted at the
+ * CPU (the native rope node, and its gradient node): the same bits either way. */
+static af_graph *rope_graph(bool native) {
+    af_graph *g = af_graph_new();
+    if (native) af_graph_set_target(g, AF_TARGET_CPU);
+    return g;
+}
+
+static void test_rope_on(bool native) {
     test_rng r = { 11 };
     float x[N], y[N], step[B * H * HS], rg[N], gx[N];
     test_fill_uniform(&r, x, N, -1, 1);
     const long off = 7;
-    af_graph *g = af_graph_new();
+    af_graph *g = rope_graph(native);
     af_tensor *in = af_input(g, "x", AF_F32, AF_SHAPE(B, T, H, HS));
     af_tensor *out = af_rope(in, off, 10000.0f);
     if (!run1(g, in, x, out, y, false)) { af_graph_free(g); return; }
@@ -53,7 +62,7 @@ static void test_rope(void) {
         rope_ref(x + v * HS, want, HS, off + (v / H) % T, 10000.0, 1.0);
         for (int i = 0; i < HS; i++) worst = fmax(worst, fabs(y[v * HS + i] - want[i]));
     }
-    CHECK(worst < 2e-6, "rope: off the double llama2.c rotation by %.3g", worst);
+    CHECK(worst < 2e-6, "rope (native %d): off the double llama2.c rotation by %.3g", native, worst);
     /* run.c's own float arithmetic (freq, angle, cosf/sinf, the two products): the same bits. */
     int diff = 0;
     for (int v = 0; v < N / HS; v++)
@@ -64,14 +73,14 @@ static void test_rope(void) {
             diff += y[v * HS + i] != p0 - p1;
             diff += y[v * HS + i + 1] != p2 + p3;
         }
-    CHECK(diff == 0, "rope: %d values differ from run.c's float rotation", diff);
+    CHECK(diff == 0, "rope (native %d): %d values differ from run.c's float rotation", native, diff);
     af_graph_free(g);
 
     /* A KV-cache step: position off + t alone, with that offset. */
     for (int t = 0; t < T; t += 2) {
         float xs[B * H * HS];
         for (int b = 0; b < B; b++) memcpy(xs + b * H * HS, x + ((b * T + t) * H) * HS, sizeof(float) * H * HS);
-        g = af_graph_new();
+        g = rope_graph(native);
         in = af_input(g, "x", AF_F32, AF_SHAPE(B, 1, H, HS));
         out = af_rope(in, off + t, 10000.0f);
         if (run1(g, in, xs, out, step, false))
@@ -83,7 +92,7 @@ static void test_rope(void) {
 
     /* d/dx sum(rope(x) * R) = rope^-1(R): the rotation by the negative angle. */
     test_fill_uniform(&r, rg, N, -1, 1);
-    g = af_graph_new();
+    g = rope_graph(native);
     af_tensor *p = af_parameter(g, "x", AF_SHAPE(B, T, H, HS), x);
     af_tensor *prod = af_mul(af_rope(p, off, 10000.0f), af_const(g, "R", AF_SHAPE(B, T, H, HS), rg));
     int axes[4] = { 0, 1, 2, 3 }, nz = 0;
@@ -96,14 +105,19 @@ static void test_rope(void) {
             rope_ref(rg + v * HS, want, HS, off + (v / H) % T, 10000.0, -1.0);
             for (int i = 0; i < HS; i++) { worst = fmax(worst, fabs(gx[v * HS + i] - want[i])); nz += want[i] != 0; }
         }
-        CHECK(nz > 0 && worst < 2e-6, "rope gradient: off the rotation by the negative angle by %.3g", worst);
+        CHECK(nz > 0 && worst < 2e-6, "rope gradient (native %d): off the rotation by the negative angle by %.3g", native, worst);
     }
     af_graph_free(g);
 
-    g = af_graph_new();
+    g = rope_graph(native);
     CHECK(af_rope(af_input(g, "odd", AF_F32, AF_SHAPE(2, 3, 5)), 0, 10000.0f) == NULL && strstr(af_graph_error(g), "even"),
           "rope: an odd head_size must be refused with a message");
     af_graph_free(g);
+}
+
+static void test_rope(void) {
+    test_rope_on(false);
+    test_rope_on(true);
 }
 
 static void test_causal_mask(void) {

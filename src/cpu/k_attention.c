@@ -1,4 +1,4 @@
-/* Causal softmax attention (causal_attention) and its gradient on the CPU.
+/* Causal softmax attention (causal_attention) and its gradient on the CPU, and rope.
  *
  * Per batch and head, the query rows go in blocks of ATT_ROWS; the block ending at row r
  * needs keys 0..r only, so the masked half of every product (about half the work at
@@ -89,6 +89,36 @@ static void head_backward(const float *q, const float *k, const float *v, const 
     }
 }
 
+/* rope: rows are (outer, position) pairs of x [..., seq, heads, hs]; each turns its
+ * heads' pairs by the position's angles. Each product is its own statement, so no
+ * compiler fuses them into an FMA: the values are af_rope's (and run.c's) elsewhere. */
+typedef struct { const cpu_call *c; int64_t seq, heads, half; float sign; } rope_ctx;
+
+static void rope_rows(void *ctx, int64_t r0, int64_t r1) {
+    const rope_ctx *x = ctx;
+    const float *cs = x->c->in[1], *sn = x->c->in[2];
+    for (int64_t r = r0; r < r1; r++) {
+        const float *c = cs + (r % x->seq) * x->half, *s = sn + (r % x->seq) * x->half;
+        const float *in = x->c->in[0] + r * x->heads * 2 * x->half;
+        float *out = x->c->out + r * x->heads * 2 * x->half;
+        for (int64_t h = 0; h < x->heads; h++, in += 2 * x->half, out += 2 * x->half)
+            for (int64_t i = 0; i < x->half; i++) {
+                float v0 = in[2 * i], v1 = in[2 * i + 1], si = x->sign * s[i];
+                float a = v0 * c[i], b = v1 * si, e = v0 * si, f = v1 * c[i];
+                out[2 * i] = a - b;
+                out[2 * i + 1] = e + f;
+            }
+    }
+}
+
+static void cpu_k_rope(const cpu_call *c) {
+    af_shape s = c->t->shape;
+    int r = s.rank;
+    rope_ctx x = { c, s.dim[r - 3], s.dim[r - 2], s.dim[r - 1] / 2, c->t->a.mode ? -1.0f : 1.0f };
+    int64_t rows = af_shape_count(s) / (x.heads * 2 * x.half);
+    cpu_pool_for(c->pool, rows, 1 + 16384 / (x.heads * 2 * x.half + 1), rope_rows, &x);
+}
+
 typedef struct {
     const cpu_call *c;
     int64_t heads, T, d, groups;
@@ -118,6 +148,10 @@ void cpu_k_attention(const cpu_call *c) {
     const af_tensor *t = c->t;
     if (t->op == IR_OP_SDPA) {
         cpu_k_sdpa(c);
+        return;
+    }
+    if (t->op == IR_OP_ROPE) {
+        cpu_k_rope(c);
         return;
     }
     af_shape s = t->src[0]->shape;

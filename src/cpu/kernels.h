@@ -40,7 +40,7 @@ void cpu_k_copy(const cpu_call *c);      /* reshape */
 void cpu_k_slice(const cpu_call *c);     /* slice_by_size and split */
 void cpu_k_concat(const cpu_call *c);
 void cpu_k_sdpa(const cpu_call *c);       /* k_sdpa.c */
-void cpu_k_attention(const cpu_call *c);  /* k_attention.c: causal_attention(_grad), and sdpa */
+void cpu_k_attention(const cpu_call *c);  /* k_attention.c: causal_attention(_grad), rope, and sdpa */
 /* Scratch floats of causal_attention(_grad) on `threads` threads. */
 int64_t cpu_attention_scratch(const af_tensor *t, int threads);
 void cpu_k_structural(const cpu_call *c); /* flatten, dropout, broadcast, input_view */

@@ -1,7 +1,7 @@
 /* VJPs of the bridge ops, built from ordinary ops so backward graphs hold no bridge:
  * sdpa's through its decomposed attention (recomputing the weights), the structural
  * layers' as the matching reshape, sum or zero padding. causal_attention (CPU only) has
- * its native gradient node. */
+ * its native gradient node; rope's is rope turning back. */
 #include "grad/grad.h"
 
 /* s = q k^T * scale + mask, p = softmax(s), y = p v:
@@ -20,6 +20,10 @@ static void causal_attention_vjp(grad_ctx *c) {
 }
 
 void grad_vjp_attention(grad_ctx *c) {
+    if (c->t->op == IR_OP_ROPE) { /* a rotation: its gradient turns back (cos and sin are constants) */
+        if (c->need[0]) c->dsrc[0] = ir_rope(c->g, c->t->src[1], c->t->src[2], c->t->a.mode == 0);
+        return;
+    }
     if (c->t->op == IR_OP_CAUSAL_ATTENTION) {
         causal_attention_vjp(c);
         return;

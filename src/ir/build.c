@@ -449,6 +449,12 @@ af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af
     return ir_build(IR_OP_CAUSAL_ATTENTION_GRAD, 4, s, &a);
 }
 
+af_tensor *ir_rope(af_tensor *x, af_tensor *cos_t, af_tensor *sin_t, bool inverse) {
+    ir_attrs a = { .mode = inverse ? 1 : 0 };
+    af_tensor *s[3] = { x, cos_t, sin_t };
+    return ir_build(IR_OP_ROPE, 3, s, &a);
+}
+
 /* The native node where the graph runs on the CPU; elsewhere the engine-friendly chain
  * matmul -> muls -> causal_mask -> softmax -> matmul, which the engines lower. */
 af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale) {

@@ -51,7 +51,7 @@ typedef struct {
     int axis;                  /* softmax, concat, split */
     int keep_dims;             /* reduce */
     int ta, tb;                /* matmul transposes */
-    int mode;                  /* gelu mode */
+    int mode;                  /* gelu mode; rope: 1 = the inverse rotation */
     int groups;                /* conv, group_norm */
     int kernel[2], stride[2], pad[2], dilation[2];
     float scalar;              /* adds, muls */
@@ -134,6 +134,8 @@ af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, cons
  * gradient [3, B, H, T, d] (dq, dk, dv) from q, k, v and dy. */
 af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale);
 af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale);
+/* The native rope node (CPU only): x turned by the angles of cos/sin [seq, hs/2]; inverse turns back. */
+af_tensor *ir_rope(af_tensor *x, af_tensor *cos_t, af_tensor *sin_t, bool inverse);
 
 /* The attention af_sdpa computes, from ordinary ops (matmul, muls, add, softmax): the
  * fallback outside the native layer's bounds, and what its gradient differentiates. */

@@ -1,4 +1,5 @@
-/* Shape rules of the bridge kinds: attention (sdpa) and the structural layers. */
+/* Shape rules of the bridge kinds: attention (sdpa, and the CPU-only causal attention
+ * and rope) and the structural layers. */
 #include "ir/ir.h"
 
 #include <math.h>
@@ -21,7 +22,22 @@ static bool infer_causal(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
     return true;
 }
 
+/* rope: x [..., seq, heads, head_size] (rank 3..5, even head_size), cos and sin
+ * [seq, head_size / 2]. */
+static bool infer_rope(af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    af_shape x = src[0]->shape, c = src[1]->shape, s = src[2]->shape;
+    int r = x.rank;
+    if (r < 3 || r > 5 || x.dim[r - 1] % 2)
+        FAIL("x must be [..., seq, heads, head_size] with rank 3..5 and an even head_size");
+    if (c.rank != 2 || c.dim[0] != x.dim[r - 3] || c.dim[1] != x.dim[r - 1] / 2 || !ir_shape_eq(c, s))
+        FAIL("cos and sin must be [seq, head_size / 2] = [%lld, %lld]", (long long)x.dim[r - 3], (long long)x.dim[r - 1] / 2);
+    if (a->mode != 0 && a->mode != 1) FAIL("mode %d: 0 turns forward, 1 back", a->mode);
+    *out = x;
+    return true;
+}
+
 bool ir_infer_attention(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    if (op == IR_OP_ROPE) return infer_rope(src, a, out, err, errlen);
     if (op != IR_OP_SDPA) return infer_causal(op, nsrc, src, a, out, err, errlen);
     if (nsrc != 3 && nsrc != 4) FAIL("sdpa takes q, k, v and an optional mask; got %d sources", nsrc);
     af_shape q = src[0]->shape, k = src[1]->shape, v = src[2]->shape;

@@ -1,6 +1,7 @@
 /* The attention pieces of a llama2.c-architecture transformer, built from existing ops
  * so that their kernels, VJPs, MIL lowering and engine rules are the ones already
- * tested, and the MIL round trip reads back the very same nodes:
+ * tested, and the MIL round trip reads back the very same nodes (on graphs targeted at
+ * the CPU, af_rope is one native rope node instead):
  *   af_rope            rotary position embedding in llama2.c's pair convention
  *   af_causal_mask     the additive causal mask before softmax
  *   af_repeat_kv_heads grouped KV heads (each serves n_rep consecutive query heads) */
@@ -24,7 +25,9 @@ static bool usable(af_tensor *x, const char *fn) {
 /* Pair i of a head (elements 2i, 2i+1) at position p turns by p * theta^(-2i/head_size).
  * The angle, its cosine and sine are computed in float exactly as llama2.c's run.c
  * does, and the products are the ones it forms (v0 c - v1 s, v0 s + v1 c), so fp32
- * results match run.c's. x splits into its even and odd elements, each is rotated
+ * results match run.c's. On a graph targeted at the CPU that is one rope node (its
+ * gradient: the same node turning back). Elsewhere x splits into its even and odd
+ * elements, each is rotated
  * against baked cos/sin tables [seq, 1, hs/2, 1] (broadcast over batch and heads), and
  * the halves interleave back. The gradient is the rotation by the negative angle,
  * which the mul/sub/add VJPs give. */
@@ -49,9 +52,11 @@ af_tensor *af_rope(af_tensor *x, int64_t offset, float theta) {
             cs[t * half + i] = cosf(val);
             sn[t * half + i] = sinf(val);
         }
-    af_shape ts = { .rank = 4, .dim = { seq, 1, half, 1 } };
+    bool native = x->g->cpu_only; /* one rope node (CPU only), else the engine-friendly ops */
+    af_shape ts = native ? AF_SHAPE(seq, half) : (af_shape){ .rank = 4, .dim = { seq, 1, half, 1 } };
     af_tensor *c = af_const(x->g, "rope_cos", ts, cs), *sv = af_const(x->g, "rope_sin", ts, sn);
     free(cs);
+    if (native) return ir_rope(x, c, sv, false);
     af_shape ps = s; /* [..., seq, heads, hs/2, 2] */
     ps.rank = r + 1;
     ps.dim[r - 1] = half;

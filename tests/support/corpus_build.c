@@ -396,6 +396,13 @@ void corpus_b_causal_attention(corpus_graph *cg, const corpus_case *c) {
                        : ir_causal_attention(src[0], src[1], src[2], scale));
 }
 
+/* rope: x of shape s[0], cos and sin tables s[1] (fed); p[0]: mode (1: turn back). */
+void corpus_b_rope(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *x = input(cg, c->s[0], dom_of(c, 0), AF_F32);
+    af_tensor *cs = input(cg, c->s[1], (corpus_dom)DU(-1.0f, 1.0f), AF_F32), *sn = input(cg, c->s[1], (corpus_dom)DU(-1.0f, 1.0f), AF_F32);
+    output(cg, ir_rope(x, cs, sn, c->p[0] != 0));
+}
+
 /* flatten, dropout (f the rate), broadcast (p[0] axis, p[1] size), input_view (p[0]
  * offset, p[1] size) of one input s[0]. */
 void corpus_b_structural(corpus_graph *cg, const corpus_case *c) {

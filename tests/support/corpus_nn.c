@@ -133,6 +133,10 @@ const corpus_case corpus_nn[] = {
     { CASE("one-block", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(2, 3, 7, 8) }, .p = { 1 } },
     { CASE("blocks", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(1, 2, 70, 16) }, .p = { 1 }, .f = 0.3f },
     { CASE("one-head", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(1, 1, 33, 4) }, .p = { 1 } },
+    /* rope (CPU only): [batch, seq, heads, hs], rank 3 and 5, turning back. */
+    { CASE("llama", rope, ROPE), .s = { SH(2, 9, 3, 8), SH(9, 4) } },
+    { CASE("rank3", rope, ROPE), .s = { SH(5, 2, 6), SH(5, 3) } },
+    { CASE("rank5-back", rope, ROPE), .s = { SH(2, 2, 7, 2, 4), SH(7, 2) }, .p = { 1 } },
     { CASE("causal-baked-mask", sdpa, SDPA), .s = { SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(7, 1, 7) }, .p = { 1 } },
     { CASE("chw", structural, FLATTEN), .s = { SH(3, 4, 5) } },
     { CASE("rate0", structural, DROPOUT), .s = { SH(2, 3, 4) } },

@@ -92,11 +92,29 @@ static void causal_attention(const af_tensor *t, const double *const *in, double
     free(p);
 }
 
+/* rope: each pair (2i, 2i+1) of a head at position t turns by the table's angle,
+ * (v0 c - v1 s, v0 s + v1 c); mode 1 with -s. */
+static void rope(const af_tensor *t, const double *const *in, double *out) {
+    af_shape s = t->shape;
+    int r = s.rank;
+    int64_t seq = s.dim[r - 3], heads = s.dim[r - 2], half = s.dim[r - 1] / 2, rows = af_shape_count(s) / (heads * 2 * half);
+    double sign = t->a.mode ? -1.0 : 1.0;
+    for (int64_t row = 0; row < rows; row++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < half; i++) {
+                int64_t at = (row * heads + h) * 2 * half + 2 * i, tab = (row % seq) * half + i;
+                double v0 = in[0][at], v1 = in[0][at + 1], c = in[1][tab], sn = sign * in[2][tab];
+                out[at] = v0 * c - v1 * sn;
+                out[at + 1] = v0 * sn + v1 * c;
+            }
+}
+
 int ref_bridge_eval(const af_tensor *t, const double *const *in, double *out) {
     int64_t n = af_shape_count(t->shape);
     switch (t->op) {
     case IR_OP_SDPA: sdpa(t, in, out); return 0;
     case IR_OP_CAUSAL_ATTENTION: causal_attention(t, in, out, false); return 0;
+    case IR_OP_ROPE: rope(t, in, out); return 0;
     case IR_OP_CAUSAL_ATTENTION_GRAD: causal_attention(t, in, out, true); return 0;
     case IR_OP_FLATTEN:
     case IR_OP_DROPOUT: memcpy(out, in[0], (size_t)n * sizeof *out); return 0;

@@ -426,6 +426,14 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
     }
     if (use_dots(uk, ta, tb, M, N, K) && gemm_dots(uk, p, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep)) return;
     gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1, NULL, 0};
+    /* K in equal blocks of at most kc (K = 288: 144 + 144, not 256 + a 32-deep block that
+     * loads and stores every C tile for a few multiply-adds) */
+    if (K > uk->kc + uk->kc / 4) {
+        int64_t blocks = (K + uk->kc - 1) / uk->kc;
+        g.uk.kc = (int)((K + blocks - 1) / blocks + 7) / 8 * 8;
+    } else if (K > uk->kc) {
+        g.uk.kc = (int)K;
+    }
     int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);
     if (threads > 1 && (double)M * (double)N * (double)K >= PARALLEL_MIN_MACS) {

@@ -8,7 +8,8 @@
 # at its best (bench/common.sh: OMP_WAIT_POLICY=PASSIVE, tcmalloc, OPENBLAS_CORETYPE when
 # its OpenBLAS cannot name the CPU), both on THREADS threads. Prints the CPU first, then
 # one JSON line per shape: the median ms/step of each side over ROUNDS runs of STEPS
-# steps, their ratio, tokens/s, and each side's validation loss after those steps (on the
+# steps (each side's first step, its warm-up, left out: aneforge's steady_ms_per_step,
+# PyTorch's --warmup 1), their ratio, tokens/s, and each side's validation loss after those steps (on the
 # first VAL_TOKENS validation tokens) with their difference in percent.
 #   shape a: dim 288, 6 layers, 6 heads, hidden 768, vocab 512, seq 256, batch 4
 #   shape b: dim 768, 1 layer, 12 heads, hidden 2048, vocab 512, seq 512, batch 1
@@ -60,9 +61,9 @@ for shape in $SHAPES; do
     ms_a=(); ms_b=(); vl_a=(); vl_b=()
     for ((r = 0; r < ROUNDS; r++)); do
         if ((r % 2 == 0)); then a=$(ours); b=$(theirs); else b=$(theirs); a=$(ours); fi
-        echo "shape $shape round $((r + 1)): aneforge $(echo "$a" | field ms_per_step) ms/step," \
+        echo "shape $shape round $((r + 1)): aneforge $(echo "$a" | field steady_ms_per_step) ms/step," \
             "pytorch $(echo "$b" | field ms_per_step) ms/step (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-        ms_a+=("$(echo "$a" | field ms_per_step)"); vl_a+=("$(echo "$a" | field val_loss)")
+        ms_a+=("$(echo "$a" | field steady_ms_per_step)"); vl_a+=("$(echo "$a" | field val_loss)")
         ms_b+=("$(echo "$b" | field ms_per_step)"); vl_b+=("$(echo "$b" | field val_loss)")
     done
     ma=$(printf '%s\n' "${ms_a[@]}" | median)

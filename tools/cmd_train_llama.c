@@ -57,6 +57,7 @@ static void usage(FILE *f) {
             "  --export PATH         write the trained model as a llama2.c version-0 file ('aneforge generate')\n"
             "  --log FILE            append JSON lines (every 10 steps and every evaluation)\n"
             "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n"
+            "                        (and steady_ms_per_step: the steps after the first)\n"
             "  --dashboard           watch the run in the terminal while it trains (q stops it, as Ctrl-C does);\n"
             "                        logs to --log, or to aneforge-llama.jsonl without one\n");
 }
@@ -263,7 +264,8 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     bool quit = false, plain_quiet = pr.quiet;
     if (dash) pr.quiet = true; /* the dashboard has the screen */
     int64_t stop = a->stop_after && a->stop_after < a->steps ? a->stop_after : a->steps, steps_here = 0;
-    double train_s = 0, vl = -1;
+    double train_s = 0, first_s = 0, vl = -1; /* first_s: the first call's time (warm-up: arenas, caches) */
+    int64_t first_steps = 0;
     af_step_info info = { 0 };
     interrupted = 0;
     signal(SIGINT, on_signal);
@@ -278,6 +280,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         run_log_data(&rl, t0 - td);
         if (af_trainer_step(t, x, y, &info)) { fprintf(stderr, "\naneforge train llama: step failed: %s\n", af_error_message()); rc = 1; break; }
         train_s += now_s() - t0;
+        if (!first_steps) first_s = train_s, first_steps = k;
         pos.steps += k;
         steps_here += k;
         pos.recent[pos.calls++ % LLAMA_RECENT] = info.loss;
@@ -346,10 +349,11 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
             printf("{\"train_loss\":%.6f,\"loss_source\":\"%s\",", mean, af_metric_source_name(info.metric_source));
             if (val && vl >= 0) printf("\"val_loss\":%.6f,", vl);
             else printf("\"val_loss\":null,");
-            printf("\"vocab\":%d,\"steps\":%lld,\"tokens_per_s\":%.1f,\"ms_per_step\":%.4f,\"seconds\":%.2f%s}\n", V,
-                   (long long)pos.steps, train_s > 0 ? (double)steps_here * B * T / train_s : 0.0,
-                   steps_here ? 1000.0 * train_s / (double)steps_here : 0.0, train_s,
-                   progress_json_extra(&pr, t, &total, steps_here));
+            printf("\"vocab\":%d,\"steps\":%lld,\"tokens_per_s\":%.1f,\"ms_per_step\":%.4f,", V, (long long)pos.steps,
+                   train_s > 0 ? (double)steps_here * B * T / train_s : 0.0, steps_here ? 1000.0 * train_s / (double)steps_here : 0.0);
+            if (steps_here > first_steps) /* after the first call: what benchmarks compare */
+                printf("\"steady_ms_per_step\":%.4f,", 1000.0 * (train_s - first_s) / (double)(steps_here - first_steps));
+            printf("\"seconds\":%.2f%s}\n", train_s, progress_json_extra(&pr, t, &total, steps_here));
         } else if (!pr.quiet)
             fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)pos.steps, mean, log((double)V));
     }

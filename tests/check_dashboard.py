@@ -31,7 +31,18 @@ def capture():
     return tmux("capture-pane", "-p", "-t", "t").stdout
 
 
-def wait_for(text, timeout=5.0):
+def wait_until(pred, timeout=20.0):
+    """Polls the screen until pred(screen) holds (a loaded machine redraws late)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        screen = capture()
+        if pred(screen):
+            return screen
+        time.sleep(0.1)
+    return capture()
+
+
+def wait_for(text, timeout=20.0):
     end = time.time() + timeout
     while time.time() < end:
         screen = capture()
@@ -102,8 +113,8 @@ if screen:
     check(wait_for('{"end":1') is not None, "End returns to the newest line")
     # Resize: boxes follow the new width.
     tmux("resize-window", "-t", "t", "-x", "100", "-y", "30")
-    time.sleep(0.5)
-    rows = [l for l in capture().split("\n") if l.startswith("└")]
+    bottom = lambda scr: [l for l in scr.split("\n") if l.startswith("└")]
+    rows = bottom(wait_until(lambda scr: bottom(scr) and len(bottom(scr)[-1].rstrip()) == 100))
     check(rows and len(rows[-1].rstrip()) == 100, "after a resize to 100 columns the bottom box is %d wide" % (len(rows[-1].rstrip()) if rows else -1))
     tmux("send-keys", "-t", "t", "q")
     out = wait_for("EXITED-0")
@@ -163,8 +174,7 @@ check(wait_for("Log (8 lines)") is not None, "the replaced file's lines only")
 shell = int(tmux("display-message", "-p", "-t", "t", "#{pane_pid}").stdout.strip() or 0)
 kids = open("/proc/%d/task/%d/children" % (shell, shell)).read().split() if shell else []
 tmux("send-keys", "-t", "t", "C-z")
-time.sleep(0.5)
-check("┌ Now" not in capture(), "Ctrl-Z leaves the alternate screen")
+check("┌ Now" not in wait_until(lambda scr: "┌ Now" not in scr), "Ctrl-Z leaves the alternate screen")
 for pid in [shell] + [int(k) for k in kids]:  # the pane's shell and the dashboard, both started here
     os.kill(pid, signal.SIGCONT)
 check(wait_for("┌ Now") is not None, "after SIGCONT the dashboard is back")

@@ -290,8 +290,10 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
     if (t->pipe) (void)0; /* its loss is the host's fp32 cross-entropy */
     else if (custom) info->loss = loss_value;
     else host_metrics(t, t->logits, y, info);
+    /* The host optimizer finds a non-finite gradient itself (its new state is then not
+     * finite): no separate pass over the gradients for it. */
     bool ok = true;
-    for (int i = 0; i < t->np; i++) ok = ok && tr_finite(t->grad[i], t->count[i]);
+    for (int i = 0; i < t->np && !tr_host_moments(t); i++) ok = ok && tr_finite(t->grad[i], t->count[i]);
     for (int i = 0; i < t->np; i++) t->host_flops += t->count[i];
     info->lr = tr_lr_at(&t->o, t->step);
     info->loss_scale = t->scale;

@@ -47,7 +47,7 @@ static void run_case(const fixture *f, af_target target) {
     bool engine = target != AF_TARGET_CPU;
     af_shape s[4], ys;
     float *x[4] = {0}, *want = load(f->name, "y", &ys);
-    char part[8];
+    char part[16];
     af_graph *g = af_graph_new();
     af_tensor *in[4];
     bool ok = want != NULL;

@@ -119,7 +119,7 @@ static void run_case(const char *prog, const char *fn, bool fp32) {
     snprintf(ind, sizeof ind, "%s/in_%s", dir, fn);
     snprintf(wantd, sizeof wantd, "%s/want_%s", dir, fn);
     snprintf(outd, sizeof outd, "%s/%s_%s_%s", tmp, prog, fn, fp32 ? "fp32" : "fp16");
-    char model[600], feeds[8][700];
+    char model[600], feeds[8][1200];
     snprintf(model, sizeof model, "%s/model.mil", dir);
     const char *args[24] = { "run", model, "--function", fn, "--out", outd };
     int n = 6, nf = 0;
@@ -145,7 +145,7 @@ static void run_case(const char *prog, const char *fn, bool fp32) {
     for (struct dirent *e; d && (e = readdir(d));) {
         size_t L = strlen(e->d_name);
         if (L < 5 || strcmp(e->d_name + L - 4, ".npy")) continue;
-        char gp[900], wp[900], what[200];
+        char gp[900], wp[900], what[600];
         snprintf(gp, sizeof gp, "%s/%s", outd, e->d_name);
         snprintf(wp, sizeof wp, "%s/%s", wantd, e->d_name);
         snprintf(what, sizeof what, "%s %s %s (%s)", prog, fn, e->d_name, fp32 ? "fp32" : "fp16");

@@ -26,24 +26,12 @@ int64_t cpu_attention_scratch(const af_tensor *t, int threads) {
 }
 
 /* Row i of a block: softmax over its first n entries (the keys it sees), zeros after.
- * The masked tail becomes -inf first and every pass runs over the whole row (a multiple
- * of the vector width when seq is): exp(-inf) is 0, and no pass has a scalar remainder
- * of varying length. */
-CPU_VECTOR_CLONES static void softmax_prefix(float *row, int64_t n, int64_t e) {
+ * The masked tail becomes -inf and the softmax runs over the whole row (a multiple of the
+ * vector width when seq is): exp(-inf) is 0, and no pass has a scalar remainder of
+ * varying length. */
+static void softmax_prefix(float *row, int64_t n, int64_t e) {
     for (int64_t j = n; j < e; j++) row[j] = -INFINITY;
-    float mx = -INFINITY, sum = 0.0f;
-#if !defined(__clang__) /* clang 14 cannot vectorise this reduction and warns that it did not */
-#pragma omp simd reduction(max : mx)
-#endif
-    for (int64_t j = 0; j < e; j++) mx = row[j] > mx ? row[j] : mx;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < e; j++) {
-        float x = cpu_vexpf(row[j] - mx);
-        row[j] = x;
-        sum += x;
-    }
-    float inv = 1.0f / sum;
-    for (int64_t j = 0; j < e; j++) row[j] *= inv;
+    cpu_softmax_row(row, row, e);
 }
 
 /* The weights p [m, r0 + m] of query rows [r0, r0 + m) of one head. */

@@ -166,24 +166,26 @@ void cpu_k_reduce(const cpu_call *c) {
 
 typedef struct { const cpu_call *c; int64_t n, inner; } softmax_ctx;
 
-/* Rows over the last axis: contiguous, each pass vectorised (cpu_vexpf; the max and the
- * sum as SIMD reductions, so the sum's order follows the vector width). */
-static CPU_VECTOR_CLONES void softmax_rows(const float *x, float *y, int64_t rows, int64_t n) {
-    for (int64_t o = 0; o < rows; o++, x += n, y += n) {
-        float mx = -INFINITY, sum = 0.0f;
+/* One contiguous row, each pass vectorised (cpu_vexpf; the max and the sum as SIMD
+ * reductions, so the sum's order follows the vector width). y may be x. */
+CPU_VECTOR_CLONES void cpu_softmax_row(const float *x, float *y, int64_t n) {
+    float mx = -INFINITY, sum = 0.0f;
 #if !defined(__clang__) /* clang 14 cannot vectorise this reduction and warns that it did not */
 #pragma omp simd reduction(max : mx)
 #endif
-        for (int64_t k = 0; k < n; k++) mx = x[k] > mx ? x[k] : mx;
+    for (int64_t k = 0; k < n; k++) mx = x[k] > mx ? x[k] : mx;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t k = 0; k < n; k++) {
-            float e = cpu_vexpf(x[k] - mx);
-            y[k] = e;
-            sum += e;
-        }
-        float inv = 1.0f / sum;
-        for (int64_t k = 0; k < n; k++) y[k] *= inv;
+    for (int64_t k = 0; k < n; k++) {
+        float e = cpu_vexpf(x[k] - mx);
+        y[k] = e;
+        sum += e;
     }
+    float inv = 1.0f / sum;
+    for (int64_t k = 0; k < n; k++) y[k] *= inv;
+}
+
+static void softmax_rows(const float *x, float *y, int64_t rows, int64_t n) {
+    for (int64_t o = 0; o < rows; o++, x += n, y += n) cpu_softmax_row(x, y, n);
 }
 
 static void softmax_range(void *p, int64_t o0, int64_t o1) {

@@ -168,7 +168,7 @@ typedef struct { const cpu_call *c; int64_t n, inner; } softmax_ctx;
 
 /* One contiguous row, each pass vectorised (cpu_vexpf; the max and the sum as SIMD
  * reductions, so the sum's order follows the vector width). y may be x. */
-CPU_VECTOR_CLONES void cpu_softmax_row(const float *x, float *y, int64_t n) {
+static CPU_VECTOR_CLONES void softmax_row(const float *x, float *y, int64_t n) {
     float mx = -INFINITY, sum = 0.0f;
 #if !defined(__clang__) /* clang 14 cannot vectorise this reduction and warns that it did not */
 #pragma omp simd reduction(max : mx)
@@ -184,8 +184,12 @@ CPU_VECTOR_CLONES void cpu_softmax_row(const float *x, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] *= inv;
 }
 
+/* The clones stay static (an exported clone exports its resolver, and clang 14 gives a
+ * static clone in a header one global resolver per file), so others call this. */
+void cpu_softmax_row(const float *x, float *y, int64_t n) { softmax_row(x, y, n); }
+
 static void softmax_rows(const float *x, float *y, int64_t rows, int64_t n) {
-    for (int64_t o = 0; o < rows; o++, x += n, y += n) cpu_softmax_row(x, y, n);
+    for (int64_t o = 0; o < rows; o++, x += n, y += n) softmax_row(x, y, n);
 }
 
 static void softmax_range(void *p, int64_t o0, int64_t o1) {

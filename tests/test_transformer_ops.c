@@ -7,7 +7,8 @@
  *   af_causal_mask: softmax of the masked scores equal to a softmax over the visible
  *     prefix only (llama2.c's loop), masked weights exactly 0, at fp32 and fp16.
  *   af_repeat_kv_heads: head h equal to kv head h / n_rep; its gradient the sum over
- *     each group of query heads. */
+ *     each group of query heads.
+ *   af_causal_attention: native node and op chain against a double loop, gradients equal. */
 #include "aneforge.h"
 #include "support/check.h"
 
@@ -190,8 +191,85 @@ static void test_repeat_kv(void) {
     af_graph_free(g);
 }
 
+/* af_causal_attention: on a CPU-targeted graph (the native node) and a plain one (matmul,
+ * mask, softmax) against a double loop over each query's visible prefix (llama2.c's);
+ * the two graphs' gradients of sum(y * R) for q, k, v agree; bad shapes get a message. */
+enum { AB = 2, AH = 3, AT = 40, AD = 8, AN = AB * AH * AT * AD };
+
+static void attention_ref(const float *q, const float *k, const float *v, double *y) {
+    double w[AT];
+    for (int bh = 0; bh < AB * AH; bh++)
+        for (int i = 0; i < AT; i++) {
+            double mx = -INFINITY, z = 0;
+            for (int j = 0; j <= i; j++) {
+                double s = 0;
+                for (int d = 0; d < AD; d++) s += (double)q[(bh * AT + i) * AD + d] * k[(bh * AT + j) * AD + d];
+                w[j] = s / sqrt((double)AD);
+                mx = fmax(mx, w[j]);
+            }
+            for (int j = 0; j <= i; j++) z += (w[j] = exp(w[j] - mx));
+            for (int d = 0; d < AD; d++) {
+                double acc = 0;
+                for (int j = 0; j <= i; j++) acc += w[j] / z * v[(bh * AT + j) * AD + d];
+                y[(bh * AT + i) * AD + d] = acc;
+            }
+        }
+}
+
+static void test_causal_attention(void) {
+    static float qkv[3][AN], r[AN], y[2][AN], grads[2][3][AN];
+    static double want[AN];
+    test_rng rng = { 23 };
+    for (int i = 0; i < 3; i++) test_fill_uniform(&rng, qkv[i], AN, -2, 2);
+    test_fill_uniform(&rng, r, AN, -1, 1);
+    attention_ref(qkv[0], qkv[1], qkv[2], want);
+    for (int native = 0; native < 2; native++) {
+        af_graph *g = af_graph_new();
+        if (native) af_graph_set_target(g, AF_TARGET_CPU);
+        af_tensor *p[3];
+        for (int i = 0; i < 3; i++) p[i] = af_parameter(g, i == 0 ? "q" : i == 1 ? "k" : "v", AF_SHAPE(AB, AH, AT, AD), qkv[i]);
+        af_tensor *att = af_causal_attention(p[0], p[1], p[2], 0);
+        af_tensor *loss_in = af_mul(att, af_const(g, "R", AF_SHAPE(AB, AH, AT, AD), r));
+        int axes[4] = { 0, 1, 2, 3 };
+        af_tensor *gr[3] = { NULL, NULL, NULL };
+        CHECK(af_backward(af_loss_scalar(af_reduce_sum(loss_in, 4, axes, 0)), 3, p, gr, NULL) == AF_OK, "backward: %s",
+              af_error_message());
+        af_tensor *outs[4] = { att, gr[0], gr[1], gr[2] };
+        af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = 2 };
+        af_model *m = af_compile(g, 3, p, 4, outs, &o);
+        CHECK(m != NULL, "compile (native %d): %s", native, af_error_message());
+        af_buffer ob[4] = { AF_BUF_F32(y[native], AN), AF_BUF_F32(grads[native][0], AN), AF_BUF_F32(grads[native][1], AN),
+                            AF_BUF_F32(grads[native][2], AN) };
+        af_buffer ib[3] = { AF_BUF_F32(qkv[0], AN), AF_BUF_F32(qkv[1], AN), AF_BUF_F32(qkv[2], AN) };
+        CHECK(m && af_run(m, ib, ob) == AF_OK, "run (native %d): %s", native, af_error_message());
+        double worst = 0;
+        for (int i = 0; i < AN; i++) worst = fmax(worst, fabs(y[native][i] - want[i]));
+        CHECK(worst < 2e-6, "causal attention (native %d): off the double loop by %.3g", native, worst);
+        af_model_free(m);
+        af_graph_free(g);
+    }
+    for (int s = 0; s < 3; s++) {
+        double worst = 0, scale = 1e-30;
+        for (int i = 0; i < AN; i++) {
+            worst = fmax(worst, fabs(grads[1][s][i] - grads[0][s][i]));
+            scale = fmax(scale, fabs(grads[0][s][i]));
+        }
+        CHECK(worst <= 2e-5 * scale, "causal attention: the native gradient of %c is off the chain's by %.3g (scale %.3g)",
+              "qkv"[s], worst, scale);
+    }
+    af_graph *g = af_graph_new();
+    af_graph_set_target(g, AF_TARGET_CPU);
+    af_tensor *q = af_input(g, "q", AF_F32, AF_SHAPE(1, 4, 6, 8)), *k = af_input(g, "k", AF_F32, AF_SHAPE(1, 2, 6, 8));
+    CHECK(af_causal_attention(q, k, k, 0) == NULL && strstr(af_graph_error(g), "af_repeat_kv_heads"),
+          "causal attention: k with fewer heads must be refused, naming af_repeat_kv_heads: %s", af_graph_error(g));
+    CHECK(af_causal_attention(NULL, k, k, 0) == NULL && strstr(af_error_message(), "NULL"),
+          "causal attention: a NULL q must be refused with a message");
+    af_graph_free(g);
+}
+
 int main(void) {
     test_rope();
+    test_causal_attention();
     test_causal_mask();
     test_repeat_kv();
     return check_finish("transformer_ops");

@@ -36,5 +36,10 @@ torch_coretype() {
     echo "pytorch's openblas core: ${core:-n/a}${coretype:+ -> OPENBLAS_CORETYPE=$coretype}" >&2
 }
 
-# Runs a command as PyTorch at its best: passive OpenMP waits, tcmalloc, the coretype.
-torch_best() { OMP_WAIT_POLICY=PASSIVE LD_PRELOAD=$TCMALLOC ${coretype:+OPENBLAS_CORETYPE=$coretype} "$@"; }
+# Runs a command as PyTorch at its best: passive OpenMP waits, tcmalloc, the coretype,
+# and THREADS threads in OpenBLAS too (torch.set_num_threads does not reach the OpenBLAS
+# under Debian's PyTorch: with --threads 1 its products still ran on every core).
+torch_best() {
+    env OMP_WAIT_POLICY=PASSIVE LD_PRELOAD="$TCMALLOC" ${coretype:+OPENBLAS_CORETYPE=$coretype} \
+        ${THREADS:+OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS} "$@"
+}

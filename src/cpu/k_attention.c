@@ -103,6 +103,7 @@ static void cpu_k_rope(const cpu_call *c) {
     af_shape s = c->t->shape;
     int r = s.rank;
     rope_ctx x = { c, s.dim[r - 3], s.dim[r - 2], s.dim[r - 1] / 2, c->t->a.mode ? -1.0f : 1.0f };
+    if (af_shape_count(s) == 0) return; /* an empty axis: nothing to turn */
     int64_t rows = af_shape_count(s) / (x.heads * 2 * x.half);
     cpu_pool_for(c->pool, rows, 1 + 16384 / (x.heads * 2 * x.half + 1), rope_rows, &x);
 }

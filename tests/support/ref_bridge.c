@@ -97,6 +97,7 @@ static void causal_attention(const af_tensor *t, const double *const *in, double
 static void rope(const af_tensor *t, const double *const *in, double *out) {
     af_shape s = t->shape;
     int r = s.rank;
+    if (af_shape_count(s) == 0) return;
     int64_t seq = s.dim[r - 3], heads = s.dim[r - 2], half = s.dim[r - 1] / 2, rows = af_shape_count(s) / (heads * 2 * half);
     double sign = t->a.mode ? -1.0 : 1.0;
     for (int64_t row = 0; row < rows; row++)

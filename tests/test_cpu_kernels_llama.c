@@ -6,10 +6,13 @@
  *  - exp, sigmoid and SiLU at ordinary values, +-100, +-inf and NaN against double formulas;
  *  - concat of 1-wide and 3-wide pieces along the last axis (RoPE's interleave: the
  *    strided paths) and slices/splits of such tensors (size-1 axes dropped from the
- *    copy plan), against index arithmetic. */
+ *    copy plan), against index arithmetic;
+ *  - the native swiglu node and its gradient nodes (what the llama builds on CPU
+ *    graphs) bit for bit equal to the silu/mul chain and its VJP. */
 #include "support/check.h"
 #include "aneforge.h"
 #include "cpu/vmath.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -128,11 +131,48 @@ static void test_interleave(int chunk) {
     af_graph_free(g);
 }
 
+/* y = gate(a, b) and the gradients of sum(y * r) for a and b; native: the swiglu node. */
+enum { SN = 5003 };
+
+static void run_gate(bool native, const float *a, const float *b, const float *r, float out[3][SN]) {
+    af_graph *g = af_graph_new();
+    if (native) af_graph_set_target(g, AF_TARGET_CPU);
+    af_tensor *p[2] = { af_parameter(g, "a", AF_SHAPE(SN), a), af_parameter(g, "b", AF_SHAPE(SN), b) }, *gr[2] = { 0 };
+    af_tensor *y = native ? ir_swiglu(p[0], p[1]) : af_mul(af_silu(p[0]), p[1]);
+    CHECK(y && y->op == (native ? IR_OP_SWIGLU : IR_OP_MUL), "gate (native %d): the expected node", native);
+    int ax = 0;
+    af_tensor *l = af_reduce_sum(af_mul(y, af_const(g, "r", AF_SHAPE(SN), r)), 1, &ax, 0);
+    CHECK(af_backward(af_loss_scalar(l), 2, p, gr, NULL) == AF_OK, "gate backward: %s", af_error_message());
+    af_tensor *outs[3] = { y, gr[0], gr[1] };
+    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = 2 };
+    af_model *m = af_compile(g, 2, p, 3, outs, &o);
+    af_buffer ib[2] = { AF_BUF_F32(a, SN), AF_BUF_F32(b, SN) };
+    af_buffer ob[3] = { AF_BUF_F32(out[0], SN), AF_BUF_F32(out[1], SN), AF_BUF_F32(out[2], SN) };
+    CHECK(m && af_run(m, ib, ob) == AF_OK, "gate (native %d): %s", native, af_error_message());
+    af_model_free(m);
+    af_graph_free(g);
+}
+
+static void test_swiglu_bits(void) {
+    static float a[SN], b[SN], r[SN], chain[3][SN], native[3][SN];
+    test_rng rng = { 31 };
+    test_fill_uniform(&rng, a, SN, -9, 9);
+    test_fill_uniform(&rng, b, SN, -1, 1);
+    test_fill_uniform(&rng, r, SN, -1, 1);
+    a[0] = 0.0f, a[1] = -100.0f, a[2] = 100.0f;
+    run_gate(false, a, b, r, chain);
+    run_gate(true, a, b, r, native);
+    const char *what[3] = { "silu(a) * b", "its gradient for a", "its gradient for b" };
+    for (int k = 0; k < 3; k++)
+        CHECK(!memcmp(chain[k], native[k], sizeof chain[k]), "swiglu: %s differs from the chain's bits", what[k]);
+}
+
 int main(void) {
     test_vexp();
     test_softmax();
     test_exp_sigmoid_silu();
     test_interleave(1);
     test_interleave(3);
+    test_swiglu_bits();
     return check_finish("cpu_kernels_llama");
 }

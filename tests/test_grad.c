@@ -259,6 +259,13 @@ static af_tensor *c_rope_native(gcase *c) {
     CHECK(y && y->op == IR_OP_ROPE, "af_rope on the CPU target: the native node");
     return y;
 }
+/* The llama FFN's gate on a CPU-targeted graph: the native swiglu node and its gradients. */
+static af_tensor *c_swiglu_native(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    af_tensor *y = ir_swiglu(PN(c, 3, 7), PN(c, 3, 7));
+    CHECK(y && y->op == IR_OP_SWIGLU, "ir_swiglu: the native node");
+    return y;
+}
 static af_tensor *c_flatten(gcase *c) { return af_flatten(PN(c, 2, 3, 4)); }
 static af_tensor *c_dropout(gcase *c) { return af_dropout(PN(c, 3, 4), 0); }
 static af_tensor *c_broadcast(gcase *c) { return af_broadcast(PN(c, 3, 1, 4), 1, 5); }
@@ -310,7 +317,7 @@ static const grad_case cases[] = {
     { "layer: einsum decomposed", IR_OP_INPUT, c_einsum_general },
     { "layer: local_response_norm", IR_OP_INPUT, c_local_response_norm },
     { "causal_attention native (cpu)", IR_OP_CAUSAL_ATTENTION, c_causal_attention },
-    { "rope native (cpu)", IR_OP_ROPE, c_rope_native },
+    { "rope native (cpu)", IR_OP_ROPE, c_rope_native }, { "swiglu native (cpu)", IR_OP_SWIGLU, c_swiglu_native },
     { "sdpa decode, mask", IR_OP_SDPA, c_sdpa }, { "sdpa no mask", IR_OP_SDPA, c_sdpa_nomask },
     { "flatten", IR_OP_FLATTEN, c_flatten }, { "dropout", IR_OP_DROPOUT, c_dropout },
     { "broadcast", IR_OP_BROADCAST, c_broadcast }, { "input_view", IR_OP_INPUT_VIEW, c_input_view },

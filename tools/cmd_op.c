@@ -82,6 +82,7 @@ static const struct { ir_op op; attr_def a; } op_attrs[] = {
     { IR_OP_SDPA, { "scale", A_SCALAR, "the score scale (default 1/sqrt(d))" } },
     { IR_OP_CAUSAL_ATTENTION, { "scale", A_SCALAR, "the score scale (default 1/sqrt(d))" } },
     { IR_OP_ROPE, { "mode", A_MODE, "0 turns forward, 1 back" } },
+    { IR_OP_SWIGLU_GRAD, { "mode", A_MODE, "0: the gradient for a, 1: for b" } },
     { IR_OP_CAUSAL_ATTENTION_GRAD, { "scale", A_SCALAR, "the score scale (default 1/sqrt(d))" } },
     { IR_OP_DROPOUT, { "rate", A_SCALAR, "0 only" } },
     { IR_OP_BROADCAST, { "axis", A_AXIS, "the length-1 axis" } },
@@ -117,7 +118,7 @@ static const char *source_name(ir_op op, int k, char *buf, size_t n) {
         { IR_OP_COST_VOLUME, { "aux", "ref" } },         { IR_OP_RADIUS_SEARCH, { "points", "centroids" } },
         { IR_OP_DYNAMIC_SLICE, { "x", "start" } },       { IR_OP_SCALED_ELEMENTWISE, { "x", "z" } },
         { IR_OP_FPS, { "points" } },                    { IR_OP_SDPA, { "q", "k", "v" } },
-        { IR_OP_ROPE, { "x", "cos", "sin" } },
+        { IR_OP_ROPE, { "x", "cos", "sin" } },            { IR_OP_SWIGLU_GRAD, { "a", "b", "dy" } },
     };
     if (op == IR_OP_SDPA && k == 3) return "mask"; /* optional */
     if ((op == IR_OP_CAUSAL_ATTENTION || op == IR_OP_CAUSAL_ATTENTION_GRAD) && k < 4) return (const char *[]){ "q", "k", "v", "dy" }[k];

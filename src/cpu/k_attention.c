@@ -1,4 +1,4 @@
-/* Causal softmax attention (causal_attention) and its gradient on the CPU, and rope.
+/* Causal softmax attention (causal_attention) and its gradient on the CPU, rope and swiglu.
  *
  * Per batch and head, the query rows go in blocks of ATT_ROWS; the block ending at row r
  * needs keys 0..r only, so the masked half of every product (about half the work at
@@ -108,6 +108,40 @@ static void cpu_k_rope(const cpu_call *c) {
     cpu_pool_for(c->pool, rows, 1 + 16384 / (x.heads * 2 * x.half + 1), rope_rows, &x);
 }
 
+/* swiglu: silu(a) * b; its gradient da = dy b s (1 + a (1 - s)) with s = sigmoid(a), or
+ * db = dy silu(a). Each rounding step is its own statement, in the order of the nodes
+ * the llama builds elsewhere (silu, mul and silu's VJP), so the values are theirs. */
+CPU_VECTOR_CLONES static void swiglu_loop(const float *a, const float *b, float *o, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float s = a[i] / (1.0f + cpu_vexpf(-a[i]));
+        o[i] = s * b[i];
+    }
+}
+
+CPU_VECTOR_CLONES static void swiglu_da_loop(const float *a, const float *b, const float *g, float *o, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + cpu_vexpf(-a[i])), gb = g[i] * b[i];
+        float t = -s + 1.0f, u = a[i] * t, w = u + 1.0f, z = s * w;
+        o[i] = gb * z;
+    }
+}
+
+CPU_VECTOR_CLONES static void swiglu_db_loop(const float *a, const float *g, float *o, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float s = a[i] / (1.0f + cpu_vexpf(-a[i]));
+        o[i] = g[i] * s;
+    }
+}
+
+static void swiglu_range(void *ctx, int64_t i0, int64_t i1) {
+    const cpu_call *c = ctx;
+    const float *a = c->in[0] + i0, *b = c->in[1] + i0;
+    float *o = c->out + i0;
+    if (c->t->op == IR_OP_SWIGLU) swiglu_loop(a, b, o, i1 - i0);
+    else if (c->t->a.mode == 0) swiglu_da_loop(a, b, c->in[2] + i0, o, i1 - i0);
+    else swiglu_db_loop(a, c->in[2] + i0, o, i1 - i0);
+}
+
 typedef struct {
     const cpu_call *c;
     int64_t heads, T, d, groups;
@@ -141,6 +175,10 @@ void cpu_k_attention(const cpu_call *c) {
     }
     if (t->op == IR_OP_ROPE) {
         cpu_k_rope(c);
+        return;
+    }
+    if (t->op == IR_OP_SWIGLU || t->op == IR_OP_SWIGLU_GRAD) {
+        cpu_pool_for(c->pool, af_shape_count(t->shape), 16384, swiglu_range, (void *)c);
         return;
     }
     af_shape s = t->src[0]->shape;

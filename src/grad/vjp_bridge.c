@@ -1,7 +1,8 @@
 /* VJPs of the bridge ops, built from ordinary ops so backward graphs hold no bridge:
  * sdpa's through its decomposed attention (recomputing the weights), the structural
  * layers' as the matching reshape, sum or zero padding. causal_attention (CPU only) has
- * its native gradient node; rope's is rope turning back. */
+ * its native gradient node; rope's is rope turning back; swiglu's a swiglu_grad node per
+ * operand. */
 #include "grad/grad.h"
 
 /* s = q k^T * scale + mask, p = softmax(s), y = p v:
@@ -22,6 +23,11 @@ static void causal_attention_vjp(grad_ctx *c) {
 void grad_vjp_attention(grad_ctx *c) {
     if (c->t->op == IR_OP_ROPE) { /* a rotation: its gradient turns back (cos and sin are constants) */
         if (c->need[0]) c->dsrc[0] = ir_rope(c->g, c->t->src[1], c->t->src[2], c->t->a.mode == 0);
+        return;
+    }
+    if (c->t->op == IR_OP_SWIGLU) { /* one native node per operand */
+        for (int i = 0; i < 2; i++)
+            if (c->need[i]) c->dsrc[i] = ir_swiglu_grad(c->t->src[0], c->t->src[1], c->g, i == 1);
         return;
     }
     if (c->t->op == IR_OP_CAUSAL_ATTENTION) {

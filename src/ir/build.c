@@ -455,6 +455,17 @@ af_tensor *ir_rope(af_tensor *x, af_tensor *cos_t, af_tensor *sin_t, bool invers
     return ir_build(IR_OP_ROPE, 3, s, &a);
 }
 
+af_tensor *ir_swiglu(af_tensor *a, af_tensor *b) {
+    af_tensor *s[2] = { a, b };
+    return ir_build(IR_OP_SWIGLU, 2, s, NULL);
+}
+
+af_tensor *ir_swiglu_grad(af_tensor *a, af_tensor *b, af_tensor *dy, bool of_b) {
+    ir_attrs at = { .mode = of_b ? 1 : 0 };
+    af_tensor *s[3] = { a, b, dy };
+    return ir_build(IR_OP_SWIGLU_GRAD, 3, s, &at);
+}
+
 /* The native node where the graph runs on the CPU; elsewhere the engine-friendly chain
  * matmul -> muls -> causal_mask -> softmax -> matmul, which the engines lower. */
 af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale) {

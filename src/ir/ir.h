@@ -136,6 +136,9 @@ af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float s
 af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale);
 /* The native rope node (CPU only): x turned by the angles of cos/sin [seq, hs/2]; inverse turns back. */
 af_tensor *ir_rope(af_tensor *x, af_tensor *cos_t, af_tensor *sin_t, bool inverse);
+/* The native swiglu node (CPU only), silu(a) * b, and its gradient for a (of_b false) or b. */
+af_tensor *ir_swiglu(af_tensor *a, af_tensor *b);
+af_tensor *ir_swiglu_grad(af_tensor *a, af_tensor *b, af_tensor *dy, bool of_b);
 
 /* The attention af_sdpa computes, from ordinary ops (matmul, muls, add, softmax): the
  * fallback outside the native layer's bounds, and what its gradient differentiates. */

@@ -1,5 +1,5 @@
-/* Shape rules of the bridge kinds: attention (sdpa, and the CPU-only causal attention
- * and rope) and the structural layers. */
+/* Shape rules of the bridge kinds: attention (sdpa, and the CPU-only transformer pieces:
+ * causal attention, rope, swiglu) and the structural layers. */
 #include "ir/ir.h"
 
 #include <math.h>
@@ -36,8 +36,18 @@ static bool infer_rope(af_tensor *const *src, ir_attrs *a, af_shape *out, char *
     return true;
 }
 
+/* swiglu: a and b (and dy) of one shape, no broadcasting. */
+static bool infer_swiglu(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    for (int i = 1; i < nsrc; i++)
+        if (!ir_shape_eq(src[i]->shape, src[0]->shape)) FAIL("a, b%s must have one shape", nsrc > 2 ? " and dy" : "");
+    if (op == IR_OP_SWIGLU_GRAD && a->mode != 0 && a->mode != 1) FAIL("mode %d: 0 gives da, 1 db", a->mode);
+    *out = src[0]->shape;
+    return true;
+}
+
 bool ir_infer_attention(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     if (op == IR_OP_ROPE) return infer_rope(src, a, out, err, errlen);
+    if (op == IR_OP_SWIGLU || op == IR_OP_SWIGLU_GRAD) return infer_swiglu(op, nsrc, src, a, out, err, errlen);
     if (op != IR_OP_SDPA) return infer_causal(op, nsrc, src, a, out, err, errlen);
     if (nsrc != 3 && nsrc != 4) FAIL("sdpa takes q, k, v and an optional mask; got %d sources", nsrc);
     af_shape q = src[0]->shape, k = src[1]->shape, v = src[2]->shape;

@@ -38,6 +38,14 @@ static af_tensor *embed(af_graph *g, af_tensor *table, af_tensor *ids, int64_t n
     return af_matmul(onehot, table, 0, 0);
 }
 
+/* The FFN's gate silu(a) * b: one native node on a graph told it runs on the CPU (one
+ * pass forward, one per operand backward, instead of the silu/mul chain and its VJP's
+ * six elementwise nodes), the chain elsewhere. */
+static af_tensor *ffn_gate(af_tensor *a, af_tensor *b) {
+    if (a && b && a->g->cpu_only) return ir_swiglu(a, b);
+    return af_mul(af_silu(a), b);
+}
+
 static bool shape_is(af_tensor *p, int64_t rows, int64_t cols) {
     af_shape s = af_tensor_shape(p);
     if (cols == 0) return s.rank == 1 && s.dim[0] == rows;
@@ -71,7 +79,7 @@ af_tensor *nn_llama_layers(const af_llama_config *c, af_tensor *x, af_tensor *co
         att = af_reshape(af_transpose(att, to_heads), AF_SHAPE(B * T, D));
         x = af_add(x, linear(att, wo[l]));
         h = af_rms_norm(x, rms_ffn[l], LLAMA_EPS);
-        x = af_add(x, linear(af_mul(af_silu(linear(h, w1[l])), linear(h, w3[l])), w2[l]));
+        x = af_add(x, linear(ffn_gate(linear(h, w1[l]), linear(h, w3[l])), w2[l]));
     }
     return x;
 }

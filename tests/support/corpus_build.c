@@ -403,6 +403,17 @@ void corpus_b_rope(corpus_graph *cg, const corpus_case *c) {
     output(cg, ir_rope(x, cs, sn, c->p[0] != 0));
 }
 
+/* swiglu (p[0] 0), or its gradient for a (p[0] 1) or b (p[0] 2): a, b (and dy) of shape s[0]. */
+void corpus_b_swiglu(corpus_graph *cg, const corpus_case *c) {
+    af_tensor *a = input(cg, c->s[0], (corpus_dom)DU(-6.0f, 6.0f), AF_F32), *b = input(cg, c->s[0], dom_of(c, 1), AF_F32);
+    if (!c->p[0]) {
+        output(cg, ir_swiglu(a, b));
+        return;
+    }
+    af_tensor *dy = input(cg, c->s[0], dom_of(c, 2), AF_F32);
+    output(cg, ir_swiglu_grad(a, b, dy, c->p[0] == 2));
+}
+
 /* flatten, dropout (f the rate), broadcast (p[0] axis, p[1] size), input_view (p[0]
  * offset, p[1] size) of one input s[0]. */
 void corpus_b_structural(corpus_graph *cg, const corpus_case *c) {

@@ -79,6 +79,7 @@ struct corpus_case {
  *   sdpa      s[0] q, s[1] k, s[2] v, s[3] mask (rank 0: none); p[0]: mask baked; f scale (0: 1/sqrt(d))
  *   causal_attention s[0] the shape of q, k, v (and dy); p[0]: the gradient node; f scale (0: 1/sqrt(d))
  *   rope      s[0] x, s[1] cos and sin [seq, hs/2] (fed); p[0] mode
+ *   swiglu    s[0] the shape of a, b (and dy); p[0]: 0 swiglu, 1 its gradient for a, 2 for b
  *   structural s[0]; flatten, dropout (f rate), broadcast (p[0] axis, p[1] size), input_view (p[0] offset,
  *             p[1] size)
  */
@@ -107,6 +108,7 @@ void corpus_b_bridge(corpus_graph *cg, const corpus_case *c);
 void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c);
 void corpus_b_causal_attention(corpus_graph *cg, const corpus_case *c);
 void corpus_b_rope(corpus_graph *cg, const corpus_case *c);
+void corpus_b_swiglu(corpus_graph *cg, const corpus_case *c);
 void corpus_b_structural(corpus_graph *cg, const corpus_case *c);
 
 /* Frees the case's graph and input data. */

@@ -137,6 +137,11 @@ const corpus_case corpus_nn[] = {
     { CASE("llama", rope, ROPE), .s = { SH(2, 9, 3, 8), SH(9, 4) } },
     { CASE("rank3", rope, ROPE), .s = { SH(5, 2, 6), SH(5, 3) } },
     { CASE("rank5-back", rope, ROPE), .s = { SH(2, 2, 7, 2, 4), SH(7, 2) }, .p = { 1 } },
+    /* swiglu (CPU only) and its gradients: a over [-6, 6], a vector and a llama-like matrix. */
+    { CASE("matrix", swiglu, SWIGLU), .s = { SH(16, 96) } },
+    { CASE("vector", swiglu, SWIGLU), .s = { SH(37) } },
+    { CASE("da", swiglu, SWIGLU_GRAD), .s = { SH(16, 96) }, .p = { 1 } },
+    { CASE("db", swiglu, SWIGLU_GRAD), .s = { SH(16, 96) }, .p = { 2 } },
     { CASE("causal-baked-mask", sdpa, SDPA), .s = { SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(7, 1, 7) }, .p = { 1 } },
     { CASE("chw", structural, FLATTEN), .s = { SH(3, 4, 5) } },
     { CASE("rate0", structural, DROPOUT), .s = { SH(2, 3, 4) } },

@@ -110,12 +110,25 @@ static void rope(const af_tensor *t, const double *const *in, double *out) {
             }
 }
 
+/* swiglu: silu(a) b with silu(a) = a sigmoid(a); its gradient: da = dy b s (1 + a (1 - s)),
+ * db = dy silu(a). */
+static void swiglu(const af_tensor *t, const double *const *in, double *out) {
+    int64_t n = af_shape_count(t->shape);
+    for (int64_t i = 0; i < n; i++) {
+        double a = in[0][i], s = 1.0 / (1.0 + exp(-a));
+        if (t->op == IR_OP_SWIGLU) out[i] = a * s * in[1][i];
+        else if (t->a.mode == 0) out[i] = in[2][i] * in[1][i] * s * (1.0 + a * (1.0 - s));
+        else out[i] = in[2][i] * a * s;
+    }
+}
+
 int ref_bridge_eval(const af_tensor *t, const double *const *in, double *out) {
     int64_t n = af_shape_count(t->shape);
     switch (t->op) {
     case IR_OP_SDPA: sdpa(t, in, out); return 0;
     case IR_OP_CAUSAL_ATTENTION: causal_attention(t, in, out, false); return 0;
     case IR_OP_ROPE: rope(t, in, out); return 0;
+    case IR_OP_SWIGLU: case IR_OP_SWIGLU_GRAD: swiglu(t, in, out); return 0;
     case IR_OP_CAUSAL_ATTENTION_GRAD: causal_attention(t, in, out, true); return 0;
     case IR_OP_FLATTEN:
     case IR_OP_DROPOUT: memcpy(out, in[0], (size_t)n * sizeof *out); return 0;

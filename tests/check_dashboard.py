@@ -53,15 +53,18 @@ def wait_for(text, timeout=20.0):
     return None
 
 
-def start(log, w=120, h=40):
-    tmux("kill-server")
-    cmd = "%s dashboard %s; echo EXITED-$?; sleep 60" % (cli, log)
-    for attempt in range(5):  # a server that is still going away refuses a new session
+def new_session(cmd, w=120, h=40):
+    for attempt in range(10):  # a server that is still going away refuses a new session
         r = tmux("new-session", "-d", "-s", "t", "-x", str(w), "-y", str(h), cmd)
         if r.returncode == 0:
             break
         time.sleep(0.3)
     check(r.returncode == 0, "tmux new-session: " + r.stderr)
+
+
+def start(log, w=120, h=40):
+    tmux("kill-server")
+    new_session("%s dashboard %s; echo EXITED-$?; sleep 60" % (cli, log), w, h)
 
 
 def last(recs, key, where=lambda r: True):
@@ -97,6 +100,8 @@ if screen:
         "mlp on mnist · plan device · ane-sim:A13",
         "Log (%d lines)" % len(recs),
     ]
+    # "finished" can show before the rest of the frame is drawn: wait for the whole frame
+    screen = wait_until(lambda scr: all(t in scr for t in want) and '{"end":1' in scr)
     for text in want:
         check(text in screen, "the screen lacks %r" % text)
     for name, key in [("data", "ms_data"), ("fwd+bwd", "ms_fwd_bwd"), ("optimizer", "ms_optimizer"),
@@ -129,10 +134,12 @@ start(log)
 screen = wait_for("finished")
 if screen:
     sample = last(recs, "sample")
-    for text in ["perplexity    %.2f train, %.2f val" % (step["ppl"], last(recs, "val_ppl")),
-                 "val loss      %.4f" % last(recs, "val_loss"), "tokens/s      %s" % k_fmt(step["tokens_per_s"]),
-                 "Sample (step %d)" % last(recs, "step", lambda r: "sample" in r), sample[:30],
-                 "compiles      %d (cpu: no budget)" % recs[-1]["compiles"]]:
+    want = ["perplexity    %.2f train, %.2f val" % (step["ppl"], last(recs, "val_ppl")),
+            "val loss      %.4f" % last(recs, "val_loss"), "tokens/s      %s" % k_fmt(step["tokens_per_s"]),
+            "Sample (step %d)" % last(recs, "step", lambda r: "sample" in r), sample[:30],
+            "compiles      %d (cpu: no budget)" % recs[-1]["compiles"]]
+    screen = wait_until(lambda scr: all(t in scr for t in want))
+    for text in want:
         check(text in screen, "llama screen lacks %r" % text)
 else:
     check(False, "the llama run never showed as finished")
@@ -155,7 +162,8 @@ check(wait_for("PAUSED") is not None, "p pauses")
 with open(live, "a") as f:
     f.writelines(src_lines[12:])
 time.sleep(0.6)
-check("step          %d of" % n11 in capture(), "nothing new is read while paused")
+check("step          %d of" % n11 in wait_until(lambda scr: "step          %d of" % n11 in scr, 3),
+      "nothing new is read while paused")
 tmux("send-keys", "-t", "t", "p")
 check(wait_for("step          %d of" % steps[-1]["step"]) is not None, "p resumes and the rest arrives")
 # Truncated in place: the run starts over from the file's new contents.
@@ -189,10 +197,11 @@ os.symlink(os.path.join(src, "tests", "data", "mnist-subset"), os.path.join(data
 trained = os.path.join(tmp, "trained.jsonl")
 tmux("kill-server")
 time.sleep(0.3)
-tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40",
-     "ANEFORGE_DATA=%s %s train mlp --data mnist --epochs 2 --limit 640 --target ane-sim:m1 --plan device --log %s "
-     "--dashboard --json; echo EXITED-$?; sleep 60" % (data, cli, trained))
+new_session("ANEFORGE_DATA=%s %s train mlp --data mnist --epochs 2 --limit 640 --target ane-sim:m1 --plan device "
+            "--log %s --dashboard --json; echo EXITED-$?; sleep 60" % (data, cli, trained))
 screen = wait_for("training done: q closes", 60)
+if screen is not None:  # the rest of the final frame may still be drawing
+    screen = wait_until(lambda scr: "step          20 of 20 (epoch 2 of 2)" in scr and "of 119 budget" in scr)
 check(screen is not None and "step          20 of 20 (epoch 2 of 2)" in screen and "of 119 budget" in screen,
       "train --dashboard shows the run to its end")
 tmux("send-keys", "-t", "t", "q")
@@ -204,9 +213,8 @@ tmux("kill-server")
 # q while it trains stops it as Ctrl-C does (exit 130, no end line).
 os.remove(trained)
 time.sleep(0.3)
-tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40",
-     "ANEFORGE_DATA=%s %s train mlp --data mnist --epochs 500 --limit 640 --log %s --dashboard; echo EXITED-$?; sleep 60"
-     % (data, cli, trained))
+new_session("ANEFORGE_DATA=%s %s train mlp --data mnist --epochs 500 --limit 640 --log %s --dashboard; "
+            "echo EXITED-$?; sleep 60" % (data, cli, trained))
 check(wait_for("following", 30) is not None, "train --dashboard follows its log")
 tmux("send-keys", "-t", "t", "q")
 out = wait_for("EXITED-130", 30)

@@ -288,10 +288,5 @@ af_status af_npy_write(const char *path, const float *data, int rank, const int6
         ok = fwrite(chunk, 4, m, f) == m;
         i += m;
     }
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) {
-        remove(path);
-        return ir_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
-    }
-    return AF_OK;
+    return ir_close_written(f, path, ok);
 }

@@ -109,6 +109,9 @@ void *ir_graph_own(af_graph *g, void *p);
 void ir_graph_fail(af_graph *g, const char *fmt, ...);
 /* Sets this thread's error message; returns st for `return ir_fail(...)`. */
 af_status ir_fail(af_status st, const char *fmt, ...);
+/* Closes a file written to `path`; when the writes (ok) or the close failed, removes
+ * the partial file and fails with AF_ERR_IO. */
+af_status ir_close_written(void *file, const char *path, bool ok);
 void ir_clear_error(void);
 /* Sends a formatted message to the user's log function (af_set_log), if any. */
 void ir_log(af_log_level level, const char *fmt, ...);

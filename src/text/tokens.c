@@ -58,10 +58,5 @@ af_status af_tokens_write(const char *path, const uint16_t *tokens, int64_t n) {
         ok = fwrite(chunk, 2, (size_t)m, f) == (size_t)m;
         i += m;
     }
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) {
-        remove(path);
-        return ir_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
-    }
-    return AF_OK;
+    return ir_close_written(f, path, ok);
 }

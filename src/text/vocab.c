@@ -203,14 +203,9 @@ af_status af_tokenizer_save(const af_tokenizer *t, const char *path) {
         free(buf);
         return ir_fail(AF_ERR_IO, "cannot create %s", path);
     }
-    int ok = fwrite(buf, 1, size, f) == size;
-    if (fclose(f) != 0) ok = 0;
+    bool ok = fwrite(buf, 1, size, f) == size;
     free(buf);
-    if (!ok) {
-        remove(path);
-        return ir_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
-    }
-    return AF_OK;
+    return ir_close_written(f, path, ok);
 }
 
 /* The byte-level tokenizer: the specials and one token per byte, nothing to merge.

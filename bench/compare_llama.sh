@@ -10,7 +10,11 @@
 # one JSON line per shape: the median ms/step of each side over ROUNDS runs of STEPS
 # steps (each side's first step, its warm-up, left out: aneforge's steady_ms_per_step,
 # PyTorch's --warmup 1), their ratio, tokens/s, and each side's validation loss after those steps (on the
-# first VAL_TOKENS validation tokens) with their difference in percent.
+# first VAL_TOKENS validation tokens) with their difference in percent. It also measures
+# the machine's fp32 multiply-add peak on THREADS threads (bench_fma_peak) and counts the
+# step's model FLOPs (the matmuls' and the attention's products, bench_llama_profile with
+# 0 runs): floor_ms is the step at that peak, the fastest any fp32 implementation could
+# run here; each side's pct_of_peak is model FLOPs per second over the peak.
 #   shape a: dim 288, 6 layers, 6 heads, hidden 768, vocab 512, seq 256, batch 4
 #   shape b: dim 768, 1 layer, 12 heads, hidden 2048, vocab 512, seq 512, batch 1
 #   bench/compare_llama.sh [build dir]
@@ -30,6 +34,8 @@ source bench/common.sh
 [ -x "$AF" ] || { echo "build first: make build (or pass the build dir)" >&2; exit 2; }
 cpu_banner "$AF"
 torch_coretype
+peak=$("$BUILD/bench_fma_peak" "$THREADS" 2 | field peak_gflops)
+echo "fp32 multiply-add peak on $THREADS threads: $peak GFLOP/s" >&2
 
 # The fortunes as 512-token BPE ids (made once, kept in $WORK).
 mkdir -p "$WORK"
@@ -48,6 +54,7 @@ for shape in $SHAPES; do
         *) echo "unknown shape '$shape' (a or b)" >&2; exit 2 ;;
     esac
     init=$WORK/init_$shape.bin
+    gflop=$("$BUILD/bench_llama_profile" $dim $layers $heads $heads $hidden 512 $seq $batch 0 | field gflop_products)
     "$PY" bench/torch_llama.py --write-init "$init" --dim $dim --layers $layers --heads $heads --hidden $hidden \
         --vocab 512 --seq $seq
     ours() {
@@ -76,6 +83,9 @@ for shape in $SHAPES; do
         "$STEPS" "$ROUNDS" "$ma" "$mb" "$(echo "$ma / $mb" | bc -l)"
     printf '"aneforge_tokens_per_s":%.0f,"pytorch_tokens_per_s":%.0f,' \
         "$(echo "$batch * $seq * 1000 / $ma" | bc -l)" "$(echo "$batch * $seq * 1000 / $mb" | bc -l)"
-    printf '"aneforge_val_loss":%s,"pytorch_val_loss":%s,"val_loss_diff_pct":%.3f}\n' \
+    printf '"aneforge_val_loss":%s,"pytorch_val_loss":%s,"val_loss_diff_pct":%.3f,' \
         "$va" "$vb" "$(echo "100 * ($va - $vb) / $vb" | bc -l)"
+    printf '"gflop_per_step":%.2f,"peak_gflops":%s,"floor_ms":%.1f,"aneforge_pct_of_peak":%.1f,"pytorch_pct_of_peak":%.1f}\n' \
+        "$gflop" "$peak" "$(echo "1000 * $gflop / $peak" | bc -l)" \
+        "$(echo "100 * $gflop * 1000 / $ma / $peak" | bc -l)" "$(echo "100 * $gflop * 1000 / $mb / $peak" | bc -l)"
 done

@@ -3,7 +3,8 @@
  * the CPU), runs it through the CPU executor with a hook after every node, and prints the
  * time per op kind and the slowest nodes (median-free: the sum over --runs runs after one
  * warm-up; with 1 thread, CPU time, which a busy machine disturbs less). The optimizer
- * update is not included (it is elementwise over the params).
+ * update is not included (it is elementwise over the params). With runs 0 it only prints
+ * the step's GFLOP as JSON (all nodes; and the products alone, less recomputation).
  *   build/bench_llama_profile [dim layers heads kv_heads hidden vocab seq batch [runs [threads]]]
  *   build/bench_llama_profile 288 6 6 6 768 512 256 4 3 2 */
 #define _POSIX_C_SOURCE 200809L
@@ -73,6 +74,20 @@ int main(int argc, char **argv) {
     compile_plan p;
     char msg[512];
     if (plan_build(&p, g, 2 + n, in, 1 + n, out, msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); return 1; }
+    if (runs == 0) { /* the step's arithmetic only, as JSON (compare_llama's floor) */
+        double plan = 0, products = 0;
+        for (int i = 0; i < p.nsched; i++) {
+            const af_tensor *t = p.sched[i];
+            double f = (double)plan_node_flops(t);
+            plan += f;
+            /* the multiply-adds any implementation must do: the matmuls and the attention's
+             * products, less the one product our attention gradient recomputes (QK^T) */
+            if (t->op == IR_OP_MATMUL || t->op == IR_OP_MATMUL_W || t->op == IR_OP_CAUSAL_ATTENTION) products += f;
+            if (t->op == IR_OP_CAUSAL_ATTENTION_GRAD) products += f * 4 / 5;
+        }
+        printf("{\"gflop_plan\":%.3f,\"gflop_products\":%.3f}\n", plan * 1e-9, products * 1e-9);
+        return 0;
+    }
     prof pr = { 0, calloc((size_t)p.nsched, sizeof(double)) };
     cpu_exec_opts o = { .threads = threads, .after_node = after, .hook_ctx = &pr };
     cpu_exec *e;

@@ -1,0 +1,145 @@
+/* The machine's fp32 multiply-add peak: every thread runs a loop of independent fused
+ * multiply-adds in the widest vectors the CPU has (AVX-512, AVX2+FMA, NEON; plain fmaf
+ * elsewhere), twelve chains deep so their latency is hidden, and the threads' rates add
+ * up. No real kernel reaches it (loads, packing, edges), so it is the ceiling against
+ * which a GEMM's or a whole training step's GFLOP/s are read: compare_llama divides a
+ * step's FLOPs by it to give the fastest step this machine could run at all.
+ *   build/bench_fma_peak [threads [seconds]]      prints one JSON line */
+#define _POSIX_C_SOURCE 200809L
+#include "cpu/cpu_features.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+enum { CHAINS = 12 };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Each loop returns a value made from its accumulators so the compiler keeps the work;
+ * the factors keep them finite (a -> a * 0.999999 + 1e-7 converges to 1e-1). */
+#ifdef HAVE_X86
+__attribute__((target("avx512f"))) static float loop_avx512(long n) {
+    __m512 a[CHAINS], b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    for (int j = 0; j < CHAINS; j++) a[j] = _mm512_set1_ps(1.0f + (float)j * 1e-7f);
+    for (long i = 0; i < n; i++)
+        for (int j = 0; j < CHAINS; j++) a[j] = _mm512_fmadd_ps(a[j], b, c);
+    float r = 0;
+    for (int j = 0; j < CHAINS; j++) r += _mm512_reduce_add_ps(a[j]);
+    return r;
+}
+
+__attribute__((target("avx2,fma"))) static float loop_avx2(long n) {
+    __m256 a[CHAINS], b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int j = 0; j < CHAINS; j++) a[j] = _mm256_set1_ps(1.0f + (float)j * 1e-7f);
+    for (long i = 0; i < n; i++)
+        for (int j = 0; j < CHAINS; j++) a[j] = _mm256_fmadd_ps(a[j], b, c);
+    float out[8], r = 0;
+    for (int j = 0; j < CHAINS; j++) {
+        _mm256_storeu_ps(out, a[j]);
+        for (int k = 0; k < 8; k++) r += out[k];
+    }
+    return r;
+}
+#endif
+
+#if defined(__aarch64__)
+static float loop_neon(long n) {
+    float32x4_t a[CHAINS], b = vdupq_n_f32(0.999999f), c = vdupq_n_f32(1e-7f);
+    for (int j = 0; j < CHAINS; j++) a[j] = vdupq_n_f32(1.0f + (float)j * 1e-7f);
+    for (long i = 0; i < n; i++)
+        for (int j = 0; j < CHAINS; j++) a[j] = vfmaq_f32(c, a[j], b);
+    float r = 0;
+    for (int j = 0; j < CHAINS; j++) r += vaddvq_f32(a[j]);
+    return r;
+}
+#endif
+
+static float loop_scalar(long n) {
+    float a[CHAINS];
+    for (int j = 0; j < CHAINS; j++) a[j] = 1.0f + (float)j * 1e-7f;
+    for (long i = 0; i < n; i++)
+        for (int j = 0; j < CHAINS; j++) a[j] = fmaf(a[j], 0.999999f, 1e-7f);
+    float r = 0;
+    for (int j = 0; j < CHAINS; j++) r += a[j];
+    return r;
+}
+
+typedef struct {
+    float (*loop)(long);
+    long iters;
+    double seconds;
+    float sink;
+} job;
+
+static void *run_job(void *p) {
+    job *j = p;
+    double t0 = now_s();
+    j->sink = j->loop(j->iters);
+    j->seconds = now_s() - t0;
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 1;
+    double want_s = argc > 2 ? atof(argv[2]) : 1.0;
+    if (threads < 1 || threads > 256 || !(want_s > 0 && want_s <= 60)) {
+        fprintf(stderr, "usage: bench_fma_peak [threads 1..256 [seconds 0..60]]\n");
+        return 2;
+    }
+    const cpu_features *f = cpu_features_get();
+    float (*loop)(long) = loop_scalar;
+    const char *isa = "scalar";
+    int lanes = 1;
+#ifdef HAVE_X86
+    if (f->avx512f) loop = loop_avx512, isa = "avx512", lanes = 16;
+    else if (f->avx2 && f->fma) loop = loop_avx2, isa = "avx2", lanes = 8;
+#elif defined(__aarch64__)
+    if (f->neon) loop = loop_neon, isa = "neon", lanes = 4;
+#endif
+    (void)f;
+    /* Size the loop on one thread so a run lasts about want_s. */
+    long iters = 1 << 16;
+    for (;;) {
+        double t0 = now_s();
+        volatile float s = loop(iters);
+        (void)s;
+        double dt = now_s() - t0;
+        if (dt > 0.05 || iters > (1L << 40)) {
+            iters = (long)((double)iters * want_s / (dt > 0 ? dt : 1e-9));
+            break;
+        }
+        iters *= 4;
+    }
+    job *jobs = calloc((size_t)threads, sizeof *jobs);
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    if (!jobs || !tid) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (job){ loop, iters, 0, 0 };
+        if (pthread_create(&tid[t], NULL, run_job, &jobs[t])) { fprintf(stderr, "pthread_create failed\n"); return 1; }
+    }
+    double gflops = 0, slowest = 0;
+    for (int t = 0; t < threads; t++) {
+        pthread_join(tid[t], NULL);
+        gflops += (double)iters * CHAINS * lanes * 2 / jobs[t].seconds * 1e-9;
+        slowest = jobs[t].seconds > slowest ? jobs[t].seconds : slowest;
+    }
+    printf("{\"isa\":\"%s\",\"threads\":%d,\"seconds\":%.2f,\"peak_gflops\":%.1f,\"per_thread_gflops\":%.1f}\n", isa,
+           threads, slowest, gflops, gflops / threads);
+    free(jobs);
+    free(tid);
+    return 0;
+}

@@ -374,6 +374,10 @@ static void put_i32(uint8_t *p, int32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)((uint32_t)v >> (8 * i));
 }
 
+static int32_t get_i32(const uint8_t *p) {
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
 static void test_untrusted(void) {
     size_t n0, n1;
     uint8_t *v0 = read_all(FIXDIR "/model_b_v0.bin", &n0), *v1 = read_all(FIXDIR "/model_b_v1.bin", &n1);
@@ -430,6 +434,11 @@ static void test_untrusted(void) {
     put_i32(c + 4, 3);
     CHECK(parse(c, n1) == AF_ERR_CORRUPT && strstr(af_error_message(), "version 3"), "version 3");
     put_i32(c + 4, 1);
+    int32_t vocab = get_i32(c + 8 + 20); /* as export.py writes it after its own legacy export */
+    put_i32(c + 8 + 20, -vocab);
+    CHECK(parse(c, n1) == AF_ERR_CORRUPT && strstr(af_error_message(), "fresh process"), "negative v1 vocab: %s",
+          af_error_message());
+    put_i32(c + 8 + 20, vocab);
     float nan = NAN;
     memcpy(c + 256 + 4 * 5, &nan, 4); /* rms_att of layer 0 */
     CHECK(parse(c, n1) == AF_ERR_CORRUPT && strstr(af_error_message(), "rms_att") && strstr(af_error_message(), "nan"),

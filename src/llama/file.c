@@ -91,8 +91,11 @@ static af_status parse_header(const uint8_t *h, uint64_t size, const char *what,
         if (h[36] > 1) return ir_fail(AF_ERR_CORRUPT, "%s: shared-classifier flag %d (must be 0 or 1)", what, h[36]);
         c->shared_classifier = h[36];
         c->vocab_size = get_i32(ints + 20);
-        if (c->vocab_size <= 0)
-            return ir_fail(AF_ERR_CORRUPT, "%s: version 1 vocab_size %d (must be positive)", what, c->vocab_size);
+        if (c->vocab_size <= 0) /* export.py's legacy_export negates model.params.vocab_size in place */
+            return ir_fail(AF_ERR_CORRUPT,
+                           "%s: version 1 vocab_size %d (must be positive; export.py writes it negative when "
+                           "--version 0 ran on the same model object first: export again in a fresh process)",
+                           what, c->vocab_size);
         *version = 1;
         *header_bytes = LLAMA_V1_HEADER;
     } else {

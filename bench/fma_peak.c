@@ -1,14 +1,13 @@
 /* The machine's fp32 multiply-add peak: every thread runs a loop of independent fused
- * multiply-adds in the widest vectors the CPU has (AVX-512, AVX2+FMA, NEON; plain fmaf
- * elsewhere), twelve chains deep so their latency is hidden, and the threads' rates add
- * up. No real kernel reaches it (loads, packing, edges), so it is the ceiling against
- * which a GEMM's or a whole training step's GFLOP/s are read: compare_llama divides a
- * step's FLOPs by it to give the fastest step this machine could run at all.
+ * multiply-adds in the widest vectors the CPU has (AVX-512, AVX2+FMA, NEON; scalar
+ * multiply-adds elsewhere), twelve chains deep so their latency is hidden, and the
+ * threads' rates add up. No real kernel reaches it (loads, packing, edges), so it is the
+ * ceiling a GEMM's or a whole training step's GFLOP/s are read against: compare_llama
+ * divides a step's FLOPs by it to give the fastest step this machine could run at all.
  *   build/bench_fma_peak [threads [seconds]]      prints one JSON line */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu/cpu_features.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +71,7 @@ static float loop_scalar(long n) {
     float a[CHAINS];
     for (int j = 0; j < CHAINS; j++) a[j] = 1.0f + (float)j * 1e-7f;
     for (long i = 0; i < n; i++)
-        for (int j = 0; j < CHAINS; j++) a[j] = fmaf(a[j], 0.999999f, 1e-7f);
+        for (int j = 0; j < CHAINS; j++) a[j] = a[j] * 0.999999f + 1e-7f; /* fmaf may be a library call */
     float r = 0;
     for (int j = 0; j < CHAINS; j++) r += a[j];
     return r;

@@ -29,7 +29,7 @@ test-tsan:
 # compiled and its tests run under qemu-aarch64, on an x86-64 machine. Needs
 # `apt-get install -y gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user`; the tests
 # that run the CLI also need qemu-aarch64 in binfmt_misc (tests/qemu_binfmt.sh, root).
-# About 5 minutes to build and 10 to test on 2 cores.
+# About 5 minutes to build and 20 to test on 2 cores (cli_train_ane alone 15).
 test-arm64:
 	@cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build build-arm64 -j $(JOBS)

@@ -560,6 +560,12 @@ typedef struct {
     int batch;               /* minibatch size (default 128) */
     int eval_batch;          /* batch of the evaluation program (default 500) */
     af_compile_opts compile;
+    /* The host and pipeline plans (the optimizer runs on the host there; the others
+     * refuse these): */
+    float grad_clip;         /* clip the gradient's global L2 norm (over all params) to this
+                              * before the update, as llama2.c's train.py does; 0 = off */
+    int grad_accum;          /* batches per optimizer step, their gradients averaged
+                              * (llama2.c's gradient_accumulation_steps); 0 or 1 = one */
 } af_train_opts;
 
 AF_API af_train_opts af_train_defaults(void);
@@ -600,6 +606,7 @@ typedef struct {
     float lr;                /* learning rate used by the last step */
     float loss_scale;        /* the scale used by the last step */
     af_stats stats;          /* programs compiled, dispatches, bytes, FLOPs of this call */
+    float grad_norm;         /* the step's gradient L2 norm before clipping (grad_clip > 0 only) */
 } af_step_info;
 
 /* A step skipped for non-finite values warns through the log (af_set_log) the first time and every 100th
@@ -615,9 +622,11 @@ typedef struct {
  * belong to it. */
 AF_API af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts);
 AF_API void        af_trainer_free(af_trainer *t);
-/* Steps per call: 1, or K for the unrolled plan. x holds that many batches back to back
- * ([steps * batch, sample...]); target the one-hot rows (CE) or values (MSE). */
+/* Steps per call: 1, or K for the unrolled plan. Batches per call: steps per call times
+ * grad_accum. x holds that many batches back to back ([batches * batch, sample...]);
+ * target the one-hot rows (CE) or values (MSE). */
 AF_API int         af_trainer_steps_per_call(const af_trainer *t);
+AF_API int         af_trainer_batches_per_call(const af_trainer *t);
 AF_API af_status   af_trainer_step(af_trainer *t, const float *x, const float *target, af_step_info *info);
 /* Runs the evaluation program (its own weight inputs, fed the current masters) on n
  * samples; out gets [n, out_dim]. */

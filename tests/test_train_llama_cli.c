@@ -108,6 +108,20 @@ int main(void) {
     CHECK(json_num(out, "train_loss") == json_num(again, "train_loss") && json_num(out, "val_loss") == json_num(again, "val_loss"),
           "one seed, one result: %s vs %s", out, again);
 
+    /* --grad-accum 2 at batch 2 draws the same 4 windows per step as batch 4 and averages
+     * their gradients: the same run to float round-off. --grad-clip logs each step's norm. */
+    snprintf(args, sizeof args, "train llama --config tiny --data %s --val %s --steps 10 --batch 2 --grad-accum 2 --seq %d "
+             "--seed 9 --json --grad-clip 1e9 --log %s/clip.jsonl", trainp, valp, T, dir);
+    CHECK(cli_run(args, 0, again, sizeof again) == 0, "grad-accum run: %s", again);
+    CHECK_NEAR(json_num(again, "val_loss"), json_num(out, "val_loss"), 1e-5 * json_num(out, "val_loss"),
+               "val_loss: batch 2 x accum 2 vs batch 4");
+    snprintf(args, sizeof args, "%s/clip.jsonl", dir);
+    size_t nlog = 0;
+    char *log = test_read_file(args, &nlog);
+    CHECK(log && strstr(log, "\"grad_accum\":2") && json_num(log, "grad_norm") > 0, "the log's grad_accum and grad_norm: %.300s",
+          log ? log : "(no log)");
+    free(log);
+
     /* ane-sim, unrolled plan: trains too (fp16). */
     snprintf(args, sizeof args,
              "train llama --config tiny --data %s --val %s --steps 32 --batch 4 --seq %d --lr 0.01 --json --target ane-sim "
@@ -127,6 +141,9 @@ int main(void) {
         { "train llama --config tiny --data %s --plan sideways", "--plan" },
         { "train llama --config tiny --data %s --tokenizer /nonexistent/tok.bin", "--tokenizer" },
         { "train llama --config tiny --data %s --bogus 1", "unknown option" },
+        { "train llama --config tiny --data %s --grad-clip -1", "--grad-clip" },
+        { "train llama --config tiny --data %s --grad-accum 0", "--grad-accum" },
+        { "train llama --config tiny --data %s --plan resident --grad-clip 1", "host or pipeline" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char a2[1024];

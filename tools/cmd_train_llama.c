@@ -44,6 +44,10 @@ static void usage(FILE *f) {
             "  --batch B             windows per step (default 8)\n"
             "  --seq T               tokens per window (default 64; at most the config's seq_len)\n"
             "  --lr X                peak learning rate (default 0.001)\n"
+            "  --grad-clip X         clip the gradient's global L2 norm to X before each update (default 0 = off;\n"
+            "                        llama2.c uses 1.0); host and pipeline plans\n"
+            "  --grad-accum N        N batches of --batch windows per optimizer step, gradients averaged\n"
+            "                        (default 1); host and pipeline plans\n"
             "  --optimizer, --schedule, --warmup, --weight-decay, --plan, --unroll, --precision,\n"
             "  --target, --loss-scale, --threads   as for 'aneforge train mlp'\n"
             "  --plan pipeline       seed 002's six kernels per layer, compiled once with weights as inputs (llama only);\n"
@@ -103,6 +107,8 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         else if (!strcmp(k, "--sample-every")) { if (cli_parse_long(v, 1, 100000000, &a->sample_every)) return bad("--sample-every wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--stop-after")) { if (cli_parse_long(v, 1, 100000000, &a->stop_after)) return bad("--stop-after wants a positive integer, not '%s'", v); }
         else if (!strcmp(k, "--eval-every")) { if (cli_parse_long(v, 1, 100000000, &a->eval_every)) return bad("--eval-every wants a positive integer, not '%s'", v); }
+        else if (!strcmp(k, "--grad-clip")) { if (cli_parse_float(v, &a->o.grad_clip) || !(a->o.grad_clip >= 0)) return bad("--grad-clip wants a number >= 0 (0 = off), not '%s'", v); }
+        else if (!strcmp(k, "--grad-accum")) { if (cli_parse_long(v, 1, 4096, &n)) return bad("--grad-accum wants an integer in 1..4096, not '%s'", v); a->o.grad_accum = (int)n; }
         else if (!strcmp(k, "--seed")) { if (cli_parse_long(v, 0, 0x7fffffffL, &n)) return bad("--seed wants a non-negative integer, not '%s'", v); a->seed = (uint64_t)n; }
         else return bad("unknown option '%s'", k);
     }
@@ -110,6 +116,9 @@ static int parse_args(int argc, char **argv, llama_args *a) {
     if (a->config && a->init) return bad("%s", "give --config or --init, not both (--init's file has its own config)");
     if (!a->data) return bad("%s", "--data is required: a token file (uint16 ids, see 'aneforge data tokenize')");
     if (train_opt_finish(&a->o, &flags, "aneforge train llama")) return 2;
+    if ((a->o.grad_clip > 0 || a->o.grad_accum > 1) && a->o.plan != AF_PLAN_HOST && a->o.plan != AF_PLAN_PIPELINE)
+        return bad("--grad-clip and --grad-accum need --plan host or pipeline (the optimizer runs on the host there), "
+                   "not '%s'", af_plan_name(a->o.plan));
     if (a->dashboard && !a->log) a->log = "aneforge-llama.jsonl";
     a->o.total_steps = a->steps;
     a->o.eval_batch = a->o.batch;
@@ -236,20 +245,20 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     af_trainer *t = net.ctx ? af_trainer_new(&net, &a->o) : NULL;
     af_net_free(&net);
     if (!t) { fprintf(stderr, "aneforge train llama: %s\n", af_error_message()); return 1; }
-    int k = af_trainer_steps_per_call(t), rc = 0;
+    int k = af_trainer_steps_per_call(t), rc = 0, accum = a->o.grad_accum > 1 ? a->o.grad_accum : 1;
     llama_run_pos pos = { .rng = a->seed * 0x9E3779B97F4A7C15ULL + 11 };
     if (a->resume && llama_ckpt_resume(a->resume, t, c, a->data, &pos)) rc = 1;
     FILE *logf = !rc && a->log ? fopen(a->log, "a") : NULL;
     af_tokenizer *tok = a->sample_every && a->tokenizer ? af_tokenizer_load(a->tokenizer) : NULL; /* checked by make_weights */
     if (!rc && a->log && !logf) { fprintf(stderr, "aneforge train llama: cannot open log %s: %s\n", a->log, strerror(errno)); rc = 1; }
-    int64_t per_call = (int64_t)B * k;
+    int64_t per_call = (int64_t)B * af_trainer_batches_per_call(t);
     float *x = malloc((size_t)(per_call * T) * sizeof(float)), *y = malloc((size_t)(per_call * T * V) * sizeof(float));
     float *out = malloc((size_t)((int64_t)B * T * V) * sizeof(float));
     if (!rc && (!x || !y || !out)) { fprintf(stderr, "aneforge train llama: out of memory\n"); rc = 1; }
     progress pr;
     progress_init(&pr, &a->o, 1, (a->steps + k - 1) / k * k, a->json);
     run_log rl;
-    run_log_begin(&rl, logf, t, &a->o, (int64_t)B * T, "tokens_per_s");
+    run_log_begin(&rl, logf, t, &a->o, (int64_t)B * T * accum, "tokens_per_s");
     if (!rc && logf) {
         char extra[1024], data[300], valq[300], name[80];
         json_quote(data, sizeof data, a->data, 200);
@@ -286,11 +295,14 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         pos.recent[pos.calls++ % LLAMA_RECENT] = info.loss;
         double mean = recent_mean(&pos);
         progress_step(&pr, 0, pos.steps, &info, mean, 0, train_s / (double)steps_here);
-        if (logf && (pos.calls % 10 == 1 || pos.steps >= a->steps))
+        if (logf && (pos.calls % 10 == 1 || pos.steps >= a->steps)) {
+            char norm[48] = ""; /* the gradient's norm before clipping, when clipping */
+            if (a->o.grad_clip > 0) snprintf(norm, sizeof norm, ",\"grad_norm\":%.6g", (double)info.grad_norm);
             fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld,"
-                          "\"ppl\":%.4g%s}\n",
+                          "\"ppl\":%.4g%s%s}\n",
                     (long long)info.step, info.loss, af_metric_source_name(info.metric_source), info.lr, info.loss_scale,
-                    (long long)info.skipped, exp(info.loss), run_log_step_fields(&rl, steps_here));
+                    (long long)info.skipped, exp(info.loss), norm, run_log_step_fields(&rl, steps_here));
+        }
         bool eval_now = pos.steps >= a->steps || (a->eval_every && pos.steps % a->eval_every < k);
         run_log_aside_begin(&rl);
         if (eval_now && val) {
@@ -350,7 +362,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
             if (val && vl >= 0) printf("\"val_loss\":%.6f,", vl);
             else printf("\"val_loss\":null,");
             printf("\"vocab\":%d,\"steps\":%lld,\"tokens_per_s\":%.1f,\"ms_per_step\":%.4f,", V, (long long)pos.steps,
-                   train_s > 0 ? (double)steps_here * B * T / train_s : 0.0, steps_here ? 1000.0 * train_s / (double)steps_here : 0.0);
+                   train_s > 0 ? (double)steps_here * B * T * accum / train_s : 0.0, steps_here ? 1000.0 * train_s / (double)steps_here : 0.0);
             if (steps_here > first_steps) /* after the first call: what benchmarks compare */
                 printf("\"steady_ms_per_step\":%.4f,", 1000.0 * (train_s - first_s) / (double)(steps_here - first_steps));
             printf("\"seconds\":%.2f%s}\n", train_s, progress_json_extra(&pr, t, &total, steps_here));

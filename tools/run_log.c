@@ -69,13 +69,14 @@ void run_log_header(run_log *l, const char *model, const char *extra) {
             "{\"header\":1,\"model\":\"%s\",\"started\":\"%s\",\"plan\":\"%s\",\"target\":\"%s\",\"family\":\"%s\","
             "\"precision\":\"%s\",\"optimizer\":\"%s\",\"batch\":%d,\"lr\":%.6g,\"schedule\":\"%s\",\"warmup\":%lld,"
             "\"weight_decay\":%g,\"loss_scale\":%g,\"dynamic_loss_scale\":%d,\"steps_per_call\":%d,\"total_steps\":%lld,"
-            "\"params\":%d,\"loss_source\":\"%s\",\"compile_s\":%.4f",
+            "\"grad_clip\":%g,\"grad_accum\":%d,\"params\":%d,\"loss_source\":\"%s\",\"compile_s\":%.4f",
             model, when, af_plan_name(o->plan), train_target_name(o->compile.target),
             engine(l) ? af_family_name_of(o->compile.family) : "", train_fp16(&o->compile) ? "fp16" : "fp32",
             o->optimizer == AF_OPT_ADAM ? "adam" : "sgd", o->batch, (double)o->lr,
             o->schedule == AF_LR_COSINE ? "cosine" : "constant", (long long)o->warmup_steps, (double)o->weight_decay,
             (double)(l->t ? l->t->scale : o->loss_scale), o->dynamic_loss_scale, af_trainer_steps_per_call(l->t),
-            (long long)o->total_steps, af_trainer_num_params(l->t),
+            (long long)o->total_steps, (double)o->grad_clip, o->grad_accum > 1 ? o->grad_accum : 1,
+            af_trainer_num_params(l->t),
             af_metric_source_name(l->t ? l->t->metric_source : AF_METRIC_HOST_FP32), phase[TR_PHASE_COMPILE]);
     if (engine(l)) {
         af_ane_budget_info b;

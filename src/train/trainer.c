@@ -170,12 +170,12 @@ static void host_opt_range(void *p, int64_t j0, int64_t j1) {
 /* The fp32 host optimizer on the unscaled gradient (so its moments do not depend on the
  * loss scale), split over the trainer's threads. It writes the new state
  * to t->next; host_commit swaps it in. Returns whether the new state is finite. */
-static bool host_update(af_trainer *t, int i, const float *g, int64_t step) {
+static bool host_update(af_trainer *t, int i, const float *g, int64_t step, float gfactor) {
     int64_t n = t->count[i];
     float lr = tr_lr_at(&t->o, step);
     host_opt o = { t->master[i], t->m[i], t->v[i], g, t->next[i][0], t->next[i][1], t->next[i][2], t->o.beta1,
-                   t->o.beta2, 0.0f, t->o.eps, 1.0f - lr * t->o.weight_decay, lr / t->scale, 1.0f / t->scale,
-                   t->o.optimizer == AF_OPT_SGD, 0 }; /* bad: set below (atomic_init) */
+                   t->o.beta2, 0.0f, t->o.eps, 1.0f - lr * t->o.weight_decay, lr / t->scale * gfactor,
+                   gfactor / t->scale, t->o.optimizer == AF_OPT_SGD, 0 }; /* bad: set below (atomic_init) */
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     int threads = t->o.compile.threads > 0 ? t->o.compile.threads : cpu_num_cores();
     if (!t->pool && threads > 1) t->pool = cpu_pool_shared(threads); /* NULL: runs inline */
@@ -261,7 +261,36 @@ static void host_metrics(af_trainer *t, const float *z, const float *y, af_step_
     t->host_flops += 5 * rows * c;
 }
 
-static af_status step_host_or_device(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+/* grad += g (the step's batches summed). */
+static void add_into(float *restrict sum, const float *restrict g, int64_t n) {
+    for (int64_t j = 0; j < n; j++) sum[j] += g[j];
+}
+
+/* The factor the host optimizer applies to the (loss-scaled) gradients beyond unscaling:
+ * the mean over grad_accum batches, then grad_clip on the global L2 norm. The norm is
+ * summed in double; a non-finite norm leaves the factor alone (the update is then not
+ * finite and the step is skipped, as without clipping). */
+static float grad_factor(af_trainer *t, float *const *g, af_step_info *info) {
+    float f = 1.0f / (float)t->o.grad_accum;
+    if (t->o.grad_clip <= 0) return f;
+    double ss = 0;
+    for (int i = 0; i < t->np; i++) {
+        const float *gi = g[i];
+        double s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < t->count[i]; j++) s += (double)gi[j] * gi[j];
+        ss += s;
+        t->host_flops += 2 * t->count[i];
+    }
+    double norm = sqrt(ss) * f / t->scale;
+    info->grad_norm = (float)norm;
+    if (isfinite(norm) && norm > t->o.grad_clip) f = (float)(f * (t->o.grad_clip / norm));
+    return f;
+}
+
+/* One batch's forward and backward: the loss (and accuracy) into info, the gradients
+ * into t->grad. */
+static af_status batch_grads(af_trainer *t, const float *x, const float *y, af_step_info *info) {
     af_buffer in[3 + TR_MAXP], out[1 + TR_MAXP];
     float ls = seed_scale(t), loss_value = 0;
     in[0] = AF_BUF_F32(x, t->x_count);
@@ -285,22 +314,41 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
             if ((st = tr_run(t, t->bwd[i], in, &go))) return st;
         }
     }
-    double t1 = tr_now_s();
-    t->phase_s[TR_PHASE_FWD_BWD] += t1 - t0;
+    t->phase_s[TR_PHASE_FWD_BWD] += tr_now_s() - t0;
     if (t->pipe) (void)0; /* its loss is the host's fp32 cross-entropy */
     else if (custom) info->loss = loss_value;
     else host_metrics(t, t->logits, y, info);
+    return AF_OK;
+}
+
+static af_status step_host_or_device(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+    af_status st;
+    int nb = t->o.grad_accum;
+    float *const *grad = nb > 1 ? t->gsum : t->grad;
+    double loss = 0, acc = 0;
+    for (int b = 0; b < nb; b++) { /* grad_accum batches: gradients summed into gsum */
+        if ((st = batch_grads(t, x + (int64_t)b * t->x_count, y + (int64_t)b * t->y_count, info))) return st;
+        loss += info->loss / nb;
+        acc += info->accuracy / nb;
+        for (int i = 0; nb > 1 && i < t->np; i++) {
+            if (b == 0) memcpy(t->gsum[i], t->grad[i], (size_t)t->count[i] * sizeof(float));
+            else add_into(t->gsum[i], t->grad[i], t->count[i]);
+        }
+    }
+    info->loss = loss;
+    info->accuracy = acc;
     /* The host optimizer finds a non-finite gradient itself (its new state is then not
      * finite): no separate pass over the gradients for it. */
     bool ok = true;
     for (int i = 0; i < t->np && !tr_host_moments(t); i++) ok = ok && tr_finite(t->grad[i], t->count[i]);
-    for (int i = 0; i < t->np; i++) t->host_flops += t->count[i];
+    for (int i = 0; i < t->np; i++) t->host_flops += t->count[i] * nb;
     info->lr = tr_lr_at(&t->o, t->step);
     info->loss_scale = t->scale;
     /* The whole new state is computed aside and taken only when all of it is finite. */
     double t2 = tr_now_s();
+    float gfactor = tr_host_moments(t) ? grad_factor(t, grad, info) : 1.0f;
     for (int i = 0; ok && i < t->np; i++) {
-        if (tr_host_moments(t)) ok = host_update(t, i, t->grad[i], t->step);
+        if (tr_host_moments(t)) ok = host_update(t, i, grad[i], t->step, gfactor);
         else if ((st = tr_device_update(t, i, t->step, &ok))) return st;
     }
     if (ok) {
@@ -412,6 +460,7 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
 }
 
 int af_trainer_steps_per_call(const af_trainer *t) { return t ? t->k : 0; }
+int af_trainer_batches_per_call(const af_trainer *t) { return t ? t->k * t->o.grad_accum : 0; }
 int af_trainer_num_params(const af_trainer *t) { return t ? t->np : 0; }
 af_tensor *af_trainer_param(const af_trainer *t, int i) { return t && i >= 0 && i < t->np ? t->p[i] : NULL; }
 

@@ -38,6 +38,7 @@ struct af_trainer {
     /* host-side state (host and device plans, shuttled unrolled; resident plans read
      * back on demand): v holds v on the host plan, r = sqrt(v) in moment units elsewhere */
     float *master[TR_MAXP], *m[TR_MAXP], *v[TR_MAXP], *grad[TR_MAXP];
+    float *gsum[TR_MAXP]; /* grad_accum > 1: the step's gradients summed over its batches */
     float *next[TR_MAXP][3];   /* host plan: the updated state, swapped in when finite */
     int64_t step, skipped, skipped_consecutive, clean_run;
     int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */

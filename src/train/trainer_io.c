@@ -31,6 +31,14 @@ static af_status check_opts(const af_net *net, const af_train_opts *o) {
     if (!(o->loss_scale >= 0) || !isfinite(o->loss_scale)) return ir_fail(AF_ERR_INVALID, "af_trainer_new: loss scale %g must be >= 0 (0 means 1)", (double)o->loss_scale);
     if (o->optimizer == AF_OPT_ADAM && !(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->eps > 0))
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: Adam needs 0 <= beta1, beta2 < 1 and eps > 0");
+    if (!(o->grad_clip >= 0) || !isfinite(o->grad_clip))
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: grad_clip %g must be >= 0 (0 = off)", (double)o->grad_clip);
+    if (o->grad_accum < 0 || o->grad_accum > 4096)
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: grad_accum %d must be in 0..4096 (0 or 1 = one batch per step)", o->grad_accum);
+    if ((o->grad_clip > 0 || o->grad_accum > 1) && o->plan != AF_PLAN_HOST && o->plan != AF_PLAN_PIPELINE)
+        return ir_fail(AF_ERR_INVALID,
+                       "af_trainer_new: grad_clip and grad_accum need the host or pipeline plan (the optimizer runs on "
+                       "the host there); plan '%s' updates inside its programs", af_plan_name(o->plan));
     if (o->schedule == AF_LR_COSINE && o->total_steps <= o->warmup_steps)
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: the cosine schedule needs total_steps (%lld) > warmup_steps (%lld)",
                        (long long)o->total_steps, (long long)o->warmup_steps);
@@ -46,6 +54,7 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     t->o = o;
     t->g = af_graph_new();
     t->k = o.plan == AF_PLAN_UNROLLED ? o.unroll : 1;
+    if (t->o.grad_accum < 1) t->o.grad_accum = 1;
     t->scale = o.loss_scale > 0 ? o.loss_scale : 1.0f;
     if (o.scale_growth_interval < 1) t->o.scale_growth_interval = 1000;
     bool engine = o.compile.target != AF_TARGET_CPU;
@@ -74,7 +83,8 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
         t->m[i] = calloc((size_t)n, sizeof(float));
         t->v[i] = calloc((size_t)n, sizeof(float));
         t->grad[i] = malloc((size_t)n * sizeof(float));
-        if (!t->master[i] || !t->m[i] || !t->v[i] || !t->grad[i]) {
+        if (t->o.grad_accum > 1) t->gsum[i] = malloc((size_t)n * sizeof(float));
+        if (!t->master[i] || !t->m[i] || !t->v[i] || !t->grad[i] || (t->o.grad_accum > 1 && !t->gsum[i])) {
             ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory");
             af_trainer_free(t);
             return NULL;
@@ -112,6 +122,7 @@ void af_trainer_free(af_trainer *t) {
         free(t->m[i]);
         free(t->v[i]);
         free(t->grad[i]);
+        free(t->gsum[i]);
         for (int k = 0; k < 3; k++) free(t->next[i][k]);
     }
     free(t->logits);

@@ -60,8 +60,7 @@ static void batch(test_rng *r, int n, int V, float *x, float *y) {
     }
 }
 
-static af_trainer *trainer(const af_llama_weights *w, af_plan plan, af_target target, af_family_id fam, af_optimizer opt, int steps) {
-    af_net net = af_net_llama(w, T);
+static af_train_opts opts(af_plan plan, af_target target, af_family_id fam, af_optimizer opt, int steps) {
     af_train_opts o = af_train_defaults();
     o.objective = AF_OBJ_CUSTOM;
     o.optimizer = opt;
@@ -75,10 +74,20 @@ static af_trainer *trainer(const af_llama_weights *w, af_plan plan, af_target ta
     o.compile.ane_framework = target == AF_TARGET_ANE ? FAKE_ANE : NULL;
     o.compile.threads = 1;
     o.loss_scale = target == AF_TARGET_CPU ? 1.0f : 128.0f;
-    af_trainer *t = af_trainer_new(&net, &o);
+    return o;
+}
+
+static af_trainer *trainer_with(const af_llama_weights *w, const af_train_opts *o) {
+    af_net net = af_net_llama(w, T);
+    af_trainer *t = af_trainer_new(&net, o);
     af_net_free(&net);
-    CHECK(t != NULL, "trainer (%s): %s", af_plan_name(plan), af_error_message());
+    CHECK(t != NULL, "trainer (%s): %s", af_plan_name(o->plan), af_error_message());
     return t;
+}
+
+static af_trainer *trainer(const af_llama_weights *w, af_plan plan, af_target target, af_family_id fam, af_optimizer opt, int steps) {
+    af_train_opts o = opts(plan, target, fam, opt, steps);
+    return trainer_with(w, &o);
 }
 
 /* Mean cross-entropy of the trainer's predictions on n windows. */
@@ -219,6 +228,36 @@ static void engine_plans_match_cpu(af_family_id fam, int vocab) {
     af_trainer_free(p3);
     af_trainer_free(p12);
     af_trainer_free(w0);
+    free(x);
+    free(y);
+    af_llama_weights_free(w);
+}
+
+/* The pipeline plan with grad_accum 2 over batches of B windows trains as one batch of
+ * 2B windows does (the same windows), and grad_clip reports the norm it clips. */
+static void pipeline_accum_and_clip(void) {
+    af_llama_weights *w = weights(64, 96, 2, 4, 2, 48, 1, 21);
+    if (!w) return;
+    int V = 48, steps = 3;
+    af_train_opts oa = opts(AF_PLAN_PIPELINE, AF_TARGET_ANE_SIM, AF_FAMILY_A16, AF_OPT_ADAM, steps), ob = oa;
+    oa.grad_accum = 2;
+    oa.grad_clip = 1e9f; /* never reached: only reports the norm */
+    ob.batch = ob.eval_batch = 2 * B;
+    af_trainer *a = trainer_with(w, &oa), *b = trainer_with(w, &ob);
+    float *x = malloc(sizeof(float) * 2 * B * T), *y = malloc(sizeof(float) * (size_t)2 * B * T * V);
+    test_rng r = { 77 };
+    for (int s = 0; a && b && s < steps; s++) {
+        batch(&r, 2 * B, V, x, y);
+        af_step_info ia, ib;
+        CHECK(af_trainer_step(a, x, y, &ia) == AF_OK && af_trainer_step(b, x, y, &ib) == AF_OK, "steps: %s",
+              af_error_message());
+        CHECK(fabs(ia.loss - ib.loss) < 1e-3 * ib.loss, "loss of 2 x %d windows %.6f vs %d windows %.6f", B, ia.loss,
+              2 * B, ib.loss);
+        CHECK(ia.grad_norm > 0 && isfinite(ia.grad_norm), "grad_norm %g", (double)ia.grad_norm);
+    }
+    if (a && b) CHECK(param_diff(a, b) < 2e-3, "pipeline, accumulated vs one batch: params differ by %g", param_diff(a, b));
+    af_trainer_free(a);
+    af_trainer_free(b);
     free(x);
     free(y);
     af_llama_weights_free(w);
@@ -428,5 +467,6 @@ int main(void) {
     ane_target_matches_sim();
     resident_checkpoint_round_trip();
     refuses_other_nets();
+    pipeline_accum_and_clip();
     return check_finish("llama_pipeline");
 }

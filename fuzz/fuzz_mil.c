@@ -5,7 +5,7 @@
  *
  *   make fuzz            (builds build-fuzz/fuzz_mil and runs it on tests/corpus/mil)
  *   ./build-fuzz/fuzz_mil -max_total_time=600 build-fuzz/mil tests/corpus/mil */
-#include "ane/mil.h"
+#include "mil/mil.h"
 
 #include <stdint.h>
 #include <stdio.h>

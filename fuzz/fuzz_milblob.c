@@ -3,12 +3,12 @@
  * rewrite through the writer with the same record table and payloads.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *       fuzz/fuzz_milblob.c src/ane/milblob.c src/ir/ir.c <whatever ir.c needs>
+ *       fuzz/fuzz_milblob.c src/mil/milblob.c src/ir/ir.c <whatever ir.c needs>
  *   ./a.out -max_total_time=600 tests/corpus/milblob
  *
  * Built with -DAF_MILBLOB_GEN_CORPUS (and no -fsanitize=fuzzer) it is instead the
  * program that wrote the seed files: ./gen tests/corpus/milblob */
-#include "ane/milblob.h"
+#include "mil/milblob.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * unit through its reader) is built or refused with a message, never crashes.
  *
  *   make fuzz            (builds build-fuzz/fuzz_netplist; seeds in tests/corpus/netplist) */
-#include "ane/netplist.h"
+#include "netplist/netplist.h"
 #include "fuzz_util.h"
 
 #include <string.h>

@@ -3,7 +3,7 @@
 # and from layers below it, never from above (ARCHITECTURE.md). Fails listing every
 # upward include.
 root=${1:-.}
-layers="ir data text grad nn compile cpu llama ane sim model train"
+layers="ir data text grad nn compile cpu llama engine mil netplist ane sim model train"
 rank() { i=0; for l in $layers; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i+1)); done; echo -1; }
 bad=0; checked=0
 for dir in $layers; do

@@ -6,7 +6,7 @@
  * turns the unit into an op again, and that op run on the CPU must give the original
  * node's values bit for bit. Also: every OPF_BRIDGE row has a unit row, and describe
  * refuses what the engine gate refuses. */
-#include "ane/netplist.h"
+#include "netplist/netplist.h"
 #include "support/check.h"
 #include "support/corpus_case.h" /* SH: shapes as constant initializers */
 
@@ -247,7 +247,7 @@ int main(void) {
     for (int op = 0; op < IR_OP_COUNT; op++)
         if (ir_ops[op].flags & OPF_BRIDGE) {
             const bridge_unit_row *row = bridge_unit_info((ir_op)op);
-            CHECK(row && bridge_unit_by_type(row->type) == row, "bridge op %s has no net.plist unit row (src/ane/bridge_units.def)", ir_ops[op].name);
+            CHECK(row && bridge_unit_by_type(row->type) == row, "bridge op %s has no net.plist unit row (src/netplist/bridge_units.def)", ir_ops[op].name);
         }
     return check_finish("bridge_units");
 }

@@ -16,7 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "aneforge.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "nn/llama_kernels.h"
 
 #include <math.h>

@@ -4,8 +4,8 @@
  * valid names, the coremlc layout; plus: every non-leaf op-table row has a MIL lowering
  * (`aneforge ops` shows it) and the emitter's failures are reported, not aborted. */
 #include "aneforge.h"
-#include "ane/mil.h"
-#include "ane/opinfo.h"
+#include "mil/mil.h"
+#include "mil/opinfo.h"
 #include "support/check.h"
 
 #include <math.h>

@@ -11,7 +11,7 @@
  * weights resolved through @model_path) and must compute exactly what the graph
  * computes, and every BLOBFILE offset must name a record of the right size. */
 #include "aneforge.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "support/check.h"
 
 #include <stdlib.h>

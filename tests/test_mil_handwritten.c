@@ -12,7 +12,7 @@
  * tests/golden/handwritten/reader/ holds spellings the emitter never writes (ios16
  * program(1.0), decimal floats, `linear` with a bias, conv with defaults): step 2 only. */
 #include "aneforge.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "support/check.h"
 
 #include <ctype.h>

@@ -6,7 +6,7 @@
  * missing file, a path leaving the model directory) are reported; a decomposition
  * whose intermediates are used elsewhere is not fused. */
 #include "aneforge.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "support/check.h"
 #include "support/milrun.h"
 

@@ -6,7 +6,7 @@
  * op they came from. Also fails for any op-table row no passing case covers; a CPU-only
  * row (OPF_CPU_ONLY) is covered instead by a case whose emission is refused as CPU-only. */
 #include "aneforge.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "support/check.h"
 #include "support/corpus_case.h"
 

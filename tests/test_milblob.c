@@ -1,7 +1,7 @@
 /* MILBlob writer and reader: byte-exact against coremltools' layout (the reference's
  * worked examples), round trips for every dtype, and a table of corrupt files that
  * must each fail with a message naming the problem and never crash. */
-#include "ane/milblob.h"
+#include "mil/milblob.h"
 #include "support/check.h"
 
 #include <stdint.h>

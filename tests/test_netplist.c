@@ -2,7 +2,7 @@
  * (ane-formats.md §5; tests/golden/netplist), not produced by the writer: the writer
  * must reproduce them byte for byte. Also: a document reads back to the same program,
  * and malformed programs are refused with messages. */
-#include "ane/netplist.h"
+#include "netplist/netplist.h"
 #include "ir/fp16.h"
 #include "support/check.h"
 

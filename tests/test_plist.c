@@ -1,7 +1,7 @@
 /* The property-list writer against Python's plistlib: tests/fixtures/plist/ (*.plist) were
  * written once by make_plist_fixtures.py (plistlib.dumps, sort_keys=True) from the same
  * values this file builds; the writer must reproduce them byte for byte. */
-#include "ane/plist.h"
+#include "netplist/plist.h"
 #include "support/check.h"
 
 #include <stdlib.h>

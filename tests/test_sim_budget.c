@@ -4,7 +4,7 @@
  * loss-scale warning, the near-equal subtraction precision check, and the compile-time
  * term of the cost model with the A13 large-batch warning. */
 #include "aneforge.h"
-#include "ane/guards.h"
+#include "sim/guards.h"
 #include "ane/cost.h"
 #include "model/model.h"
 #include "support/check.h"

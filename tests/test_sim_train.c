@@ -6,7 +6,7 @@
  * speaks when a dynamic loss scale grows past its ceiling during training, not only
  * when the trainer is created. */
 #include "aneforge.h"
-#include "ane/guards.h"
+#include "sim/guards.h"
 #include "support/check.h"
 #include "support/clusters.h"
 

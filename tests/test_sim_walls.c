@@ -5,7 +5,8 @@
  * rule, target parsing and ANEFORGE_TARGET. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "aneforge.h"
-#include "ane/opinfo.h"
+#include "mil/opinfo.h"
+#include "engine/walls.h"
 #include "grad/grad.h"
 #include "support/check.h"
 

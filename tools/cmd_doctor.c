@@ -6,8 +6,8 @@
 #include "cli.h"
 #include "aneforge.h"
 #include "ane/darwin/ane_runtime.h"
-#include "ane/family.h"
-#include "ane/mil.h"
+#include "engine/family.h"
+#include "mil/mil.h"
 #include "ir/fp16.h"
 
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #endif
 #include "cli.h"
 #include "aneforge.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "mil_npy.h"
 
 #include <errno.h>

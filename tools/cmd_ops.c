@@ -1,8 +1,9 @@
 /* aneforge ops: the op table with what each layer provides for every row. */
 #include "cli.h"
 #include "aneforge.h"
-#include "ane/netplist.h"
-#include "ane/opinfo.h"
+#include "netplist/netplist.h"
+#include "mil/opinfo.h"
+#include "engine/walls.h"
 #include "cpu/kernels.h"
 #include "ir/ir.h"
 

@@ -9,10 +9,10 @@
  * source of the node (constant sources fed from the host) and one output. */
 #include "ane/backend.h"
 #include "ane/darwin/ane_runtime.h"
-#include "ane/mil.h"
-#include "ane/netplist.h"
+#include "mil/mil.h"
+#include "netplist/netplist.h"
 #include "compile/segment.h"
-#include "ane/sim_rules.h"
+#include "engine/walls.h"
 #include "ir/fp16.h"
 
 #include <stdio.h>

@@ -27,7 +27,7 @@ typedef enum {
  * OPF_NODIFF: built only inside backward graphs; differentiating through it is an error. */
 /* OPF_BRIDGE: a native engine layer the MIL frontend never emits (seed 004). On the CPU
  * it is an ordinary kernel; on the engine targets the graph is cut around it and it runs
- * as its own net.plist program (src/compile/segment.h, src/ane/netplist.h). */
+ * as its own net.plist program (src/compile/segment.h, src/netplist/netplist.h). */
 enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2, OPF_CPU_ONLY = 1u << 3, OPF_NODIFF = 1u << 4,
        OPF_BRIDGE = 1u << 5 };
 

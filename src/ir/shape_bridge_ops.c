@@ -1,6 +1,6 @@
 /* Shape rules of the bridge ops (seed 004): the rank, rearrange, geometry, normalization
  * and einsum blocks of ops.def. Engine-only limits (index ranges, C <= 15, batch 1) are
- * not here: they are the engine gates' (src/ane/bridge_gates.c). */
+ * not here: they are the engine gates' (src/netplist/bridge_gates.c). */
 #include "ir/ir.h"
 
 #include <stdio.h>

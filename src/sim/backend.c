@@ -8,12 +8,13 @@
  * node, compile/segment.h) runs its op's CPU kernel in fp16 storage, once its net.plist
  * program has been built for the family (the build is the op's per-family gate). */
 #include "sim/backend.h"
-#include "ane/guards.h"
-#include "ane/mil.h"
-#include "ane/netplist.h"
-#include "ane/sim_budget.h"
-#include "ane/sim_rules.h"
-#include "ane/sim_wgrad.h"
+#include "sim/guards.h"
+#include "mil/mil.h"
+#include "netplist/netplist.h"
+#include "sim/budget.h"
+#include "engine/walls.h"
+#include "sim/quirks.h"
+#include "sim/wgrad.h"
 #include "compile/segment.h"
 #include "cpu/cpu_exec.h"
 

@@ -9,7 +9,7 @@
  * [B, C, 1, S] ports, so nothing is transposed between kernels. The classifier is cut
  * into row blocks of at most the family's W/H limit (16384 before A16), so a 32000-row
  * vocabulary runs as two blocks of 16000 through the same two programs. */
-#include "ane/family.h"
+#include "engine/family.h"
 #include "cpu/gemm.h"
 #include "cpu/pool.h"
 #include "llama/llama.h"

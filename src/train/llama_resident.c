@@ -18,7 +18,7 @@
  * The layers are af_llama's own (nn_llama_layers); Adam is the other resident plans'
  * (nn/optim.h). Predictions go through a second program with the same forward, fed the
  * groups' state. */
-#include "ane/family.h"
+#include "engine/family.h"
 #include "grad/grad.h"
 #include "llama/llama.h"
 #include "nn/llama_graph.h"

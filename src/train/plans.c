@@ -7,7 +7,7 @@
  *   unrolled     K resident steps in one program, each step's weights a stop frontier.
  * The loss, accuracy, seed, backward and update nodes are the library's own vouched
  * kernels; only the user's forward is subject to the engine's precision heuristic. */
-#include "ane/guards.h"
+#include "sim/guards.h"
 #include "grad/grad.h"
 #include "nn/optim.h"
 #include "llama/llama.h"

@@ -20,7 +20,7 @@
 #include "fake_netplist.h"
 
 #include "ane/darwin/ane_runtime.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "data/sha256.h"
 
 #include <limits.h>

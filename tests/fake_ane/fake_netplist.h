@@ -1,7 +1,7 @@
 /* The fake daemon's net.plist compiler (netplist_prog.c). */
 #ifndef FAKE_ANE_NETPLIST_H
 #define FAKE_ANE_NETPLIST_H
-#include "ane/mil.h"
+#include "mil/mil.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * graph for ane-sim, so a bridge op run this way gives ane-sim's bits. */
 #include "fake_netplist.h"
 
-#include "ane/netplist.h"
+#include "netplist/netplist.h"
 
 #include <stdlib.h>
 #include <string.h>

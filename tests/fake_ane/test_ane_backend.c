@@ -14,7 +14,8 @@
  *            ane-sim, with the same accounting */
 #include "aneforge.h"
 #include "ane/darwin/ane_runtime.h"
-#include "ane/opinfo.h"
+#include "mil/opinfo.h"
+#include "engine/walls.h"
 #include "fake_ane_control.h"
 #include "support/bridge_mix.h"
 #include "support/check.h"

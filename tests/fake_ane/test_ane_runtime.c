@@ -25,7 +25,7 @@
 #define _DEFAULT_SOURCE 1
 #include "ane/darwin/ane_runtime.h"
 #include "ane/darwin/apple_api.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "fake_ane_control.h"
 #include "ir/fp16.h"
 #include "ir/ir.h"

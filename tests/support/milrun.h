@@ -2,7 +2,7 @@
  * fp32 host buffers (at most 4 inputs and 4 outputs); failures are CHECKs. */
 #ifndef AF_TEST_MILRUN_H
 #define AF_TEST_MILRUN_H
-#include "ane/mil.h"
+#include "mil/mil.h"
 
 void test_mil_run(const mil_module *m, const float *const *in, float **out);
 

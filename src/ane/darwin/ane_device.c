@@ -4,7 +4,7 @@
  * the families ane-sim models (A13 = M1, A14 = M2, A15 = M3, A16 = M4/M5). */
 #include "ane/darwin/ane_runtime.h"
 #include "ane/darwin/apple_api.h"
-#include "ane/family.h"
+#include "engine/family.h"
 #include "ir/ir.h"
 
 #include <ctype.h>

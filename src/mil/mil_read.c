@@ -1,0 +1,189 @@
+/* The MIL reader's front: mil_parse / af_mil_load, function selection and the
+ * weight files BLOBFILE constants cite (in memory first, then @model_path on disk). */
+#include "mil/mil_ast.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mil_blobfile {
+    char *path;
+    milblob *b;
+};
+
+static bool unsafe_path(const char *rest) {
+    if (!*rest || rest[0] == '/' || strchr(rest, '\\')) return true;
+    for (const char *p = rest; *p; p++)
+        if (p[0] == '.' && p[1] == '.' && (p == rest || p[-1] == '/') && (p[2] == '/' || !p[2])) return true;
+    return false;
+}
+
+static bool open_blob(mil_mapper *M, const char *path, milblob **out, int line, int col) {
+    const mil_read_opts *o = M->opts;
+    for (int i = 0; o && i < o->nblobs; i++) {
+        if (!o->blobs[i].path || strcmp(o->blobs[i].path, path)) continue;
+        if (milblob_open_follow(o->blobs[i].bytes, o->blobs[i].n, out) != AF_OK)
+            return mil_error(M->diag, AF_ERR_CORRUPT, line, col, "weight file %s: %s", path, af_error_message());
+        return true;
+    }
+    const char *prefix = "@model_path/";
+    if (strncmp(path, prefix, strlen(prefix)))
+        return mil_error(M->diag, AF_ERR_UNSUPPORTED, line, col, "BLOBFILE path \"%s\" does not start with @model_path/", path);
+    const char *rest = path + strlen(prefix);
+    if (unsafe_path(rest)) return mil_error(M->diag, AF_ERR_INVALID, line, col, "BLOBFILE path \"%s\" leaves the model directory", path);
+    const char *dir = NULL;
+    if (!strncmp(rest, "weights/", 8) && o && o->weights_dir) { dir = o->weights_dir; rest += 8; }
+    else if (o && o->model_dir) dir = o->model_dir;
+    if (!dir) return mil_error(M->diag, AF_ERR_IO, line, col, "no weight file was given for \"%s\"", path);
+    size_t n = strlen(dir) + strlen(rest) + 2;
+    char *file = malloc(n);
+    if (!file) return mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory");
+    snprintf(file, n, "%s/%s", dir, rest);
+    af_status st = milblob_read_file_follow(file, out);
+    free(file);
+    if (st) return mil_error(M->diag, st, line, col, "weight file for \"%s\": %s", path, af_error_message());
+    return true;
+}
+
+bool mil_blob_get(mil_mapper *M, const char *path, uint64_t offset, milblob_dtype *dt, const void **data,
+                  int64_t *nbytes, int line, int col) {
+    milblob *b = NULL;
+    for (int i = 0; i < M->nfiles && !b; i++)
+        if (!strcmp(M->files[i].path, path)) b = M->files[i].b;
+    if (!b) {
+        if (M->nfiles == M->capfiles) {
+            int cap = M->capfiles ? M->capfiles * 2 : 4;
+            struct mil_blobfile *nf = realloc(M->files, sizeof *nf * (size_t)cap);
+            if (!nf) return mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory");
+            M->files = nf;
+            M->capfiles = cap;
+        }
+        if (!open_blob(M, path, &b, line, col)) return false;
+        M->files[M->nfiles++] = (struct mil_blobfile){ mil_strndup(M->arena, path, strlen(path)), b };
+        if (!M->files[M->nfiles - 1].path) return mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory");
+    }
+    if (milblob_get(b, offset, dt, data, nbytes) != AF_OK)
+        return mil_error(M->diag, AF_ERR_CORRUPT, line, col, "no weight record at offset %llu in %s", (unsigned long long)offset, path);
+    return true;
+}
+
+af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil_module *m) {
+    if (!m) return ir_fail(AF_ERR_INVALID, "mil_parse: module is NULL");
+    memset(m, 0, sizeof *m);
+    if (!text && len) return ir_fail(AF_ERR_INVALID, "mil_parse: text is NULL");
+    const char *src = opts && opts->source_name ? opts->source_name : "<mil>";
+    if (len > AF_MIL_MAX_TEXT) return ir_fail(AF_ERR_UNSUPPORTED, "%s: the text is larger than %zu bytes", src, AF_MIL_MAX_TEXT);
+    mil_arena arena = { 0 };
+    mil_diag diag = { .source = src };
+    mil_program prog;
+    mil_mapper M = { .arena = &arena, .diag = &diag, .opts = opts, .mod = m };
+    if (mil_parse_program(text ? text : "", len, &arena, &diag, &prog)) {
+        const char *want = opts && opts->function ? opts->function : "main";
+        for (int i = 0; i < prog.nfuncs && !M.f; i++)
+            if (!strcmp(prog.funcs[i].name, want)) M.f = &prog.funcs[i];
+        if (!M.f && prog.nfuncs == 1 && !(opts && opts->function)) M.f = &prog.funcs[0];
+        if (!M.f) {
+            char names[300] = "";
+            for (int i = 0; i < prog.nfuncs; i++) {
+                size_t k = strlen(names);
+                if (k + 4 >= sizeof names) break;
+                snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", prog.funcs[i].name);
+            }
+            mil_error(&diag, AF_ERR_INVALID, 1, 1, "the program has no function '%s' (it has: %s)%s", want,
+                      prog.nfuncs ? names : "none", opts && opts->function ? "" : "; choose one by name");
+        } else if (!(M.g = af_graph_new())) mil_error(&diag, AF_ERR_NOMEM, 1, 1, "out of memory");
+        else mil_map_function(&M);
+    }
+    for (int i = 0; i < M.nfiles; i++) milblob_free(M.files[i].b);
+    free(M.files);
+    mil_arena_free(&arena);
+    if (diag.st) {
+        af_graph_free(M.g);
+        memset(m, 0, sizeof *m);
+        return ir_fail(diag.st, "%s", diag.msg);
+    }
+    m->g = M.g;
+    return AF_OK;
+}
+
+af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
+                      int *nout, af_tensor ***out) {
+    /* Cleared first so a failure never leaves the caller a stale graph or array. */
+    if (g) *g = NULL;
+    if (nin) *nin = 0;
+    if (in) *in = NULL;
+    if (nout) *nout = 0;
+    if (out) *out = NULL;
+    if (!mil_path || !g) return ir_fail(AF_ERR_INVALID, "af_mil_load: mil_path or g is NULL");
+    FILE *f = fopen(mil_path, "rb");
+    if (!f) return ir_fail(AF_ERR_IO, "af_mil_load: cannot open %s", mil_path);
+    size_t cap = 1 << 16, n = 0;
+    char *text = malloc(cap);
+    for (;;) {
+        if (!text) { fclose(f); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
+        n += fread(text + n, 1, cap - n, f);
+        if (n < cap || cap > AF_MIL_MAX_TEXT) break;
+        char *nt = realloc(text, cap * 2);
+        if (!nt) free(text);
+        text = nt;
+        cap *= 2;
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (err) { free(text); return ir_fail(AF_ERR_IO, "af_mil_load: cannot read %s", mil_path); }
+    char *dir = malloc(strlen(mil_path) + 2);
+    if (!dir) { free(text); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
+    strcpy(dir, mil_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else strcpy(dir, ".");
+    mil_read_opts o = { .source_name = mil_path, .model_dir = dir, .weights_dir = weights_dir };
+    mil_module m;
+    af_status st = mil_parse(text, n, &o, &m);
+    free(text);
+    free(dir);
+    if (st) return st;
+    *g = m.g;
+    if (nin) *nin = m.nin;
+    if (in) *in = m.in;
+    if (nout) *nout = m.nout;
+    if (out) *out = m.out;
+    return AF_OK;
+}
+
+af_status mil_roundtrip(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                           mil_module *m) {
+    if (!m) return ir_fail(AF_ERR_INVALID, "mil_roundtrip: module is NULL");
+    memset(m, 0, sizeof *m);
+    char *text;
+    size_t len, nb;
+    milblob_writer *w;
+    int *order = malloc(sizeof *order * (size_t)(nin > 0 ? nin : 1));
+    if (!order) return ir_fail(AF_ERR_NOMEM, "mil_roundtrip: out of memory");
+    af_status st = mil_emit_mem(g, nin, in, nout, out, &text, &len, &w, order);
+    if (st) { free(order); return st; }
+    mil_blobsrc blob = { AF_MIL_WEIGHT_PATH, milblob_bytes(w, &nb), 0 };
+    blob.n = nb;
+    mil_read_opts o = { .source_name = "<roundtrip>", .nblobs = 1, .blobs = &blob };
+    st = mil_parse(text, len, &o, m);
+    if (!st && (m->nin != nin || m->nout != nout)) {
+        af_graph_free(m->g);
+        memset(m, 0, sizeof *m);
+        st = ir_fail(AF_ERR_INVALID, "mil_roundtrip: the program came back with other arguments or results");
+    }
+    if (!st) { /* MIL order (alphabetical) back to the caller's order */
+        af_tensor **t = ir_graph_own(m->g, calloc((size_t)nin + 1, sizeof *t));
+        char **nm = ir_graph_own(m->g, calloc((size_t)nin + 1, sizeof *nm));
+        if (!t || !nm) st = ir_fail(AF_ERR_NOMEM, "mil_roundtrip: out of memory");
+        for (int k = 0; !st && k < nin; k++) {
+            t[order[k]] = m->in[k];
+            nm[order[k]] = m->in_names[k];
+        }
+        if (!st) { m->in = t; m->in_names = nm; }
+        else { af_graph_free(m->g); memset(m, 0, sizeof *m); }
+    }
+    free(order);
+    free(text);
+    milblob_writer_free(w);
+    return st;
+}

@@ -466,19 +466,6 @@ af_tensor *ir_swiglu_grad(af_tensor *a, af_tensor *b, af_tensor *dy, bool of_b) 
     return ir_build(IR_OP_SWIGLU_GRAD, 3, s, &at);
 }
 
-/* The native node where the graph runs on the CPU; elsewhere the engine-friendly chain
- * matmul -> muls -> causal_mask -> softmax -> matmul, which the engines lower. */
-af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale) {
-    if (!q || !k || !v) {
-        ir_fail(AF_ERR_INVALID, "af_causal_attention: q, k and v must not be NULL");
-        return NULL;
-    }
-    if (scale == 0 && q->shape.rank == 4) scale = 1.0f / sqrtf((float)q->shape.dim[3]);
-    if (q->g->cpu_only) return ir_causal_attention(q, k, v, scale);
-    af_tensor *scores = af_causal_mask(af_muls(af_matmul(q, k, 0, 1), scale), 0);
-    return af_matmul(af_softmax(scores, -1), v, 0, 0);
-}
-
 af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2], const int dilation[2]) {
     ir_attrs a = { .groups = 1 };
     pair(a.stride, stride, 1);

@@ -1,4 +1,5 @@
-/* Internals shared by the MIL emitter (mil_emit.c) and the op lowerings (mil_lower.c). */
+/* Internals shared by the MIL writer (mil_writer.c), the emitter's driver (mil_emit.c)
+ * and the op lowerings (mil_lower.c). */
 #ifndef AF_ANE_MIL_EMIT_H
 #define AF_ANE_MIL_EMIT_H
 #include "mil/mil.h"

@@ -61,12 +61,3 @@ bool mil_coreml_op_known(const char *name) {
         if (!strcmp(mil_coreml_ops[i], name)) return true;
     return false;
 }
-
-const char *mil_coreml_op(int i, bool *read) {
-    for (int k = 0; mil_coreml_ops[k]; k++)
-        if (k == i) {
-            if (read) *read = mil_op_supported(mil_coreml_ops[k]) || !strcmp(mil_coreml_ops[k], "const");
-            return mil_coreml_ops[k];
-        }
-    return NULL;
-}

@@ -4,6 +4,8 @@
  * the CPU, af_rope is one native rope node instead):
  *   af_rope            rotary position embedding in llama2.c's pair convention
  *   af_causal_mask     the additive causal mask before softmax
+ *   af_causal_attention  softmax(q k^T scale + mask) v: one native node on CPU graphs,
+ *                      the matmul/mask/softmax chain the engines lower elsewhere
  *   af_repeat_kv_heads grouped KV heads (each serves n_rep consecutive query heads) */
 #include "ir/ir.h"
 
@@ -90,6 +92,19 @@ af_tensor *af_causal_mask(af_tensor *scores, int64_t offset) {
     af_tensor *y = af_add(scores, af_const(scores->g, "causal_mask", AF_SHAPE(tq, tk), m));
     free(m);
     return y;
+}
+
+/* The native node where the graph runs on the CPU; elsewhere the engine-friendly chain
+ * matmul -> muls -> causal_mask -> softmax -> matmul, which the engines lower. */
+af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale) {
+    if (!q || !k || !v) {
+        ir_fail(AF_ERR_INVALID, "af_causal_attention: q, k and v must not be NULL");
+        return NULL;
+    }
+    if (scale == 0 && q->shape.rank == 4) scale = 1.0f / sqrtf((float)q->shape.dim[3]);
+    if (q->g->cpu_only) return ir_causal_attention(q, k, v, scale);
+    af_tensor *scores = af_causal_mask(af_muls(af_matmul(q, k, 0, 1), scale), 0);
+    return af_matmul(af_softmax(scores, -1), v, 0, 0);
 }
 
 /* [..., kv_heads, hs] -> [..., kv_heads * n_rep, hs], head h a copy of kv head h / n_rep

@@ -3,7 +3,8 @@
 every relative link in README.md and docs/*.md names a file that exists, and every
 #anchor a heading of that file (GitHub's slugs); README.md stays a newcomer's page of at
 most 300 lines; every row of README's results table links to docs/results.md, where each
-figure has its command and machine.
+figure has its command and machine; README's layout names every folder of src/ and no
+other.
 
 usage: check_docs.py SOURCE_DIR"""
 import glob
@@ -92,6 +93,16 @@ def check_readme(src, errors):
             errors.append(f'README.md:{n}: a results row without a link to docs/results.md: {line[:80]}')
     if rows < 2:
         errors.append('README.md: no "## Results" section with a table')
+
+    # The layout block: `src/NAME/` at the start of a line, against the folders of src/.
+    text = '\n'.join(lines)
+    m = re.search(r'^## Layout\n(.*?)(?=^## |\Z)', text, re.S | re.M)
+    shown = set(re.findall(r'^src/([A-Za-z0-9_]+)/', m.group(1), re.M)) if m else set()
+    real = {d for d in os.listdir(os.path.join(src, 'src')) if os.path.isdir(os.path.join(src, 'src', d))}
+    for d in sorted(real - shown):
+        errors.append(f'README.md: the layout does not list src/{d}/')
+    for d in sorted(shown - real):
+        errors.append(f'README.md: the layout lists src/{d}/, which does not exist')
 
 
 def main():

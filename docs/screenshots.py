@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Remakes docs/report.png and docs/dashboard.png (README, "Watching a run") from the
+"""Remakes docs/report.png and docs/dashboard.png (docs/cli.md, "Watching a run") from the
 recorded logs in tests/data/runs: the report rendered by headless Chromium, and the
 dashboard run under tmux, its captured screen (colours included) written into an HTML
 <pre> and rendered the same way. Needs chromium and tmux.

@@ -254,7 +254,7 @@ AF_API af_tensor *af_repeat_kv_heads(af_tensor *x, int n_rep);
  * each through a hand-written net.plist unit, and refuses at compile time what the
  * engine's compiler refuses (the message names the limit and the fix). Index results
  * are whole numbers held as float values: fp16 holds them exactly below 2048, and the
- * engines refuse larger index ranges. README's "Bridge ops" table lists every limit. */
+ * engines refuse larger index ranges. docs/bridges.md lists every limit. */
 
 /* Rank. x is [..., C, W]: every channel row of a batch is permuted by the order of row
  * key_lane (0 <= key_lane < C) along W. Ties keep the lower index first (a stable
@@ -438,7 +438,7 @@ typedef struct {
                                        * and compile budget it uses; NULL = the default */
     const char *ane_framework; /* AF_TARGET_ANE: the AppleNeuralEngine framework binary to
                                 * load; NULL = the system's (on Linux, a fake built with
-                                * the tests: see README) */
+                                * the tests: see docs/fake-ane.md) */
 } af_compile_opts;
 
 /* What running a model cost, accumulated over its runs (reset with af_model_stats_reset). */

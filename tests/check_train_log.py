@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The `train --log` JSON lines of mlp (host, device and resident plans, cpu and ane-sim)
-and llama carry what the dashboard and report read (README, "Log lines"): a header with
+and llama carry what the dashboard and report read (docs/cli.md, "Log lines"): a header with
 the run's configuration first, then step lines with ms/step by phase, throughput and
 the engine accounting, evaluation lines, and an end line. Cross-checked against the
 command's own --json result, the cost model's per-step estimate and each other:

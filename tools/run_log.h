@@ -1,4 +1,4 @@
-/* The JSON lines of `aneforge train --log` (the schema is in README, "Log lines"): a
+/* The JSON lines of `aneforge train --log` (the schema is in docs/cli.md, "Log lines"): a
  * header line with the run's configuration, fields appended to every step line (time
  * per phase, throughput, the engine accounting), a sample line and an end line. What
  * `aneforge dashboard` and `aneforge report` read. */

@@ -221,7 +221,7 @@ AVX2 static void pack_t_avx2(const float *src, int64_t ld, int rows, int64_t kc,
 
 bool gemm_ukernel_avx512(gemm_ukernel *k) {
     if (!cpu_features_get()->avx512f) return false;
-    /* Measured on a Zen 4 (README): kc 256 with mc 384 (a 384 KiB a-block in a 1 MiB L2)
+    /* Measured on a Zen 4 (docs/results.md): kc 256 with mc 384 (a 384 KiB a-block in a 1 MiB L2)
      * holds up best at 2048; 128..384 are within noise at 256..1024. */
     *k = (gemm_ukernel){ "avx512", 12, 32, 256, 384, true, ukernel_avx512_12x32, 3, 3, dot_avx2_3x3, pack_t_avx2 };
     /* with VL, 4 x 4 dots in 32 ymm registers: 53 vs 37 GFLOP/s for 4 x 3 in zmm on Zen 4 */

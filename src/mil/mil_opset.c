@@ -1,5 +1,5 @@
 /* Core ML's MIL op set, iOS 15 to iOS 18, as coremltools' MIL op definitions list it
- * (converters/mil/mil/ops/defs: iOS15 .. iOS18). `aneforge ops --mil` and the README
+ * (converters/mil/mil/ops/defs: iOS15 .. iOS18). `aneforge ops --mil` and docs/mil.md
  * table show which of them the reader maps (mil_op_supported); a program using one it
  * does not map is refused with the op's name, line and column. */
 #include "mil/mil_ast.h"

@@ -56,7 +56,7 @@ bench: build
 # `make fuzz` runs each for FUZZ_TIME seconds, one after another, growing
 # build-fuzz/corpus-<name>; `make fuzz-smoke` only replays the seed corpora.
 FUZZ_TIME ?= 600
-FUZZ_TARGETS = mil milblob idx cifar npy ckpt trainer_load llama tokenizer jsonl netplist llama_ckpt
+FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_FLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 fuzz-build:
@@ -65,7 +65,7 @@ fuzz-build:
 	@cmake --build build-fuzz -j $(JOBS) --target aneforge_static
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz_$$t"; \
-	  clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_$$t.c build-fuzz/libaneforge.a -lm -lpthread \
+	  clang $(FUZZ_FLAGS) -fsanitize=fuzzer -Iinclude -Isrc fuzz/fuzz_$$t.c build-fuzz/libaneforge.a -lz -lm -lpthread \
 	    -o build-fuzz/fuzz_$$t || exit 1; \
 	done
 

@@ -61,7 +61,8 @@ try:
     for n in names:
         p = os.path.join(dest, "mnist", n)
         check(os.path.isfile(p) and open(p, "rb").read() == plain[n], "installed %s equals the decompressed file" % n)
-    check(not [f for f in os.listdir(os.path.join(dest, "mnist")) if f.endswith(".part")], "no partial files left")
+    left = os.listdir(os.path.join(dest, "mnist")) if os.path.isdir(os.path.join(dest, "mnist")) else []
+    check(not [f for f in left if f.endswith(".part")], "no partial files left")
 finally:
     shutil.rmtree(tmp)
 finish("check_mnist_shipped")

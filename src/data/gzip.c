@@ -5,6 +5,7 @@
 #include "data/data.h"
 #include "ir/ir.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -15,6 +16,7 @@ af_status data_gunzip(const char *path, const uint8_t *in, size_t len, size_t ca
                       size_t *out_len) {
     *out = NULL;
     *out_len = 0;
+    if (cap == SIZE_MAX) cap--; /* the buffer holds cap + 1 */
     if (!data_is_gzip(in, len))
         return ir_fail(AF_ERR_CORRUPT, "%s: not a gzip file (it does not start with 1f 8b)", path);
     /* The last member's trailer holds its size mod 2^32: a first guess for the buffer,
@@ -22,7 +24,9 @@ af_status data_gunzip(const char *path, const uint8_t *in, size_t len, size_t ca
     size_t guess = len >= 18 ? (size_t)in[len - 4] | (size_t)in[len - 3] << 8 | (size_t)in[len - 2] << 16 |
                                    (size_t)in[len - 1] << 24
                              : 0;
-    size_t size = guess > len ? guess : 4 * len;
+    /* deflate expands at most ~1032:1; a larger claim is a lie, so it sizes nothing */
+    size_t most = len > SIZE_MAX / 1032 ? SIZE_MAX : len * 1032;
+    size_t size = guess > len && guess <= most ? guess : len > SIZE_MAX / 4 ? SIZE_MAX : 4 * len;
     if (size < 4096) size = 4096;
     if (size > cap) size = cap;
     uint8_t *buf = malloc(size + 1); /* + 1: room to notice output past the cap */

@@ -4,8 +4,9 @@ Python's gzip and hashlib (independently of the C reader) and compared with what
 CLI reports, run from an empty directory with no data dir and no PATH (so no npm, tar
 or gunzip is reachable): the compressed digests match SHA256SUMS, the decompressed ones
 the table README.md quotes, and `aneforge data info` finds the shipped copy and gives
-each split's sample count and first labels as the IDX bytes hold them; `data fetch
-mnist` then installs the four verified files, byte for byte the decompressed ones.
+each split's sample count and first labels as the IDX bytes hold them; `train mlp
+--data mnist` trains on it; `data fetch mnist` installs the four verified files, byte
+for byte the decompressed ones.
 
 usage: check_mnist_shipped.py AF_CLI SOURCE_DIR"""
 import gzip, hashlib, os, re, shutil, struct, subprocess, sys, tempfile
@@ -52,6 +53,14 @@ try:
     for split, (n, first) in ref.items():
         want = "%s split: %d samples, first labels %s" % (split, n, " ".join(map(str, first)))
         check(want in r.stdout, "data info says: " + want)
+
+    # train finds the shipped copy too: 20 steps of the MLP on 1280 digits, then the
+    # whole test split (10000 digits: well above chance, 10%)
+    r = subprocess.run([cli, "train", "mlp", "--data", "mnist", "--epochs", "1", "--limit", "1280", "--threads", "1"],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    m = re.search(r"test accuracy ([0-9.]+)%", r.stdout + r.stderr)
+    print(m.group(0) if m else r.stdout[-500:] + r.stderr[-500:])
+    check(r.returncode == 0 and m and float(m.group(1)) > 60, "train mlp --data mnist reads the shipped copy")
 
     dest = os.path.join(tmp, "d")
     r = subprocess.run([cli, "data", "fetch", "mnist", "--dir", dest], cwd=tmp, env=env, capture_output=True,

@@ -27,7 +27,9 @@ test-tsan:
 
 # The arm64 build (NEON GEMM kernels, arm64 feature detection, GCC's arm64 code) cross-
 # compiled and its tests run under qemu-aarch64, on an x86-64 machine. Needs
-# `apt-get install -y gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user`; the tests
+# `apt-get install -y gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user` and an arm64
+# zlib where the toolchain file's find root sees it (zlib1g-dev:arm64 is multiarch, under
+# /usr/lib/aarch64-linux-gnu: not checked here since zlib became required); the tests
 # that run the CLI also need qemu-aarch64 in binfmt_misc (tests/qemu_binfmt.sh, root).
 # About 5 minutes to build and 20 to test on 2 cores (cli_train_ane alone 15).
 test-arm64:

@@ -4,11 +4,12 @@
   python3 bench/torch_train.py --model mlp --epochs 5          # accuracy run
   python3 bench/torch_train.py --model cnn --steps 200 --time  # ms/step only
 
-Reads the IDX files that `aneforge data fetch` installs ($ANEFORGE_DATA or ./data).
+Reads the IDX files that `aneforge data fetch` installs ($ANEFORGE_DATA or ./data), or
+their .gz as shipped in data/mnist/.
 Run PyTorch at its best: bench/compare_train.sh sets OMP_WAIT_POLICY=PASSIVE,
 preloads tcmalloc and uses the same thread count as aneforge.
 """
-import argparse, os, struct, sys, time
+import argparse, gzip, os, struct, sys, time
 
 try:
     import numpy as np
@@ -20,8 +21,12 @@ except ImportError:
 
 
 def idx(path):
-    with open(path, "rb") as f:
-        data = f.read()
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        with gzip.open(path + ".gz", "rb") as f:
+            data = f.read()
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
     magic, = struct.unpack(">I", data[:4])
     nd = magic & 0xFF
     dims = struct.unpack(">" + "I" * nd, data[4:4 + 4 * nd])

@@ -8,14 +8,14 @@
 # run.c is not part of aneforge: build it yourself and point AF_RUNC at the binary,
 #   git clone https://github.com/karpathy/llama2.c && cc -O2 -o run llama2.c/run.c -lm
 #   AF_RUNC=$PWD/run ctest -R runc_crosscheck
-# Without AF_RUNC the test prints "skipped" (ctest reports it as skipped).
+# Without AF_RUNC the test exits 77, which ctest reports as skipped.
 #   usage: runc_crosscheck.sh AF_BINARY SOURCE_DIR
 set -eu
 AF=$1
 SRC=$2
 if [ -z "${AF_RUNC:-}" ]; then
-    echo "runc_crosscheck: skipped: set AF_RUNC to a llama2.c run.c binary to compare with it"
-    exit 0
+    echo "runc_crosscheck: SKIPPED: set AF_RUNC to a llama2.c run.c binary to compare with it"
+    exit 77
 fi
 [ -x "$AF_RUNC" ] || { echo "runc_crosscheck: AF_RUNC=$AF_RUNC is not an executable"; exit 1; }
 dir=$(mktemp -d /tmp/af_runc.XXXXXX)

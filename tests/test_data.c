@@ -143,7 +143,7 @@ static void test_idx(void) {
     const uint8_t gz[] = { 0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0 };
     const char *gzp = tpath("train-images-idx3-ubyte.gz");
     write_bytes(gzp, gz, sizeof gz);
-    expect_fail_idx(gzp, lbl, gzp, "gzip-compressed: gunzip it first", "gzip magic");
+    expect_fail_idx(gzp, lbl, gzp, "truncated gzip data", "a gzip header alone");
     const char *missing = tpath("no-such-file");
     expect_fail_idx(missing, lbl, missing, NULL, "missing images");
     expect_fail_idx(img, missing, missing, NULL, "missing labels");

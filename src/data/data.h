@@ -26,12 +26,30 @@ extern "C" {
  * `hint` (may be NULL) is appended to that message, e.g. the fetch command to run. */
 af_status data_read_file(const char *path, const char *hint, uint8_t **buf, size_t *len);
 
-/* Reads an IDX ubyte file of exactly `rank` dims (1 or 3). On success *buf owns the
- * whole file, *data points at the payload inside it, dims[0..rank) (room for 3) are
- * filled and
- * the payload size equals prod(dims). */
-af_status data_idx_read(const char *path, const char *hint, int rank, int64_t *dims,
-                      uint8_t **buf, const uint8_t **data);
+/* Reads an IDX ubyte file of exactly `rank` dims (1 or 3), gzip-compressed or not (a
+ * compressed one may decompress to at most gz_cap bytes; *gz, when not NULL, says
+ * whether it was). On success *buf owns the whole (decompressed) file, *data points at
+ * the payload inside it, dims[0..rank) (room for 3) are filled and the payload size
+ * equals prod(dims). */
+af_status data_idx_read(const char *path, const char *hint, int rank, size_t gz_cap, int64_t *dims,
+                        uint8_t **buf, const uint8_t **data, int *gz);
+
+/* gzip (src/data/gzip.c). data_is_gzip: the buffer starts with gzip's magic 1f 8b.
+ * data_gunzip decompresses a whole gzip file held in memory (`path` names it in
+ * messages; concatenated members are joined) into a malloc'd *out of *out_len bytes,
+ * refusing output past `cap` bytes, a bad CRC or length, truncation and trailing bytes. */
+int data_is_gzip(const uint8_t *buf, size_t len);
+af_status data_gunzip(const char *path, const uint8_t *in, size_t len, size_t cap, uint8_t **out,
+                      size_t *out_len);
+/* The most a compressed IDX file given by path (af_dataset_load_idx) may decompress to. */
+#define DATA_GZ_CAP ((size_t)1 << 30)
+
+/* The four IDX files of MNIST and Fashion-MNIST, in the order train images, train
+ * labels, test images, test labels, and the SHA-256 of each uncompressed file (one
+ * table: `aneforge data` verifies fetched files against it, af_dataset_load the
+ * compressed copies it reads). kind is AF_DATA_MNIST or AF_DATA_FASHION. */
+extern const char *const data_idx_names[4];
+const char *data_idx_sha256(af_dataset_kind kind, int file);
 
 /* Checks an IDX ubyte image held in memory (buf, len: a whole file; `path` names it in
  * messages) as data_idx_read does; on success *data points at the payload inside buf. */

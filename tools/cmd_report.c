@@ -6,6 +6,7 @@
 #include "cli_args.h"
 #include "dash_plot.h"
 #include "report_svg.h"
+#include "aneforge.h"
 
 #include <errno.h>
 #include <math.h>
@@ -219,7 +220,7 @@ int cmd_report(int argc, char **argv) {
             dash_run_init(&runs[n], name ? name : cli_base_name(k));
             name = NULL;
             if (dash_run_load(&runs[n++], k)) {
-                fprintf(stderr, "aneforge report: cannot read %s: %s\n", k, strerror(errno));
+                fprintf(stderr, "aneforge report: %s\n", af_error_message());
                 rc = 1;
             }
             continue;

@@ -1,6 +1,7 @@
 /* train llama's checkpoints (see llama_ckpt.h): tr_export's records plus "llama.*"
  * (the config, one int64 record per field) and "cli.*" (data path, run position). */
 #include "llama_ckpt.h"
+#include "ir/file.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"
 #include "train/trainer_io.h"
@@ -126,7 +127,8 @@ static af_llama_weights *from_ckpt(const char *path) {
 
 af_llama_weights *llama_model_load(const char *path) {
     if (!path) { ir_fail(AF_ERR_INVALID, "no model path"); return NULL; }
-    FILE *f = fopen(path, "rb");
+    FILE *f = ir_fopen_regular(path, "model", 0, NULL);
+    if (!f) return NULL;
     char magic[8] = { 0 };
     size_t n = f ? fread(magic, 1, sizeof magic, f) : 0;
     if (f) fclose(f);

@@ -178,8 +178,24 @@ af_status tr_export(af_trainer *t, ckpt *c) {
     return st;
 }
 
+af_status tr_check_floats(const char *where, const char *name, const void *p, int64_t n, bool nonneg) {
+    for (int64_t j = 0; j < n; j++) {
+        float x;
+        memcpy(&x, (const char *)p + j * (int64_t)sizeof x, sizeof x);
+        if (isfinite(x) && (!nonneg || x >= 0)) continue;
+        return ir_fail(AF_ERR_CORRUPT,
+                       "%s: record '%s' holds %g at element %lld, which %s: the checkpoint was saved from a run "
+                       "that had already diverged, or edited; resume from an earlier checkpoint or start again",
+                       where, name, (double)x, (long long)j,
+                       !isfinite(x) ? "is not finite" : "is negative (a second moment is a mean of squares, >= 0)");
+    }
+    return AF_OK;
+}
+
 /* The float array record `name` of n floats, or NULL (with the error set) when it is
- * missing or mis-sized. */
+ * missing, mis-sized, or holds a value no run produces: the checksum proves only that the
+ * file is what was written. Weights and first moments are finite; second moments
+ * ("adam_v": v, or its root) finite and >= 0. */
 static const void *get_array(const ckpt *c, const char *name, int64_t n) {
     int64_t bytes = 0;
     const void *p = ckpt_get(c, name, &bytes);
@@ -192,6 +208,7 @@ static const void *get_array(const ckpt *c, const char *name, int64_t n) {
                 name, (long long)bytes, (long long)(n * (int64_t)sizeof(float)));
         return NULL;
     }
+    if (tr_check_floats("checkpoint", name, p, n, !strncmp(name, "adam_v.", 7))) return NULL;
     return p;
 }
 

@@ -22,7 +22,8 @@ static void usage(FILE *f) {
             "latest figures, ms/step by phase, the engine accounting, the latest sample and the\n"
             "log's tail. Keys: q quit, p or space pause, arrows and PgUp/PgDn scroll the log.\n"
             "When stdout is not a terminal it prints one summary line per log line instead, and\n"
-            "stops after the run's end line.\n\n"
+            "stops after the run's end line. The log must be a regular file; lines over 1 MiB are\n"
+            "skipped (counted unreadable), and --once reads at most 1 GiB.\n\n"
             "  --once       draw the screen once as plain text (default size 120x40) and exit\n"
             "  --size WxH   the --once screen's size\n");
 }

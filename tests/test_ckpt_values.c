@@ -103,6 +103,26 @@ static void test_trainer(void) {
         CHECK(same_state(b, before), "case %s: the refused load changed the trainer", bad[i].rec);
         ckpt_free(e);
     }
+    /* Finite moments in a unit so small that this plan's units overflow them (the fuzzer's
+     * find): r = sqrt(v) saved in units of 1e-30 is 1e30 r here, and v = r^2 is inf. */
+    const float tiny = 1e-30f;
+    ckpt *u1 = with_float(good, "trainer.moment_unit", 0, tiny), *u2 = NULL;
+    if (u1) {
+        u2 = ckpt_new();
+        for (int64_t i = 0; u2 && i < ckpt_count(u1); i++) {
+            int64_t bytes;
+            const void *d = ckpt_get(u1, ckpt_name(u1, i), &bytes);
+            if (strcmp(ckpt_name(u1, i), "trainer.moments")) ckpt_put(u2, ckpt_name(u1, i), d, bytes);
+            else ckpt_put_str(u2, "trainer.moments", "rms");
+        }
+    }
+    CHECK(u2 && ckpt_save(u2, path) == AF_OK, "save: %s", af_error_message());
+    af_status ust = af_trainer_load(b, path);
+    CHECK(ust == AF_ERR_CORRUPT && msg_has("overflow a float in this plan's moment units") && msg_has("'adam_v.0'"),
+          "moment unit 1e-30: status %d, %s", (int)ust, af_error_message());
+    CHECK(same_state(b, before), "the refused load changed the trainer");
+    ckpt_free(u1);
+    ckpt_free(u2);
     /* A legal edge: v = 0 and a negative first moment are what runs produce. */
     ckpt *e = with_float(good, "adam_v.2", 0, 0.0f), *e2 = e ? with_float(e, "adam_m.2", 0, -3.0f) : NULL;
     CHECK(e2 && ckpt_save(e2, path) == AF_OK && af_trainer_load(b, path) == AF_OK, "v = 0, m < 0: %s", af_error_message());

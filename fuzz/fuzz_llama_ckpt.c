@@ -25,6 +25,15 @@ static void try_load(const uint8_t *data, size_t size) {
                 af_llama_param_at(cfg, i, NULL, &s, NULL);
                 REQUIRE(ckpt_get(c, name, &bytes) && bytes == af_shape_count(s) * (int64_t)sizeof(float));
             }
+            /* and every weight is finite */
+            const float *d = af_llama_weights_data(w);
+            int64_t total = 0;
+            for (int i = 0; i < af_llama_param_count(cfg); i++) {
+                af_shape s;
+                af_llama_param_at(cfg, i, NULL, &s, NULL);
+                total += af_shape_count(s);
+            }
+            for (int64_t j = 0; j < total; j++) REQUIRE(isfinite(d[j]));
             af_llama_weights_free(w);
         }
     } else {

@@ -67,6 +67,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         REQUIRE(t->step >= 0 && t->skipped >= 0 && t->clean_run >= 0 && t->skipped_consecutive >= 0);
         REQUIRE(t->scale > 0 && isfinite(t->scale) && t->moment_unit > 0 && isfinite(t->moment_unit));
+        /* the records' meaning was checked: finite weights and moments, second moments >= 0 */
+        for (int i = 0; i < t->np; i++)
+            for (int64_t j = 0; j < t->count[i]; j++)
+                REQUIRE(isfinite(t->master[i][j]) && isfinite(t->m[i][j]) && isfinite(t->v[i][j]) && t->v[i][j] >= 0);
         float x[FT_BATCH * FT_IN], y[FT_BATCH * FT_OUT] = {1, 0, 0, 1};
         for (int i = 0; i < FT_BATCH * FT_IN; i++) x[i] = (float)(i % 5) - 2.0f;
         int64_t before = t->step + t->skipped;

@@ -5,11 +5,14 @@
 #include "cli_args.h"
 #include "dash_term.h"
 #include "dash_view.h"
+#include "ir/file.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -19,7 +22,8 @@ static void usage(FILE *f) {
             "latest figures, ms/step by phase, the engine accounting, the latest sample and the\n"
             "log's tail. Keys: q quit, p or space pause, arrows and PgUp/PgDn scroll the log.\n"
             "When stdout is not a terminal it prints one summary line per log line instead, and\n"
-            "stops after the run's end line.\n\n"
+            "stops after the run's end line. The log must be a regular file; lines over 1 MiB are\n"
+            "skipped (counted unreadable), and --once reads at most 1 GiB.\n\n"
             "  --once       draw the screen once as plain text (default size 120x40) and exit\n"
             "  --size WxH   the --once screen's size\n");
 }
@@ -30,7 +34,7 @@ static int once(const char *path, const char *name, int w, int h) {
     dash_run r;
     dash_run_init(&r, name);
     if (dash_run_load(&r, path)) {
-        fprintf(stderr, "aneforge dashboard: cannot read %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "aneforge dashboard: %s\n", af_error_message());
         return 1;
     }
     dash_screen s;
@@ -71,6 +75,16 @@ int cmd_dashboard(int argc, char **argv) {
     if (!path) return bad("%s", "name the log to watch (written by 'aneforge train ... --log FILE')");
     if (!name) name = cli_base_name(path);
     if (one) return once(path, name, (int)w, (int)h);
+    /* A log that is not there yet is waited for; one that is there must be a regular file. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        int fd = ir_open_regular(path, "log", UINT64_MAX, NULL);
+        if (fd >= 0) close(fd); /* replaced by a file since stat: follow it */
+        else {
+            fprintf(stderr, "aneforge dashboard: %s\n", af_error_message());
+            return 1;
+        }
+    }
     dash_live *d = dash_live_start(path, name);
     if (!d) return 1;
     while (!dash_live_poll(d, false)) {

@@ -12,29 +12,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { MAXP = 2 + 9 * 256 };
 
 typedef struct {
     const char *model, *data;
     long seq, batch, threads;
-    int json;
+    int json, progress;
 } eval_args;
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: aneforge eval llama --model M --data tokens.bin [--seq N] [--batch B] [--threads N] [--json]\n\n"
+            "usage: aneforge eval llama --model M --data tokens.bin [--seq N] [--batch B] [--threads N] [--json] [--progress]\n\n"
             "The mean loss in nats per token of a model over a token file (uint16 ids, llama2.c's\n"
             ".bin): windows of --seq + 1 tokens at stride --seq, each predicting its last --seq\n"
             "tokens from the ones before (the windows 'train llama --val' reports), forward only,\n"
             "CPU, fp32. Tokens after the last whole window are not scored.\n\n"
             "  --model PATH    a llama2.c model file (version 0 or 1) or a 'train llama --save' checkpoint\n"
             "  --data PATH     the tokens\n"
-            "  --seq N         tokens per window (default: the model's seq_len, or fewer for a short file)\n"
+            "  --seq N         tokens per window, 1..65536 (default: the model's seq_len, at most 65536, or\n"
+            "                  fewer for a short file)\n"
             "  --batch B       windows per forward pass (default 8)\n"
             "  --threads N     CPU threads (default one per core)\n"
-            "  --json          one JSON line: loss, perplexity, tokens, windows, seq, seconds\n");
+            "  --json          one JSON line: loss, perplexity, tokens, windows, seq, seconds\n"
+            "  --progress      windows done so far on stderr, a line per batch (on by default, on one\n"
+            "                  line, when stderr is a terminal and there is more than one batch)\n");
 }
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge eval llama", fmt, a); }
@@ -45,12 +50,13 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--progress")) { a->progress = 1; continue; }
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
         if (!v) return bad("%s needs a value", k);
         i++;
         if (!strcmp(k, "--model")) a->model = v;
         else if (!strcmp(k, "--data")) a->data = v;
-        else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 65536, &a->seq)) return bad("--seq wants an integer in 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, LLAMA_EVAL_MAX_SEQ, &a->seq)) return bad("--seq wants an integer in 1..65536, not '%s'", v); }
         else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 4096, &a->batch)) return bad("--batch wants an integer in 1..4096, not '%s'", v); }
         else if (!strcmp(k, "--threads")) { if (cli_parse_long(v, 1, 1024, &a->threads)) return bad("--threads wants a positive integer, not '%s'", v); }
         else return bad("unknown option '%s'", k);
@@ -81,7 +87,10 @@ static af_model *compile_forward(const af_llama_weights *w, int B, int T, int th
 static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_t *tok, int64_t n) {
     const af_llama_config *c = af_llama_weights_config(w);
     const int V = c->vocab_size;
-    int T = (int)(a->seq ? a->seq : (n - 1 < c->seq_len ? n - 1 : c->seq_len));
+    int T = llama_eval_window(n, c->seq_len, a->seq);
+    if (!a->seq && c->seq_len > LLAMA_EVAL_MAX_SEQ && n - 1 > LLAMA_EVAL_MAX_SEQ)
+        fprintf(stderr, "aneforge eval llama: the model's seq_len %d is above eval's limit of %d: windows of %d (set --seq)\n",
+                c->seq_len, LLAMA_EVAL_MAX_SEQ, T);
     if (T > c->seq_len) {
         fprintf(stderr, "aneforge eval llama: --seq %d is longer than the model's seq_len %d\n", T, c->seq_len);
         return 2;
@@ -109,6 +118,8 @@ static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     double sum = 0;
+    /* Progress on stderr: asked for, or a terminal watching more than one batch. */
+    const bool tty = isatty(fileno(stderr)), progress = a->progress || (tty && windows > B);
     for (int64_t w0 = 0; !rc && w0 < windows; w0 += B) {
         int used = (int)(windows - w0 < B ? windows - w0 : B);
         /* A short last batch repeats its last window; only the used rows are scored. */
@@ -123,7 +134,11 @@ static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_
         }
         for (int b = 0; b < used; b++)
             for (int i = 0; i < T; i++) sum += llama_nll(out + ((int64_t)b * T + i) * V, V, tok[(w0 + b) * T + i + 1]);
+        if (progress)
+            fprintf(stderr, "%seval: %lld/%lld windows (%lld tokens)%s", tty ? "\r\033[K" : "", (long long)(w0 + used),
+                    (long long)windows, (long long)(w0 + used) * T, tty ? "" : "\n");
     }
+    if (progress && tty) fputs("\r\033[K", stderr);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (!rc) {
         int64_t scored = windows * T;

@@ -104,9 +104,12 @@ static int parse_tokens(const char *s, int vocab, int **ids, int *n) {
 /* run.c's prompt: the text encoded with BOS (and the dummy-prefix space), checked
  * against the model's vocabulary. */
 static int tokenizer_prompt(const af_tokenizer *tok, const char *prompt, int vocab, int **ids, int *n) {
-    if (af_tokenizer_vocab_size(tok) > vocab) {
-        fprintf(stderr, "aneforge generate: the tokenizer has %d tokens but the model only %d: use the model's own tokenizer\n",
-                af_tokenizer_vocab_size(tok), vocab);
+    /* Equal sizes: a smaller tokenizer cannot decode the model's higher ids (they would
+     * vanish from the text), a larger one encodes ids the model has no row for. */
+    if (af_tokenizer_vocab_size(tok) != vocab) {
+        fprintf(stderr, "aneforge generate: the tokenizer has %d tokens but the model's vocabulary is %d: they must be "
+                "equal; give the tokenizer the model was trained with (train llama --tokenizer), or --tokens ids "
+                "without --tokenizer\n", af_tokenizer_vocab_size(tok), vocab);
         return 2;
     }
     int32_t *t = NULL;

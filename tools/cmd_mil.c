@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "aneforge.h"
 #include "mil/mil.h"
+#include "ir/file.h"
 #include "mil_npy.h"
 
 #include <errno.h>
@@ -47,21 +48,20 @@ static void usage(FILE *f) {
 
 static void shape_text(af_shape s, char *buf, size_t n) { ir_shape_str(s, buf, n); }
 
+/* The whole of a regular file of at most AF_MIL_MAX_TEXT bytes; NULL with the error set. */
 static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
+    uint64_t size = 0;
+    FILE *f = ir_fopen_regular(path, "MIL file", AF_MIL_MAX_TEXT, &size);
     if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *t = malloc(cap);
-    while (t) {
-        n += fread(t + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *nt = cap < AF_MIL_MAX_TEXT ? realloc(t, cap * 2) : NULL;
-        if (!nt) { free(t); t = NULL; break; }
-        t = nt;
-        cap *= 2;
-    }
+    char *t = malloc((size_t)size + 1);
+    if (t && fread(t, 1, (size_t)size, f) != (size_t)size) {
+        free(t);
+        t = NULL;
+        ir_fail(AF_ERR_IO, "cannot read MIL file %s (changed while read?)", path);
+    } else if (!t)
+        ir_fail(AF_ERR_NOMEM, "MIL file %s: out of memory", path);
     fclose(f);
-    *len = n;
+    *len = (size_t)size;
     return t;
 }
 
@@ -69,7 +69,7 @@ static char *read_text(const char *path, size_t *len) {
 static int load(const char *path, const char *weights, const char *function, mil_module *m) {
     size_t len;
     char *text = read_text(path, &len);
-    if (!text) { fprintf(stderr, "aneforge mil: cannot read %s: %s\n", path, strerror(errno)); return 1; }
+    if (!text) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
     char *dir = ir_strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = 0;

@@ -6,6 +6,7 @@
 #include "cli_args.h"
 #include "dash_plot.h"
 #include "report_svg.h"
+#include "aneforge.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,7 +21,8 @@ static void usage(FILE *f) {
             "usage: aneforge report run.jsonl [[--name NAME] more.jsonl ...] -o report.html [--title TEXT]\n\n"
             "Writes one HTML file (inline SVG, no scripts, nothing fetched) with the curves of\n"
             "every log overlaid, a table of each run's configuration and final figures, and the\n"
-            "samples. A run is named after its file unless --name NAME comes before it.\n");
+            "samples. A run is named after its file unless --name NAME comes before it. Each log\n"
+            "must be a regular file of at most 1 GiB; lines over 1 MiB are skipped (unreadable).\n");
 }
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge report", fmt, a); }
@@ -219,7 +221,7 @@ int cmd_report(int argc, char **argv) {
             dash_run_init(&runs[n], name ? name : cli_base_name(k));
             name = NULL;
             if (dash_run_load(&runs[n++], k)) {
-                fprintf(stderr, "aneforge report: cannot read %s: %s\n", k, strerror(errno));
+                fprintf(stderr, "aneforge report: %s\n", af_error_message());
                 rc = 1;
             }
             continue;

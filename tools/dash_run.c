@@ -1,7 +1,9 @@
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* getline */
+#define _POSIX_C_SOURCE 200809L /* getc_unlocked */
 #endif
 #include "dash_run.h"
+#include "ir/file.h"
+#include "ir/ir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,13 +117,39 @@ void dash_run_feed(dash_run *r, const char *line, size_t n) {
 }
 
 int dash_run_load(dash_run *r, const char *path) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = ir_fopen_regular(path, "log", DASH_MAX_LOG_BYTES, NULL);
     if (!f) return -1;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) dash_run_feed(r, line, (size_t)n);
+    /* Lines of up to DASH_MAX_LINE bytes; longer ones are skipped as unreadable. The file's
+     * size was checked, and at most that many bytes are read even if it grows meanwhile. */
+    char *line = malloc(DASH_MAX_LINE + 1);
+    if (!line) {
+        fclose(f);
+        ir_fail(AF_ERR_NOMEM, "log %s: out of memory", path);
+        return -1;
+    }
+    size_t n = 0;
+    bool overflow = false;
+    uint64_t total = 0;
+    int c;
+    while (total < DASH_MAX_LOG_BYTES && (c = getc_unlocked(f)) != EOF) {
+        total++;
+        if (c != '\n') {
+            if (n < DASH_MAX_LINE) line[n++] = (char)c;
+            else overflow = true;
+            continue;
+        }
+        if (overflow) r->bad_lines++, r->lines++;
+        else dash_run_feed(r, line, n);
+        n = 0, overflow = false;
+    }
+    if (overflow) r->bad_lines++, r->lines++;
+    else if (n) dash_run_feed(r, line, n);
+    int err = ferror(f);
     free(line);
     fclose(f);
+    if (err) {
+        ir_fail(AF_ERR_IO, "log %s: read error", path);
+        return -1;
+    }
     return 0;
 }

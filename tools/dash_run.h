@@ -48,6 +48,12 @@ void dash_run_free(dash_run *r);
 void dash_run_feed(dash_run *r, const char *line, size_t n);
 /* The i-th newest tail line (0 = newest), or NULL. */
 const char *dash_run_tail(const dash_run *r, int64_t i);
-/* Reads a whole file line by line into r. -1 when it cannot be opened. */
+/* Bounds on what a log may make us read: a longer line is skipped (counted unreadable);
+ * a larger file, or one that is not a regular file (a directory, /dev/zero, a pipe), is
+ * refused. A log line is a few hundred bytes, so these are far above any real run. */
+#define DASH_MAX_LINE ((size_t)1 << 20)
+#define DASH_MAX_LOG_BYTES ((uint64_t)1 << 30)
+/* Reads a whole file line by line into r. -1 with af_error_message() set when it is not
+ * a regular file of at most DASH_MAX_LOG_BYTES or cannot be read. */
 int dash_run_load(dash_run *r, const char *path);
 #endif

@@ -4,6 +4,7 @@
 #include "cli_args.h"
 #include "dash_run.h"
 #include "dash_view.h"
+#include "ir/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LINE (1 << 20) /* longer lines are dropped (counted unreadable) */
+#define MAX_LINE DASH_MAX_LINE /* longer lines are dropped (counted unreadable) */
 
 struct dash_live {
     char path[1024];
@@ -105,7 +106,9 @@ static void screen_size(int *w, int *h) {
 
 static void reopen(dash_live *d) {
     if (d->fd >= 0) close(d->fd);
-    d->fd = open(d->path, O_RDONLY);
+    /* Only a regular file: a FIFO would block here, /dev/zero would never end a read. */
+    uint64_t size = 0;
+    d->fd = ir_open_regular(d->path, "log", UINT64_MAX, &size);
     d->off = 0;
     d->part_n = 0;
     d->part_overflow = false;

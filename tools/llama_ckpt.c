@@ -1,10 +1,12 @@
 /* train llama's checkpoints (see llama_ckpt.h): tr_export's records plus "llama.*"
  * (the config, one int64 record per field) and "cli.*" (data path, run position). */
 #include "llama_ckpt.h"
+#include "ir/file.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"
 #include "train/trainer_io.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,12 +75,22 @@ int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *cf
     llama_run_pos q = { 0 };
     if (!st) st = ckpt_get_i64(c, "cli.steps", &q.steps);
     if (!st) st = ckpt_get_i64(c, "cli.calls", &q.calls);
-    if (!st && (q.steps < 0 || q.calls < 0))
-        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.steps %lld and cli.calls %lld must be >= 0", path, (long long)q.steps,
-                     (long long)q.calls);
+    /* Counters a run advances by one per step: beyond 2^62 none could have come from a run
+     * (and step arithmetic would overflow). */
+    if (!st && (q.steps < 0 || q.calls < 0 || q.steps > INT64_MAX / 2 || q.calls > INT64_MAX / 2))
+        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.steps %lld and cli.calls %lld must be in 0..2^62 (steps done); the "
+                     "checkpoint is damaged or edited: resume from an earlier one or start again", path,
+                     (long long)q.steps, (long long)q.calls);
     if (!st) {
         memcpy(&q.rng, rng, sizeof q.rng);
         memcpy(q.recent, recent, sizeof q.recent);
+        for (int i = 0; i < LLAMA_RECENT && !st; i++) /* cross-entropy losses: >= 0 (NaN if a call diverged) */
+            if (q.recent[i] < 0 || isinf(q.recent[i]))
+                st = ir_fail(AF_ERR_CORRUPT, "%s: record cli.recent holds loss %g at %d, not a cross-entropy (>= 0); the "
+                             "checkpoint is damaged or edited: resume from an earlier one or start again", path,
+                             q.recent[i], i);
+    }
+    if (!st) {
         st = tr_import(t, c);
     }
     ckpt_free(c);
@@ -103,10 +115,12 @@ af_llama_weights *llama_weights_from_ckpt(const ckpt *c, const char *path) {
         int64_t bytes = 0;
         snprintf(name, sizeof name, "param.%d", i);
         af_llama_param_at(&cfg, i, NULL, &s, NULL);
-        if (!ckpt_get(c, name, &bytes) || bytes != af_shape_count(s) * (int64_t)sizeof(float)) {
+        const void *p = ckpt_get(c, name, &bytes);
+        if (!p || bytes != af_shape_count(s) * (int64_t)sizeof(float)) {
             ir_fail(AF_ERR_CORRUPT, "%s: record %s is missing or not the config's size", path, name);
             return NULL;
         }
+        if (tr_check_floats(path, name, p, af_shape_count(s), false)) return NULL;
     }
     af_llama_weights *w = af_llama_weights_new(&cfg);
     for (int i = 0; w && i < n; i++) {
@@ -126,7 +140,8 @@ static af_llama_weights *from_ckpt(const char *path) {
 
 af_llama_weights *llama_model_load(const char *path) {
     if (!path) { ir_fail(AF_ERR_INVALID, "no model path"); return NULL; }
-    FILE *f = fopen(path, "rb");
+    FILE *f = ir_fopen_regular(path, "model", 0, NULL);
+    if (!f) return NULL;
     char magic[8] = { 0 };
     size_t n = f ? fread(magic, 1, sizeof magic, f) : 0;
     if (f) fclose(f);

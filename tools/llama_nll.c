@@ -4,6 +4,12 @@
 
 #include <math.h>
 
+int llama_eval_window(int64_t tokens, int seq_len, long requested) {
+    if (requested) return (int)requested;
+    int64_t t = tokens - 1 < seq_len ? tokens - 1 : seq_len;
+    return (int)(t < LLAMA_EVAL_MAX_SEQ ? t : LLAMA_EVAL_MAX_SEQ);
+}
+
 double llama_nll(const float *logits, int vocab, int target) {
     double mx = logits[0], s = 0;
     for (int v = 1; v < vocab; v++) mx = logits[v] > mx ? logits[v] : mx;

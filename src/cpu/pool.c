@@ -154,6 +154,22 @@ static void pool_destroy(cpu_pool *p, int started) {
     free(p);
 }
 
+/* The pool's locks and conditions; on a failure those made are destroyed again. */
+static int sync_init(cpu_pool *p) {
+    if (pthread_mutex_init(&p->run_lock, NULL)) return -1;
+    if (pthread_mutex_init(&p->lock, NULL)) goto no_lock;
+    if (pthread_cond_init(&p->work_cv, NULL)) goto no_work;
+    if (pthread_cond_init(&p->done_cv, NULL)) goto no_done;
+    return 0;
+no_done:
+    pthread_cond_destroy(&p->work_cv);
+no_work:
+    pthread_mutex_destroy(&p->lock);
+no_lock:
+    pthread_mutex_destroy(&p->run_lock);
+    return -1;
+}
+
 cpu_pool *cpu_pool_new(int threads) {
     if (threads <= 0) threads = cpu_num_cores();
     if (threads > POOL_MAX_THREADS) threads = POOL_MAX_THREADS;
@@ -169,10 +185,12 @@ cpu_pool *cpu_pool_new(int threads) {
         free(p);
         return NULL;
     }
-    pthread_mutex_init(&p->run_lock, NULL);
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->work_cv, NULL);
-    pthread_cond_init(&p->done_cv, NULL);
+    if (sync_init(p)) { /* out of resources: no pool (callers then run inline) */
+        free(p->workers);
+        free(p->args);
+        free(p);
+        return NULL;
+    }
     for (int i = 0; i < nw; i++) {
         p->args[i].pool = p;
         p->args[i].index = i + 1;

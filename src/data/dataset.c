@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "data/data.h"
 #include "data/sha256.h"
+#include "ir/file.h"
 #include "ir/ir.h"
 
 #include <errno.h>
@@ -27,22 +28,17 @@ af_status data_read_file(const char *path, const char *hint, uint8_t **out, size
     *out = NULL;
     *out_len = 0;
     if (!path) return ir_fail(AF_ERR_INVALID, "data file path is NULL");
-    int fd = open(path, O_RDONLY);
+    uint64_t size = 0;
+    int fd = ir_open_regular(path, "file", SIZE_MAX / 2 < IR_FILE_MAX_BYTES ? SIZE_MAX / 2 : IR_FILE_MAX_BYTES, &size);
     if (fd < 0) {
-        int e = errno;
-        return ir_fail(AF_ERR_IO, "cannot open %s: %s%s%s", path, strerror(e),
-                       hint ? "; " : "", hint ? hint : "");
+        if (hint && errno == ENOENT) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", af_error_message());
+            return ir_fail(AF_ERR_IO, "%s; %s", msg, hint);
+        }
+        return AF_ERR_IO;
     }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ir_fail(AF_ERR_IO, "%s: not a regular file", path);
-    }
-    if (sb.st_size < 0 || (uintmax_t)sb.st_size > (uintmax_t)(SIZE_MAX / 2)) {
-        close(fd);
-        return ir_fail(AF_ERR_IO, "%s: size %jd is too large to load", path, (intmax_t)sb.st_size);
-    }
-    size_t len = (size_t)sb.st_size;
+    size_t len = (size_t)size;
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) {
         close(fd);

@@ -1,5 +1,6 @@
 /* SHA-256 per FIPS 180-4: 64-byte blocks, big-endian words, 64 rounds. */
 #include "data/sha256.h"
+#include "ir/file.h"
 #include "ir/ir.h"
 
 #include <errno.h>
@@ -89,8 +90,8 @@ void data_sha256_hex(const uint8_t digest[32], char hex[65]) {
 
 af_status data_sha256_file(const char *path, char hex[65]) {
     hex[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ir_fail(AF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = ir_fopen_regular(path, "file", 0, NULL);
+    if (!f) return AF_ERR_IO;
     data_sha256_ctx c;
     data_sha256_init(&c);
     uint8_t buf[1 << 16];

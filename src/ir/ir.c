@@ -29,10 +29,15 @@ const char *af_error_message(void) { return tls_error; }
 void ir_clear_error(void) { tls_error[0] = 0; }
 
 af_status ir_fail(af_status st, const char *fmt, ...) {
+    /* Formatted aside first: callers wrap the current message ("trainer: %s",
+     * af_error_message()), and printing into the buffer being read garbles it
+     * ("trainer: trainer: e: out of memory"). */
+    char buf[sizeof tls_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_error, sizeof tls_error, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(tls_error, buf, sizeof buf);
     return st;
 }
 

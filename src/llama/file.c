@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "llama/llama.h"
 #include "ir/bytes.h"
+#include "ir/file.h"
 #include "ir/ir.h"
 
 #include <math.h>
@@ -221,24 +222,15 @@ af_llama_weights *af_llama_load(const char *path, int *version) {
         ir_fail(AF_ERR_INVALID, "af_llama_load: path is NULL");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ir_fail(AF_ERR_IO, "cannot open llama2.c model %s", path);
-        return NULL;
-    }
+    uint64_t size = 0;
+    FILE *f = ir_fopen_regular(path, "llama2.c model", 0, &size);
+    if (!f) return NULL;
     uint8_t head[LLAMA_V1_HEADER] = { 0 };
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        ir_fail(AF_ERR_IO, "%s: cannot find its size (not a regular file?)", path);
-        return NULL;
-    }
     size_t got = fread(head, 1, sizeof head, f);
     (void)got; /* a short file is caught by the size checks */
     source s = { .f = f };
     af_llama_weights *w = NULL;
-    read_weights(&s, head, (uint64_t)size, path, &w, version);
+    read_weights(&s, head, size, path, &w, version);
     fclose(f);
     return w;
 }

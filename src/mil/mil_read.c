@@ -1,7 +1,11 @@
 /* The MIL reader's front: mil_parse / af_mil_load, function selection and the
  * weight files BLOBFILE constants cite (in memory first, then @model_path on disk). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "mil/mil_ast.h"
+#include "ir/file.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,19 @@ static bool open_blob(mil_mapper *M, const char *path, milblob **out, int line, 
     char *file = malloc(n);
     if (!file) return mil_error(M->diag, AF_ERR_NOMEM, line, col, "out of memory");
     snprintf(file, n, "%s/%s", dir, rest);
+    /* The text's path stays inside the folder (unsafe_path); a symlink in it must too. */
+    char *real_dir = realpath(dir, NULL), *real_file = real_dir ? realpath(file, NULL) : NULL;
+    size_t dl = real_dir ? strlen(real_dir) : 0;
+    bool inside = real_file && !strncmp(real_file, real_dir, dl) &&
+                  (real_file[dl] == '/' || (dl == 1 && real_dir[0] == '/'));
+    if (real_dir && real_file && !inside) {
+        mil_error(M->diag, AF_ERR_INVALID, line, col,
+                  "weight file for \"%s\": %s resolves to %s, outside the folder %s (a symlink?); copy the "
+                  "weights into the model folder", path, file, real_file, real_dir);
+        free(real_dir), free(real_file), free(file);
+        return false;
+    }
+    free(real_dir), free(real_file);
     af_status st = milblob_read_file_follow(file, out);
     free(file);
     if (st) return mil_error(M->diag, st, line, col, "weight file for \"%s\": %s", path, af_error_message());
@@ -115,22 +132,15 @@ af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **
     if (nout) *nout = 0;
     if (out) *out = NULL;
     if (!mil_path || !g) return ir_fail(AF_ERR_INVALID, "af_mil_load: mil_path or g is NULL");
-    FILE *f = fopen(mil_path, "rb");
-    if (!f) return ir_fail(AF_ERR_IO, "af_mil_load: cannot open %s", mil_path);
-    size_t cap = 1 << 16, n = 0;
-    char *text = malloc(cap);
-    for (;;) {
-        if (!text) { fclose(f); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
-        n += fread(text + n, 1, cap - n, f);
-        if (n < cap || cap > AF_MIL_MAX_TEXT) break;
-        char *nt = realloc(text, cap * 2);
-        if (!nt) free(text);
-        text = nt;
-        cap *= 2;
-    }
-    bool err = ferror(f);
+    uint64_t size = 0;
+    FILE *f = ir_fopen_regular(mil_path, "MIL file", AF_MIL_MAX_TEXT, &size);
+    if (!f) return AF_ERR_IO;
+    size_t n = (size_t)size;
+    char *text = malloc(n + 1);
+    if (!text) { fclose(f); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
+    bool err = fread(text, 1, n, f) != n;
     fclose(f);
-    if (err) { free(text); return ir_fail(AF_ERR_IO, "af_mil_load: cannot read %s", mil_path); }
+    if (err) { free(text); return ir_fail(AF_ERR_IO, "af_mil_load: cannot read %s (changed while read?)", mil_path); }
     char *dir = malloc(strlen(mil_path) + 2);
     if (!dir) { free(text); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
     strcpy(dir, mil_path);

@@ -3,6 +3,7 @@
  * any host and no struct layout or alignment is assumed. */
 #include "ir/bytes.h"
 #include "mil/milblob.h"
+#include "ir/file.h"
 #include "ir/ir.h"
 
 #include <errno.h>
@@ -338,23 +339,14 @@ static af_status read_file(const char *path, int follow, milblob **out) {
     if (!out) return ir_fail(AF_ERR_INVALID, "milblob: NULL out pointer");
     *out = NULL;
     if (!path) return ir_fail(AF_ERR_INVALID, "milblob: NULL path");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ir_fail(AF_ERR_IO, "milblob %s: cannot open: %s", path, strerror(errno));
-    /* Read in growing chunks: no reliance on ftell, which is a long. */
-    size_t n = 0, cap = 1 << 16;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            uint8_t *nb = (cap > SIZE_MAX / 2) ? NULL : realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int rerr = ferror(f);
+    uint64_t size = 0;
+    FILE *f = ir_fopen_regular(path, "weight file", SIZE_MAX / 2 < IR_FILE_MAX_BYTES ? SIZE_MAX / 2 : IR_FILE_MAX_BYTES,
+                               &size);
+    if (!f) return AF_ERR_IO;
+    size_t n = (size_t)size;
+    uint8_t *buf = malloc(n ? n : 1);
+    size_t got = buf ? fread(buf, 1, n, f) : 0;
+    int rerr = buf && got != n;
     fclose(f);
     if (!buf) return ir_fail(AF_ERR_NOMEM, "milblob %s: out of memory reading %zu bytes", path, n);
     if (rerr) {

@@ -12,7 +12,7 @@ void af_model_free(af_model *m) {
     if (!m) return;
     if (m->state) m->be->free(m->state);
     model_free_segments(m);
-    if (m->plan.g) pthread_mutex_destroy(&m->lock);
+    if (m->lock_ready) pthread_mutex_destroy(&m->lock);
     af_graph_free(m->plan.g); /* the model's hold on its graph */
     plan_free(&m->plan);
     free(m->state_bound);
@@ -59,6 +59,13 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
 
     af_model *m = calloc(1, sizeof *m);
     if (!m) return fail_model(NULL, AF_ERR_NOMEM, "out of memory");
+    /* Zeroed memory is not an initialised mutex (it happens to be one on glibc only). */
+    int lrc = pthread_mutex_init(&m->lock, NULL);
+    if (lrc) {
+        free(m);
+        return fail_model(NULL, AF_ERR_NOMEM, "cannot create the model's lock: %s", strerror(lrc));
+    }
+    m->lock_ready = true;
     m->be = be;
     char msg[900];
     af_status st = configure(be, opts, &m->cfg, msg, sizeof msg);

@@ -5,6 +5,7 @@
 #include "compile/segment.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 
 struct af_model {
     compile_plan plan;
@@ -14,6 +15,7 @@ struct af_model {
     af_stats stats;
     unsigned char *state_bound; /* per input: bound as resident state (not fed) */
     pthread_mutex_t lock;       /* one run or state access at a time, whatever the thread */
+    bool lock_ready;            /* lock was initialised (pthread_mutex_init), so it is destroyed */
     /* A graph with bridge ops on an engine target: its segments, one model each, run in
      * order by the host (segmented.c); state is then NULL. */
     segment_plan seg;

@@ -135,7 +135,12 @@ static af_sim_engine *engine_or_default(af_sim_engine *E) { return E ? E : &defa
 af_sim_engine *af_sim_engine_new(void) {
     af_sim_engine *E = calloc(1, sizeof *E);
     if (!E) { ir_fail(AF_ERR_NOMEM, "af_sim_engine_new: out of memory"); return NULL; }
-    pthread_mutex_init(&E->lock, NULL);
+    int rc = pthread_mutex_init(&E->lock, NULL);
+    if (rc) {
+        free(E);
+        ir_fail(AF_ERR_NOMEM, "af_sim_engine_new: cannot create its lock: %s", strerror(rc));
+        return NULL;
+    }
     atomic_init(&E->refs, 1);
     E->compile_limit = AF_ANE_COMPILE_LIMIT;
     E->load_limit = AF_ANE_LOAD_LIMIT;

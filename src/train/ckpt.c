@@ -51,6 +51,7 @@
 #include "ir/bytes.h"
 #include "train/ckpt.h"
 #include "data/sha256.h"
+#include "ir/file.h"
 #include "ir/ir.h"
 
 #include <dirent.h>
@@ -732,20 +733,11 @@ af_status ckpt_load(const char *path, ckpt **out) {
     if (!out) return ir_fail(AF_ERR_INVALID, "ckpt_load: out is NULL");
     *out = NULL;
     if (!path) return ir_fail(AF_ERR_INVALID, "ckpt_load: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ir_fail(AF_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        af_status st = ir_fail(AF_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return st;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ir_fail(AF_ERR_IO, "%s: not a regular file", path);
-    }
+    uint64_t size = 0;
+    int fd = ir_open_regular(path, "checkpoint", 0, &size);
+    if (fd < 0) return AF_ERR_IO;
     ck_reader r = {.fd = fd, .buf = malloc(CK_BUF)};
-    af_status st = r.buf ? load(&r, (uint64_t)sb.st_size, path, out) : ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
+    af_status st = r.buf ? load(&r, size, path, out) : ir_fail(AF_ERR_NOMEM, "%s: out of memory", path);
     free(r.buf);
     close(fd);
     return st;

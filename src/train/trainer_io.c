@@ -178,8 +178,24 @@ af_status tr_export(af_trainer *t, ckpt *c) {
     return st;
 }
 
+af_status tr_check_floats(const char *where, const char *name, const void *p, int64_t n, bool nonneg) {
+    for (int64_t j = 0; j < n; j++) {
+        float x;
+        memcpy(&x, (const char *)p + j * (int64_t)sizeof x, sizeof x);
+        if (isfinite(x) && (!nonneg || x >= 0)) continue;
+        return ir_fail(AF_ERR_CORRUPT,
+                       "%s: record '%s' holds %g at element %lld, which %s: the checkpoint was saved from a run "
+                       "that had already diverged, or edited; resume from an earlier checkpoint or start again",
+                       where, name, (double)x, (long long)j,
+                       !isfinite(x) ? "is not finite" : "is negative (a second moment is a mean of squares, >= 0)");
+    }
+    return AF_OK;
+}
+
 /* The float array record `name` of n floats, or NULL (with the error set) when it is
- * missing or mis-sized. */
+ * missing, mis-sized, or holds a value no run produces: the checksum proves only that the
+ * file is what was written. Weights and first moments are finite; second moments
+ * ("adam_v": v, or its root) finite and >= 0. */
 static const void *get_array(const ckpt *c, const char *name, int64_t n) {
     int64_t bytes = 0;
     const void *p = ckpt_get(c, name, &bytes);
@@ -192,6 +208,7 @@ static const void *get_array(const ckpt *c, const char *name, int64_t n) {
                 name, (long long)bytes, (long long)(n * (int64_t)sizeof(float)));
         return NULL;
     }
+    if (tr_check_floats("checkpoint", name, p, n, !strncmp(name, "adam_v.", 7))) return NULL;
     return p;
 }
 
@@ -208,6 +225,30 @@ static void convert_moments(af_trainer *t, int i, bool saved_rms, float unit) {
         t->m[i][j] = (float)(t->m[i][j] * inv);
         t->v[i][j] = (float)(host ? r * r : r);
     }
+}
+
+/* convert_moments would turn moments m, v of param i (saved in `unit`, the checkpoint's
+ * loss scale `scale`) into finite floats: a moment unit far from the values' (tiny, or
+ * huge) overflows them. AF_ERR_CORRUPT naming the record otherwise. */
+static af_status check_converted(const af_trainer *t, int i, const void *m, const void *v, bool saved_rms, float unit,
+                                 float scale) {
+    bool host = tr_host_moments(t);
+    float to = host ? 1.0f : tr_rescales_moments(t) ? unit : scale;
+    if (saved_rms != host && to == unit) return AF_OK;
+    double inv = (double)to / unit;
+    for (int64_t j = 0; j < t->count[i]; j++) {
+        float mj, vj;
+        memcpy(&mj, (const char *)m + j * 4, 4);
+        memcpy(&vj, (const char *)v + j * 4, 4);
+        double r = (saved_rms ? vj : sqrt(vj)) * inv;
+        if (isfinite((float)(mj * inv)) && isfinite((float)(host ? r * r : r))) continue;
+        return ir_fail(AF_ERR_CORRUPT,
+                       "checkpoint: records 'adam_m.%d'/'adam_v.%d' element %lld (%g, %g) overflow a float in this plan's "
+                       "moment units (record 'trainer.moment_unit' %g, to %g): the checkpoint is damaged or edited; "
+                       "resume from an earlier checkpoint or start again", i, i, (long long)j, (double)mj, (double)vj,
+                       (double)unit, (double)to);
+    }
+    return AF_OK;
 }
 
 /* Checks every record it needs before it changes anything, so a checkpoint that fails
@@ -251,6 +292,8 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
             if (!(rec[i][k] = get_array(c, name, t->count[i]))) return AF_ERR_CORRUPT;
         }
     }
+    for (int i = 0; i < t->np; i++)
+        if ((st = check_converted(t, i, rec[i][1], rec[i][2], saved_rms, unit, scale))) return st;
     t->step = step, t->skipped = skipped, t->clean_run = clean_run, t->skipped_consecutive = consecutive;
     t->scale = scale;
     for (int i = 0; i < t->np; i++) {

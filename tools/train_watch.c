@@ -20,7 +20,8 @@ bool train_watch_step(train_watch *w, const char *cmd, int64_t step, double loss
     if (w->warned || !train_diverged(w, loss)) return false;
     w->warned = true;
     if (isatty(fileno(stderr))) fputs("\r\033[K", stderr); /* off a half-drawn progress line */
-    fprintf(stderr, "%s: warning: the loss diverged at step %lld (%.4g", cmd, (long long)step, loss);
+    if (isfinite(loss)) fprintf(stderr, "%s: warning: the loss diverged at step %lld (%.4g", cmd, (long long)step, loss);
+    else fprintf(stderr, "%s: warning: the loss diverged at step %lld (it is %s", cmd, (long long)step, isnan(loss) ? "nan" : "inf");
     if (w->seen) fprintf(stderr, ", from %.4g at the start", w->first);
     fprintf(stderr, "): the learning rate %g is too high for this model; lower --lr (e.g. to %g)%s\n", lr, lr / 10,
             advice ? advice : "");

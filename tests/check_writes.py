@@ -124,7 +124,11 @@ for what, args in [("llama", LLAMA + ["--steps", "300"]), ("mlp", MLP), ("cnn", 
 # A read-only folder (root writes anyway: checked only for other users).
 if os.geteuid() != 0:
     ro = os.path.join(tmp, "ro")
-    os.mkdir(ro, 0o555)
+    os.mkdir(ro)
+    open(os.path.join(ro, "log.jsonl"), "w").close()
+    os.chmod(ro, 0o555)
+    r = run(LLAMA + ["--steps", "2", "--log", "ro/log.jsonl"])  # a log grows in place: its folder may be read-only
+    check(r.returncode == 0 and os.path.getsize(os.path.join(ro, "log.jsonl")) > 0, "a writable log in a read-only folder: " + r.stderr[-300:])
     r = run(LLAMA + ["--steps", "300", "--save", "ro/x.ckpt"])
     check(r.returncode == 1 and "--save ro/x.ckpt cannot be written: folder ro: Permission denied" in r.stderr, "read-only folder: " + r.stderr[-300:])
     r = run(["report", good_log, "-o", "ro/r.html"])

@@ -127,7 +127,7 @@ int cli_log_close(cli_log *l) {
     return l->failed;
 }
 
-int cli_check_output(const char *path, const char *flag, const char *cmd) {
+static int check_output(const char *path, const char *flag, const char *cmd, bool append) {
     if (!path) return 0;
     struct stat st;
     const char *why = NULL;
@@ -137,6 +137,11 @@ int cli_check_output(const char *path, const char *flag, const char *cmd) {
     else if (!stat(path, &st)) {
         if (S_ISDIR(st.st_mode)) why = "it is a directory";
         else if (!S_ISREG(st.st_mode)) return 0; /* a device or pipe: written in place */
+        else if (append) { /* a log grows in place: the file must take writes, not its folder */
+            int fd = open(path, O_WRONLY | O_APPEND);
+            if (fd >= 0) { close(fd); return 0; }
+            e = errno;
+        }
     } else if (errno != ENOENT) e = errno;
     if (!why && !e) {
         /* The folder must take a new file: checkpoints and reports are renamed into it. */
@@ -163,6 +168,9 @@ int cli_check_output(const char *path, const char *flag, const char *cmd) {
     free(dir);
     return why || e ? 1 : 0;
 }
+
+int cli_check_output(const char *path, const char *flag, const char *cmd) { return check_output(path, flag, cmd, false); }
+int cli_check_append(const char *path, const char *flag, const char *cmd) { return check_output(path, flag, cmd, true); }
 
 int cli_stdout_check(const char *cmd) {
     errno = 0;

@@ -65,6 +65,8 @@ int cli_log_close(cli_log *l);
  * a new file (probed with a temporary file, removed at once). Prints
  * "CMD: FLAG PATH cannot be written: ..." and returns 1 when not. A NULL path passes. */
 int cli_check_output(const char *path, const char *flag, const char *cmd);
+/* The same for a file appended to (a log): an existing one must take writes itself. */
+int cli_check_append(const char *path, const char *flag, const char *cmd);
 
 /* Test hook for a save that fails mid-run: with $ANEFORGE_TEST_FAIL_SAVE=N (a list such
  * as "2" or "2,3"), the save counted nth (from 1) runs with a file size limit of 0, so its

@@ -223,7 +223,7 @@ int cmd_train(int argc, char **argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
     /* Before any work: a run must not end unable to write what it was asked for. */
-    if (cli_check_output(a.save, "--save", "aneforge train") || cli_check_output(a.log, "--log", "aneforge train")) return 1;
+    if (cli_check_output(a.save, "--save", "aneforge train") || cli_check_append(a.log, "--log", "aneforge train")) return 1;
     af_dataset_kind kind = !strcmp(a.data, "mnist") ? AF_DATA_MNIST : !strcmp(a.data, "fashion") ? AF_DATA_FASHION : AF_DATA_CIFAR10;
     if (strcmp(a.data, "mnist") && strcmp(a.data, "fashion") && strcmp(a.data, "cifar10")) return bad("--data is mnist, fashion or cifar10, not '%s'", a.data);
     af_dataset *train = af_dataset_load(kind, cli_data_dir(), 1), *test = train ? af_dataset_load(kind, cli_data_dir(), 0) : NULL;

@@ -425,7 +425,7 @@ int cmd_train_llama(int argc, char **argv) {
     /* Before any work: a run must not end unable to write what it was asked for. */
     const char *cmd = "aneforge train llama";
     if (cli_check_output(a.save, "--save", cmd) || cli_check_output(a.export_path, "--export", cmd) ||
-        cli_check_output(a.log, "--log", cmd))
+        cli_check_append(a.log, "--log", cmd))
         return 1;
     uint16_t *train = NULL, *val = NULL;
     int64_t ntrain = 0, nval = 0;

@@ -289,7 +289,8 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     bool quit = false, plain_quiet = pr.quiet;
     if (dash) pr.quiet = true; /* the dashboard has the screen */
     int64_t stop = a->stop_after && a->stop_after < a->steps ? a->stop_after : a->steps, steps_here = 0;
-    double train_s = 0, first_s = 0, vl = NAN; /* vl: the last validation loss (NAN: none yet) */ /* first_s: the first call's time (warm-up: arenas, caches) */
+    /* first_s: the first call's time (warm-up: arenas, caches); vl: the last validation loss (NAN: none yet) */
+    double train_s = 0, first_s = 0, vl = NAN;
     int64_t first_steps = 0, saved_steps = -1; /* the steps in the last good save; -1: none this run */
     bool save_failed = false;
     train_watch watch = { 0 };

@@ -90,14 +90,14 @@ void tr_after_step(af_trainer *t, bool ok, float ran_at, double loss) {
         bool can_lower = t->o.dynamic_loss_scale && t->scale > 1.0f;
         t->stuck_skips = can_lower ? 0 : t->stuck_skips + 1;
         if (t->stuck_skips % 100 == AF_SKIP_WARN_CONSECUTIVE) {
-            if (!isfinite(loss))
-                ir_log(AF_LOG_WARN, "%lld consecutive steps skipped: the loss itself is %s (not the loss scale %g's doing): "
-                                "the model diverged; lower the learning rate (%g) or check the data",
-                        (long long)t->skipped_consecutive, isnan(loss) ? "nan" : "inf", (double)ran_at, (double)t->o.lr);
-            else if (t->o.dynamic_loss_scale)
+            if (t->o.dynamic_loss_scale)
                 ir_log(AF_LOG_WARN, "%lld consecutive steps skipped, the dynamic loss scale already at 1: the inf or nan "
                                 "does not come from loss scaling; check the data, the learning rate and the model",
                         (long long)t->skipped_consecutive);
+            else if (!isfinite(loss))
+                ir_log(AF_LOG_WARN, "%lld consecutive steps skipped: the loss itself is %s (not the loss scale %g's doing): "
+                                "the model diverged; lower the learning rate (%g) or check the data",
+                        (long long)t->skipped_consecutive, isnan(loss) ? "nan" : "inf", (double)ran_at, (double)t->o.lr);
             else if (ran_at <= 1.0f)
                 ir_log(AF_LOG_WARN, "%lld consecutive steps skipped at loss scale %g: the gradients overflow without any "
                                 "scaling, so the scale is not the cause; the learning rate (%g) is likely too high "

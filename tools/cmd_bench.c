@@ -19,6 +19,7 @@
  * round-robin (A,B then B,A ...) so they see the same machine conditions. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "cli_out.h"
 #include "aneforge.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
@@ -167,22 +168,14 @@ static double med(const workload *w) { return median(w->t, w->n); }
 
 /* ------------------------------------------------------------------ JSON */
 
+/* The CLI's shared JSON writers (cli_out.h): null for a non-finite number. */
 static void json_num(double v, int prec) {
-    if (isfinite(v)) printf("%.*f", prec, v);
-    else printf("null");
+    char fmt[16];
+    snprintf(fmt, sizeof fmt, "%%.%df", prec);
+    cli_json_num(stdout, fmt, v);
 }
 
-static void json_str(const char *s) {
-    if (!s) { printf("null"); return; }
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') printf("\\%c", ch);
-        else if (ch < 0x20) printf("\\u%04x", ch);
-        else putchar(ch);
-    }
-    putchar('"');
-}
+static void json_str(const char *s) { cli_json_str(stdout, s); }
 
 /* ------------------------------------------------------------------ helpers */
 

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_out.h"
 #include "llama_ckpt.h"
 #include "llama_nll.h"
 #include "aneforge.h"
@@ -144,8 +145,8 @@ static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_
         int64_t scored = windows * T;
         double loss = sum / (double)scored, secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
         if (a->json)
-            printf("{\"loss\":%.6f,\"perplexity\":%.4f,\"tokens\":%lld,\"windows\":%lld,\"seq\":%d,\"vocab\":%d,\"seconds\":%.3f}\n",
-                   loss, exp(loss), (long long)scored, (long long)windows, T, V, secs);
+            printf("{\"loss\":%s,\"perplexity\":%s,\"tokens\":%lld,\"windows\":%lld,\"seq\":%d,\"vocab\":%d,\"seconds\":%.3f}\n",
+                   JNUM("%.6f", loss), JNUM("%.4f", exp(loss)), (long long)scored, (long long)windows, T, V, secs);
         else
             printf("%s: %.4f nats per token (perplexity %.2f) over %lld tokens in %lld windows of %d\n", a->data, loss,
                    exp(loss), (long long)scored, (long long)windows, T);

@@ -1,5 +1,6 @@
 /* aneforge ops: the op table with what each layer provides for every row. */
 #include "cli.h"
+#include "cli_out.h"
 #include "aneforge.h"
 #include "netplist/netplist.h"
 #include "mil/opinfo.h"
@@ -18,16 +19,8 @@ static const char *vjp_text(int op) {
     return af_op_has_vjp(op) ? "yes" : "MISSING";
 }
 
-/* JSON string or null. */
-static void json_str(const char *s) {
-    if (!s) { printf("null"); return; }
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        putchar(*s);
-    }
-    putchar('"');
-}
+/* JSON string or null (the CLI's shared writer, cli_out.h). */
+static void json_str(const char *s) { cli_json_str(stdout, s); }
 
 /* Core ML's MIL op set and whether `aneforge mil run` reads each op. */
 static int list_mil(bool markdown) {

@@ -4,6 +4,7 @@
  * figures, and the latest samples. Inline SVG and CSS only: no script, no network. */
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_out.h"
 #include "dash_plot.h"
 #include "report_svg.h"
 #include "aneforge.h"
@@ -76,6 +77,7 @@ static void table(FILE *f, dash_run *runs, int n) {
                  fam && *fam ? fam : "");
         fprintf(f, "<tr><td><span class=\"swatch\" style=\"background:%s\"></span>", report_color(i));
         html_escape(f, r->name);
+        if (jl_num(h, "resumed", 0) == 1) fputs(" (resumed)", f); /* its curves join the earlier part's */
         fputs("</td>", f);
         cell_str(f, jl_str(h, "model"));
         cell_str(f, jl_str(h, "data"));
@@ -169,7 +171,7 @@ static void chart(FILE *f, dash_run *runs, int n, const char *title, const char 
     svg_chart(f, title, ylabel, lines, m);
 }
 
-static int write_report(FILE *f, dash_run *runs, int n, const char *title) {
+static void write_report(FILE *f, dash_run *runs, int n, const char *title) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", f);
     html_escape(f, title);
     fprintf(f, "</title><style>%s</style></head><body>\n<h1>", css);
@@ -205,8 +207,7 @@ static int write_report(FILE *f, dash_run *runs, int n, const char *title) {
             fputs("</pre>\n", f);
         }
     }
-    fputs("</body></html>\n", f);
-    return ferror(f) ? -1 : 0;
+    fputs("</body></html>\n", f); /* write errors: checked by cli_file_commit */
 }
 
 int cmd_report(int argc, char **argv) {
@@ -236,11 +237,12 @@ int cmd_report(int argc, char **argv) {
     if (!rc && !n) rc = bad("%s", "name at least one log (written by 'aneforge train ... --log FILE')");
     if (!rc && !out) rc = bad("%s", "-o report.html is required");
     if (!rc) {
-        FILE *f = fopen(out, "w");
-        if (!f) { fprintf(stderr, "aneforge report: cannot write %s: %s\n", out, strerror(errno)); rc = 1; }
+        /* Whole or not at all: a failed write leaves no half page (nor an older one cut). */
+        cli_file o;
+        if (cli_file_open(&o, out, "aneforge report")) rc = 1;
         else {
-            int wrc = write_report(f, runs, n, title);
-            if (fclose(f) || wrc) { fprintf(stderr, "aneforge report: writing %s failed\n", out); rc = 1; }
+            write_report(o.f, runs, n, title);
+            if (cli_file_commit(&o)) rc = 1;
             else fprintf(stderr, "report: %d run%s -> %s\n", n, n == 1 ? "" : "s", out);
         }
     }

@@ -9,6 +9,8 @@
 #include "train_opts.h"
 #include "train_progress.h"
 #include "run_log.h"
+#include "cli_out.h"
+#include "train_watch.h"
 #include "dash_term.h"
 #include "aneforge.h"
 #include "ir/ir.h"
@@ -142,7 +144,8 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Test accuracy, and the mean cross-entropy of the test set (nats) into *loss. */
+/* Test accuracy, and the mean cross-entropy of the test set (nats) into *loss; -1 on
+ * failure, -2 when a signal stopped it. */
 static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out, int64_t chunk, double *loss) {
     int64_t n = af_dataset_count(d), correct = 0;
     double ce = 0;
@@ -153,6 +156,7 @@ static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out,
     for (int64_t b = 0; b < n && idx; b += chunk) {
         int64_t m = n - b < chunk ? n - b : chunk;
         for (int64_t i = 0; i < m; i++) idx[i] = b + i;
+        if (interrupted) { free(idx); return -2; } /* Ctrl-C does not wait for the whole test set */
         if (af_dataset_batch(d, (int)m, idx, x, NULL) || af_trainer_predict(t, m, x, out)) { free(idx); return -1; }
         for (int64_t i = 0; i < m; i++) {
             int am = 0;
@@ -173,7 +177,10 @@ typedef struct {
     uint64_t rng_epoch;     /* generator state at the start of the epoch (regenerates its order) */
 } run_pos;
 
+static int saves; /* counted for the test hook (cli_fault_begin) */
+
 static int save_ckpt(const char *path, af_trainer *t, const train_args *a, run_pos p) {
+    bool fault = cli_fault_begin(++saves);
     ckpt *c = ckpt_new();
     af_status st = c ? tr_export(t, c) : AF_ERR_NOMEM;
     if (!st) st = ckpt_put_str(c, "cli.model", a->model);
@@ -183,7 +190,8 @@ static int save_ckpt(const char *path, af_trainer *t, const train_args *a, run_p
     if (!st) st = ckpt_put(c, "cli.rng_epoch", &p.rng_epoch, sizeof p.rng_epoch);
     if (!st) st = ckpt_save(c, path);
     ckpt_free(c);
-    if (st) fprintf(stderr, "aneforge train: could not save %s: %s\n", path, af_error_message());
+    cli_fault_end(fault);
+    if (st) fprintf(stderr, "\naneforge train: could not save %s: %s\n", path, af_error_message());
     return st ? 1 : 0;
 }
 
@@ -215,6 +223,8 @@ int cmd_train(int argc, char **argv) {
     train_args a = { 0 };
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
+    /* Before any work: a run must not end unable to write what it was asked for. */
+    if (cli_check_output(a.save, "--save", "aneforge train") || cli_check_append(a.log, "--log", "aneforge train")) return 1;
     af_dataset_kind kind = !strcmp(a.data, "mnist") ? AF_DATA_MNIST : !strcmp(a.data, "fashion") ? AF_DATA_FASHION : AF_DATA_CIFAR10;
     if (strcmp(a.data, "mnist") && strcmp(a.data, "fashion") && strcmp(a.data, "cifar10")) return bad("--data is mnist, fashion or cifar10, not '%s'", a.data);
     const char *ddir = data_dir_for(kind, cli_data_dir()); /* the shipped MNIST when the data dir lacks it */
@@ -251,8 +261,11 @@ int cmd_train(int argc, char **argv) {
     }
     run_pos pos = { 0, 0, a.seed * 0x2545F4914F6CDD1DULL + 1 };
     if (a.resume && load_ckpt(a.resume, t, &a, &pos)) rc = 1;
-    FILE *logf = a.log ? fopen(a.log, "a") : NULL;
-    if (a.log && !logf) { fprintf(stderr, "aneforge train: cannot open log %s: %s\n", a.log, strerror(errno)); rc = 1; }
+    cli_log logw = { 0 }, *logf = NULL;
+    if (!rc && a.log) {
+        if (cli_log_open(&logw, a.log, "aneforge train")) rc = 1;
+        else logf = &logw;
+    }
     int64_t xs = (int64_t)c * h * w;
     float *x = malloc((size_t)(per_call * xs) * sizeof(float)), *y = malloc((size_t)(per_call * classes) * sizeof(float));
     int64_t *perm = malloc((size_t)ntrain * sizeof *perm);
@@ -261,6 +274,7 @@ int cmd_train(int argc, char **argv) {
     if (!rc && (!x || !y || !perm || !ex || !eo)) { fprintf(stderr, "aneforge train: out of memory\n"); rc = 1; }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal); /* a closed terminal saves as Ctrl-C does */
     progress pr;
     progress_init(&pr, &a.o, a.epochs, calls * k, a.json);
     run_log rl;
@@ -275,8 +289,10 @@ int cmd_train(int argc, char **argv) {
     dash_live *dash = !rc && a.dashboard ? dash_train_start(a.log) : NULL;
     bool plain_quiet = pr.quiet;
     if (dash) pr.quiet = true; /* the dashboard has the screen */
-    double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = -1, test_loss = 0;
-    int64_t steps_run = 0;
+    double train_s = 0, loss_ema = 0, acc_ema = 0, test_acc = NAN, test_loss = NAN; /* null in --json until evaluated */
+    int64_t steps_run = 0, saved_epoch = -1; /* the epoch of the last good save; -1: none this run */
+    bool save_failed = false;
+    train_watch watch = { 0 };
     af_step_info info = { 0 };
     for (; !rc && pos.epoch < a.epochs && !interrupted; pos.epoch++) {
         uint64_t rng = pos.rng_epoch;
@@ -302,30 +318,38 @@ int cmd_train(int argc, char **argv) {
             loss_ema = steps_run == k ? info.loss : keep * loss_ema + (1 - keep) * info.loss;
             acc_ema = steps_run == k ? info.accuracy : keep * acc_ema + (1 - keep) * info.accuracy;
             progress_step(&pr, pos.epoch, (pos.pos + 1) * k, &info, loss_ema, acc_ema, train_s / (double)steps_run);
-            if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls)) {
-                fprintf(logf,
-                        "{\"epoch\":%lld,\"step\":%lld,\"loss\":%.6f,\"accuracy\":%.4f,\"loss_source\":\"%s\",\"lr\":%.6g,"
-                        "\"loss_scale\":%g,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",
-                        (long long)pos.epoch + 1, (long long)info.step, info.loss, info.accuracy, af_metric_source_name(info.metric_source),
-                        info.lr, info.loss_scale, (long long)info.skipped, (long long)info.skipped_consecutive,
-                        run_log_step_fields(&rl, steps_run));
-                fflush(logf); /* for a dashboard following it */
-            }
+            train_watch_step(&watch, "aneforge train", info.step, info.loss, a.o.lr, NULL);
+            if (logf && (pos.pos % 50 == 0 || pos.pos + 1 == calls)) /* flushed: a dashboard may follow it */
+                cli_log_printf(logf,
+                               "{\"epoch\":%lld,\"step\":%lld,\"loss\":%s,\"accuracy\":%s,\"loss_source\":\"%s\",\"lr\":%.6g,"
+                               "\"loss_scale\":%g,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",
+                               (long long)pos.epoch + 1, (long long)info.step, JNUM("%.6f", info.loss), JNUM("%.4f", info.accuracy),
+                               af_metric_source_name(info.metric_source), info.lr, info.loss_scale, (long long)info.skipped,
+                               (long long)info.skipped_consecutive, run_log_step_fields(&rl, steps_run));
             if (dash && dash_live_poll(dash, false)) interrupted = 1; /* q or Ctrl-C: as Ctrl-C without one */
         }
         if (rc || interrupted) break;
         run_log_aside_begin(&rl);
-        test_acc = evaluate(t, test, ex, eo, eval_chunk, &test_loss);
+        double acc = evaluate(t, test, ex, eo, eval_chunk, &test_loss);
+        if (acc == -2) break; /* interrupted: saved below at the end of this epoch, before its evaluation */
+        if (acc < 0) { fprintf(stderr, "\naneforge train: evaluation: %s\n", af_error_message()); rc = 1; break; }
+        test_acc = acc;
         progress_epoch(&pr, pos.epoch, test_acc, loss_ema);
-        if (logf) {
-            fprintf(logf, "{\"epoch\":%lld,\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\","
-                          "\"step\":%lld,\"test_loss\":%.6f}\n",
-                    (long long)pos.epoch + 1, test_acc, loss_ema, af_metric_source_name(info.metric_source), (long long)info.step, test_loss);
-            fflush(logf);
-        }
+        cli_log_printf(logf, "{\"epoch\":%lld,\"test_acc\":%s,\"test_acc_source\":\"host_fp32\",\"train_loss\":%s,\"loss_source\":\"%s\","
+                             "\"step\":%lld,\"test_loss\":%s}\n",
+                       (long long)pos.epoch + 1, JNUM("%.4f", test_acc), JNUM("%.6f", loss_ema), af_metric_source_name(info.metric_source),
+                       (long long)info.step, JNUM("%.6f", test_loss));
         pos.pos = 0;
         pos.rng_epoch = rng;
-        if (a.save && save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch })) rc = 1;
+        /* A failed save (disk full) does not stop the run: the last good checkpoint stays
+         * (saves are atomic) and the next epoch's save tries again. */
+        if (a.save) {
+            save_failed = save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch }) != 0;
+            if (!save_failed) saved_epoch = pos.epoch + 1;
+            else if (pos.epoch + 1 < a.epochs)
+                fprintf(stderr, "aneforge train: training goes on; %s, the next epoch's save tries again\n",
+                        saved_epoch >= 0 ? "the checkpoint of the last good save is kept" : "no checkpoint is saved yet");
+        }
         run_log_aside_end(&rl); /* evaluation and checkpoint are not step time */
     }
     if (dash && (interrupted || rc)) { /* the terminal back before the messages */
@@ -342,7 +366,8 @@ int cmd_train(int argc, char **argv) {
         af_stats total;
         af_trainer_stats(t, &total);
         char extra[160];
-        snprintf(extra, sizeof extra, ",\"final_test_acc\":%.4f,\"final_test_loss\":%.6f,\"final_train_loss\":%.6f", test_acc, test_loss, loss_ema);
+        snprintf(extra, sizeof extra, ",\"final_test_acc\":%s,\"final_test_loss\":%s,\"final_train_loss\":%s", JNUM("%.4f", test_acc),
+                 JNUM("%.6f", test_loss), JNUM("%.6f", loss_ema));
         run_log_end(&rl, steps_run, extra);
         if (dash) { /* shows the end until q, then the usual closing lines */
             dash_train_finish(dash, false);
@@ -351,13 +376,18 @@ int cmd_train(int argc, char **argv) {
         }
         progress_finish(&pr, t, &total, steps_run);
         if (a.json)
-            printf("{\"test_acc\":%.4f,\"test_acc_source\":\"host_fp32\",\"train_loss\":%.6f,\"loss_source\":\"%s\",\"ms_per_step\":%.4f,"
+            printf("{\"test_acc\":%s,\"test_acc_source\":\"host_fp32\",\"train_loss\":%s,\"loss_source\":\"%s\",\"ms_per_step\":%.4f,"
                    "\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",
-                   test_acc, loss_ema, af_metric_source_name(info.metric_source), steps_run ? 1000.0 * train_s / (double)steps_run : 0.0,
+                   JNUM("%.4f", test_acc), JNUM("%.6f", loss_ema), af_metric_source_name(info.metric_source), steps_run ? 1000.0 * train_s / (double)steps_run : 0.0,
                    (long long)steps_run, train_s, (long long)info.skipped, (long long)info.skipped_consecutive,
                    progress_json_extra(&pr, t, &total, steps_run));
     }
-    if (logf) fclose(logf);
+    if (!rc && save_failed && !interrupted) { /* the run finished, but its last save did not */
+        if (saved_epoch >= 0) fprintf(stderr, "aneforge train: the last save failed; %s holds epoch %lld\n", a.save, (long long)saved_epoch);
+        else fprintf(stderr, "aneforge train: no checkpoint could be saved to %s\n", a.save);
+        rc = 1;
+    }
+    if (cli_log_close(&logw) && !rc) rc = 1; /* the failure was printed when it happened */
     free(x);
     free(y);
     free(perm);

@@ -9,6 +9,8 @@
 #include "train_opts.h"
 #include "train_progress.h"
 #include "run_log.h"
+#include "cli_out.h"
+#include "train_watch.h"
 #include "dash_term.h"
 #include "train_sample.h"
 #include "aneforge.h"
@@ -194,13 +196,18 @@ static void fill_window(const uint16_t *tokens, int64_t start, int T, int V, flo
     }
 }
 
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { (void)sig; interrupted = 1; }
+
 /* Mean nats per token over the file: windows of T+1 tokens at stride T, predicted in
- * batches, cross-entropy from the logits on the host in double. -1 on failure. */
+ * batches, cross-entropy from the logits on the host in double. -1 on failure, -2 when a
+ * signal stopped it (checked between batches: Ctrl-C does not wait for a long pass). */
 static double val_loss(af_trainer *t, const uint16_t *tokens, int64_t n, int T, int V, int B, float *x, float *out) {
     int64_t windows = (n - 1) / T;
     double sum = 0;
     int64_t count = 0;
     for (int64_t w0 = 0; w0 < windows; w0 += B) {
+        if (interrupted) return -2;
         int m = (int)(windows - w0 < B ? windows - w0 : B);
         for (int b = 0; b < m; b++) fill_window(tokens, (w0 + b) * T, T, V, x + (int64_t)b * T, NULL);
         if (af_trainer_predict(t, m, x, out)) return -1;
@@ -227,14 +234,20 @@ static int read_back(af_trainer *t, af_llama_weights *w) {
     return 0;
 }
 
-static volatile sig_atomic_t interrupted;
-static void on_signal(int sig) { (void)sig; interrupted = 1; }
-
 static double recent_mean(const llama_run_pos *p) {
     int nr = p->calls < LLAMA_RECENT ? (int)p->calls : LLAMA_RECENT;
     double mean = 0;
     for (int i = 0; i < nr; i++) mean += p->recent[i] / nr;
     return mean;
+}
+
+/* One checkpoint save (counted for the test hook, cli_fault_begin); 0 when it worked. */
+static int save(const llama_args *a, af_trainer *t, const af_llama_config *c, const llama_run_pos *pos) {
+    static int saves;
+    bool fault = cli_fault_begin(++saves);
+    int rc = llama_ckpt_save(a->save, t, c, a->data, pos);
+    cli_fault_end(fault);
+    return rc;
 }
 
 static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, int64_t ntrain, const uint16_t *val,
@@ -248,9 +261,12 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     int k = af_trainer_steps_per_call(t), rc = 0, accum = a->o.grad_accum > 1 ? a->o.grad_accum : 1;
     llama_run_pos pos = { .rng = a->seed * 0x9E3779B97F4A7C15ULL + 11 };
     if (a->resume && llama_ckpt_resume(a->resume, t, c, a->data, &pos)) rc = 1;
-    FILE *logf = !rc && a->log ? fopen(a->log, "a") : NULL;
+    cli_log logw = { 0 }, *logf = NULL;
+    if (!rc && a->log) {
+        if (cli_log_open(&logw, a->log, "aneforge train llama")) rc = 1;
+        else logf = &logw;
+    }
     af_tokenizer *tok = a->sample_every && a->tokenizer ? af_tokenizer_load(a->tokenizer) : NULL; /* checked by make_weights */
-    if (!rc && a->log && !logf) { fprintf(stderr, "aneforge train llama: cannot open log %s: %s\n", a->log, strerror(errno)); rc = 1; }
     int64_t per_call = (int64_t)B * af_trainer_batches_per_call(t);
     float *x = malloc((size_t)(per_call * T) * sizeof(float)), *y = malloc((size_t)(per_call * T * V) * sizeof(float));
     float *out = malloc((size_t)((int64_t)B * T * V) * sizeof(float));
@@ -265,20 +281,27 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         json_quote(valq, sizeof valq, a->val ? a->val : "", 200);
         json_quote(name, sizeof name, a->config ? a->config : "init", 60);
         snprintf(extra, sizeof extra, ",\"config\":%s,\"data\":%s,\"val\":%s,\"vocab\":%d,\"dim\":%d,\"n_layers\":%d,"
-                 "\"n_heads\":%d,\"seq\":%d,\"steps\":%ld,\"seed\":%llu", name, data, valq, V, c->dim, c->n_layers,
-                 c->n_heads, T, a->steps, (unsigned long long)a->seed);
+                 "\"n_heads\":%d,\"seq\":%d,\"steps\":%ld,\"seed\":%llu,\"resumed\":%d", name, data, valq, V, c->dim,
+                 c->n_layers, c->n_heads, T, a->steps, (unsigned long long)a->seed, a->resume != NULL);
         run_log_header(&rl, "llama", extra);
     }
     dash_live *dash = !rc && a->dashboard ? dash_train_start(a->log) : NULL;
     bool quit = false, plain_quiet = pr.quiet;
     if (dash) pr.quiet = true; /* the dashboard has the screen */
     int64_t stop = a->stop_after && a->stop_after < a->steps ? a->stop_after : a->steps, steps_here = 0;
-    double train_s = 0, first_s = 0, vl = -1; /* first_s: the first call's time (warm-up: arenas, caches) */
-    int64_t first_steps = 0;
+    /* first_s: the first call's time (warm-up: arenas, caches); vl: the last validation loss (NAN: none yet) */
+    double train_s = 0, first_s = 0, vl = NAN;
+    int64_t first_steps = 0, saved_steps = -1; /* the steps in the last good save; -1: none this run */
+    bool save_failed = false;
+    train_watch watch = { 0 };
+    /* Clipping is the cure where the plan has it. */
+    const char *advice = a->o.grad_clip > 0 || (a->o.plan != AF_PLAN_HOST && a->o.plan != AF_PLAN_PIPELINE)
+                             ? NULL : ", or clip the gradient with --grad-clip 1";
     af_step_info info = { 0 };
     interrupted = 0;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal); /* a closed terminal saves as Ctrl-C does */
     while (!rc && pos.steps < stop && !interrupted) {
         double td = now_s();
         for (int64_t b = 0; b < per_call; b++) {
@@ -295,23 +318,27 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         pos.recent[pos.calls++ % LLAMA_RECENT] = info.loss;
         double mean = recent_mean(&pos);
         progress_step(&pr, 0, pos.steps, &info, mean, 0, train_s / (double)steps_here);
+        train_watch_step(&watch, "aneforge train llama", pos.steps, info.loss, a->o.lr, advice);
         if (logf && (pos.calls % 10 == 1 || pos.steps >= a->steps)) {
             char norm[48] = ""; /* the gradient's norm before clipping, when clipping */
-            if (a->o.grad_clip > 0) snprintf(norm, sizeof norm, ",\"grad_norm\":%.6g", (double)info.grad_norm);
-            fprintf(logf, "{\"step\":%lld,\"loss\":%.6f,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld,"
-                          "\"ppl\":%.4g%s%s}\n",
-                    (long long)info.step, info.loss, af_metric_source_name(info.metric_source), info.lr, info.loss_scale,
-                    (long long)info.skipped, exp(info.loss), norm, run_log_step_fields(&rl, steps_here));
+            if (a->o.grad_clip > 0) snprintf(norm, sizeof norm, ",\"grad_norm\":%s", JNUM("%.6g", info.grad_norm));
+            cli_log_printf(logf, "{\"step\":%lld,\"loss\":%s,\"loss_source\":\"%s\",\"lr\":%.6g,\"loss_scale\":%g,\"skipped\":%lld,"
+                                 "\"ppl\":%s%s%s}\n",
+                           (long long)info.step, JNUM("%.6f", info.loss), af_metric_source_name(info.metric_source), info.lr,
+                           info.loss_scale, (long long)info.skipped, JNUM("%.4g", exp(info.loss)), norm,
+                           run_log_step_fields(&rl, steps_here));
         }
         bool eval_now = pos.steps >= a->steps || (a->eval_every && pos.steps % a->eval_every < k);
         run_log_aside_begin(&rl);
         if (eval_now && val) {
-            vl = val_loss(t, val, nval, T, V, B, x, out);
-            if (vl < 0) { fprintf(stderr, "\naneforge train llama: validation: %s\n", af_error_message()); rc = 1; break; }
-            if (!pr.quiet) fprintf(stderr, "step %lld: val loss %.4f, train loss %.4f\n", (long long)pos.steps, vl, mean);
-            if (logf)
-                fprintf(logf, "{\"step\":%lld,\"val_loss\":%.6f,\"train_loss\":%.6f,\"val_ppl\":%.4g}\n", (long long)pos.steps,
-                        vl, mean, exp(vl));
+            double v = val_loss(t, val, nval, T, V, B, x, out);
+            if (v == -1) { fprintf(stderr, "\naneforge train llama: validation: %s\n", af_error_message()); rc = 1; break; }
+            if (v >= 0 || isnan(v)) { /* -2: interrupted, saved below */
+                vl = v;
+                if (!pr.quiet) fprintf(stderr, "step %lld: val loss %.4f, train loss %.4f\n", (long long)pos.steps, vl, mean);
+                cli_log_printf(logf, "{\"step\":%lld,\"val_loss\":%s,\"train_loss\":%s,\"val_ppl\":%s}\n", (long long)pos.steps,
+                               JNUM("%.6f", vl), JNUM("%.6f", mean), JNUM("%.4g", exp(vl)));
+            }
         }
         if (a->sample_every && (pos.steps >= a->steps || pos.steps % a->sample_every < k)) {
             char text[1024];
@@ -323,30 +350,40 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
             if (!pr.quiet) fprintf(stderr, "step %lld sample: %s\n", (long long)pos.steps, text);
             run_log_sample(&rl, pos.steps, text);
         }
-        if (logf) fflush(logf);
         if (dash && !quit) quit = dash_live_poll(dash, false);
         if (quit) interrupted = 1; /* q on the dashboard stops the run as Ctrl-C does */
-        if (a->save && (eval_now || pos.steps >= stop || interrupted) && llama_ckpt_save(a->save, t, c, a->data, &pos)) rc = 1;
+        /* A failed save (disk full) does not stop the run: the last good checkpoint stays
+         * (saves are atomic) and the next save tries again. */
+        if (a->save && (eval_now || pos.steps >= stop || interrupted)) {
+            save_failed = save(a, t, c, &pos) != 0;
+            if (!save_failed) saved_steps = pos.steps;
+            else if (pos.steps < stop && !interrupted)
+                fprintf(stderr, "aneforge train llama: training goes on; %s, the next save tries again\n",
+                        saved_steps >= 0 ? "the checkpoint of the last good save is kept" : "no checkpoint is saved yet");
+        }
         run_log_aside_end(&rl); /* evaluation, samples and checkpoints are not step time */
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     bool finished = !rc && pos.steps >= a->steps;
     if (!rc) {
         char extra[128];
-        int n = snprintf(extra, sizeof extra, ",\"final_train_loss\":%.6f", recent_mean(&pos));
-        if (val && vl >= 0) snprintf(extra + n, sizeof extra - (size_t)n, ",\"final_val_loss\":%.6f", vl);
+        int n = snprintf(extra, sizeof extra, ",\"final_train_loss\":%s", JNUM("%.6f", recent_mean(&pos)));
+        if (val) snprintf(extra + n, sizeof extra - (size_t)n, ",\"final_val_loss\":%s", JNUM("%.6f", vl));
         run_log_end(&rl, pos.steps, extra);
     }
     dash_train_finish(dash, quit || rc);
     pr.quiet = plain_quiet;
-    if (logf) fclose(logf);
+    int log_failed = cli_log_close(&logw); /* printed when it happened */
     if (!rc && !finished) {
         fprintf(stderr, "\naneforge train llama: %s after step %lld of %ld", interrupted ? "interrupted" : "stopped",
                 (long long)pos.steps, a->steps);
-        if (a->save) fprintf(stderr, "; saved %s (continue with --resume %s)", a->save, a->save);
+        if (a->save && !save_failed) fprintf(stderr, "; saved %s (continue with --resume %s)", a->save, a->save);
+        else if (a->save && saved_steps >= 0) fprintf(stderr, "; %s holds step %lld", a->save, (long long)saved_steps);
         fprintf(stderr, "\n");
         if (interrupted && !quit) rc = 130;
+        else if (save_failed) rc = 1;
     }
     if (finished && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {
         fprintf(stderr, "aneforge train llama: --export %s: %s\n", a->export_path, af_error_message());
@@ -358,9 +395,8 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         progress_finish(&pr, t, &total, steps_here);
         double mean = recent_mean(&pos);
         if (a->json) {
-            printf("{\"train_loss\":%.6f,\"loss_source\":\"%s\",", mean, af_metric_source_name(info.metric_source));
-            if (val && vl >= 0) printf("\"val_loss\":%.6f,", vl);
-            else printf("\"val_loss\":null,");
+            printf("{\"train_loss\":%s,\"loss_source\":\"%s\",\"val_loss\":%s,", JNUM("%.6f", mean),
+                   af_metric_source_name(info.metric_source), JNUM("%.6f", vl));
             printf("\"vocab\":%d,\"steps\":%lld,\"tokens_per_s\":%.1f,\"ms_per_step\":%.4f,", V, (long long)pos.steps,
                    train_s > 0 ? (double)steps_here * B * T * accum / train_s : 0.0, steps_here ? 1000.0 * train_s / (double)steps_here : 0.0);
             if (steps_here > first_steps) /* after the first call: what benchmarks compare */
@@ -369,6 +405,12 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
         } else if (!pr.quiet)
             fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)pos.steps, mean, log((double)V));
     }
+    if (!rc && finished && save_failed) { /* the run finished, but its last save did not */
+        if (saved_steps >= 0) fprintf(stderr, "aneforge train llama: the last save failed; %s holds step %lld\n", a->save, (long long)saved_steps);
+        else fprintf(stderr, "aneforge train llama: no checkpoint could be saved to %s\n", a->save);
+        rc = 1;
+    }
+    if (log_failed && !rc) rc = 1;
     af_tokenizer_free(tok);
     free(x);
     free(y);
@@ -381,6 +423,11 @@ int cmd_train_llama(int argc, char **argv) {
     llama_args a = { 0 };
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
+    /* Before any work: a run must not end unable to write what it was asked for. */
+    const char *cmd = "aneforge train llama";
+    if (cli_check_output(a.save, "--save", cmd) || cli_check_output(a.export_path, "--export", cmd) ||
+        cli_check_append(a.log, "--log", cmd))
+        return 1;
     uint16_t *train = NULL, *val = NULL;
     int64_t ntrain = 0, nval = 0;
     if (af_tokens_read(a.data, 0, &train, &ntrain)) {

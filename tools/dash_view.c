@@ -49,6 +49,10 @@ static void title_bar(dash_screen *s, const dash_run *r, const dash_view_state *
                  jl_str(h, "target") ? jl_str(h, "target") : "?", fam && *fam ? ":" : "", fam && *fam ? fam : "",
                  jl_str(h, "precision") ? jl_str(h, "precision") : "?", jl_num(h, "batch", 0),
                  jl_str(h, "optimizer") ? jl_str(h, "optimizer") : "?");
+    if (h->n && jl_num(h, "resumed", 0) == 1) { /* continued from a checkpoint: the curves join the earlier part's */
+        size_t m = strlen(t);
+        snprintf(t + m, sizeof t - m, " · resumed");
+    }
     char right[80];
     snprintf(right, sizeof right, " %s ", v->paused ? "PAUSED (p resumes)" : v->status ? v->status : "");
     int rw = dash_cols(right);

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L /* fileno */
 /* aneforge: dispatches to one subcommand per file. */
 #include "cli.h"
+#include "cli_out.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "aneforge.h"
@@ -62,7 +63,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = commands[i].run(argc - 1, argv + 1);
+            /* --json and listings go to stdout: a failed write there (a full disk) is a failure. */
+            return cli_stdout_check("aneforge") && !rc ? 1 : rc;
+        }
     fprintf(stderr, "aneforge: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -5,6 +5,7 @@
  * the argument's dtype) and writes each result with its declared dtype. */
 #include "mil_npy.h"
 #include "aneforge.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -131,8 +132,8 @@ int mil_npy_write(const char *path, const char *dt, const float *data, int rank,
     char hdr[256];
     int hl = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", k->descr, shape);
     int total = 10 + hl + 1, pad = (64 - total % 64) % 64;
-    FILE *f = fopen(path, "wb");
-    if (!f) { snprintf(err, errlen, "cannot create %s", path); return 1; }
+    FILE *f = ir_open_write(path); /* whole or not at all */
+    if (!f) { snprintf(err, errlen, "%s", af_error_message()); return 1; }
     unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((hl + pad + 1) & 255), (unsigned char)((hl + pad + 1) >> 8) };
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl;
     for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
@@ -150,7 +151,6 @@ int mil_npy_write(const char *path, const char *dt, const float *data, int rank,
         for (int j = 0; j < k->size; j++) b[j] = (unsigned char)(u >> (8 * j));
         ok = fwrite(b, 1, (size_t)k->size, f) == (size_t)k->size;
     }
-    if (fclose(f) != 0) ok = false;
-    if (!ok) { remove(path); snprintf(err, errlen, "cannot write %s", path); return 1; }
+    if (ir_close_written(f, path, ok)) { snprintf(err, errlen, "%s", af_error_message()); return 1; }
     return 0;
 }

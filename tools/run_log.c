@@ -42,7 +42,7 @@ void json_quote(char *dst, size_t cap, const char *s, size_t max_in) {
     dst[o] = 0;
 }
 
-void run_log_begin(run_log *l, FILE *f, af_trainer *t, const af_train_opts *o, int64_t items_per_step,
+void run_log_begin(run_log *l, cli_log *f, af_trainer *t, const af_train_opts *o, int64_t items_per_step,
                    const char *items_key) {
     memset(l, 0, sizeof *l);
     l->f = f;
@@ -65,7 +65,8 @@ void run_log_header(run_log *l, const char *model, const char *extra) {
     if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     double phase[TR_NPHASE];
     tr_phase_seconds(l->t, phase);
-    fprintf(l->f,
+    char line[4096] = ""; /* one write: a dashboard following the file never sees half a header */
+    add(line, sizeof line,
             "{\"header\":1,\"model\":\"%s\",\"started\":\"%s\",\"plan\":\"%s\",\"target\":\"%s\",\"family\":\"%s\","
             "\"precision\":\"%s\",\"optimizer\":\"%s\",\"batch\":%d,\"lr\":%.6g,\"schedule\":\"%s\",\"warmup\":%lld,"
             "\"weight_decay\":%g,\"loss_scale\":%g,\"dynamic_loss_scale\":%d,\"steps_per_call\":%d,\"total_steps\":%lld,"
@@ -81,10 +82,9 @@ void run_log_header(run_log *l, const char *model, const char *extra) {
     if (engine(l)) {
         af_ane_budget_info b;
         af_ane_budget(o->compile.sim_engine, &b);
-        fprintf(l->f, ",\"compile_limit\":%d", b.compile_limit);
+        add(line, sizeof line, ",\"compile_limit\":%d", b.compile_limit);
     }
-    fprintf(l->f, "%s}\n", extra ? extra : "");
-    fflush(l->f);
+    cli_log_printf(l->f, "%s%s}\n", line, extra ? extra : "");
 }
 
 void run_log_data(run_log *l, double seconds) { l->data_s += seconds; }
@@ -142,16 +142,14 @@ void run_log_sample(run_log *l, int64_t step, const char *text) {
     if (!l->f) return;
     char q[6200];
     json_quote(q, sizeof q, text, 1000);
-    fprintf(l->f, "{\"step\":%lld,\"sample\":%s}\n", (long long)step, q);
-    fflush(l->f);
+    cli_log_printf(l->f, "{\"step\":%lld,\"sample\":%s}\n", (long long)step, q);
 }
 
 void run_log_end(run_log *l, int64_t steps, const char *extra) {
     if (!l->f) return;
     af_stats st;
     af_trainer_stats(l->t, &st); /* compiles after the last step line (evaluation) included */
-    fprintf(l->f, "{\"end\":1,\"steps\":%lld,\"seconds\":%.3f,\"loss_source\":\"%s\",\"compiles\":%lld%s}\n", (long long)steps,
+    cli_log_printf(l->f, "{\"end\":1,\"steps\":%lld,\"seconds\":%.3f,\"loss_source\":\"%s\",\"compiles\":%lld%s}\n", (long long)steps,
             tr_now_s() - l->start, af_metric_source_name(l->t ? l->t->metric_source : AF_METRIC_HOST_FP32), (long long)st.compiles,
             extra ? extra : "");
-    fflush(l->f);
 }

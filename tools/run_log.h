@@ -6,12 +6,13 @@
 #define AF_TOOLS_RUN_LOG_H
 #include "aneforge.h"
 #include "train/trainer.h"
+#include "cli_out.h"
 
 #include <stdint.h>
 #include <stdio.h>
 
 typedef struct {
-    FILE *f;
+    cli_log *f;                      /* NULL: no log */
     af_trainer *t;
     af_train_opts o;
     int64_t items_per_step;          /* samples (mlp, cnn) or tokens (llama) per optimizer step */
@@ -24,8 +25,9 @@ typedef struct {
     char buf[1024];
 } run_log;
 
-/* f may be NULL (no log: every call does nothing and run_log_step_fields gives ""). */
-void run_log_begin(run_log *l, FILE *f, af_trainer *t, const af_train_opts *o, int64_t items_per_step,
+/* f may be NULL (no log: every call does nothing and run_log_step_fields gives "");
+ * its writes are checked (cli_log: the first failure stops the log and is printed). */
+void run_log_begin(run_log *l, cli_log *f, af_trainer *t, const af_train_opts *o, int64_t items_per_step,
                    const char *items_key);
 /* The header line: model, plan, target, precision, optimizer numbers, then `extra`
  * (",\"key\":value..." or "") from the command. */

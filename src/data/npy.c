@@ -273,8 +273,8 @@ af_status af_npy_write(const char *path, const float *data, int rank, const int6
     hdr[8] = (char)((padded - 10) & 0xff);
     hdr[9] = (char)((padded - 10) >> 8);
 
-    FILE *f = fopen(path, "wb");
-    if (!f) return ir_fail(AF_ERR_IO, "cannot create %s", path);
+    FILE *f = ir_open_write(path); /* whole or not at all */
+    if (!f) return AF_ERR_IO;
     int ok = fwrite(hdr, 1, padded, f) == padded;
     uint8_t chunk[4096];
     for (size_t i = 0; ok && i < count;) {

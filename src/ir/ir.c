@@ -41,13 +41,6 @@ af_status ir_fail(af_status st, const char *fmt, ...) {
     return st;
 }
 
-af_status ir_close_written(void *file, const char *path, bool ok) {
-    if (fclose(file) != 0) ok = false;
-    if (ok) return AF_OK;
-    remove(path);
-    return ir_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
-}
-
 void ir_graph_fail(af_graph *g, const char *fmt, ...) {
     char buf[1024];
     va_list ap;

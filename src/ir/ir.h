@@ -109,9 +109,15 @@ void *ir_graph_own(af_graph *g, void *p);
 void ir_graph_fail(af_graph *g, const char *fmt, ...);
 /* Sets this thread's error message; returns st for `return ir_fail(...)`. */
 af_status ir_fail(af_status st, const char *fmt, ...);
-/* Closes a file written to `path`; when the writes (ok) or the close failed, removes
- * the partial file and fails with AF_ERR_IO. */
+/* Whole files (file_write.c): ir_open_write opens a temporary beside path (path +
+ * ".partial"; a path that is a device or a pipe is written in place),
+ * NULL with the error set; ir_close_written closes it and, when the writes (ok) and the
+ * close worked, renames it over path, else removes it and fails with AF_ERR_IO naming
+ * path and the errno text. path ends up written whole or as it was. */
+void *ir_open_write(const char *path);
 af_status ir_close_written(void *file, const char *path, bool ok);
+/* Both at once for bytes in memory; who prefixes messages. */
+af_status ir_write_file(const char *path, const void *data, size_t n, const char *who);
 void ir_clear_error(void);
 /* Sends a formatted message to the user's log function (af_set_log), if any. */
 void ir_log(af_log_level level, const char *fmt, ...);

@@ -15,6 +15,7 @@
 #include "ir/file.h"
 #include "ir/ir.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,22 +335,15 @@ af_status af_llama_save(const af_llama_weights *w, const char *path, int version
     af_status st = check_save_args(w, version, "af_llama_save");
     if (st) return st;
     if (!path) return ir_fail(AF_ERR_INVALID, "af_llama_save: path is NULL");
-    size_t len = strlen(path) + 16;
-    char *tmp = malloc(len);
-    if (!tmp) return ir_fail(AF_ERR_NOMEM, "af_llama_save: out of memory");
-    snprintf(tmp, len, "%s.partial", path);
-    sink s = { .f = fopen(tmp, "wb") };
-    if (!s.f) {
-        free(tmp);
-        return ir_fail(AF_ERR_IO, "cannot create %s (is the folder there and writable?)", path);
-    }
+    sink s = { .f = ir_open_write(path) }; /* whole or not at all (a temporary renamed into place) */
+    if (!s.f) return AF_ERR_IO;
+    errno = 0;
     st = write_model(&s, w, version);
-    if (fclose(s.f) != 0 && !st) st = AF_ERR_IO;
-    if (!st && rename(tmp, path) != 0) st = AF_ERR_IO;
-    if (st) {
-        remove(tmp);
-        if (st == AF_ERR_IO) ir_fail(AF_ERR_IO, "writing %s failed (disk full?)", path);
+    if (st && st != AF_ERR_IO) { /* not a write: keep its message */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", af_error_message());
+        ir_close_written(s.f, path, false);
+        return ir_fail(st, "%s", why);
     }
-    free(tmp);
-    return st;
+    return ir_close_written(s.f, path, st == AF_OK);
 }

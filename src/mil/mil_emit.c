@@ -227,13 +227,7 @@ af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nout, af_t
     }
     if (!st) {
         snprintf(path, n, "%s/model.mil", dir);
-        FILE *f = fopen(path, "wb");
-        if (!f) st = ir_fail(AF_ERR_IO, "af_mil_emit: cannot open %s: %s", path, strerror(errno));
-        else {
-            bool ok = fwrite(text, 1, len, f) == len;
-            ok &= fclose(f) == 0;
-            if (!ok) { remove(path); st = ir_fail(AF_ERR_IO, "af_mil_emit: cannot write %s", path); }
-        }
+        st = ir_write_file(path, text, len, "af_mil_emit"); /* whole or not at all */
     }
     free(path);
     free(text);

@@ -163,15 +163,7 @@ int milblob_writer_count(const milblob_writer *w) {
 
 af_status milblob_write_file(const milblob_writer *w, const char *path) {
     if (!w || !path) return ir_fail(AF_ERR_INVALID, "milblob: NULL %s", w ? "path" : "writer");
-    FILE *f = fopen(path, "wb");
-    if (!f) return ir_fail(AF_ERR_IO, "milblob %s: cannot create: %s", path, strerror(errno));
-    size_t put = fwrite(w->buf, 1, w->len, f);
-    int err = (put != w->len) ? errno : 0;
-    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
-    if (put != w->len || err)
-        return ir_fail(AF_ERR_IO, "milblob %s: wrote %zu of %zu bytes: %s", path, put, w->len,
-                       strerror(err ? err : EIO));
-    return AF_OK;
+    return ir_write_file(path, w->buf, w->len, "milblob"); /* whole or not at all */
 }
 
 /* ---------------------------------------------------------------- reader */

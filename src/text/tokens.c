@@ -48,8 +48,8 @@ af_status af_tokens_read(const char *path, int vocab_size, uint16_t **tokens, in
 af_status af_tokens_write(const char *path, const uint16_t *tokens, int64_t n) {
     if (!path || n < 0 || (!tokens && n))
         return ir_fail(AF_ERR_INVALID, "af_tokens_write: path and tokens must not be NULL, n >= 0");
-    FILE *f = fopen(path, "wb");
-    if (!f) return ir_fail(AF_ERR_IO, "cannot create %s", path);
+    FILE *f = ir_open_write(path); /* whole or not at all */
+    if (!f) return AF_ERR_IO;
     uint8_t chunk[8192];
     int ok = 1;
     for (int64_t i = 0; ok && i < n;) {

@@ -198,14 +198,9 @@ af_status af_tokenizer_save(const af_tokenizer *t, const char *path) {
     size_t size;
     af_status st = txt_tokenizer_serialize(t, &buf, &size);
     if (st != AF_OK) return st;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(buf);
-        return ir_fail(AF_ERR_IO, "cannot create %s", path);
-    }
-    bool ok = fwrite(buf, 1, size, f) == size;
+    st = ir_write_file(path, buf, size, "af_tokenizer_save"); /* whole or not at all */
     free(buf);
-    return ir_close_written(f, path, ok);
+    return st;
 }
 
 /* The byte-level tokenizer: the specials and one token per byte, nothing to merge.

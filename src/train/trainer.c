@@ -73,18 +73,20 @@ const char *af_metric_source_name(af_metric_source s) {
     return (unsigned)s < 3 ? names[s] : "?";
 }
 
-/* After a step that ran at loss scale `ran_at`: count a skip, warn (the first, every
- * 100th, and AF_SKIP_WARN_CONSECUTIVE in a row that lowering the scale cannot cure) and
- * move the dynamic scale. */
-void tr_after_step(af_trainer *t, bool ok, float ran_at) {
+/* After a step that ran at loss scale `ran_at` with (unscaled) loss `loss`: count a skip,
+ * warn (the first, every 100th, and AF_SKIP_WARN_CONSECUTIVE in a row that lowering the
+ * scale cannot cure, saying why: a loss that is itself inf or nan, or a scale already at
+ * 1, is a diverging model, not a scale too large) and move the dynamic scale. */
+void tr_after_step(af_trainer *t, bool ok, float ran_at, double loss) {
     if (!ok) {
         t->skipped++;
         t->skipped_consecutive++;
         t->clean_run = 0;
         if (t->skipped == 1 || t->skipped % 100 == 0)
-            ir_log(AF_LOG_WARN, "step skipped: non-finite gradients or updated state (%lld skipped so far, loss scale %g); "
-                            "if this repeats, lower the loss scale or enable the dynamic loss scale",
-                    (long long)t->skipped, (double)ran_at);
+            ir_log(AF_LOG_WARN, "step skipped: non-finite %s (%lld skipped so far, loss scale %g); if this repeats, %s",
+                    isfinite(loss) ? "gradients or updated state" : "loss", (long long)t->skipped, (double)ran_at,
+                    isfinite(loss) && ran_at > 1.0f ? "lower the loss scale or enable the dynamic loss scale"
+                                                    : "lower the learning rate (the loss scale is not the cause)");
         bool can_lower = t->o.dynamic_loss_scale && t->scale > 1.0f;
         t->stuck_skips = can_lower ? 0 : t->stuck_skips + 1;
         if (t->stuck_skips % 100 == AF_SKIP_WARN_CONSECUTIVE) {
@@ -92,6 +94,15 @@ void tr_after_step(af_trainer *t, bool ok, float ran_at) {
                 ir_log(AF_LOG_WARN, "%lld consecutive steps skipped, the dynamic loss scale already at 1: the inf or nan "
                                 "does not come from loss scaling; check the data, the learning rate and the model",
                         (long long)t->skipped_consecutive);
+            else if (!isfinite(loss))
+                ir_log(AF_LOG_WARN, "%lld consecutive steps skipped: the loss itself is %s (not the loss scale %g's doing): "
+                                "the model diverged; lower the learning rate (%g) or check the data",
+                        (long long)t->skipped_consecutive, isnan(loss) ? "nan" : "inf", (double)ran_at, (double)t->o.lr);
+            else if (ran_at <= 1.0f)
+                ir_log(AF_LOG_WARN, "%lld consecutive steps skipped at loss scale %g: the gradients overflow without any "
+                                "scaling, so the scale is not the cause; the learning rate (%g) is likely too high "
+                                "(the model diverges): lower it, or check the data and the model",
+                        (long long)t->skipped_consecutive, (double)ran_at, (double)t->o.lr);
             else
                 ir_log(AF_LOG_WARN, "%lld consecutive steps skipped: loss scale %g is too large for these gradients; "
                                 "lower it (e.g. to %g) or enable the dynamic loss scale",
@@ -356,7 +367,7 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
         else tr_device_commit(t);
     }
     t->phase_s[TR_PHASE_OPTIMIZER] += tr_now_s() - t2;
-    tr_after_step(t, ok, info->loss_scale);
+    tr_after_step(t, ok, info->loss_scale, info->loss);
     info->skipped_now = !ok;
     return AF_OK;
 }
@@ -412,7 +423,7 @@ static af_status step_resident(af_trainer *t, const float *x, const float *y, af
         info->loss += metrics[s][0] / k;
         if (nm > 1) info->accuracy += metrics[s][1] / (float)t->o.batch / k;
         info->skipped_now += ok[s] != 1.0f;
-        tr_after_step(t, ok[s] == 1.0f, ls_block);
+        tr_after_step(t, ok[s] == 1.0f, ls_block, metrics[s][0]);
     }
     info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0); /* the last step taken */
     return AF_OK;
@@ -427,7 +438,7 @@ static af_status step_llama_resident(af_trainer *t, const float *x, const float 
     info->loss = loss;
     info->loss_scale = ran_at;
     info->skipped_now = !ok;
-    tr_after_step(t, ok, ran_at);
+    tr_after_step(t, ok, ran_at, loss);
     info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0);
     return AF_OK;
 }

@@ -84,7 +84,7 @@ int       tr_num_metrics(const af_trainer *t);
 af_status tr_run(af_trainer *t, af_model *m, const af_buffer *in, af_buffer *out);
 /* After a step that ran at loss scale ran_at: counts a skip or a step, moves the
  * dynamic scale, warns. */
-void      tr_after_step(af_trainer *t, bool ok, float ran_at);
+void      tr_after_step(af_trainer *t, bool ok, float ran_at, double loss);
 af_status tr_build_programs(af_trainer *t);
 af_status tr_build_eval_graph(af_trainer *t); /* the evaluation forward, without compiling it */
 af_status tr_build_eval(af_trainer *t);

@@ -49,7 +49,7 @@ static void kind_layout(const cpu_call *c) {
 #define CPU_KIND_STRUCTURAL cpu_k_structural
 
 const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
-#define X(id, name, arity, kind, flags, mil) [IR_OP_##id] = CPU_KIND_##kind,
+#define X(id, name, arity, kind, ...) [IR_OP_##id] = CPU_KIND_##kind,
 #include "ir/ops.def"
 #undef X
 };

@@ -4,6 +4,7 @@
  * its native gradient node; rope's is rope turning back; swiglu's a swiglu_grad node per
  * operand. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 /* s = q k^T * scale + mask, p = softmax(s), y = p v:
  * dv = p^T dy, dp = dy v^T, ds = p (dp - sum(dp p)), dq = ds k * scale,
@@ -71,8 +72,13 @@ void grad_vjp_structural(grad_ctx *c) {
         c->dsrc[0] = af_reshape(np > 1 ? af_concat(np, parts, 0) : g, x->shape);
         return;
     }
-    default: /* flatten, dropout at rate 0 */
+    case IR_OP_FLATTEN: case IR_OP_DROPOUT: /* dropout runs at rate 0 only */
         c->dsrc[0] = af_reshape(g, x->shape);
+        return;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, STRUCTURAL, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
         return;
     }
 }

@@ -1,6 +1,7 @@
 /* VJPs of reductions, softmax and the norms. Broadcasting the reduced gradient back
  * uses g * const_like(x, c), the tensor-tensor form that is wall-proof on the engine. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 /* g reshaped to the keep_dims shape of a reduction of x. */
 static af_tensor *keep_dims_shape(af_tensor *g, af_tensor *t) {
@@ -19,8 +20,13 @@ void grad_vjp_reduce(grad_ctx *c) {
     switch (t->op) {
     case IR_OP_REDUCE_SUM: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f)); break;
     case IR_OP_REDUCE_MEAN: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f / (float)n)); break;
-    default: /* max/min: every position equal to the extreme gets the gradient */
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: /* every position equal to the extreme gets the gradient */
         c->dsrc[0] = af_mul(af_equal(x, keep_dims_shape(t, t)), gk);
+        break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, REDUCE, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
         break;
     }
 }

@@ -12,8 +12,16 @@ typedef enum {
 #define X(id, ...) IR_OP_##id,
 #include "ops.def"
 #undef X
-    IR_OP_COUNT
 } ir_op;
+/* The number of rows: not an enumerator, so a switch over the ops lists every row and
+ * nothing else (-Werror=switch). */
+enum {
+    IR_OP_ROWS = 0
+#define X(id, ...) + 1
+#include "ops.def"
+#undef X
+};
+#define IR_OP_COUNT ((int)IR_OP_ROWS)
 
 typedef enum {
 #define K(KIND, name) IR_KIND_##KIND,

@@ -45,12 +45,20 @@
 #define IR_CASE_IF_00_(id) case IR_OP_##id:
 #define IR_CASE_IF_01_(id)
 #define IR_CASE_IF_10_(id)
+#define IR_CASE_IF_000_(id) case IR_OP_##id:
+#define IR_CASE_IF_001_(id)
+#define IR_CASE_IF_010_(id)
+#define IR_CASE_IF_100_(id)
 #define IR_CASE_SEL_(eq, id) IR_CASE_IF_##eq##_(id)
 #define IR_CASE_SEL(eq, id) IR_CASE_SEL_(eq, id)
 #define IR_CASE_SEL2_(e1, e2, id) IR_CASE_IF_##e1##e2##_(id)
 #define IR_CASE_SEL2(e1, e2, id) IR_CASE_SEL2_(e1, e2, id)
 #define IR_CASE_UNLESS_KIND(kind, K, id) IR_CASE_SEL(IR_KIND_EQ(kind, K), id)
-/* The same for a switch over the ops of two kinds K1 and K2 (K1 != K2). */
+/* The same for a switch over the ops of two or three distinct kinds. */
 #define IR_CASE_UNLESS_KIND2(kind, K1, K2, id) IR_CASE_SEL2(IR_KIND_EQ(kind, K1), IR_KIND_EQ(kind, K2), id)
+#define IR_CASE_SEL3_(e1, e2, e3, id) IR_CASE_IF_##e1##e2##e3##_(id)
+#define IR_CASE_SEL3(e1, e2, e3, id) IR_CASE_SEL3_(e1, e2, e3, id)
+#define IR_CASE_UNLESS_KIND3(kind, K1, K2, K3, id) \
+    IR_CASE_SEL3(IR_KIND_EQ(kind, K1), IR_KIND_EQ(kind, K2), IR_KIND_EQ(kind, K3), id)
 
 #endif

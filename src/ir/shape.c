@@ -1,6 +1,7 @@
 /* Shape inference: one rule per op kind. Rules may normalise attributes (resolve
  * -1 sizes, negative axes) so later layers see canonical values. */
 #include "ir/ir.h"
+#include "ir/op_cases.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -210,9 +211,12 @@ static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
         for (int i = ids.rank; i < x.rank; i++) out->dim[i - ids.rank + 1] = x.dim[i];
         return true;
     }
-    default:
-        FAIL("not a layout op");
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, LAYOUT, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
     }
+    return false;
 }
 
 bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out,

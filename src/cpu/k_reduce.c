@@ -55,7 +55,7 @@ static void reduce_block(ir_op op, const float *x, float *out, int64_t outer, in
             switch (op) {
             case IR_OP_REDUCE_MAX: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] > oo[i] ? row[i] : oo[i]; break;
             case IR_OP_REDUCE_MIN: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] < oo[i] ? row[i] : oo[i]; break;
-            default: for (int64_t i = 0; i < inner; i++) oo[i] += row[i]; break;
+            default: for (int64_t i = 0; i < inner; i++) oo[i] += row[i]; break; /* sum, mean */
             }
         }
     }
@@ -120,7 +120,7 @@ static void reduce_blocked(ir_op op, const float *x, float *out, af_shape xs, un
             switch (op) {
             case IR_OP_REDUCE_MAX: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] > o[j] ? xb[j] : o[j]; break;
             case IR_OP_REDUCE_MIN: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] < o[j] ? xb[j] : o[j]; break;
-            default: for (int64_t j = 0; j < inner; j++) o[j] += xb[j]; break;
+            default: for (int64_t j = 0; j < inner; j++) o[j] += xb[j]; break; /* sum, mean */
             }
         }
         for (int d = r - 2; d >= 0; d--) {

@@ -42,6 +42,15 @@ static af_tensor *indices_of(af_tensor *t, int slot) {
 }
 
 void grad_vjp_rank(grad_ctx *c) {
+    switch (c->t->op) { /* sort and top_k gather back below */
+    case IR_OP_SORT: case IR_OP_TOPK: break;
+    case IR_OP_ARGMINMAX: case IR_OP_GLOBAL_ARGMINMAX: return; /* OPF_ZEROGRAD: never differentiated */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, RANK, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        return;
+    }
     af_tensor *t = c->t, *x = t->src[0];
     if (t->a.ints[2]) return; /* indices: whole numbers, no gradient */
     /* y[..., ch, j] = x[..., ch, order[j]]: dx = g @ onehot(order). */

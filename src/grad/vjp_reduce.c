@@ -65,6 +65,14 @@ static af_tensor *param_grad(af_tensor *v, int axis, af_tensor *p) {
 }
 
 void grad_vjp_norm(grad_ctx *c) {
+    switch (c->t->op) { /* the four the code below tells apart */
+    case IR_OP_RMS_NORM: case IR_OP_LAYER_NORM: case IR_OP_CHANNEL_LAYER_NORM: case IR_OP_GROUP_NORM: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, NORM, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        return;
+    }
     af_tensor *t = c->t, *x = t->src[0], *gamma = t->src[1], *g = c->g;
     int rank = x->shape.rank;
     bool center = t->op != IR_OP_RMS_NORM;

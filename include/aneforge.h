@@ -785,6 +785,32 @@ AF_API float    af_round_f16(float f);    /* f rounded to the nearest fp16 value
 AF_API int         af_op_count(void);
 AF_API const char *af_op_name(int op);
 
+/* One op-table row as `aneforge op NAME --help` and `aneforge ops --json` show it. All
+ * strings are the library's own, valid for the program's life. */
+#define AF_OP_MAX_ATTRS 8
+typedef struct {
+    const char *key;     /* the attribute's name */
+    const char *type;    /* how its value is written: "int", "ints" (comma-separated),
+                          * "h,w", "number", "fp16|fp32" or "add|min|max" */
+    const char *value;   /* the value it takes when not given; "" = 0 */
+    const char *help;
+} af_op_attr;
+typedef struct {
+    const char *name;
+    const char *kind;    /* the op kind: binary, unary, layout, rank, ... */
+    const char *mil;     /* the MIL ops it lowers to, or how it runs on the engines */
+    int arity;           /* number of sources; -1: variadic */
+    const char *ports;   /* the sources' names, comma-separated; a variadic op's last one
+                          * is "x*" (x0, x1, ...) or an optional "mask?" */
+    int leaf;            /* an input or a constant, not an op to run */
+    int bridge;          /* a net.plist bridge op (its own program on the engines) */
+    int cpu_only;        /* a native CPU kernel the engine targets refuse */
+    int nattrs;
+    af_op_attr attrs[AF_OP_MAX_ATTRS];
+} af_op_desc;
+/* Fills *out with row op (0 .. af_op_count() - 1); AF_ERR_INVALID for another op. */
+AF_API af_status   af_op_info(int op, af_op_desc *out);
+
 /* ---------------------------------------------------------------- MIL (src/ane)
  * Apple's Model Intermediate Language: the program text the Neural Engine compiler
  * takes, plus its MILBlob weight file. */

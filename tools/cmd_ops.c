@@ -22,6 +22,27 @@ static const char *vjp_text(int op) {
 /* JSON string or null (the CLI's shared writer, cli_out.h). */
 static void json_str(const char *s) { cli_json_str(stdout, s); }
 
+/* The row's sources and attributes (af_op_info, as `aneforge op NAME --help` shows them). */
+static void json_row(int op) {
+    af_op_desc d;
+    if (af_op_info(op, &d) != AF_OK) return;
+    printf(", \"ports\": ");
+    json_str(d.ports);
+    printf(", \"attrs\": [");
+    for (int i = 0; i < d.nattrs; i++) {
+        printf("%s{\"key\": ", i ? ", " : "");
+        json_str(d.attrs[i].key);
+        printf(", \"type\": ");
+        json_str(d.attrs[i].type);
+        printf(", \"default\": ");
+        json_str(*d.attrs[i].value ? d.attrs[i].value : NULL);
+        printf(", \"help\": ");
+        json_str(d.attrs[i].help);
+        putchar('}');
+    }
+    putchar(']');
+}
+
 /* Core ML's MIL op set and whether `aneforge mil run` reads each op. */
 static int list_mil(bool markdown) {
     bool read;
@@ -45,7 +66,8 @@ int cmd_ops(int argc, char **argv) {
             printf("usage: aneforge ops [--json]\n       aneforge ops --mil [--markdown]\n\n"
                    "Prints every op-table row: name, arity, kind, whether it has an fp32\n"
                    "and an fp16 CPU kernel, its VJP (yes, zero = piecewise constant, leaf), its MIL lowering,\n"
-                   "its bridge unit, and the Neural Engine target restrictions.\n"
+                   "its bridge unit, and the Neural Engine target restrictions; --json adds its sources\n"
+                   "(ports) and attributes, as `aneforge op NAME --help` shows them.\n"
                    "--mil lists Core ML's MIL op set (iOS 15..18, from coremltools' op definitions) and\n"
                    "whether `aneforge mil run` reads each op.\n");
             return 0;
@@ -70,6 +92,7 @@ int cmd_ops(int argc, char **argv) {
             json_str(bridge);
             printf(", \"target\": ");
             json_str(rule);
+            json_row(op);
             printf("}%s\n", op + 1 < IR_OP_COUNT ? "," : "");
         } else {
             printf("%-19s %-5d %-7s %-4s %-4s %-5s %-22s %-26s %s\n", o->name, o->arity, ir_op_kind_name(o->kind), k ? "yes" : "-",

@@ -117,6 +117,6 @@ int64_t plan_node_flops(const af_tensor *t) {
     case IR_OP_TRANSPOSE: case IR_OP_RESHAPE: case IR_OP_SLICE_BY_SIZE: case IR_OP_CONCAT: case IR_OP_SPLIT:
     case IR_OP_CAST: case IR_OP_INPUT: case IR_OP_CONST:
         return 0;
-    default: return out > in ? out : in;
+    default: return out > in ? out : in; /* every other op: about one operation per element */
     }
 }

@@ -12,6 +12,7 @@
  * Gradient, recomputing p (nothing of the forward is kept): dv += p^T dy_i,
  * dp = dy_i v^T, ds = p (dp - rowsum(p dp)) * scale, dq_i = ds k, dk += ds^T q_i. */
 #include "cpu/gemm.h"
+#include "ir/op_cases.h"
 #include "cpu/kernels.h"
 #include "cpu/vmath.h"
 
@@ -169,17 +170,17 @@ static void att_groups(void *ctx, int64_t g0, int64_t g1) {
 
 void cpu_k_attention(const cpu_call *c) {
     const af_tensor *t = c->t;
-    if (t->op == IR_OP_SDPA) {
-        cpu_k_sdpa(c);
-        return;
-    }
-    if (t->op == IR_OP_ROPE) {
-        cpu_k_rope(c);
-        return;
-    }
-    if (t->op == IR_OP_SWIGLU || t->op == IR_OP_SWIGLU_GRAD) {
+    switch (t->op) {
+    case IR_OP_SDPA: cpu_k_sdpa(c); return;
+    case IR_OP_ROPE: cpu_k_rope(c); return;
+    case IR_OP_SWIGLU: case IR_OP_SWIGLU_GRAD:
         cpu_pool_for(c->pool, af_shape_count(t->shape), 16384, swiglu_range, (void *)c);
         return;
+    case IR_OP_CAUSAL_ATTENTION: case IR_OP_CAUSAL_ATTENTION_GRAD: break; /* below */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, ATTENTION, id)
+#include "ir/ops.def"
+#undef X
+        return; /* another kind's op: never dispatched here */
     }
     af_shape s = t->src[0]->shape;
     int64_t heads = s.dim[0] * s.dim[1];

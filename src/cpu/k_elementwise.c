@@ -2,6 +2,7 @@
  * and cast. Inner loops are specialised on operand strides so the compiler can
  * vectorise the common contiguous and scalar-broadcast cases. */
 #include "cpu/bcast.h"
+#include "ir/op_cases.h"
 #include "cpu/cpu_features.h"
 #include "cpu/kernels.h"
 #include "cpu/vmath.h"
@@ -40,7 +41,10 @@ CPU_VECTOR_CLONES static void bin_inner(ir_op op, const float *a, int64_t sa, co
     case IR_OP_GREATER: BIN_LOOP(x > y ? 1.0f : 0.0f); break;
     case IR_OP_LESS: BIN_LOOP(x < y ? 1.0f : 0.0f); break;
     case IR_OP_EQUAL: BIN_LOOP(x == y ? 1.0f : 0.0f); break;
-    default: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, BINARY, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }
 
@@ -195,7 +199,10 @@ static void unary_range(void *p, int64_t b, int64_t e) {
         if (c->t->a.to == AF_F16) ir_round_f16_array(memmove(o, a, (size_t)n * sizeof *o), n);
         else memmove(o, a, (size_t)n * sizeof *o);
         break;
-    default: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND3(kind, SCALAR, UNARY, CAST, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }
 

@@ -2,6 +2,7 @@
  * furthest point sampling, radius search, dynamic slice) and of the native einsum
  * layer. Sums run in double; the executor rounds results as the precision asks. */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 
 #include <math.h>
 
@@ -92,7 +93,11 @@ void cpu_k_geometry(const cpu_call *c) {
     case IR_OP_COST_VOLUME: cost_volume(c); break;
     case IR_OP_FPS: fps(c); break;
     case IR_OP_RADIUS_SEARCH: radius_search(c); break;
-    default: dynamic_slice(c); break;
+    case IR_OP_DYNAMIC_SLICE: dynamic_slice(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, GEOMETRY, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }
 

@@ -3,6 +3,7 @@
  * unit stores as fp16 bit patterns (LRN's alpha times C, minmax's epsilon, the scale)
  * are rounded as the engine stores them. */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 #include "ir/fp16.h"
 
 #include <math.h>
@@ -62,6 +63,10 @@ void cpu_k_bnorm(const cpu_call *c) {
     switch (c->t->op) {
     case IR_OP_LRN: lrn(c); break;
     case IR_OP_MINMAX_NORM: minmax_norm(c); break;
-    default: scaled_elementwise(c); break;
+    case IR_OP_SCALED_ELEMENTWISE: scaled_elementwise(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, BNORM, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }

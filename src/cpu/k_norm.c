@@ -2,6 +2,7 @@
  * y = (x - mean) * rsqrt(var + eps) * gamma + beta over its group (rms_norm: no mean, no beta).
  * Groups are independent, so large tensors split them across the pool. */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 
 #include <math.h>
 
@@ -64,6 +65,13 @@ static void norm_range(void *p, int64_t t0, int64_t t1) {
 
 void cpu_k_norm(const cpu_call *c) {
     const af_tensor *t = c->t;
+    switch (t->op) { /* the four the code below tells apart */
+    case IR_OP_RMS_NORM: case IR_OP_LAYER_NORM: case IR_OP_CHANNEL_LAYER_NORM: case IR_OP_GROUP_NORM: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, NORM, id)
+#include "ir/ops.def"
+#undef X
+        return; /* another kind's op: never dispatched here */
+    }
     af_shape xs = t->shape;
     norm_ctx s = { .c = c, .gamma = c->in[1], .beta = t->op == IR_OP_RMS_NORM ? NULL : c->in[2] };
     int64_t total = af_shape_count(xs), tasks;

@@ -1,6 +1,7 @@
 /* CPU kernels of the rank bridge ops: sort, top_k, arg_min_max, global_arg_min_max.
  * Indices are written as float whole numbers; ties keep the lower index first. */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,6 +87,10 @@ void cpu_k_rank(const cpu_call *c) {
     switch (c->t->op) {
     case IR_OP_ARGMINMAX: arg_min_max(c); break;
     case IR_OP_GLOBAL_ARGMINMAX: global_arg_min_max(c); break;
-    default: sort_rows(c); break;
+    case IR_OP_SORT: case IR_OP_TOPK: sort_rows(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, RANK, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }

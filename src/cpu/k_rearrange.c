@@ -3,6 +3,7 @@
  * index laws: PyTorch's channel-major order for pixel_(un)shuffle, TensorFlow's
  * block-major order for the others). */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 
 void cpu_k_rearrange(const cpu_call *c) {
     const af_tensor *t = c->t;
@@ -28,7 +29,8 @@ void cpu_k_rearrange(const cpu_call *c) {
                         else sn = (i * fx + j) * ON + n;
                         break;
                     }
-                    default: { /* space to depth or batch: which block (i, j) this output reads */
+                    case IR_OP_PIXEL_UNSHUFFLE: case IR_OP_SPACE_TO_CHANNEL: case IR_OP_SPACE_TO_BATCH: {
+                        /* space to depth or batch: which block (i, j) this output reads */
                         int64_t blk;
                         if (t->op == IR_OP_PIXEL_UNSHUFFLE) { sc = ch / f; blk = ch % f; }
                         else if (t->op == IR_OP_SPACE_TO_CHANNEL) { sc = ch % IC; blk = ch / IC; }
@@ -37,6 +39,10 @@ void cpu_k_rearrange(const cpu_call *c) {
                         sw = w * fx + blk % fx;
                         break;
                     }
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, REARRANGE, id)
+#include "ir/ops.def"
+#undef X
+                        break; /* another kind's op: never dispatched here */
                     }
                     *y++ = x[((sn * IC + sc) * IH + sh) * IW + sw];
                 }

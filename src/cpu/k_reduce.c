@@ -1,6 +1,7 @@
 /* Reductions and softmax. Axes are grouped into (outer, reduced, inner) runs when the
  * reduced axes are contiguous, the common case; anything else takes a general path. */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 #include "cpu/vmath.h"
 #include "ir/fp16.h"
 
@@ -12,7 +13,7 @@ static float combine(ir_op op, float acc, float x) {
     switch (op) {
     case IR_OP_REDUCE_MAX: return x > acc ? x : acc;
     case IR_OP_REDUCE_MIN: return x < acc ? x : acc;
-    default: return acc + x;
+    default: return acc + x; /* reduce_sum, reduce_mean: cpu_k_reduce admits only the four */
     }
 }
 
@@ -54,7 +55,7 @@ static void reduce_block(ir_op op, const float *x, float *out, int64_t outer, in
             switch (op) {
             case IR_OP_REDUCE_MAX: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] > oo[i] ? row[i] : oo[i]; break;
             case IR_OP_REDUCE_MIN: for (int64_t i = 0; i < inner; i++) oo[i] = row[i] < oo[i] ? row[i] : oo[i]; break;
-            default: for (int64_t i = 0; i < inner; i++) oo[i] += row[i]; break;
+            default: for (int64_t i = 0; i < inner; i++) oo[i] += row[i]; break; /* sum, mean */
             }
         }
     }
@@ -119,7 +120,7 @@ static void reduce_blocked(ir_op op, const float *x, float *out, af_shape xs, un
             switch (op) {
             case IR_OP_REDUCE_MAX: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] > o[j] ? xb[j] : o[j]; break;
             case IR_OP_REDUCE_MIN: for (int64_t j = 0; j < inner; j++) o[j] = xb[j] < o[j] ? xb[j] : o[j]; break;
-            default: for (int64_t j = 0; j < inner; j++) o[j] += xb[j]; break;
+            default: for (int64_t j = 0; j < inner; j++) o[j] += xb[j]; break; /* sum, mean */
             }
         }
         for (int d = r - 2; d >= 0; d--) {
@@ -133,6 +134,13 @@ static void reduce_blocked(ir_op op, const float *x, float *out, af_shape xs, un
 
 void cpu_k_reduce(const cpu_call *c) {
     const af_tensor *t = c->t;
+    switch (t->op) { /* the loops know max and min; every other op they sum (mean divides after) */
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, REDUCE, id)
+#include "ir/ops.def"
+#undef X
+        return; /* another kind's op: never dispatched here */
+    }
     af_shape xs = t->src[0]->shape;
     unsigned mask = (unsigned)t->a.ints[0];
     int64_t red = 1;

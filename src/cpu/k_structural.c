@@ -1,6 +1,7 @@
 /* The structural bridge layers on the CPU: flatten and dropout (rate 0) copy, broadcast
  * repeats a length-1 axis, input_view copies a contiguous window. */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 
 #include <string.h>
 
@@ -22,8 +23,12 @@ void cpu_k_structural(const cpu_call *c) {
     case IR_OP_INPUT_VIEW:
         memcpy(c->out, c->in[0] + t->a.ints[0], (size_t)t->a.sizes[0] * sizeof(float));
         return;
-    default: /* flatten, dropout at rate 0: the values unchanged */
+    case IR_OP_FLATTEN: case IR_OP_DROPOUT: /* dropout at rate 0: the values unchanged */
         memcpy(c->out, c->in[0], (size_t)af_shape_count(t->shape) * sizeof(float));
         return;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, STRUCTURAL, id)
+#include "ir/ops.def"
+#undef X
+        return; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }

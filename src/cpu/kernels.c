@@ -2,19 +2,40 @@
  * (CPU_KIND_<KIND>; a kind without one does not compile). Kinds whose ops need different
  * loops dispatch on the op. Leaves have no kernel: they are fed or baked. */
 #include "cpu/kernels.h"
+#include "ir/op_cases.h"
 
 #include <stddef.h>
 
-static void kind_matmul(const cpu_call *c) { (c->t->op == IR_OP_MATMUL_W ? cpu_k_matmul_w : cpu_k_matmul)(c); }
+static void kind_matmul(const cpu_call *c) {
+    switch (c->t->op) {
+    case IR_OP_MATMUL_W: cpu_k_matmul_w(c); break;
+    case IR_OP_MATMUL: cpu_k_matmul(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, MATMUL, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
+    }
+}
 static void kind_conv(const cpu_call *c) {
     switch (c->t->op) {
     case IR_OP_CONV_TRANSPOSE: cpu_k_conv_transpose(c); break;
     case IR_OP_CONV_WEIGHT_GRAD: cpu_k_conv_weight_grad(c); break;
-    default: cpu_k_conv(c); break;
+    case IR_OP_CONV: cpu_k_conv(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, CONV, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }
 static void kind_pool(const cpu_call *c) {
-    (c->t->op == IR_OP_AVG_POOL_GRAD || c->t->op == IR_OP_MAX_POOL_GRAD ? cpu_k_pool_grad : cpu_k_pool)(c);
+    switch (c->t->op) {
+    case IR_OP_AVG_POOL: case IR_OP_MAX_POOL: cpu_k_pool(c); break;
+    case IR_OP_AVG_POOL_GRAD: case IR_OP_MAX_POOL_GRAD: cpu_k_pool_grad(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, POOL, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
+    }
 }
 static void kind_layout(const cpu_call *c) {
     switch (c->t->op) {
@@ -23,7 +44,11 @@ static void kind_layout(const cpu_call *c) {
     case IR_OP_SLICE_BY_SIZE: case IR_OP_SPLIT: cpu_k_slice(c); break;
     case IR_OP_EMBEDDING: cpu_k_embedding(c); break;
     case IR_OP_EMBEDDING_GRAD: cpu_k_embedding_grad(c); break;
-    default: cpu_k_copy(c); break; /* reshape */
+    case IR_OP_RESHAPE: cpu_k_copy(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, LAYOUT, id)
+#include "ir/ops.def"
+#undef X
+        break; /* another kind's op: never dispatched here (cpu_kernels picks the kind's entry) */
     }
 }
 
@@ -49,7 +74,7 @@ static void kind_layout(const cpu_call *c) {
 #define CPU_KIND_STRUCTURAL cpu_k_structural
 
 const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
-#define X(id, name, arity, kind, flags, mil) [IR_OP_##id] = CPU_KIND_##kind,
+#define X(id, name, arity, kind, ...) [IR_OP_##id] = CPU_KIND_##kind,
 #include "ir/ops.def"
 #undef X
 };

@@ -29,7 +29,7 @@
 #define GRAD_VJP_STRUCTURAL grad_vjp_structural
 
 const grad_vjp_fn grad_vjps[IR_OP_COUNT] = {
-#define X(id, name, arity, kind, flags, mil) [IR_OP_##id] = GRAD_VJP_##kind,
+#define X(id, name, arity, kind, ...) [IR_OP_##id] = GRAD_VJP_##kind,
 #include "ir/ops.def"
 #undef X
 };

@@ -4,6 +4,7 @@
  * its native gradient node; rope's is rope turning back; swiglu's a swiglu_grad node per
  * operand. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 /* s = q k^T * scale + mask, p = softmax(s), y = p v:
  * dv = p^T dy, dp = dy v^T, ds = p (dp - sum(dp p)), dq = ds k * scale,
@@ -21,17 +22,21 @@ static void causal_attention_vjp(grad_ctx *c) {
 }
 
 void grad_vjp_attention(grad_ctx *c) {
-    if (c->t->op == IR_OP_ROPE) { /* a rotation: its gradient turns back (cos and sin are constants) */
+    switch (c->t->op) {
+    case IR_OP_ROPE: /* a rotation: its gradient turns back (cos and sin are constants) */
         if (c->need[0]) c->dsrc[0] = ir_rope(c->g, c->t->src[1], c->t->src[2], c->t->a.mode == 0);
         return;
-    }
-    if (c->t->op == IR_OP_SWIGLU) { /* one native node per operand */
+    case IR_OP_SWIGLU: /* one native node per operand */
         for (int i = 0; i < 2; i++)
             if (c->need[i]) c->dsrc[i] = ir_swiglu_grad(c->t->src[0], c->t->src[1], c->g, i == 1);
         return;
-    }
-    if (c->t->op == IR_OP_CAUSAL_ATTENTION) {
-        causal_attention_vjp(c);
+    case IR_OP_CAUSAL_ATTENTION: causal_attention_vjp(c); return;
+    case IR_OP_SDPA: break; /* below */
+    case IR_OP_CAUSAL_ATTENTION_GRAD: case IR_OP_SWIGLU_GRAD: return; /* OPF_NODIFF: af_backward refuses them first */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, ATTENTION, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
         return;
     }
     af_tensor *t = c->t, *g = c->g, *q = t->src[0], *k = t->src[1], *v = t->src[2];
@@ -71,8 +76,13 @@ void grad_vjp_structural(grad_ctx *c) {
         c->dsrc[0] = af_reshape(np > 1 ? af_concat(np, parts, 0) : g, x->shape);
         return;
     }
-    default: /* flatten, dropout at rate 0 */
+    case IR_OP_FLATTEN: case IR_OP_DROPOUT: /* dropout runs at rate 0 only */
         c->dsrc[0] = af_reshape(g, x->shape);
+        return;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, STRUCTURAL, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
         return;
     }
 }

@@ -3,6 +3,7 @@
  * gathered positions through a one-hot matrix of their own indices (an engine has no
  * scatter); a dynamic slice does the same with a one-hot of its run-time start. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 #include <stdlib.h>
 
@@ -41,6 +42,15 @@ static af_tensor *indices_of(af_tensor *t, int slot) {
 }
 
 void grad_vjp_rank(grad_ctx *c) {
+    switch (c->t->op) { /* sort and top_k gather back below */
+    case IR_OP_SORT: case IR_OP_TOPK: break;
+    case IR_OP_ARGMINMAX: case IR_OP_GLOBAL_ARGMINMAX: return; /* OPF_ZEROGRAD: never differentiated */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, RANK, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        return;
+    }
     af_tensor *t = c->t, *x = t->src[0];
     if (t->a.ints[2]) return; /* indices: whole numbers, no gradient */
     /* y[..., ch, j] = x[..., ch, order[j]]: dx = g @ onehot(order). */
@@ -49,14 +59,19 @@ void grad_vjp_rank(grad_ctx *c) {
 
 void grad_vjp_rearrange(grad_ctx *c) {
     af_tensor *t = c->t;
-    ir_op inv;
+    ir_op inv = IR_OP_COUNT;
     switch (t->op) {
     case IR_OP_PIXEL_SHUFFLE: inv = IR_OP_PIXEL_UNSHUFFLE; break;
     case IR_OP_PIXEL_UNSHUFFLE: inv = IR_OP_PIXEL_SHUFFLE; break;
     case IR_OP_CHANNEL_TO_SPACE: inv = IR_OP_SPACE_TO_CHANNEL; break;
     case IR_OP_SPACE_TO_CHANNEL: inv = IR_OP_CHANNEL_TO_SPACE; break;
     case IR_OP_SPACE_TO_BATCH: inv = IR_OP_BATCH_TO_SPACE; break;
-    default: inv = IR_OP_SPACE_TO_BATCH; break;
+    case IR_OP_BATCH_TO_SPACE: inv = IR_OP_SPACE_TO_BATCH; break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, REARRANGE, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
+        return;
     }
     ir_attrs a = { .kernel = { t->a.kernel[0], t->a.kernel[1] } };
     c->dsrc[0] = ir_build(inv, 1, &c->g, &a);
@@ -153,7 +168,12 @@ void grad_vjp_geometry(grad_ctx *c) {
     case IR_OP_COST_VOLUME: vjp_cost_volume(c); break;
     case IR_OP_FPS: vjp_fps(c); break;
     case IR_OP_DYNAMIC_SLICE: vjp_dynamic_slice(c); break;
-    default: break; /* radius_search: piecewise constant */
+    case IR_OP_RADIUS_SEARCH: break; /* OPF_ZEROGRAD: never differentiated */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, GEOMETRY, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
+        break;
     }
 }
 
@@ -206,7 +226,12 @@ void grad_vjp_bnorm(grad_ctx *c) {
     switch (c->t->op) {
     case IR_OP_LRN: vjp_lrn(c); break;
     case IR_OP_MINMAX_NORM: vjp_minmax(c); break;
-    default: vjp_scaled_elementwise(c); break;
+    case IR_OP_SCALED_ELEMENTWISE: vjp_scaled_elementwise(c); break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, BNORM, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        break;
     }
 }
 

@@ -1,6 +1,7 @@
 /* VJPs of elementwise ops: closed-form derivatives from existing ops, reusing the
  * forward output t where it is itself the derivative term. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 #define SRC(k) (c->t->src[k])
 #define NEED(k) (c->need[k])
@@ -30,7 +31,12 @@ void grad_vjp_binary(grad_ctx *c) {
         da = NEED(0) ? af_mul(g, af_mul(b, af_pow(a, af_adds(b, -1.0f)))) : NULL;
         db = NEED(1) ? af_mul(g, af_mul(t, af_log(a))) : NULL;
         break;
-    default: break;
+    case IR_OP_GREATER: case IR_OP_LESS: case IR_OP_EQUAL: break; /* OPF_ZEROGRAD: never differentiated */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, BINARY, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
+        break;
     }
     if (NEED(0)) c->dsrc[0] = grad_unbroadcast(da, a->shape);
     if (NEED(1)) c->dsrc[1] = grad_unbroadcast(db, b->shape);
@@ -98,7 +104,12 @@ void grad_vjp_unary(grad_ctx *c) {
     case IR_OP_ASIN: d = af_mul(g, af_rsqrt(af_adds(af_neg(af_square(x)), 1.0f))); break; /* 1 / sqrt(1 - x^2) */
     case IR_OP_ACOS: d = af_neg(af_mul(g, af_rsqrt(af_adds(af_neg(af_square(x)), 1.0f)))); break;
     case IR_OP_ATANH: d = af_div(g, af_adds(af_neg(af_square(x)), 1.0f)); break;        /* 1 / (1 - x^2) */
-    default: break;
+    case IR_OP_FLOOR: break; /* OPF_ZEROGRAD: never differentiated */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND2(kind, SCALAR, UNARY, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
+        break;
     }
     c->dsrc[0] = d;
 }

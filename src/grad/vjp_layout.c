@@ -1,6 +1,7 @@
 /* VJPs of layout ops: the exact inverse re-arrangement. Slices scatter their gradient
  * back by concatenating zero blocks around it (the engine has no scatter op). */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 /* Places g at offset begin[] inside a zero tensor of shape full, axis by axis. */
 static af_tensor *pad_with_zeros(af_tensor *g, af_shape full, const int64_t *begin) {
@@ -52,6 +53,10 @@ void grad_vjp_layout(grad_ctx *c) {
      * be one-hot(ids)^T @ dy (it has no scatter); the CPU row is an exact scatter-add. */
     case IR_OP_EMBEDDING: c->dsrc[0] = af_embedding_grad(g, t->src[1], x->shape.dim[0]); break;
     case IR_OP_EMBEDDING_GRAD: c->dsrc[0] = af_embedding(g, t->src[1]); break;
-    default: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, LAYOUT, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
+        break;
     }
 }

@@ -2,6 +2,7 @@
  * written with the transpose flags so no explicit transpose nodes are needed; operands
  * that broadcast over the batch get their products summed back to their own shape. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 #include <stdlib.h>
 
@@ -28,7 +29,15 @@ static void vjp_matmul_w(grad_ctx *c) {
 }
 
 void grad_vjp_matmul(grad_ctx *c) {
-    if (c->t->op == IR_OP_MATMUL_W) { vjp_matmul_w(c); return; }
+    switch (c->t->op) {
+    case IR_OP_MATMUL_W: vjp_matmul_w(c); return;
+    case IR_OP_MATMUL: break; /* below */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, MATMUL, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        return;
+    }
     af_tensor *a = c->t->src[0], *b = c->t->src[1], *g = c->g;
     int ta = c->t->a.ta, tb = c->t->a.tb;
     if (c->need[0]) {

@@ -1,6 +1,7 @@
 /* VJPs of reductions, softmax and the norms. Broadcasting the reduced gradient back
  * uses g * const_like(x, c), the tensor-tensor form that is wall-proof on the engine. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 /* g reshaped to the keep_dims shape of a reduction of x. */
 static af_tensor *keep_dims_shape(af_tensor *g, af_tensor *t) {
@@ -19,8 +20,13 @@ void grad_vjp_reduce(grad_ctx *c) {
     switch (t->op) {
     case IR_OP_REDUCE_SUM: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f)); break;
     case IR_OP_REDUCE_MEAN: c->dsrc[0] = af_mul(gk, grad_const_like(x, 1.0f / (float)n)); break;
-    default: /* max/min: every position equal to the extreme gets the gradient */
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: /* every position equal to the extreme gets the gradient */
         c->dsrc[0] = af_mul(af_equal(x, keep_dims_shape(t, t)), gk);
+        break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, REDUCE, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[t->op].name);
         break;
     }
 }
@@ -59,6 +65,14 @@ static af_tensor *param_grad(af_tensor *v, int axis, af_tensor *p) {
 }
 
 void grad_vjp_norm(grad_ctx *c) {
+    switch (c->t->op) { /* the four the code below tells apart */
+    case IR_OP_RMS_NORM: case IR_OP_LAYER_NORM: case IR_OP_CHANNEL_LAYER_NORM: case IR_OP_GROUP_NORM: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, NORM, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        return;
+    }
     af_tensor *t = c->t, *x = t->src[0], *gamma = t->src[1], *g = c->g;
     int rank = x->shape.rank;
     bool center = t->op != IR_OP_RMS_NORM;

@@ -3,6 +3,7 @@
  * pool-gradient node instead); conv's input gradient is a
  * transposed conv with the forward weight. */
 #include "grad/grad.h"
+#include "ir/op_cases.h"
 
 #include <stdlib.h>
 
@@ -29,6 +30,15 @@ static af_tensor *spread(af_tensor *y, af_shape xs, const ir_attrs *a, float vh,
 }
 
 void grad_vjp_pool(grad_ctx *c) {
+    switch (c->t->op) { /* avg_pool below, else max_pool */
+    case IR_OP_AVG_POOL: case IR_OP_MAX_POOL: break;
+    case IR_OP_AVG_POOL_GRAD: case IR_OP_MAX_POOL_GRAD: return; /* OPF_NODIFF: af_backward refuses them first */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, POOL, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        return;
+    }
     af_tensor *t = c->t, *x = t->src[0];
     const ir_attrs *a = &t->a;
     if (x->g->cpu_only) { /* the CPU target: one native node, any window layout */
@@ -68,6 +78,15 @@ static af_tensor *conv_weight_grad(af_tensor *x, af_tensor *g, af_tensor *w, con
 }
 
 void grad_vjp_conv(grad_ctx *c) {
+    switch (c->t->op) { /* conv and its transpose below */
+    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: break;
+    case IR_OP_CONV_WEIGHT_GRAD: return; /* OPF_NODIFF: af_backward refuses it first */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, CONV, id)
+#include "ir/ops.def"
+#undef X
+        ir_graph_fail(c->t->g, "af_backward: op %s reached the VJP of another kind", ir_ops[c->t->op].name);
+        return;
+    }
     af_tensor *t = c->t, *w = t->src[1];
     const ir_attrs *a = &t->a;
     bool unit = a->stride[0] == 1 && a->stride[1] == 1 && a->groups == 1;

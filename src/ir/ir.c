@@ -1,21 +1,34 @@
 /* The graph arena, the op table, error recording and tensor facts. */
 #include "ir/ir.h"
+#include "ir/op_cases.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A row's attributes: a static array ended by a NULL key (a file-scope compound literal). */
+#define ATTR(key, slot, def, help) { key, IR_ATTR_##slot, def, help },
+#define ATTRS(...) (const ir_attr_def[]){ __VA_ARGS__ { NULL, IR_ATTR_AXIS, NULL, NULL } }
+#define NOATTRS NULL
 const ir_op_info ir_ops[IR_OP_COUNT] = {
-#define X(id, nm, arity, kind, flags, mil) [IR_OP_##id] = { nm, arity, IR_KIND_##kind, flags, mil },
+#define X(id, nm, arity, kind, flags, mil, ports, attrs) [IR_OP_##id] = { nm, arity, IR_KIND_##kind, flags, mil, ports, attrs },
 #include "ops.def"
 #undef X
 };
+#undef ATTR
+#undef ATTRS
+#undef NOATTRS
 
 static const char *const kind_names[IR_KIND_COUNT] = {
 #define K(KIND, name) [IR_KIND_##KIND] = name,
 #include "kinds.def"
 #undef K
 };
+
+/* Every kind can be named in a switch over its ops (op_cases.h). */
+#define K(KIND, name) _Static_assert(IR_KIND_EQ(KIND, KIND), "src/ir/op_cases.h needs IR_SAME_KIND_" #KIND "_" #KIND);
+#include "kinds.def"
+#undef K
 
 const char *ir_op_kind_name(ir_op_kind f) { return (unsigned)f < IR_KIND_COUNT ? kind_names[f] : "?"; }
 int af_op_count(void) { return IR_OP_COUNT; }

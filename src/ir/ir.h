@@ -9,11 +9,19 @@
 #include <stdatomic.h>
 
 typedef enum {
-#define X(id, name, arity, kind, flags, mil) IR_OP_##id,
+#define X(id, ...) IR_OP_##id,
 #include "ops.def"
 #undef X
-    IR_OP_COUNT
 } ir_op;
+/* The number of rows: not an enumerator, so a switch over the ops lists every row and
+ * nothing else (-Werror=switch). */
+enum {
+    IR_OP_ROWS = 0
+#define X(id, ...) + 1
+#include "ops.def"
+#undef X
+};
+#define IR_OP_COUNT ((int)IR_OP_ROWS)
 
 typedef enum {
 #define K(KIND, name) IR_KIND_##KIND,
@@ -31,19 +39,42 @@ typedef enum {
 enum { OPF_LEAF = 1u << 0, OPF_DIFF = 1u << 1, OPF_ZEROGRAD = 1u << 2, OPF_CPU_ONLY = 1u << 3, OPF_NODIFF = 1u << 4,
        OPF_BRIDGE = 1u << 5 };
 
+/* Where an attribute lives in ir_attrs, which also says how its value is written:
+ * AXIS, MODE, GROUPS, KEEP, TA, TB, INT0..INT3 (ints[k]), SIZE0 (sizes[0]), FY, FX
+ * (kernel[0], kernel[1]): one integer; AXES (a mask of axes), PERM and BEGIN (ints),
+ * SIZES (sizes, the rest -1), SHAPE (sizes and naxes): a list; KERNEL, STRIDE, PAD,
+ * DILATION: two integers h,w; SCALAR, EPS, BETA: a number; TO: fp16 or fp32; SEW
+ * (mode): a scaled_elementwise op name. */
+typedef enum {
+    IR_ATTR_AXIS, IR_ATTR_AXES, IR_ATTR_KEEP, IR_ATTR_PERM, IR_ATTR_BEGIN, IR_ATTR_SIZES, IR_ATTR_SHAPE, IR_ATTR_TA,
+    IR_ATTR_TB, IR_ATTR_MODE, IR_ATTR_GROUPS, IR_ATTR_KERNEL, IR_ATTR_STRIDE, IR_ATTR_PAD, IR_ATTR_DILATION,
+    IR_ATTR_SCALAR, IR_ATTR_EPS, IR_ATTR_BETA, IR_ATTR_TO, IR_ATTR_INT0, IR_ATTR_INT1, IR_ATTR_INT2, IR_ATTR_INT3,
+    IR_ATTR_SIZE0, IR_ATTR_FY, IR_ATTR_FX, IR_ATTR_SEW
+} ir_attr_slot;
+
+/* One attribute of an op-table row (ATTR in ops.def). */
+typedef struct {
+    const char *key;    /* its name: aneforge op --attr KEY=VALUE, af_op_info */
+    ir_attr_slot slot;
+    const char *def;    /* the value it takes when not given, written as a user would; "": zero */
+    const char *help;
+} ir_attr_def;
+
 typedef struct {
     const char *name;
     int arity;
     ir_op_kind kind;
     unsigned flags;
-    const char *mil;  /* the MIL ops it lowers to */
+    const char *mil;            /* the MIL ops it lowers to */
+    const char *ports;          /* the sources' names (ops.def) */
+    const ir_attr_def *attrs;   /* the attributes it reads, ended by a NULL key; NULL: none */
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_OP_COUNT];
 const char *ir_op_kind_name(ir_op_kind f);
 
-/* Op attributes. One struct for all ops keeps builders and passes simple; each op
- * documents which fields it reads. */
+/* Op attributes. One struct for all ops keeps builders and passes simple; each op's
+ * row in ops.def lists the fields it reads. */
 typedef struct {
     int64_t ints[AF_MAX_RANK]; /* transpose: perm; slice: begin; reduce: axis mask in ints[0] */
     int64_t sizes[AF_MAX_RANK];/* slice: size (resolved, never -1) */
@@ -59,6 +90,20 @@ typedef struct {
     float beta;                /* lrn: the exponent */
     af_dtype to;               /* cast */
 } ir_attrs;
+
+/* The op table's ports and attributes (src/ir/op_attrs.c). */
+/* The name of op's source k into buf (a variadic "x*" port: x0, x1, ...); NULL when the
+ * op has no source k (any k is valid for a variadic "x*"). */
+const char *ir_op_port(ir_op op, int k, char *buf, size_t n);
+/* The number of names in op's ports: its arity, or for a variadic op the named ones. */
+int ir_op_nports(ir_op op);
+/* The op's attribute called key, or NULL. */
+const ir_attr_def *ir_op_attr(ir_op op, const char *key);
+/* Attributes at the op table's defaults. */
+void ir_attrs_default(ir_op op, ir_attrs *a);
+/* Sets op's attribute key from its text value (rank0: source 0's rank, for axes);
+ * false with a message naming the key, the value and what it takes in err. */
+bool ir_attr_parse(ir_op op, const char *key, const char *value, ir_attrs *a, int rank0, char *err, size_t errlen);
 
 /* Tensor flags. */
 enum {

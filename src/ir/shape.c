@@ -1,6 +1,7 @@
 /* Shape inference: one rule per op kind. Rules may normalise attributes (resolve
  * -1 sizes, negative axes) so later layers see canonical values. */
 #include "ir/ir.h"
+#include "ir/op_cases.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,13 @@ static bool check_affine(af_shape x, int axis, const af_tensor *p, const char *w
 }
 
 static bool infer_norm(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    switch (op) { /* the four the code below tells apart */
+    case IR_OP_RMS_NORM: case IR_OP_LAYER_NORM: case IR_OP_CHANNEL_LAYER_NORM: case IR_OP_GROUP_NORM: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, NORM, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
+    }
     af_shape x = src[0]->shape;
     int axis = x.rank - 1;
     if (op == IR_OP_CHANNEL_LAYER_NORM || op == IR_OP_GROUP_NORM) {
@@ -57,6 +65,13 @@ static bool infer_norm(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
 }
 
 static bool infer_pool(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    switch (op) { /* the gradients read dy below */
+    case IR_OP_AVG_POOL: case IR_OP_MAX_POOL: case IR_OP_AVG_POOL_GRAD: case IR_OP_MAX_POOL_GRAD: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, POOL, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
+    }
     af_shape x = src[0]->shape;
     if (x.rank != 4) FAIL("needs x laid out [N, C, H, W] (rank 4)");
     *out = x;
@@ -75,6 +90,13 @@ static bool infer_pool(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
 }
 
 static bool infer_conv(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    switch (op) { /* conv_transpose is the last branch below */
+    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: case IR_OP_CONV_WEIGHT_GRAD: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, CONV, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
+    }
     af_shape x = src[0]->shape, w = src[1]->shape;
     if (x.rank != 4) FAIL("needs x laid out [N, C, H, W] (rank 4)");
     if (w.rank != 4) FAIL("needs a rank-4 weight");
@@ -210,9 +232,12 @@ static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
         for (int i = ids.rank; i < x.rank; i++) out->dim[i - ids.rank + 1] = x.dim[i];
         return true;
     }
-    default:
-        FAIL("not a layout op");
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, LAYOUT, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
     }
+    return false;
 }
 
 bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out,
@@ -235,6 +260,13 @@ bool ir_infer_shape(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_s
         *out = src[0]->shape;
         return true;
     case IR_KIND_MATMUL:
+        switch (op) { /* matmul_w below, else matmul */
+        case IR_OP_MATMUL_W: case IR_OP_MATMUL: break;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, MATMUL, id)
+#include "ir/ops.def"
+#undef X
+            FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
+        }
         if (op == IR_OP_MATMUL_W) {
             af_shape x = src[0]->shape, w = src[1]->shape;
             if (w.rank != 2) FAIL("the baked weight must be [N, K] (stored transposed)");

@@ -1,6 +1,7 @@
 /* Shape rules of the bridge kinds: attention (sdpa, and the CPU-only transformer pieces:
  * causal attention, rope, swiglu) and the structural layers. */
 #include "ir/ir.h"
+#include "ir/op_cases.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,9 +47,16 @@ static bool infer_swiglu(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
 }
 
 bool ir_infer_attention(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
-    if (op == IR_OP_ROPE) return infer_rope(src, a, out, err, errlen);
-    if (op == IR_OP_SWIGLU || op == IR_OP_SWIGLU_GRAD) return infer_swiglu(op, nsrc, src, a, out, err, errlen);
-    if (op != IR_OP_SDPA) return infer_causal(op, nsrc, src, a, out, err, errlen);
+    switch (op) {
+    case IR_OP_ROPE: return infer_rope(src, a, out, err, errlen);
+    case IR_OP_SWIGLU: case IR_OP_SWIGLU_GRAD: return infer_swiglu(op, nsrc, src, a, out, err, errlen);
+    case IR_OP_CAUSAL_ATTENTION: case IR_OP_CAUSAL_ATTENTION_GRAD: return infer_causal(op, nsrc, src, a, out, err, errlen);
+    case IR_OP_SDPA: break; /* below */
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, ATTENTION, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
+    }
     if (nsrc != 3 && nsrc != 4) FAIL("sdpa takes q, k, v and an optional mask; got %d sources", nsrc);
     af_shape q = src[0]->shape, k = src[1]->shape, v = src[2]->shape;
     if (q.rank != 4 || k.rank != 4 || v.rank != 4)
@@ -100,7 +108,10 @@ bool ir_infer_structural(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
                  (long long)a->ints[0], (long long)(a->ints[0] + a->sizes[0]), (long long)count);
         *out = (af_shape){.rank = 1, .dim = {a->sizes[0]}};
         return true;
-    default:
-        FAIL("not a structural op");
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, STRUCTURAL, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
     }
+    return false;
 }

@@ -2,6 +2,7 @@
  * and einsum blocks of ops.def. Engine-only limits (index ranges, C <= 15, batch 1) are
  * not here: they are the engine gates' (src/netplist/bridge_gates.c). */
 #include "ir/ir.h"
+#include "ir/op_cases.h"
 
 #include <stdio.h>
 
@@ -33,14 +34,19 @@ static bool infer_rank(ir_op op, af_shape x, ir_attrs *a, af_shape *out, char *e
         if (a->ints[0]) out->dim[x.rank - 3] = 1;
         else out->dim[x.rank - 2] = out->dim[x.rank - 1] = 1;
         return true;
-    default: { /* GLOBAL_ARGMINMAX */
+    case IR_OP_GLOBAL_ARGMINMAX: {
         int ax = ir_norm_axis(a->axis, x.rank);
         if (ax < 0) FAIL("axis %d is out of range for rank %d", a->axis, x.rank);
         a->axis = ax;
         out->dim[ax] = 1;
         return true;
     }
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, RANK, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
     }
+    return false;
 }
 
 static bool infer_rearrange(ir_op op, af_shape x, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
@@ -60,11 +66,16 @@ static bool infer_rearrange(ir_op op, af_shape x, ir_attrs *a, af_shape *out, ch
         if (op == IR_OP_SPACE_TO_BATCH) *out = (af_shape){ .rank = 4, .dim = { n * f, c, h / fy, w / fx } };
         else *out = (af_shape){ .rank = 4, .dim = { n, c * f, h / fy, w / fx } };
         return true;
-    default: /* BATCH_TO_SPACE */
+    case IR_OP_BATCH_TO_SPACE:
         if (n % f) FAIL("the batch %lld does not divide by fy * fx = %lld (it must hold fy * fx blocks per image)", LL(n), LL(f));
         *out = (af_shape){ .rank = 4, .dim = { n / f, c, h * fy, w * fx } };
         return true;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, REARRANGE, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
     }
+    return false;
 }
 
 static bool infer_geometry(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
@@ -101,7 +112,7 @@ static bool infer_geometry(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *
         if (!(a->scalar >= 0)) FAIL("radius must be >= 0");
         *out = (af_shape){ .rank = 2, .dim = { x.dim[0], y.dim[0] } };
         return true;
-    default: { /* DYNAMIC_SLICE */
+    case IR_OP_DYNAMIC_SLICE: {
         int ax = ir_norm_axis(a->axis, x.rank);
         if (ax < 0) FAIL("axis %d is out of range for rank %d", a->axis, x.rank);
         if (af_shape_count(y) != 1) FAIL("start must hold exactly one value");
@@ -111,7 +122,12 @@ static bool infer_geometry(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *
         out->dim[ax] = a->sizes[0];
         return true;
     }
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, GEOMETRY, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
     }
+    return false;
 }
 
 static bool infer_bnorm(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
@@ -131,13 +147,18 @@ static bool infer_bnorm(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *
         a->axis = ax;
         return true;
     }
-    default: /* SCALED_ELEMENTWISE */
+    case IR_OP_SCALED_ELEMENTWISE:
         if (!ir_shape_eq(x, src[1]->shape)) FAIL("x and z must have the same shape");
         if (a->mode == 1) FAIL("Sub is rejected by the engine's compiler; use af_muls(af_sub(x, z), scale)");
         if (a->mode == 2) FAIL("the engine ignores the scale of Mult; use af_muls(af_mul(x, z), scale)");
         if (a->mode != 0 && a->mode != 3 && a->mode != 4) FAIL("op %d is not AF_SEW_ADD, AF_SEW_MIN or AF_SEW_MAX", a->mode);
         return true;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, BNORM, id)
+#include "ir/ops.def"
+#undef X
+        FAIL("op %s reached the shape rule of another kind", ir_ops[op].name);
     }
+    return false;
 }
 
 /* The native "nchw,nwhu->nchu": a [N, C, H, W] and b [N, W, H, U] to [N, C, H, U]. */
@@ -156,8 +177,12 @@ bool ir_infer_bridge(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_
     case IR_KIND_GEOMETRY: return infer_geometry(op, nsrc, src, a, out, err, errlen);
     case IR_KIND_BNORM: return infer_bnorm(op, src, a, out, err, errlen);
     case IR_KIND_EINSUM: return infer_einsum(src[0]->shape, src[1]->shape, out, err, errlen);
-    default: FAIL("not a bridge op");
+    case IR_KIND_LEAF: case IR_KIND_BINARY: case IR_KIND_SELECT: case IR_KIND_SCALAR: case IR_KIND_UNARY: case IR_KIND_MATMUL:
+    case IR_KIND_REDUCE: case IR_KIND_SOFTMAX: case IR_KIND_LAYOUT: case IR_KIND_NORM: case IR_KIND_POOL: case IR_KIND_CONV:
+    case IR_KIND_CAST: case IR_KIND_ATTENTION: case IR_KIND_STRUCTURAL: case IR_KIND_COUNT:
+        break;
     }
+    FAIL("op %s is not a bridge op of these kinds", ir_ops[op].name);
 }
 
 void ir_lrn_window(int64_t ch, int64_t C, int64_t *lo, int64_t *hi) {

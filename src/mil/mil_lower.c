@@ -329,7 +329,7 @@ bool mil_lower(mil_emitter *e, af_tensor *t, const char *v) {
         kv[0] = (mil_kv){ "x", x };
         mil_stmt(e, ty, v, "identity", 1, kv);
         return true;
-    default:
+    default: /* mil_emit fails naming the op ("op X has no MIL lowering"); CPU-only and bridge ops never get here */
         return false;
     }
 }

@@ -2,6 +2,7 @@
  * A13) and says nothing of other families, so every family gets the same gate until a
  * family is measured otherwise; the message names the family the program is for. */
 #include "netplist/bridge_gates.h"
+#include "ir/op_cases.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,12 +37,17 @@ static bool rank_gate(const af_tensor *t, ane_gate_fail *f) {
     case IR_OP_ARGMINMAX:
         return t->a.ints[0] ? index_range(f, x.dim[r - 3], "the channel axis")
                             : index_range(f, x.dim[r - 2] * x.dim[r - 1], "the flattened H * W plane");
-    default: /* GLOBAL_ARGMINMAX: Dimension is Width, Height or Channel */
+    case IR_OP_GLOBAL_ARGMINMAX: /* Dimension is Width, Height or Channel */
         if (t->a.axis < r - 3)
             return refuse(f, "Dimension rule", "transpose the axis to W, H or C (one of the last three) first",
                           "axis %d is not one of W, H, C (the last three axes of rank %d)", t->a.axis, r);
         return index_range(f, x.dim[t->a.axis], "the reduced axis");
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, RANK, id)
+#include "ir/ops.def"
+#undef X
+        return false;
     }
+    return false;
 }
 
 static bool geometry_gate(const af_tensor *t, ane_gate_fail *f) {
@@ -84,8 +90,13 @@ bool ane_bridge_gate(const af_tensor *t, const ane_family_info *fi, ane_gate_fai
             return refuse(f, "LRN channel limit", "use af_local_response_norm (fused ops, any C), or split the channels into groups of at most 15",
                           "C = %lld channels; the layer compiles only for C <= %d", (long long)x.dim[x.rank - 3], AF_BRIDGE_LRN_MAX_C);
         return false;
-    default: return false;
+    case IR_KIND_ATTENTION: case IR_KIND_STRUCTURAL: return false; /* no shared gate: sdpa's describe checks its bounds */
+    case IR_KIND_LEAF: case IR_KIND_BINARY: case IR_KIND_SELECT: case IR_KIND_SCALAR: case IR_KIND_UNARY: case IR_KIND_MATMUL:
+    case IR_KIND_REDUCE: case IR_KIND_SOFTMAX: case IR_KIND_LAYOUT: case IR_KIND_NORM: case IR_KIND_POOL: case IR_KIND_CONV:
+    case IR_KIND_CAST: case IR_KIND_EINSUM: case IR_KIND_COUNT:
+        return false; /* no bridge op has these kinds (OPF_BRIDGE is checked above) */
     }
+    return false;
 }
 
 bool ane_bridge_gate_msg(const af_tensor *t, af_family_id family, char *err, size_t errn) {

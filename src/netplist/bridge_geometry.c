@@ -4,6 +4,7 @@
  * CentroidCount/DistanceMetric, RadiusSearch Radius, DynamicSlice SliceSize) and none
  * otherwise; OutputChannels follows the seed's unit examples (FPS 3, RadiusSearch 1). */
 #include "netplist/bridge_unit_util.h"
+#include "ir/op_cases.h"
 
 #include <stdio.h>
 
@@ -46,7 +47,7 @@ bool bridge_describe_geometry(const af_tensor *t, netplist_program *p, char *err
         plist_set_real(u->params, "Radius", t->a.scalar);
         return true;
     }
-    default: { /* DYNAMIC_SLICE: seed 004's builder binds the start through a weights.1
+    case IR_OP_DYNAMIC_SLICE: { /* seed 004's builder binds the start through a weights.1
                 * constant its invoker overwrites before each run; here the start is the
                 * program's second input (x1), which the runtime feeds every run like any
                 * input. That binding is unverified on the engine. */
@@ -55,7 +56,13 @@ bool bridge_describe_geometry(const af_tensor *t, netplist_program *p, char *err
         plist_set_int(u->params, "SliceSize", t->a.sizes[0]);
         return true;
     }
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, GEOMETRY, id)
+#include "ir/ops.def"
+#undef X
+        snprintf(err, errn, "op %s reached the net.plist unit of another kind", ir_ops[t->op].name);
+        return false;
     }
+    return false;
 }
 
 static af_shape rows_shape(netplist_dims d) { return d.h > 1 ? (af_shape){ .rank = 2, .dim = { d.h, d.w } } : (af_shape){ .rank = 1, .dim = { d.w } }; }

@@ -3,6 +3,7 @@
  * truncate to about 0): LRN Alpha, MinMaxNormalization Epsilon, ScaledElementWise
  * Scale. LRN's Alpha is alpha * C: the engine divides it by KernelChannel = C. */
 #include "netplist/bridge_unit_util.h"
+#include "ir/op_cases.h"
 
 #include <stdio.h>
 
@@ -30,12 +31,18 @@ bool bridge_describe_norm(const af_tensor *t, netplist_program *p, char *err, si
         plist_set_str(u->params, "Dimension", t->a.axis == x.rank - 1 ? "Width" : "Height");
         plist_set_int(u->params, "Epsilon", bridge_f16_bits(t->a.eps));
         return true;
-    default: /* SCALED_ELEMENTWISE: Sub and Mult never reach here (the builder refuses them) */
+    case IR_OP_SCALED_ELEMENTWISE: /* Sub and Mult never reach here (the builder refuses them) */
         if (!(u = bridge_unit(t, p, "ScaledElementWise", 2, b, err, errn))) return false;
         plist_set_str(u->params, "Type", sew_types[t->a.mode]);
         plist_set_int(u->params, "Scale", bridge_f16_bits(t->a.scalar));
         return true;
+#define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, BNORM, id)
+#include "ir/ops.def"
+#undef X
+        snprintf(err, errn, "op %s reached the net.plist unit of another kind", ir_ops[t->op].name);
+        return false;
     }
+    return false;
 }
 
 static bool decode_norm(const netplist_unit *u, const netplist_dims *in, int nin, ir_op *op, ir_attrs *a, af_shape *shapes,

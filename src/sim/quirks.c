@@ -30,7 +30,7 @@ unsigned char *ane_rules_quirks(const compile_plan *m, af_family_id family, bool
         case IR_OP_SUB:
             if (prec && !(t->flags & IR_TF_VOUCHED)) q = AF_QUIRK_PRECISION;
             break;
-        default: break;
+        default: break; /* every other op has none: a quirk is opt-in per op (test_sim_numerics) */
         }
         quirk[s] = (unsigned char)q;
     }

@@ -8,6 +8,7 @@
 #include "../tools/cli_args.c"
 #include "../tools/cli_env.c"
 #include "../tools/mil_npy.c"
+#include "../tools/cli_out.c"
 
 #include "support/check.h"
 

@@ -28,11 +28,16 @@ static _Thread_local char tls_error[1024];
 const char *af_error_message(void) { return tls_error; }
 void ir_clear_error(void) { tls_error[0] = 0; }
 
+/* Formats aside first: callers often pass af_error_message() itself as an argument
+ * ("kernel %s: %s", ..., af_error_message()), and formatting into the buffer being
+ * read duplicated the prefix and cut the message. */
 af_status ir_fail(af_status st, const char *fmt, ...) {
+    char buf[sizeof tls_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_error, sizeof tls_error, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(tls_error, buf, sizeof buf);
     return st;
 }
 

@@ -61,8 +61,7 @@ void tr_pipe_free(tr_pipe *p) {
 static void vocab_blocks(const af_trainer *t, int V, int *nblk, int *vblk) {
     int64_t lim = V;
     if (t->o.compile.target != AF_TARGET_CPU) {
-        af_family_id f;
-        const ane_family_info *fi = af_family_resolve(t->o.compile.family, &f) == AF_OK ? ane_family_info_of(f) : NULL;
+        const ane_family_info *fi = ane_family_info_of(t->o.compile.family); /* resolved by af_trainer_new */
         if (fi && fi->max_spatial < lim) lim = fi->max_spatial;
     }
     *nblk = (int)((V + lim - 1) / lim);

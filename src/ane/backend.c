@@ -99,7 +99,7 @@ static af_status ane_validate(const backend_cfg *cfg, const compile_plan *p, cha
         return AF_ERR_UNSUPPORTED;
     }
     af_status st = ane_rules_validate(p, cfg->family, msg, n); /* the walls the real compiler has */
-    if (st && !strncmp(msg, "ane-sim ", 8)) memmove(msg, msg + 4, strlen(msg + 4) + 1); /* "ane A13 (M1): ..." */
+    if (st && !strncmp(msg, "ane-sim ", 8)) memmove(msg + 3, msg + 7, strlen(msg + 7) + 1); /* "ane A13 (M1): ..." */
     return st;
 }
 

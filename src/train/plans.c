@@ -127,7 +127,9 @@ static af_status host_device_programs(af_trainer *t, af_tensor **in, af_tensor *
         return t->fb ? AF_OK : ir_fail(AF_ERR_INVALID, "trainer: %s", af_error_message());
     }
     t->fwd = tr_compile(t, 3 + t->np, in, 1, out);
-    if (!t->fwd) return ir_fail(AF_ERR_INVALID, "trainer: forward program: %s", af_error_message());
+    if (!t->fwd)
+        return ir_fail(AF_ERR_INVALID, "trainer: forward program: %s%s", af_error_message(),
+                       llama_net_weights(&t->net) ? " (a llama: the pipeline or resident plan binds the same few ports at any depth)" : "");
     for (int i = 0; i < t->np; i++) {
         t->bwd[i] = tr_compile(t, 3 + t->np, in, 1, &grads[i]);
         if (!t->bwd[i]) return ir_fail(AF_ERR_INVALID, "trainer: backward program of param '%s': %s", af_tensor_name(t->p[i]), af_error_message());

@@ -632,6 +632,9 @@ AF_API af_status   af_trainer_step(af_trainer *t, const float *x, const float *t
  * samples; out gets [n, out_dim]. */
 AF_API af_status   af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *out);
 AF_API int         af_trainer_num_params(const af_trainer *t);
+/* The engine family the trainer's programs are compiled for, resolved once at creation
+ * (af_compile_family); AF_FAMILY_DEFAULT on the cpu target. */
+AF_API af_family_id af_trainer_family(const af_trainer *t);
 AF_API af_tensor  *af_trainer_param(const af_trainer *t, int i);
 /* Current values of param i (reads resident state back when needed). */
 AF_API af_status   af_trainer_read_param(af_trainer *t, int i, float *dst);
@@ -851,6 +854,11 @@ AF_API af_status    af_target_parse(const char *spec, af_target *t, af_family_id
  * the hardware's (Apple Silicon), else A16. */
 AF_API af_status    af_family_resolve(af_family_id fam, af_family_id *out);
 AF_API const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
+/* The family af_compile compiles for under o (NULL: the defaults): AF_FAMILY_DEFAULT on
+ * the cpu target; on ane the device's (loading the framework; a family o names must be
+ * the device's); on ane-sim o's family resolved. Resolve it once and pass it on, so
+ * everything sized for a family sizes for the one the backend checks. */
+AF_API af_status    af_compile_family(const af_compile_opts *o, af_family_id *out);
 AF_API af_family_id af_model_family(const af_model *m);         /* the family compiled for; DEFAULT on cpu */
 
 /* The engine's per-process budgets. Its compiler fails after about 119 compiles per

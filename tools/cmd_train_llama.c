@@ -271,10 +271,12 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     float *x = malloc((size_t)(per_call * T) * sizeof(float)), *y = malloc((size_t)(per_call * T * V) * sizeof(float));
     float *out = malloc((size_t)((int64_t)B * T * V) * sizeof(float));
     if (!rc && (!x || !y || !out)) { fprintf(stderr, "aneforge train llama: out of memory\n"); rc = 1; }
+    af_train_opts shown = a->o; /* labelled with the family the trainer compiles for (the device's on ane) */
+    shown.compile.family = af_trainer_family(t);
     progress pr;
-    progress_init(&pr, &a->o, 1, (a->steps + k - 1) / k * k, a->json);
+    progress_init(&pr, &shown, 1, (a->steps + k - 1) / k * k, a->json);
     run_log rl;
-    run_log_begin(&rl, logf, t, &a->o, (int64_t)B * T * accum, "tokens_per_s");
+    run_log_begin(&rl, logf, t, &shown, (int64_t)B * T * accum, "tokens_per_s");
     if (!rc && logf) {
         char extra[1024], data[300], valq[300], name[80];
         json_quote(data, sizeof data, a->data, 200);

@@ -45,22 +45,46 @@ static void ane_free(void *state) {
     free(s);
 }
 
-/* Loads the framework and takes the engine family from the device: a family the caller
- * names must be the one the machine has (ane-sim simulates the others). */
-static af_status ane_configure(backend_cfg *cfg, char *msg, size_t n) {
-    if (ane_rt_open(cfg->ane_framework)) {
+/* The ane target's family: the device's, when the framework loads and the device tells
+ * (a family the caller names must be the one the machine has: ane-sim simulates the
+ * others); else the named one resolved as af_family_resolve does. */
+static af_status device_family(af_family_id asked, const char *framework, af_family_id *out, char *msg, size_t n) {
+    if (ane_rt_open(framework)) {
         snprintf(msg, n, "cannot use the Neural Engine: %s", af_error_message());
         return AF_ERR_UNSUPPORTED;
     }
     ane_rt_device d;
-    if (ane_rt_device_info(&d) != AF_OK || d.family == AF_FAMILY_DEFAULT) return AF_OK; /* unknown: as resolved */
-    if (cfg->family_asked != AF_FAMILY_DEFAULT && cfg->family_asked != d.family) {
+    if (ane_rt_device_info(&d) != AF_OK || d.family == AF_FAMILY_DEFAULT) { /* unknown: as resolved */
+        if (af_family_resolve(asked, out) == AF_OK) return AF_OK;
+        snprintf(msg, n, "%s", af_error_message());
+        return AF_ERR_INVALID;
+    }
+    if (asked != AF_FAMILY_DEFAULT && asked != d.family) {
         snprintf(msg, n, "this machine's Neural Engine is %s (subtype %s%s%s), not %s: drop the family from the target (\"ane\") "
                  "or simulate %s with ane-sim", af_family_name_of(d.family), d.subtype, d.chip[0] ? ", " : "", d.chip,
-                 af_family_name_of(cfg->family_asked), af_family_name_of(cfg->family_asked));
+                 af_family_name_of(asked), af_family_name_of(asked));
         return AF_ERR_UNSUPPORTED;
     }
-    cfg->family = d.family;
+    *out = d.family;
+    return AF_OK;
+}
+
+static af_status ane_configure(backend_cfg *cfg, char *msg, size_t n) {
+    return device_family(cfg->family_asked, cfg->ane_framework, &cfg->family, msg, n);
+}
+
+af_status af_compile_family(const af_compile_opts *o, af_family_id *out) {
+    af_compile_opts d = { 0 };
+    if (!o) o = &d;
+    af_family_id f = AF_FAMILY_DEFAULT;
+    af_status st = AF_OK;
+    char msg[512];
+    if (o->target == AF_TARGET_ANE) {
+        if ((st = device_family(o->family, o->ane_framework, &f, msg, sizeof msg))) return ir_fail(st, "%s", msg);
+    } else if (o->target != AF_TARGET_CPU && (st = af_family_resolve(o->family, &f))) {
+        return st;
+    }
+    if (out) *out = f;
     return AF_OK;
 }
 
@@ -75,7 +99,7 @@ static af_status ane_validate(const backend_cfg *cfg, const compile_plan *p, cha
         return AF_ERR_UNSUPPORTED;
     }
     af_status st = ane_rules_validate(p, cfg->family, msg, n); /* the walls the real compiler has */
-    if (st && !strncmp(msg, "ane-sim ", 8)) memmove(msg, msg + 4, strlen(msg + 4) + 1); /* "ane A13 (M1): ..." */
+    if (st && !strncmp(msg, "ane-sim ", 8)) memmove(msg + 3, msg + 7, strlen(msg + 7) + 1); /* "ane A13 (M1): ..." */
     return st;
 }
 

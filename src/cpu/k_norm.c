@@ -1,8 +1,10 @@
 /* Normalisations. Statistics accumulate in double; every norm is
  * y = (x - mean) * rsqrt(var + eps) * gamma + beta over its group (rms_norm: no mean, no beta).
  * Groups are independent, so large tensors split them across the pool. */
+#include "cpu/cpu_features.h"
 #include "cpu/kernels.h"
 #include "ir/op_cases.h"
+#include "cpu/norm_bwd.h"
 
 #include <math.h>
 
@@ -88,4 +90,87 @@ void cpu_k_norm(const cpu_call *c) {
     if (tasks <= 0) return;
     int64_t per_task = total / tasks;
     cpu_pool_for(c->pool, tasks, per_task >= PAR_MIN ? 1 : PAR_MIN / per_task + 1, norm_range, &s);
+}
+
+/* ------------------------------------------------------------------ RMSNorm backward, channel-first */
+
+enum { RB_CHUNK = 256 }; /* positions per statistics task: its accumulators stay in L1 */
+
+typedef struct {
+    int64_t B, C, S;
+    float eps;
+    const float *x, *dy, *w, *resid;
+    float *out, *dw, *r, *k; /* r, k: [B, S] */
+} rms_bwd_ctx;
+
+/* Position chunks (tasks never straddle images): r and k per position, summing over
+ * the channels one row of positions at a time, in double. */
+CPU_VECTOR_CLONES static void rms_bwd_stats(void *ctx, int64_t t0, int64_t t1) {
+    const rms_bwd_ctx *s = ctx;
+    int64_t per_img = (s->S + RB_CHUNK - 1) / RB_CHUNK;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t b = t / per_img, p0 = t % per_img * RB_CHUNK, n = s->S - p0 < RB_CHUNK ? s->S - p0 : RB_CHUNK;
+        double ss[RB_CHUNK] = { 0 }, dot[RB_CHUNK] = { 0 };
+        for (int64_t c = 0; c < s->C; c++) {
+            const float *x = s->x + (b * s->C + c) * s->S + p0, *dy = s->dy + (b * s->C + c) * s->S + p0;
+            const double wc = s->w[c];
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++) {
+                ss[j] += (double)x[j] * x[j];
+                dot[j] += (double)dy[j] * x[j] * wc;
+            }
+        }
+        float *r = s->r + b * s->S + p0, *k = s->k + b * s->S + p0;
+        for (int64_t j = 0; j < n; j++) {
+            double rj = 1.0 / sqrt(ss[j] / (double)s->C + s->eps);
+            r[j] = (float)rj;
+            k[j] = (float)(rj * rj * rj * dot[j] / (double)s->C);
+        }
+    }
+}
+
+/* Channels c0..c1: their dx rows and dw entries. */
+CPU_VECTOR_CLONES static void rms_bwd_rows(void *ctx, int64_t c0, int64_t c1) {
+    const rms_bwd_ctx *s = ctx;
+    const int64_t S = s->S;
+    for (int64_t c = c0; c < c1; c++) {
+        const float wc = s->w[c];
+        double acc = 0;
+        for (int64_t b = 0; b < s->B; b++) {
+            int64_t off = (b * s->C + c) * S;
+            const float *restrict x = s->x + off, *restrict dy = s->dy + off, *restrict r = s->r + b * S, *restrict k = s->k + b * S;
+            const float *res = s->resid ? s->resid + off : NULL; /* may be out itself */
+            float *out = s->out + off;
+            float part = 0;
+            if (res) {
+#pragma omp simd reduction(+ : part)
+                for (int64_t j = 0; j < S; j++) {
+                    float g = dy[j] * r[j];
+                    out[j] = res[j] + (g * wc - k[j] * x[j]);
+                    part += g * x[j];
+                }
+            } else {
+#pragma omp simd reduction(+ : part)
+                for (int64_t j = 0; j < S; j++) {
+                    float g = dy[j] * r[j];
+                    out[j] = g * wc - k[j] * x[j];
+                    part += g * x[j];
+                }
+            }
+            acc += part;
+        }
+        s->dw[c] += (float)acc;
+    }
+}
+
+/* Two passes, each split over the pool: statistics per position (tasks: position
+ * chunks), then dx and dw per channel (tasks: channels), so no task writes another's. */
+void cpu_rms_norm_bwd_cf(cpu_pool *pool, int64_t B, int64_t C, int64_t S, float eps, const float *x, const float *dy,
+                         const float *w, const float *resid, float *out, float *dw, float *scratch) {
+    rms_bwd_ctx s = { B, C, S, eps, x, dy, w, resid, out, dw, scratch, scratch + B * S };
+    int64_t tasks = B * ((S + RB_CHUNK - 1) / RB_CHUNK), work = B * C * S;
+    if (work <= 0) return;
+    bool split = work >= 4 * PAR_MIN;
+    cpu_pool_for(pool, tasks, split ? 1 : tasks, rms_bwd_stats, &s);
+    cpu_pool_for(pool, C, split ? 1 : C, rms_bwd_rows, &s);
 }

@@ -41,10 +41,10 @@ static _Thread_local char tls_error[1024];
 const char *af_error_message(void) { return tls_error; }
 void ir_clear_error(void) { tls_error[0] = 0; }
 
+/* Formats aside first: callers often pass af_error_message() itself as an argument
+ * ("kernel %s: %s", ..., af_error_message()), and formatting into the buffer being
+ * read duplicated the prefix and cut the message. */
 af_status ir_fail(af_status st, const char *fmt, ...) {
-    /* Formatted aside first: callers wrap the current message ("trainer: %s",
-     * af_error_message()), and printing into the buffer being read garbles it
-     * ("trainer: trainer: e: out of memory"). */
     char buf[sizeof tls_error];
     va_list ap;
     va_start(ap, fmt);

@@ -11,6 +11,7 @@
  * vocabulary runs as two blocks of 16000 through the same two programs. */
 #include "engine/family.h"
 #include "cpu/gemm.h"
+#include "cpu/norm_bwd.h"
 #include "cpu/pool.h"
 #include "llama/llama.h"
 #include "nn/llama_kernels.h"
@@ -31,6 +32,7 @@ struct tr_pipe {
     float **act;                /* [L * PER_LAYER] */
     float *h, *o, *xf, *xfn, *logits, *dlog, *wpad;
     float *dy, *dx2, *dxn, *tmp, *dh1, *dh3, *probs, *dp, *dqr, *dkr, *dv, *dq, *dk;
+    float *rms_scratch;         /* [2, B, S]: RMSNorm backward's r and k per position */
     int *ids, *tgt;
 };
 
@@ -49,7 +51,7 @@ void tr_pipe_free(tr_pipe *p) {
     for (int i = 0; p->act && i < p->L * PER_LAYER; i++) free(p->act[i]);
     free(p->act);
     float *bufs[] = { p->h, p->o, p->xf, p->xfn, p->logits, p->dlog, p->wpad, p->dy, p->dx2, p->dxn, p->tmp,
-                      p->dh1, p->dh3, p->probs, p->dp, p->dqr, p->dkr, p->dv, p->dq, p->dk };
+                      p->dh1, p->dh3, p->probs, p->dp, p->dqr, p->dkr, p->dv, p->dq, p->dk, p->rms_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(p->ids);
     free(p->tgt);
@@ -61,8 +63,7 @@ void tr_pipe_free(tr_pipe *p) {
 static void vocab_blocks(const af_trainer *t, int V, int *nblk, int *vblk) {
     int64_t lim = V;
     if (t->o.compile.target != AF_TARGET_CPU) {
-        af_family_id f;
-        const ane_family_info *fi = af_family_resolve(t->o.compile.family, &f) == AF_OK ? ane_family_info_of(f) : NULL;
+        const ane_family_info *fi = ane_family_info_of(t->o.compile.family); /* resolved by af_trainer_new */
         if (fi && fi->max_spatial < lim) lim = fi->max_spatial;
     }
     *nblk = (int)((V + lim - 1) / lim);
@@ -84,7 +85,7 @@ static af_status alloc_all(tr_pipe *p) {
     ok = ok && (p->dqr = malloc(fl(bs * D))) && (p->dh1 = malloc(fl(bs * F))) && (p->dh3 = malloc(fl(bs * F)));
     ok = ok && (p->probs = malloc(fl(bs * p->HS))) && (p->dp = malloc(fl(bs * p->HS)));
     ok = ok && (p->logits = malloc(fl(bs * p->nblk * (int64_t)p->vblk))) && (p->dlog = malloc(fl(bs * p->nblk * (int64_t)p->vblk)));
-    ok = ok && (p->wpad = calloc((size_t)p->vblk * (size_t)D, sizeof(float)));
+    ok = ok && (p->wpad = calloc((size_t)p->vblk * (size_t)D, sizeof(float))) && (p->rms_scratch = malloc(fl(2 * bs)));
     ok = ok && (p->ids = malloc(sizeof(int) * (size_t)bs)) && (p->tgt = malloc(sizeof(int) * (size_t)bs));
     return ok ? AF_OK : ir_fail(AF_ERR_NOMEM, "trainer (pipeline plan): out of memory for the activations");
 }
@@ -138,26 +139,12 @@ static void dw_gemm(af_trainer *t, float *dw, const float *dy, const float *x, i
 }
 
 /* RMSNorm backward over channels, per position: with r = (mean_c x^2 + eps)^-1/2 and
- * g = dy * w, dx = r g - x r^3 (sum_c g x) / C; dw += dy x r. out = resid + dx (resid may be NULL). */
+ * g = dy * w, dx = r g - x r^3 (sum_c g x) / C; dw += dy x r. out = resid + dx (resid may
+ * be NULL). Vectorised along the positions (src/cpu/k_norm.c), as seed 002's vDSP one. */
 static void rms_bwd(af_trainer *t, const float *x, const float *dy, const float *w, const float *resid, float *out, float *dw) {
     tr_pipe *p = t->pipe;
-    int64_t C = p->D, S = p->S;
-    for (int b = 0; b < p->B; b++)
-        for (int64_t s = 0; s < S; s++) {
-            const float *xb = x + b * C * S + s, *db = dy + b * C * S + s;
-            double ss = 0, dot = 0;
-            for (int64_t c = 0; c < C; c++) {
-                ss += (double)xb[c * S] * xb[c * S];
-                dot += (double)db[c * S] * w[c] * xb[c * S];
-            }
-            double r = 1.0 / sqrt(ss / (double)C + LK_RMS_EPS), k = r * r * r * dot / (double)C;
-            for (int64_t c = 0; c < C; c++) {
-                int64_t i = b * C * S + c * S + s;
-                out[i] = (resid ? resid[i] : 0.0f) + (float)(r * db[c * S] * w[c] - k * xb[c * S]);
-                dw[c] += (float)(db[c * S] * xb[c * S] * r);
-            }
-        }
-    t->host_flops += 10 * p->B * C * S;
+    cpu_rms_norm_bwd_cf(t->pool, p->B, p->D, p->S, LK_RMS_EPS, x, dy, w, resid, out, dw, p->rms_scratch);
+    t->host_flops += 10 * p->B * (int64_t)p->D * p->S;
 }
 
 static void add(af_trainer *t, float *out, const float *a, const float *b, int64_t n) {

@@ -29,7 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ID_BASE = 64, MAXG = 12 };
+/* MAXG: the groups (embedding, 9 per-layer kinds, final norm, classifier) whatever the
+ * depth; MAXBLK: vocabulary blocks, each an output of the prediction program (the
+ * runtime binds at most 64). */
+enum { ID_BASE = 64, MAXG = 12, MAXBLK = 64 };
 
 /* Params first, first + stride, ... (n of them), each stored as `ms`. */
 typedef struct {
@@ -44,9 +47,10 @@ struct tr_lres {
     lr_group grp[MAXG];
     int state_in0;                    /* the step program's first group input */
     af_model *eval;
-    af_tensor *eval_in[2 + MAXG], *eval_out[TR_MAXP];
+    af_tensor *eval_in[2 + MAXG], *eval_out[MAXBLK];
     int eval_nout;
     float *hi, *lo, *yhi, *ylo, *eval_buf, *scratch; /* scratch: one group's state */
+    af_tensor **tmp;                  /* while building: per-param tensors */
 };
 
 void tr_lres_free(tr_lres *r) {
@@ -58,6 +62,7 @@ void tr_lres_free(tr_lres *r) {
     free(r->ylo);
     free(r->eval_buf);
     free(r->scratch);
+    free(r->tmp);
     free(r);
 }
 
@@ -194,8 +199,7 @@ af_status tr_lres_move_state(af_trainer *t, bool read) {
 static af_status choose_blocks(const af_trainer *t, tr_lres *r) {
     int64_t lim = r->c.vocab_size;
     if (t->o.compile.target != AF_TARGET_CPU) {
-        af_family_id f;
-        const ane_family_info *fi = af_family_resolve(t->o.compile.family, &f) == AF_OK ? ane_family_info_of(f) : NULL;
+        const ane_family_info *fi = ane_family_info_of(t->o.compile.family); /* resolved by af_trainer_new */
         if (fi && fi->max_spatial < lim) lim = fi->max_spatial;
     }
     int V = r->c.vocab_size;
@@ -304,8 +308,16 @@ af_status tr_lres_build(af_trainer *t) {
     af_tensor *q = tr_rescales_moments(t) ? (in[ni++] = af_input(g, "moment_rescale", dt, AF_SHAPE(1, 1))) : NULL;
     af_tensor *eps = adam ? (in[ni++] = af_input(g, "eps", dt, AF_SHAPE(1, 1))) : NULL;
     af_tensor *dc = t->o.weight_decay != 0.0f ? (in[ni++] = af_input(g, "decay", dt, AF_SHAPE(1, 1))) : NULL;
-    af_tensor *st_in[MAXG], *wv[TR_MAXP], *grads[TR_MAXP], *logits[64], *stop[TR_MAXP + 1];
-    if (r->nblk > 64) return ir_fail(AF_ERR_INVALID, "trainer (resident plan): %d vocabulary blocks (at most 64)", r->nblk);
+    af_tensor *st_in[MAXG], *logits[MAXBLK];
+    if (r->nblk > MAXBLK)
+        return ir_fail(AF_ERR_INVALID, "trainer (resident plan): the vocabulary of %d splits into %d blocks (at most %d); use "
+                                       "a vocabulary with a larger divisor within the W/H limit, or the pipeline plan",
+                       r->c.vocab_size, r->nblk, MAXBLK);
+    /* Per-param scratch (tr_lres_free releases it if building fails): the weights read
+     * from the state, their gradients, the backward's stop points, one group's
+     * gradients, the prediction program's weights. */
+    if (!(r->tmp = calloc(5 * (size_t)np + 1, sizeof *r->tmp))) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
+    af_tensor **wv = r->tmp, **grads = wv + np, **stop = grads + np, **gs = stop + np + 1, **ew = gs + np;
     char name[32];
     r->state_in0 = ni;
     for (int g2 = 0; g2 < r->ng; g2++) {
@@ -327,7 +339,6 @@ af_status tr_lres_build(af_trainer *t) {
     nn_adam_cfg ac = { t->o.beta1, t->o.beta2 };
     for (int g2 = 0; !st && g2 < r->ng; g2++) {
         const lr_group *G = &r->grp[g2];
-        af_tensor *gs[TR_MAXP];
         for (int j = 0; j < G->n; j++) gs[j] = af_reshape(grads[G->first + j], prepend(G->ms, 0, 1));
         af_tensor *gr = G->n == 1 ? gs[0] : af_concat(G->n, gs, 0);
         af_tensor *w = plane(r, g2, st_in[g2], 0);
@@ -368,7 +379,6 @@ af_status tr_lres_build(af_trainer *t) {
     int64_t NE = (int64_t)t->o.eval_batch * r->T;
     r->eval_in[0] = af_input(g, "eval_ids_hi", dt, AF_SHAPE(NE, 1));
     r->eval_in[1] = af_input(g, "eval_ids_lo", dt, AF_SHAPE(NE, 1));
-    af_tensor *ew[TR_MAXP];
     for (int g2 = 0; g2 < r->ng; g2++) {
         snprintf(name, sizeof name, "eval_state%d", g2);
         r->eval_in[2 + g2] = af_input(g, name, dt, group_shape(r, g2));
@@ -379,6 +389,8 @@ af_status tr_lres_build(af_trainer *t) {
     if (g->error) return ir_fail(AF_ERR_INVALID, "trainer (resident plan): building the prediction program: %s", g->error);
     if (!(r->eval_buf = malloc(sizeof(float) * (size_t)(NE * r->c.vocab_size))))
         return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
+    free(r->tmp);
+    r->tmp = NULL;
     return AF_OK;
 }
 
@@ -409,7 +421,7 @@ af_status tr_lres_step(af_trainer *t, const float *x, const float *y, float *los
     }
     float ls = t->scale, lr = tr_lr_t(t, t->step), q = tr_moment_rescale(t), eps = tr_eps_units(t);
     float decay = 1.0f - tr_lr_at(&t->o, t->step) * t->o.weight_decay, okf = 0;
-    af_buffer in[8 + 3 * TR_MAXP] = { 0 }, out[2 + 3 * TR_MAXP] = { 0 };
+    af_buffer in[16 + MAXG] = { 0 }, out[2 + MAXG] = { 0 };
     int n = 0;
     in[n++] = AF_BUF_F32(r->hi, N);
     in[n++] = AF_BUF_F32(r->lo, N);
@@ -436,7 +448,7 @@ af_status tr_lres_predict(af_trainer *t, int64_t n, const float *x, float *out) 
         return ir_fail(AF_ERR_INVALID, "trainer (resident plan): prediction program: %s", af_error_message());
     int64_t NE = (int64_t)eb * T;
     float *hi = malloc(sizeof(float) * (size_t)NE), *lo = malloc(sizeof(float) * (size_t)NE), *states[MAXG] = { 0 };
-    af_buffer in[2 + MAXG], o[64];
+    af_buffer in[2 + MAXG], o[MAXBLK];
     st = hi && lo ? AF_OK : AF_ERR_NOMEM;
     for (int g = 0; !st && g < r->ng; g++) { /* the current state, read back from the step program */
         int64_t cnt = af_shape_count(group_shape(r, g));

@@ -102,8 +102,16 @@ static af_status build_step(af_trainer *t, af_tensor *x, af_tensor *y, af_tensor
 
 /* ------------------------------------------------------------------ host and device */
 
-static af_status build_host_device(af_trainer *t) {
-    af_tensor *in[3 + TR_MAXP], *out[1 + TR_MAXP], *met[2], *z, *grads[TR_MAXP];
+/* n tensor pointers, zeroed (freed by the caller), or NULL with the error set. */
+static af_tensor **tensors(int n) {
+    af_tensor **v = calloc((size_t)n, sizeof *v);
+    if (!v) ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
+    return v;
+}
+
+/* in [3 + np], out [1 + np], grads [np]: scratch. */
+static af_status host_device_programs(af_trainer *t, af_tensor **in, af_tensor **out, af_tensor **grads) {
+    af_tensor *met[2], *z;
     in[0] = batch_input(t, "x", t->o.batch);
     in[1] = af_input(t->g, "target", io_dtype(t), AF_SHAPE(t->o.batch, t->net.out_dim));
     in[2] = scalar_input(t, "loss_scale");
@@ -119,12 +127,23 @@ static af_status build_host_device(af_trainer *t) {
         return t->fb ? AF_OK : ir_fail(AF_ERR_INVALID, "trainer: %s", af_error_message());
     }
     t->fwd = tr_compile(t, 3 + t->np, in, 1, out);
-    if (!t->fwd) return ir_fail(AF_ERR_INVALID, "trainer: forward program: %s", af_error_message());
+    if (!t->fwd)
+        return ir_fail(AF_ERR_INVALID, "trainer: forward program: %s%s", af_error_message(),
+                       llama_net_weights(&t->net) ? " (a llama: the pipeline or resident plan binds the same few ports at any depth)" : "");
     for (int i = 0; i < t->np; i++) {
         t->bwd[i] = tr_compile(t, 3 + t->np, in, 1, &grads[i]);
         if (!t->bwd[i]) return ir_fail(AF_ERR_INVALID, "trainer: backward program of param '%s': %s", af_tensor_name(t->p[i]), af_error_message());
     }
     return AF_OK;
+}
+
+static af_status build_host_device(af_trainer *t) {
+    af_tensor **in = tensors(3 + t->np), **out = tensors(1 + t->np), **grads = tensors(t->np);
+    af_status st = in && out && grads ? host_device_programs(t, in, out, grads) : AF_ERR_NOMEM;
+    free(in);
+    free(out);
+    free(grads);
+    return st;
 }
 
 /* Adam: (w, m, r, g, lr_t[, moment_rescale], eps[, decay]) -> stack(w', m', r');
@@ -239,9 +258,11 @@ static af_tensor *gated_update(af_trainer *t, af_tensor *lr, af_tensor *dc, cons
                                af_tensor *const *grads, af_tensor **w, af_tensor **m, af_tensor **r) {
     int np = t->np;
     bool adam = t->o.optimizer == AF_OPT_ADAM;
-    af_tensor *wn[TR_MAXP], *mn[TR_MAXP], *rn[TR_MAXP], *w2d[TR_MAXP], *all[3 * TR_MAXP];
+    af_tensor **wn = tensors(np), **mn = tensors(np), **rn = tensors(np), **w2d = tensors(np), **all = tensors(3 * np);
+    af_tensor *ok = NULL;
     int nall = 0;
     nn_adam_cfg c = { t->o.beta1, t->o.beta2 };
+    if (!wn || !mn || !rn || !w2d || !all) np = 0; /* out of memory: ok stays NULL */
     for (int i = 0; i < np; i++) {
         af_tensor *g2 = af_reshape(grads[i], t->flat[i]);
         w2d[i] = af_reshape(w[i], t->flat[i]);
@@ -250,14 +271,19 @@ static af_tensor *gated_update(af_trainer *t, af_tensor *lr, af_tensor *dc, cons
         all[nall++] = wn[i];
         if (adam) { all[nall++] = mn[i]; all[nall++] = rn[i]; }
     }
-    af_tensor *ok = nn_all_finite(nall, all);
+    if (np) ok = nn_all_finite(nall, all);
     for (int i = 0; i < np; i++) {
         af_tensor *old = w[i];
         w[i] = af_reshape(af_select(ok, wn[i], w2d[i]), t->p[i]->shape);
         nn_carry_param_facts(w[i], old);
         if (adam) { m[i] = af_select(ok, mn[i], m[i]); r[i] = af_select(ok, rn[i], r[i]); }
     }
-    if (*q) *q = af_select(ok, ok, *q);
+    if (*q && ok) *q = af_select(ok, ok, *q);
+    free(wn);
+    free(mn);
+    free(rn);
+    free(w2d);
+    free(all);
     return ok;
 }
 
@@ -266,12 +292,17 @@ static af_status build_resident(af_trainer *t) {
     bool adam = t->o.optimizer == AF_OPT_ADAM;
     af_graph *g = t->g;
     af_dtype dt = io_dtype(t);
-    af_tensor **in = calloc(TR_MAXIO, sizeof *in), **out = calloc(TR_MAXIO, sizeof *out);
-    if (!in || !out) { free(in); free(out); return ir_fail(AF_ERR_NOMEM, "trainer: out of memory"); }
+    int nio = 3 * k + 16 + 3 * np; /* the program's inputs or outputs at most */
+    af_tensor **in = tensors(nio), **out = tensors(nio), **w = tensors(np), **m = tensors(np), **r = tensors(np);
+    af_tensor **grads = tensors(np);
+    if (!in || !out || !w || !m || !r || !grads) {
+        free(in), free(out), free(w), free(m), free(r), free(grads);
+        return AF_ERR_NOMEM;
+    }
     int ni = 0, no = 0;
     step_inputs si = { 0 };
     add_step_inputs(t, &si, in, &ni);
-    af_tensor *w[TR_MAXP], *m[TR_MAXP], *r[TR_MAXP], *q = si.q;
+    af_tensor *q = si.q;
     char name[32];
     int first_state = ni;
     for (int i = 0; i < np; i++) { t->state_in[i] = ni; in[ni++] = w[i] = t->p[i]; }
@@ -280,12 +311,12 @@ static af_status build_resident(af_trainer *t) {
     af_tensor *oks[TR_MAXK], *taken = si.iota ? af_const_fill(g, AF_SHAPE(1, 1), 0.0f) : NULL;
     af_status st = AF_OK;
     for (int s = 0; s < k && !st; s++) {
-        af_tensor *met[2], *z, *grads[TR_MAXP];
+        af_tensor *met[2], *z;
         if ((st = build_step(t, si.x[s], si.y[s], si.ls, w, met, &z, grads))) break;
         for (int j = 0; j < nm; j++) out[no++] = met[j];
         g->vouching++;
         af_tensor *lr = table_at(si.lr, si.iota, taken), *dc = table_at(si.dc, si.iota, taken);
-        oks[s] = gated_update(t, lr, dc, &si, &q, grads, w, m, r);
+        if (!(oks[s] = gated_update(t, lr, dc, &si, &q, grads, w, m, r))) st = graph_error(t, "building the update");
         if (si.iota) taken = af_add(taken, oks[s]);
         g->vouching--;
         if (g->error) st = graph_error(t, "building the update");
@@ -305,8 +336,7 @@ static af_status build_resident(af_trainer *t) {
         if (t->state_bound)
             st = af_model_bind_state(t->res, first_state + j, t->state_out0 + j, j < np ? t->master[pi] : j < 2 * np ? t->m[pi] : t->v[pi]);
     }
-    free(in);
-    free(out);
+    free(in), free(out), free(w), free(m), free(r), free(grads);
     return st;
 }
 
@@ -337,8 +367,9 @@ af_status tr_build_programs(af_trainer *t) {
 }
 
 af_status tr_build_eval_graph(af_trainer *t) {
-    af_tensor **in = t->eval_in, *w[TR_MAXP];
+    af_tensor **in = t->eval_in, **w;
     if (t->pipe || t->lres) return AF_OK; /* they predict through their own forward programs */
+    if (!(w = tensors(t->np))) return AF_ERR_NOMEM;
     in[0] = batch_input(t, "eval_x", t->o.eval_batch);
     /* Its own weight inputs, fed the current masters: it never shares ports with training. */
     for (int i = 0; i < t->np; i++) {
@@ -348,6 +379,7 @@ af_status tr_build_eval_graph(af_trainer *t) {
         nn_carry_param_facts(w[i], t->p[i]);
     }
     t->eval_z = t->net.forward(t->net.ctx, in[0], w);
+    free(w);
     return t->eval_z ? AF_OK : graph_error(t, "building the evaluation program");
 }
 

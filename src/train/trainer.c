@@ -302,7 +302,7 @@ static float grad_factor(af_trainer *t, float *const *g, af_step_info *info) {
 /* One batch's forward and backward: the loss (and accuracy) into info, the gradients
  * into t->grad. */
 static af_status batch_grads(af_trainer *t, const float *x, const float *y, af_step_info *info) {
-    af_buffer in[3 + TR_MAXP], out[1 + TR_MAXP];
+    af_buffer *in = t->feed_in, *out = t->feed_out;
     float ls = seed_scale(t), loss_value = 0;
     in[0] = AF_BUF_F32(x, t->x_count);
     in[1] = AF_BUF_F32(y, t->y_count);
@@ -376,7 +376,9 @@ static af_status step_host_or_device(af_trainer *t, const float *x, const float 
 static af_status step_resident(af_trainer *t, const float *x, const float *y, af_step_info *info) {
     int k = t->k, nm = tr_num_metrics(t);
     bool adam = t->o.optimizer == AF_OPT_ADAM;
-    af_buffer in[TR_MAXIO] = { 0 }, out[TR_MAXIO] = { 0 };
+    af_buffer *in = t->feed_in, *out = t->feed_out;
+    memset(in, 0, sizeof *in * (size_t)t->nfeed);
+    memset(out, 0, sizeof *out * (size_t)t->nfeed);
     float ls = seed_scale(t), q = tr_moment_rescale(t), eps = tr_eps_units(t), ls_block = t->scale;
     float lr[TR_MAXK], decay[TR_MAXK], metrics[TR_MAXK][2], ok[TR_MAXK];
     int n = 0;
@@ -473,6 +475,7 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
 int af_trainer_steps_per_call(const af_trainer *t) { return t ? t->k : 0; }
 int af_trainer_batches_per_call(const af_trainer *t) { return t ? t->k * t->o.grad_accum : 0; }
 int af_trainer_num_params(const af_trainer *t) { return t ? t->np : 0; }
+af_family_id af_trainer_family(const af_trainer *t) { return t ? t->o.compile.family : AF_FAMILY_DEFAULT; }
 af_tensor *af_trainer_param(const af_trainer *t, int i) { return t && i >= 0 && i < t->np ? t->p[i] : NULL; }
 
 void af_trainer_stats(const af_trainer *t, af_stats *out) {
@@ -496,7 +499,7 @@ af_status af_trainer_predict(af_trainer *t, int64_t n, const float *x, float *ou
     int64_t eb = t->o.eval_batch, xs = af_shape_count(t->net.sample), od = t->net.out_dim;
     for (int i = 0; i < t->np; i++)
         if ((st = af_trainer_read_param(t, i, t->grad[i]))) return st; /* grad buffers as scratch */
-    af_buffer in[1 + TR_MAXP];
+    af_buffer *in = t->feed_in;
     for (int i = 0; i < t->np; i++) in[1 + i] = AF_BUF_F32(t->grad[i], t->count[i]);
     for (int64_t b = 0; b < n; b += eb) {
         int64_t m = n - b < eb ? n - b : eb;

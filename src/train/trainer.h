@@ -4,9 +4,10 @@
 #define AF_TRAIN_TRAINER_H
 #include "ir/ir.h"
 
-#define TR_MAXP 64    /* params */
 #define TR_MAXK 64    /* unrolled steps */
-#define TR_MAXIO 1024 /* inputs or outputs of one program */
+/* Room the trainer offers make_params (af_net): per-param state is then sized to the
+ * count it returns, so the depth of a model is limited by memory, not by a table. */
+#define TR_PARAM_ROOM 65536
 /* Where a trainer's wall time goes (tr_phase_seconds): the programs of a step (forward
  * and backward; on the resident and unrolled plans the one step program, optimizer
  * included), the optimizer (host update or update programs) and compiling. */
@@ -27,9 +28,10 @@ struct af_trainer {
     af_train_opts o;
     af_graph *g;
     int np, k;                 /* params; steps per call */
-    af_tensor *p[TR_MAXP];
-    int64_t count[TR_MAXP];
-    af_shape flat[TR_MAXP];    /* [rows, cols] view used by the update programs */
+    /* Per-param arrays below hold np entries (tr_alloc_params). */
+    af_tensor **p;
+    int64_t *count;
+    af_shape *flat;            /* [rows, cols] view used by the update programs */
     int64_t x_count, y_count;  /* floats in one batch of x and of targets */
     int fp16;                  /* the programs run in fp16 storage */
     bool state_bound;          /* res holds params and moments as resident state */
@@ -37,9 +39,9 @@ struct af_trainer {
 
     /* host-side state (host and device plans, shuttled unrolled; resident plans read
      * back on demand): v holds v on the host plan, r = sqrt(v) in moment units elsewhere */
-    float *master[TR_MAXP], *m[TR_MAXP], *v[TR_MAXP], *grad[TR_MAXP];
-    float *gsum[TR_MAXP]; /* grad_accum > 1: the step's gradients summed over its batches */
-    float *next[TR_MAXP][3];   /* host plan: the updated state, swapped in when finite */
+    float **master, **m, **v, **grad;
+    float **gsum;              /* grad_accum > 1: the step's gradients summed over its batches */
+    float *(*next)[3];         /* host plan: the updated state, swapped in when finite */
     int64_t step, skipped, skipped_consecutive, clean_run;
     int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */
     float scale, moment_unit;
@@ -47,19 +49,21 @@ struct af_trainer {
     /* programs */
     af_model *fb;              /* fused forward + all gradients (CPU target) */
     af_model *fwd;             /* metrics program (engine targets) */
-    af_model *bwd[TR_MAXP];    /* one backward program per param (engine targets) */
-    af_model *upd[TR_MAXP];    /* device plan: one update program per param */
-    float *upd_out[TR_MAXP];   /* device plan: the stacked [3 rows, cols] Adam output (SGD: w');
+    af_model **bwd;            /* one backward program per param (engine targets) */
+    af_model **upd;            /* device plan: one update program per param */
+    float **upd_out;           /* device plan: the stacked [3 rows, cols] Adam output (SGD: w');
                                 * shuttled unrolled plan: w', m', r' read back */
     float *logits;             /* host and device plans: the forward output of a step */
     af_model *res;             /* resident / unrolled step program */
-    int state_in[TR_MAXP];     /* res: input index holding param i (m, v follow np and 2 np later) */
+    int *state_in;             /* res: input index holding param i (m, v follow np and 2 np later) */
     int state_out0;            /* res: output index of param 0's new value (same layout) */
     int nstate;                /* res: state inputs (params, then m, then v) */
     tr_pipe *pipe;             /* pipeline plan (af_net_llama): seed 002's kernels */
     tr_lres *lres;             /* resident plan for af_net_llama: ids as fp16 digits, blocked vocabulary */
     af_model *eval;            /* compiled on first use from eval_in -> eval_z */
-    af_tensor *eval_in[1 + TR_MAXP], *eval_z; /* built by af_trainer_new: the net is never used after it */
+    af_tensor **eval_in, *eval_z; /* [1 + np], built by af_trainer_new: the net is never used after it */
+    af_buffer *feed_in, *feed_out; /* [nfeed] each: the buffers a step hands its programs */
+    int nfeed;
     float *eval_x, *eval_out;
 
     af_stats acc, total;       /* this call, all calls */

@@ -45,9 +45,67 @@ static af_status check_opts(const af_net *net, const af_train_opts *o) {
     return AF_OK;
 }
 
+/* Per-param arrays of np entries, zeroed; the feed buffers of a step. */
+static af_status alloc_params(af_trainer *t, int np) {
+    size_t n = (size_t)np;
+    t->nfeed = 3 * t->k + 16 + 3 * np; /* the most a step feeds or reads: x, y per step, scalars, state */
+    t->p = calloc(n, sizeof *t->p);
+    t->count = calloc(n, sizeof *t->count);
+    t->flat = calloc(n, sizeof *t->flat);
+    t->master = calloc(n, sizeof *t->master);
+    t->m = calloc(n, sizeof *t->m);
+    t->v = calloc(n, sizeof *t->v);
+    t->grad = calloc(n, sizeof *t->grad);
+    t->gsum = calloc(n, sizeof *t->gsum);
+    t->next = calloc(n, sizeof *t->next);
+    t->bwd = calloc(n, sizeof *t->bwd);
+    t->upd = calloc(n, sizeof *t->upd);
+    t->upd_out = calloc(n, sizeof *t->upd_out);
+    t->state_in = calloc(n, sizeof *t->state_in);
+    t->eval_in = calloc(n + 1, sizeof *t->eval_in);
+    t->feed_in = calloc((size_t)t->nfeed, sizeof *t->feed_in);
+    t->feed_out = calloc((size_t)t->nfeed, sizeof *t->feed_out);
+    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum || !t->next || !t->bwd ||
+        !t->upd || !t->upd_out || !t->state_in || !t->eval_in || !t->feed_in || !t->feed_out)
+        return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory for %d params", np);
+    t->np = np;
+    return AF_OK;
+}
+
+/* The net's params: make_params gets TR_PARAM_ROOM slots and the trainer keeps as many
+ * as it made. Its own reason for failing (the graph's error, or the error it set)
+ * reaches the caller. */
+static af_status make_params(af_trainer *t, const af_net *net) {
+    af_tensor **room = calloc(TR_PARAM_ROOM, sizeof *room);
+    if (!room) return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory");
+    ir_clear_error();
+    int np = net->make_params(net->ctx, t->g, room, TR_PARAM_ROOM);
+    af_status st = AF_OK;
+    if (np < 1 || np > TR_PARAM_ROOM || t->g->error) {
+        char why[900];
+        if (t->g->error) snprintf(why, sizeof why, "%s", t->g->error);
+        else if (af_error_message()[0]) snprintf(why, sizeof why, "%s", af_error_message());
+        else snprintf(why, sizeof why, "it returned %d (room for %d params) and gave no reason", np, TR_PARAM_ROOM);
+        st = ir_fail(AF_ERR_INVALID, "af_trainer_new: make_params failed: %s", why);
+    }
+    if (!st && !(st = alloc_params(t, np))) memcpy(t->p, room, sizeof *room * (size_t)np);
+    free(room);
+    return st;
+}
+
 af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     af_train_opts o = opts ? *opts : af_train_defaults();
     if (check_opts(net, &o)) return NULL;
+    /* The family, once (the device's on the ane target): every program and every size
+     * chosen for a family (the classifier's blocks) then agrees with what the backend checks. */
+    af_family_id fam;
+    if (af_compile_family(&o.compile, &fam)) {
+        char why[900];
+        snprintf(why, sizeof why, "%s", af_error_message());
+        ir_fail(AF_ERR_UNSUPPORTED, "af_trainer_new: %s", why);
+        return NULL;
+    }
+    o.compile.family = fam;
     af_trainer *t = calloc(1, sizeof *t);
     if (!t) { ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory"); return NULL; }
     t->net = *net;
@@ -64,9 +122,8 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     bool host_metrics = (o.plan <= AF_PLAN_DEVICE && o.objective != AF_OBJ_CUSTOM) || o.plan == AF_PLAN_PIPELINE;
     t->metric_source = host_metrics ? AF_METRIC_HOST_FP32 : fp16 ? AF_METRIC_GRAPH_FP16 : AF_METRIC_GRAPH_FP32;
     if (t->g) af_graph_set_target(t->g, o.compile.target);
-    t->np = t->g ? net->make_params(net->ctx, t->g, t->p, TR_MAXP) : -1;
-    if (t->np < 1 || (t->g && t->g->error)) {
-        ir_fail(AF_ERR_INVALID, "af_trainer_new: make_params failed: %s", t->g && t->g->error ? t->g->error : "it returned no params");
+    if (!t->g || make_params(t, net)) {
+        if (!t->g) ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory");
         af_trainer_free(t);
         return NULL;
     }
@@ -114,7 +171,7 @@ void af_trainer_free(af_trainer *t) {
     af_model_free(t->eval);
     tr_pipe_free(t->pipe);
     tr_lres_free(t->lres);
-    for (int i = 0; i < TR_MAXP; i++) {
+    for (int i = 0; i < t->np; i++) {
         af_model_free(t->bwd[i]);
         af_model_free(t->upd[i]);
         free(t->upd_out[i]);
@@ -125,6 +182,9 @@ void af_trainer_free(af_trainer *t) {
         free(t->gsum[i]);
         for (int k = 0; k < 3; k++) free(t->next[i][k]);
     }
+    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum, t->next, t->bwd,
+                       t->upd, t->upd_out, t->state_in, t->eval_in, t->feed_in, t->feed_out };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(t->logits);
     free(t->eval_x);
     free(t->eval_out);
@@ -283,13 +343,14 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
     const void *u = ckpt_get(c, "trainer.moment_unit", &bytes);
     if (u && bytes == sizeof unit) memcpy(&unit, u, sizeof unit);
     if (!(unit > 0) || !isfinite(unit)) return ir_fail(AF_ERR_CORRUPT, "checkpoint: moment unit %g is not positive", (double)unit);
-    const void *rec[TR_MAXP][3];
+    const void *(*rec)[3] = calloc((size_t)t->np, sizeof *rec);
+    if (!rec) return ir_fail(AF_ERR_NOMEM, "checkpoint: out of memory");
     static const char *const kind[3] = { "param", "adam_m", "adam_v" };
     for (int i = 0; i < t->np; i++) {
         for (int k = 0; k < 3; k++) {
             char name[64];
             snprintf(name, sizeof name, "%s.%d", kind[k], i);
-            if (!(rec[i][k] = get_array(c, name, t->count[i]))) return AF_ERR_CORRUPT;
+            if (!(rec[i][k] = get_array(c, name, t->count[i]))) { free(rec); return AF_ERR_CORRUPT; }
         }
     }
     for (int i = 0; i < t->np; i++)
@@ -303,6 +364,7 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
         memcpy(t->v[i], rec[i][2], n);
         convert_moments(t, i, saved_rms, unit);
     }
+    free(rec);
     t->moment_unit = tr_host_moments(t) ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
     return move_state(t, false);
 }

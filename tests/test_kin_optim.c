@@ -3,7 +3,8 @@
  * stepped twice by every plan (host, device, resident, unrolled K = 2 in one call, and
  * resident with shuttled state) and its weights are compared with a double-precision hand
  * computation of Adam (bias correction at steps 1 and 2, decoupled weight decay) and SGD,
- * with a static loss scale of 1 and 256. Plus the decay identity stated on its own: one
+ * with a static loss scale of 1 and 256 and an eps of 1e-8 and 0.05 (comparable to the
+ * gradients, so its placement and units matter). Plus the decay identity stated on its own: one
  * step with decay wd minus one step without equals -lr * wd * w0, on every plan.
  * Tolerance 2e-6 absolute on weights near 0.5 moved by ~1e-2 per step: a decay term is
  * 5e-4, an off-by-one bias correction changes a step by >10%.
@@ -45,7 +46,7 @@ typedef struct {
     af_optimizer opt;
     af_plan plan;
     int shuttle;
-    float wd, scale;
+    float wd, scale, eps;
 } cfg;
 
 static const float LR = 0.01f, B1 = 0.9f, B2 = 0.999f, EPS = 1e-8f;
@@ -61,7 +62,7 @@ static af_trainer *make(const cfg *c) {
     o.lr = c->opt == AF_OPT_SGD ? 0.05f : LR;
     o.beta1 = B1;
     o.beta2 = B2;
-    o.eps = EPS;
+    o.eps = c->eps;
     o.weight_decay = c->wd;
     o.loss_scale = c->scale;
     o.batch = B;
@@ -104,7 +105,7 @@ static void hand(const cfg *c, int n, double *p) {
             }
             m[i] = b1 * m[i] + (1 - b1) * g[i];
             v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-            p[i] = p[i] * decay - lr_t * m[i] / (sqrt(v[i]) + (double)EPS);
+            p[i] = p[i] * decay - lr_t * m[i] / (sqrt(v[i]) + (double)c->eps);
         }
     }
 }
@@ -149,8 +150,12 @@ static void test_hand_steps(void) {
     for (int o = 0; o < 2; o++)
         for (int pl = 0; pl < NPLANS; pl++)
             for (int sc = 0; sc < 2; sc++)
-                for (int d = 0; d < 2; d++) {
-                    cfg c = { o ? AF_OPT_SGD : AF_OPT_ADAM, PLANS[pl].plan, PLANS[pl].shuttle, d ? 0.1f : 0.0f, sc ? 256.0f : 1.0f };
+                for (int d = 0; d < 4; d++) {
+                    if (o && d >= 2) continue; /* SGD has no eps */
+                    /* eps 0.05 is comparable to |g|, so where eps is added and in which units
+                     * (unscaled moments) shows; 1e-8 hides both */
+                    cfg c = { o ? AF_OPT_SGD : AF_OPT_ADAM, PLANS[pl].plan, PLANS[pl].shuttle, d & 1 ? 0.1f : 0.0f, sc ? 256.0f : 1.0f,
+                              d >= 2 ? 0.05f : EPS };
                     af_trainer *t = make(&c);
                     if (!t) continue;
                     bool one = af_trainer_steps_per_call(t) == 1;
@@ -163,8 +168,8 @@ static void test_hand_steps(void) {
                         int bad = -1;
                         for (int i = 0; i < NW + NB && bad < 0; i++)
                             if (!(fabs(got[i] - want[i]) <= 2e-6)) bad = i;
-                        CHECK(bad < 0, "%s, plan %s%s, decay %g, loss scale %g: after step %d param %d is %.9g, by hand %.9g", opt_name(c.opt),
-                              af_plan_name(c.plan), c.shuttle ? " (shuttled)" : "", c.wd, c.scale, n, bad, bad < 0 ? 0 : got[bad],
+                        CHECK(bad < 0, "%s, plan %s%s, decay %g, loss scale %g, eps %g: after step %d param %d is %.9g, by hand %.9g", opt_name(c.opt),
+                              af_plan_name(c.plan), c.shuttle ? " (shuttled)" : "", c.wd, c.scale, c.eps, n, bad, bad < 0 ? 0 : got[bad],
                               bad < 0 ? 0 : want[bad]);
                     }
                     af_trainer_free(t);
@@ -177,7 +182,7 @@ static void test_decay_identity(void) {
     for (int o = 0; o < 2; o++)
         for (int pl = 0; pl < NPLANS; pl++) {
             if (PLANS[pl].plan == AF_PLAN_UNROLLED) continue; /* two steps per call */
-            cfg c0 = { o ? AF_OPT_SGD : AF_OPT_ADAM, PLANS[pl].plan, PLANS[pl].shuttle, 0.0f, 1.0f }, c1 = c0;
+            cfg c0 = { o ? AF_OPT_SGD : AF_OPT_ADAM, PLANS[pl].plan, PLANS[pl].shuttle, 0.0f, 1.0f, EPS }, c1 = c0;
             c1.wd = 0.5f;
             af_trainer *t0 = make(&c0), *t1 = make(&c1);
             float a[NW + NB], b[NW + NB];

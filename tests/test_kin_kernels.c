@@ -214,6 +214,38 @@ static void test_attention_extreme(void) {
     }
 }
 
+/* The norms at huge and tiny magnitudes, against the double reference: rows around +-3e4
+ * with a spread of ~1 (the variance is the difference of two ~1e9 terms; the kernel's
+ * fp32 mean alone costs up to ulp(3e4) / std = 4e-3, the tolerance), rows of 1e-3 (var
+ * near eps) within 1e-6, rows of 1e-20 (the squares underflow fp32, so eps decides; the
+ * outputs are ~3e-18) within 1e-24.
+ * planted (src/cpu/k_norm.c, norm_group): `float sum = 0, sq = 0` instead of double. */
+static void test_norm_magnitudes(void) {
+    test_rng r = { 3207 };
+    enum { R = 4, D = 16 };
+    for (int big = 0; big < 3; big++) { /* 2: +-3e4 and +-1e4; 1: 1e-3; 0: 1e-20 */
+        float x[R * D];
+        for (int i = 0; i < R * D; i++) {
+            int row = i / D;
+            double u = 2 * test_uniform(&r) - 1;
+            x[i] = (float)(big == 2 ? (row & 1 ? -1 : 1) * (row < 2 ? 30000 : 10000) + u : (big ? 1e-3 : 1e-20) * u);
+        }
+        for (int op = 0; op < 3; op++) {
+            af_graph *g = af_graph_new();
+            af_tensor *xt = af_input(g, "x", AF_F32, op == 2 ? shp4(1, R, 4, 4) : shp2(R, D));
+            af_tensor *y = op == 0 ? af_layer_norm(xt, NULL, NULL, 1e-5f) : op == 1 ? af_rms_norm(xt, NULL, 1e-5f)
+                                                                          : af_group_norm(xt, 2, NULL, NULL, 1e-5f);
+            CHECK(y != NULL, "norm %d: %s", op, af_error_message());
+            kin_graph kg = { .g = g, .nin = 1, .in = { xt }, .data = { x }, .nout = 1, .out = { y } };
+            static const char *names[] = { "layer_norm", "rms_norm", "group_norm" };
+            char what[80];
+            snprintf(what, sizeof what, "%s at magnitudes %s", names[op], big == 2 ? "+-3e4, +-1e4" : big ? "1e-3" : "1e-20");
+            if (y) kin_check(&kg, false, 1, big == 2 ? 4e-3 : big ? 1e-6 : 1e-24, 1e-5, what); /* outputs ~1, ~1, ~3e-18 */
+            af_graph_free(g);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- fp16 storage, exactly */
 
 /* planted (src/cpu/k_lrn.c, lrn): `alpha = af_round_f16((float)alpha)` instead of
@@ -374,6 +406,7 @@ int main(void) {
     test_cross_entropy_extreme();
     test_unary_extreme();
     test_attention_extreme();
+    test_norm_magnitudes();
     test_lrn_fp16_exact();
     test_scalar_attrs_fp16_exact();
     test_sdpa_scale_fp16();

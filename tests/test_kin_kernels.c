@@ -91,6 +91,36 @@ static void test_pool_grad_half_tiles(void) {
         }
 }
 
+/* Pools forward with a 2x2 kernel and every stride pair in {1, 2}, on planes that 2
+ * does not tile, and a 3x3 kernel with stride 2 and 3.
+ * planted (src/cpu/k_pool.c, cpu_k_pool): the 2x2/stride-2 fast path's condition without
+ * `a->stride[1] == 2`: k 2x2, stride 2x1 reads the wrong columns. */
+static void test_pool_forward_strides(void) {
+    test_rng r = { 3208 };
+    static const int ks[][4] = { { 2, 2, 2, 2 }, { 2, 2, 2, 1 }, { 2, 2, 1, 2 }, { 2, 2, 1, 1 }, { 3, 3, 2, 2 }, { 3, 3, 3, 3 }, { 2, 3, 2, 3 } };
+    static const int64_t hw[][2] = { { 5, 4 }, { 4, 5 }, { 7, 7 } };
+    float x[2 * 49];
+    test_fill_uniform(&r, x, 2 * 49, -2, 2);
+    for (int avg = 0; avg < 2; avg++)
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+            for (size_t s = 0; s < sizeof hw / sizeof hw[0]; s++) {
+                af_graph *g = af_graph_new();
+                int kk[2] = { ks[k][0], ks[k][1] }, st[2] = { ks[k][2], ks[k][3] };
+                af_tensor *xt = af_input(g, "x", AF_F32, shp4(1, 2, hw[s][0], hw[s][1]));
+                af_tensor *y = avg ? af_avg_pool(xt, kk, st, NULL) : af_max_pool(xt, kk, st, NULL);
+                char what[100];
+                snprintf(what, sizeof what, "%s_pool k %dx%d stride %dx%d on %lldx%lld", avg ? "avg" : "max", kk[0], kk[1], st[0], st[1],
+                         (long long)hw[s][0], (long long)hw[s][1]);
+                CHECK(y != NULL, "%s: %s", what, af_error_message());
+                kin_graph kg = { .g = g, .nin = 1, .in = { xt }, .data = { x }, .nout = 1, .out = { y } };
+                if (y) {
+                    kin_check(&kg, false, 1, 1e-6, 1e-6, what);
+                    kin_check(&kg, true, 1, 0, 2e-3, what);
+                }
+                af_graph_free(g);
+            }
+}
+
 /* Convolutions whose stride leaves a partial window at the bottom and right edge:
  * x [1, 2, 7, 5], k = s = 2 (and 3), and conv_transpose of the same. */
 static void test_conv_half_tiles(void) {
@@ -401,6 +431,7 @@ static void test_sdpa_scale_fp16(void) {
 
 int main(void) {
     test_pool_grad_half_tiles();
+    test_pool_forward_strides();
     test_conv_half_tiles();
     test_softmax_extreme();
     test_cross_entropy_extreme();

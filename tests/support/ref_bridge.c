@@ -1,6 +1,6 @@
 /* The double reference of the bridge ops (structural and attention), from their
- * definitions: sdpa as softmax(q k^T * scale + mask) v with the textbook softmax (no
- * max subtraction: doubles do not overflow here), causal_attention and its gradient from
+ * definitions: sdpa as softmax(q k^T * scale + mask) v with the softmax shifted by its row
+ * max (scores near +-1000 overflow even a double's exp), causal_attention and its gradient from
  * the full weights matrix, broadcast by index arithmetic. */
 #include "support/ref.h"
 
@@ -15,13 +15,14 @@ static void sdpa(const af_tensor *t, const double *const *in, double *out) {
     double *w = malloc((size_t)Skv * sizeof *w);
     for (int64_t b = 0; b < BH; b++)
         for (int64_t i = 0; i < Sq; i++) {
-            double z = 0;
+            double z = 0, mx = -INFINITY;
             for (int64_t j = 0; j < Skv; j++) {
                 double s = 0;
                 for (int64_t d = 0; d < D; d++) s += in[0][(b * Sq + i) * D + d] * in[1][(b * Skv + j) * D + d];
-                s = s * scale + (t->nsrc > 3 ? in[3][i * Skv + j] : 0.0);
-                z += (w[j] = exp(s));
+                w[j] = s * scale + (t->nsrc > 3 ? in[3][i * Skv + j] : 0.0);
+                mx = fmax(mx, w[j]);
             }
+            for (int64_t j = 0; j < Skv; j++) z += (w[j] = exp(w[j] - mx));
             for (int64_t e = 0; e < Dv; e++) {
                 double y = 0;
                 for (int64_t j = 0; j < Skv; j++) y += w[j] / z * in[2][(b * Skv + j) * Dv + e];
@@ -35,11 +36,15 @@ static void sdpa(const af_tensor *t, const double *const *in, double *out) {
  * of q_i . k_j * scale, zero beyond). */
 static void causal_weights(const double *q, const double *k, int64_t T, int64_t D, double scale, double *p) {
     for (int64_t i = 0; i < T; i++) {
-        double z = 0;
-        for (int64_t j = 0; j < T; j++) {
+        double z = 0, mx = -INFINITY;
+        for (int64_t j = 0; j <= i; j++) {
             double s = 0;
             for (int64_t d = 0; d < D; d++) s += q[i * D + d] * k[j * D + d];
-            p[i * T + j] = j <= i ? exp(s * scale) : 0.0;
+            p[i * T + j] = s * scale;
+            mx = fmax(mx, p[i * T + j]);
+        }
+        for (int64_t j = 0; j < T; j++) {
+            p[i * T + j] = j <= i ? exp(p[i * T + j] - mx) : 0.0;
             z += p[i * T + j];
         }
         for (int64_t j = 0; j < T; j++) p[i * T + j] /= z;

@@ -12,7 +12,7 @@
  * -> "inverse epsilon" fails (1 / (1e-3 + eps) is 909.09 with Core ML's 1e-4, 1000 with
  * 1e-12). The same for rsqrt (Core ML: 1e-12) and log (1e-45: log(0) = -103.28). */
 #include "aneforge.h"
-#include "ane/mil.h"
+#include "mil/mil.h"
 #include "support/check.h"
 
 #include <math.h>

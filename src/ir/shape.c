@@ -110,9 +110,10 @@ static bool infer_conv(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
         out->dim[1] = w.dim[0];
         for (int i = 0; i < 2; i++) {
             int64_t span, in = x.dim[2 + i] + 2 * (int64_t)a->pad[i];
-            if (!ir_mul64(a->dilation[i], w.dim[2 + i] - 1, &span) || ++span > in)
+            if (!ir_mul64(a->dilation[i], w.dim[2 + i] - 1, &span))
                 FAIL("the kernel span dilation %d x (kernel %lld - 1) + 1 exceeds the padded input %lld (axis %d)",
                      a->dilation[i], (long long)w.dim[2 + i], (long long)in, 2 + i);
+            if (++span > in) FAIL("kernel span %lld exceeds the padded input %lld", (long long)span, (long long)in);
             out->dim[2 + i] = (in - span) / a->stride[i] + 1;
         }
     } else {

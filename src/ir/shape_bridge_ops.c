@@ -91,7 +91,8 @@ static bool infer_geometry(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *
         if (x.rank != 1 || y.rank != 1) FAIL("needs aux [Wa] and ref [Wr] (rank 1 each)");
         if (r < 0) FAIL("max_disparity %lld must be >= 0", LL(r));
         if (r > y.dim[0] - x.dim[0])
-            FAIL("ref has %lld values but needs Wa %lld + max_disparity %lld; shorten aux or lower max_disparity", LL(y.dim[0]), LL(x.dim[0]), LL(r));
+            FAIL("ref has %lld values but needs Wa + max_disparity = %.0f; shorten aux or lower max_disparity", LL(y.dim[0]),
+                 (double)x.dim[0] + (double)r);
         *out = (af_shape){ .rank = 2, .dim = { r + 1, x.dim[0] } };
         return true;
     }

@@ -146,7 +146,7 @@ static void check_read_back(const ucase *c, const netplist_program *p, af_tensor
     char err[400] = "";
     plist_value *doc = netplist_document(p, err, sizeof err);
     netplist_program q;
-    bool ok = doc && netplist_parse(doc, p->weights1, p->weights1_len, &q, err, sizeof err);
+    bool ok = doc && netplist_parse(doc, (const netplist_weights[]){ netplist_weights_of(p) }, &q, err, sizeof err);
     CHECK(ok, "%s: the document does not parse back: %s", c->name, err);
     plist_free(doc);
     if (!ok) return;

@@ -27,7 +27,7 @@ static void check_program(const char *golden_name, const netplist_program *p) {
     }
     /* read back: the same program, whose document is the same tree */
     netplist_program q;
-    bool ok = doc && netplist_parse(doc, p->weights1, p->weights1_len, &q, err, sizeof err);
+    bool ok = doc && netplist_parse(doc, (const netplist_weights[]){ netplist_weights_of(p) }, &q, err, sizeof err);
     CHECK(ok, "%s: parse: %s", golden_name, err);
     if (ok) {
         CHECK(q.ninputs == p->ninputs && q.nconsts == p->nconsts && q.nunits == p->nunits, "%s: counts", golden_name);
@@ -102,10 +102,10 @@ static void test_refusals(void) {
 
     /* documents that are not single-procedure programs over declared names */
     plist_value *doc = plist_dict();
-    CHECK(!netplist_parse(doc, NULL, 0, &p, err, sizeof err) && strstr(err, "Version"), "no version: %s", err);
+    CHECK(!netplist_parse(doc, NULL, &p, err, sizeof err) && strstr(err, "Version"), "no version: %s", err);
     plist_set_str(doc, "Version", NETPLIST_VERSION);
     plist_push_str(plist_set(doc, "Networks", plist_array()), "net");
-    CHECK(!netplist_parse(doc, NULL, 0, &p, err, sizeof err) && strstr(err, "net"), "no network: %s", err);
+    CHECK(!netplist_parse(doc, NULL, &p, err, sizeof err) && strstr(err, "net"), "no network: %s", err);
     plist_free(doc);
 
     /* a constant past the end of weights.1 */
@@ -118,15 +118,15 @@ static void test_refusals(void) {
     p.out = (netplist_dims){1, 1, 1, 4};
     doc = netplist_document(&p, err, sizeof err);
     netplist_program q;
-    CHECK(!netplist_parse(doc, p.weights1, 6, &q, err, sizeof err) && strstr(err, "past the end"), "short weights: %s", err);
-    CHECK(netplist_parse(doc, p.weights1, 8, &q, err, sizeof err), "exact weights: %s", err);
+    CHECK(!netplist_parse(doc, &(netplist_weights){ { NULL, p.weights1 }, { 0, 6 } }, &q, err, sizeof err) && strstr(err, "past the end"), "short weights: %s", err);
+    CHECK(netplist_parse(doc, &(netplist_weights){ { NULL, p.weights1 }, { 0, 8 } }, &q, err, sizeof err), "exact weights: %s", err);
     netplist_free(&q);
     plist_free(doc);
     netplist_free(&p);
 }
 
 /* The program af_sdpa's node gets (seed 004's facts): q, k, v transposed to seq-in-C, the
- * scale a constant listed in Constants (its fp16 in weights.1), Bottom order q, k, v,
+ * scale a constant listed in Constants (its fp16 in weights.0), Bottom order q, k, v,
  * scale, mask, SubtractMax true, and the result transposed back. */
 static void test_sdpa_program(void) {
     af_graph *g = af_graph_new();
@@ -142,8 +142,10 @@ static void test_sdpa_program(void) {
     const plist_value *consts = plist_get_kind(net, "Constants", PLIST_ARRAY);
     CHECK(consts && consts->n == 1 && !strcmp(consts->items[0]->s, "scale"), "Scale is listed in Constants");
     int64_t idx = 0;
-    CHECK(plist_get_int(plist_get(net, "scale"), "ConstantIndex", &idx) && idx == 1, "the scale lives in weights.1");
-    CHECK(p.weights1_len == 2 && p.weights1[0] == 0x00 && p.weights1[1] == 0x34, "weights.1 holds fp16 0.25 (0x3400)");
+    /* seed 004: "Constants_array (list Scale in the Constants array, backed by weights.0)" */
+    CHECK(plist_get_int(plist_get(net, "scale"), "ConstantIndex", &idx) && idx == 0, "the scale lives in weights.0");
+    CHECK(p.weights0_len == 2 && p.weights0[0] == 0x00 && p.weights0[1] == 0x34 && p.weights1_len == 0,
+          "weights.0 holds fp16 0.25 (0x3400), weights.1 nothing");
     const plist_value *units = plist_get_kind(net, "Units", PLIST_ARRAY);
     CHECK(units && units->n == 5, "transpose q, k, v; SDPA; transpose back: %d units", units ? units->n : 0);
     const plist_value *sdpa = units && units->n == 5 ? plist_get(net, units->items[3]->s) : NULL;

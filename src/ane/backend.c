@@ -122,7 +122,7 @@ static af_status bridge_init(const backend_cfg *cfg, const compile_plan *p, ane_
     af_status st = AF_ERR_UNSUPPORTED;
     if (xml) {
         int64_t before = ane_rt_compile_count();
-        st = ane_rt_compile_netplist(xml, len, NULL, 0, np.weights1, np.weights1_len, &ports, &s->prog);
+        st = ane_rt_compile_netplist(xml, len, np.weights0, np.weights0_len, np.weights1, np.weights1_len, &ports, &s->prog);
         if (st) snprintf(msg, n, "compiling the %s net.plist for the Neural Engine: %s", ir_ops[t->op].name, af_error_message());
         else stats->compiles += ane_rt_compile_count() - before;
     }

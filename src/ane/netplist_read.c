@@ -22,8 +22,7 @@ static bool read_dims(const plist_value *d, const char *n, const char *c, const 
     return netplist_dims_count(*out) <= ((int64_t)1 << 31);
 }
 
-bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_t weights1_len, netplist_program *p,
-                    char *err, size_t errn) {
+bool netplist_parse(const plist_value *doc, const netplist_weights *w, netplist_program *p, char *err, size_t errn) {
     netplist_init(p);
     if (!doc || doc->kind != PLIST_DICT) BAD("the document is not a dict");
     if (!plist_get_str(doc, "Version")) BAD("no Version string");
@@ -62,13 +61,19 @@ bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_
         if (!e) BAD("constant %s is listed but not declared", cn->s);
         if (!read_dims(e, "ConstantBatchSize", "ConstantChannels", "ConstantHeight", "ConstantWidth", &d))
             BAD("constant %s lacks its sizes", cn->s);
-        if (!plist_get_int(e, "ConstantIndex", &index) || index != 1) BAD("constant %s must live in weights.1", cn->s);
+        if (!plist_get_int(e, "ConstantIndex", &index) || (index != 0 && index != 1))
+            BAD("constant %s must live in weights.0 or weights.1 (ConstantIndex 0 or 1)", cn->s);
+        const char *type = plist_get_str(e, "ConstantType");
+        if (!type || (strcmp(type, "Float16") && strcmp(type, "UInt16")))
+            BAD("constant %s: ConstantType must be Float16 or UInt16", cn->s);
         if (!plist_get_int(e, "ConstantByteOffset", &off) || off < 0) BAD("constant %s has no byte offset", cn->s);
-        if (weights1 && (uint64_t)off + (uint64_t)netplist_dims_count(d) * 2 > weights1_len)
-            BAD("constant %s runs past the end of weights.1 (%zu bytes)", cn->s, weights1_len);
+        if (w && w->bytes[index] && (uint64_t)off + (uint64_t)netplist_dims_count(d) * 2 > w->len[index])
+            BAD("constant %s runs past the end of weights.%lld (%zu bytes)", cn->s, (long long)index, w->len[index]);
         netplist_constant *c = &p->consts[p->nconsts++];
         snprintf(c->name, sizeof c->name, "%s", cn->s);
         c->dims = d;
+        c->file = (int)index;
+        c->u16 = !strcmp(type, "UInt16");
         c->byte_offset = off;
     }
 

@@ -376,10 +376,11 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     size_t n;
     const char *text = (const char *)fake_data_bytes(m->desc->mil, &n);
     if (m->desc->netplist) {
-        size_t w1n = 0;
+        size_t w0n = 0, w1n = 0;
+        const uint8_t *w0 = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, "weights.0"), "data"), &w0n);
         const uint8_t *w1 = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, "weights.1"), "data"), &w1n);
         char why[600] = "";
-        if (!fake_netplist_build((const uint8_t *)text, n, w1, w1n, &m->mod, why, sizeof why))
+        if (!fake_netplist_build((const uint8_t *)text, n, w0, w0n, w1, w1n, &m->mod, why, sizeof why))
             return fail(err, fake_error("ANECCompile() FAILED: %s", why));
     } else {
         mil_read_opts ro = { .source_name = "model.mil", .model_dir = dir };

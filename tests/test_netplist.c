@@ -125,6 +125,32 @@ static void test_refusals(void) {
     netplist_free(&p);
 }
 
+/* radius_search writes a UInt8 membership mask (seed 004: "(N,Nc) uint8 membership
+ * matrix ... 2 bytes per W-cell, low byte = membership flag"): the unit, the procedure's
+ * output and y say UInt8, and the document reads back so. */
+static void test_radius_program(void) {
+    af_graph *g = af_graph_new();
+    af_tensor *y = af_radius_search(af_input(g, "p", AF_F16, AF_SHAPE(20, 3)), af_input(g, "c", AF_F16, AF_SHAPE(4, 3)), 1.0f);
+    netplist_program p, q;
+    char err[300] = "";
+    CHECK(y && netplist_for_node(y, AF_FAMILY_A13, &p, err, sizeof err), "radius: %s", err);
+    if (!y) { af_graph_free(g); return; }
+    plist_value *doc = netplist_document(&p, err, sizeof err);
+    const plist_value *net = plist_get(doc, "net");
+    const plist_value *proc = plist_get_kind(doc, "ProcedureList", PLIST_ARRAY);
+    const plist_value *ol = proc && proc->n ? plist_get_kind(proc->items[0], "OutputList", PLIST_ARRAY) : NULL;
+    const char *unit_t = plist_get_str(plist_get(net, p.units[p.nunits - 1].name), "OutputType");
+    const char *y_t = plist_get_str(plist_get(net, "y"), "OutputType");
+    const char *ol_t = ol && ol->n ? plist_get_str(ol->items[0], "OutputType") : NULL;
+    CHECK(unit_t && y_t && ol_t && !strcmp(unit_t, "UInt8") && !strcmp(y_t, "UInt8") && !strcmp(ol_t, "UInt8"),
+          "RadiusSearch output types: unit %s, y %s, OutputList %s", unit_t ? unit_t : "-", y_t ? y_t : "-", ol_t ? ol_t : "-");
+    CHECK(netplist_parse(doc, NULL, &q, err, sizeof err) && q.units[q.nunits - 1].out_u8, "read back as UInt8: %s", err);
+    netplist_free(&q);
+    plist_free(doc);
+    netplist_free(&p);
+    af_graph_free(g);
+}
+
 /* The program af_sdpa's node gets (seed 004's facts): q, k, v transposed to seq-in-C, the
  * scale a constant listed in Constants (its fp16 in weights.0), Bottom order q, k, v,
  * scale, mask, SubtractMax true, and the result transposed back. */
@@ -175,6 +201,7 @@ static void test_sdpa_program(void) {
 
 int main(void) {
     test_sdpa_program();
+    test_radius_program();
     test_flatten();
     test_sdpa_unit();
     test_refusals();

@@ -28,6 +28,7 @@ typedef struct {
     bool *is_state;           /* per plan input: bound as resident state */
     int64_t flops;
     bool bridge;              /* a net.plist program: port k is source k of the node */
+    bool out_u8;              /* its output is UInt8 (RadiusSearch): the low byte of each 2-byte cell */
     int *src_input;           /* bridge, per port: the plan input feeding it, or -1 (a constant in in16) */
 } ane_state;
 
@@ -115,6 +116,7 @@ static af_status bridge_init(const backend_cfg *cfg, const compile_plan *p, ane_
     if (!(s->out16[0] = malloc(sizeof(uint16_t) * (size_t)ports.out_count[0] + 1))) return AF_ERR_NOMEM;
     netplist_program np;
     if (!netplist_for_node(t, cfg->family, &np, msg, n)) return AF_ERR_UNSUPPORTED;
+    s->out_u8 = np.units[np.nunits - 1].out_u8;
     plist_value *doc = netplist_document(&np, msg, n);
     size_t len = 0;
     char *xml = doc ? plist_write_xml(doc, &len, msg, n) : NULL;
@@ -200,6 +202,11 @@ static af_status bridge_run(ane_state *s, const af_buffer *in, af_buffer *out, a
     for (int i = 0; i < p->nin; i++) stats->bytes_in += 2 * in[i].count;
     af_status st = ane_rt_eval(s->prog, ins, outs);
     if (st) return st;
+    if (s->out_u8) /* a UInt8 output: 2 bytes per cell, the low byte the value */
+        for (int64_t k = 0, cells = af_shape_count(p->sched[0]->shape); k < cells; k++) {
+            float v = (float)(s->out16[0][k] & 0xff);
+            ir_f32_to_f16_array(&v, &s->out16[0][k], 1);
+        }
     for (int i = 0; i < p->nout; i++) {
         if (!out[i].data) continue;
         if (out[i].dtype == AF_F32) ir_f16_to_f32_array(s->out16[0], out[i].data, out[i].count);

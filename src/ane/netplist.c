@@ -191,7 +191,8 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
     plist_set_str(out, "OperationName", "op0");
     plist_set_int(out, "OutputInterleave", 1);
     plist_set_str(out, "OutputName", "y");
-    plist_set_str(out, "OutputType", "Float16");
+    const char *out_type = p->units[p->nunits - 1].out_u8 ? "UInt8" : "Float16";
+    plist_set_str(out, "OutputType", out_type);
 
     plist_value *net = plist_set(doc, "net", plist_dict());
     plist_value *units = plist_set(net, "Units", plist_array());
@@ -235,14 +236,14 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
             plist_push_str(bottom, u->bottom[b]);
             plist_push_str(types, "Float16");
         }
-        plist_set_str(e, "OutputType", "Float16");
+        plist_set_str(e, "OutputType", u->out_u8 ? "UInt8" : "Float16");
         plist_set_int(e, "OutputChannels", u->out_channels);
         /* a copy: the program keeps its own Params */
         plist_set(e, "Params", u->params ? plist_clone(u->params) : plist_dict());
     }
     plist_value *y = plist_set(net, "y", plist_dict());
     plist_set_str(y, "Bottom", last);
-    plist_set_str(y, "OutputType", "Float16");
+    plist_set_str(y, "OutputType", out_type);
     plist_set_int(y, "OutputInterleave", 1);
     plist_set_str(y, "OutputName", "y");
     plist_set_int(y, "OutputRowStride", netplist_row_stride(p->out));

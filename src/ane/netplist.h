@@ -74,6 +74,9 @@ typedef struct {
     int nbottom;
     char bottom[NETPLIST_MAX_BOTTOM][NETPLIST_NAME]; /* inputs, constants or earlier units */
     int64_t out_channels;                /* OutputChannels */
+    bool out_u8;                         /* OutputType UInt8 (RadiusSearch's membership mask: seed 004
+                                          * gives 2 bytes per W cell, the low byte the 0/1 flag), else
+                                          * Float16; the program's output y follows its last unit */
     plist_value *params;                 /* Params dict (owned; empty dict when none) */
 } netplist_unit;
 

@@ -99,8 +99,11 @@ bool netplist_parse(const plist_value *doc, const netplist_weights *w, netplist_
         }
         int64_t oc = 0;
         if (!plist_get_int(e, "OutputChannels", &oc)) BAD("unit %s has no OutputChannels", un->s);
+        const char *ot = plist_get_str(e, "OutputType");
+        if (ot && strcmp(ot, "Float16") && strcmp(ot, "UInt8")) BAD("unit %s: OutputType must be Float16 or UInt8", un->s);
         netplist_unit *u = netplist_add_unit(p, type, nb, names, oc, err, errn);
         if (!u) goto fail;
+        u->out_u8 = ot && !strcmp(ot, "UInt8");
         snprintf(u->name, sizeof u->name, "%s", un->s);
         const plist_value *params = plist_get(e, "Params");
         if (params) {
@@ -116,6 +119,9 @@ bool netplist_parse(const plist_value *doc, const netplist_weights *w, netplist_
     if (!out_unit) BAD("OutputList must name exactly one output unit");
     if (strcmp(out_unit, p->units[p->nunits - 1].name))
         BAD("the output reads unit %s; it must be the last unit, %s", out_unit, p->units[p->nunits - 1].name);
+    const char *yt = plist_get_str(outs->items[0], "OutputType");
+    if (yt && strcmp(yt, p->units[p->nunits - 1].out_u8 ? "UInt8" : "Float16"))
+        BAD("the output's OutputType %s is not its unit %s's", yt, out_unit);
     return true;
 fail:
     netplist_free(p);

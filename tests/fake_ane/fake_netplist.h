@@ -11,5 +11,5 @@
  * is refused. */
 __attribute__((visibility("hidden"))) int fake_netplist_build(const uint8_t *xml, size_t len, const uint8_t *w0,
                                                               size_t w0_len, const uint8_t *w1, size_t w1_len,
-                                                              mil_module *mod, char *err, size_t errn);
+                                                              mil_module *mod, int *out_u8, char *err, size_t errn);
 #endif

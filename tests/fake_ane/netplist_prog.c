@@ -10,7 +10,7 @@
 #include <string.h>
 
 int fake_netplist_build(const uint8_t *xml, size_t len, const uint8_t *w0, size_t w0_len, const uint8_t *w1,
-                        size_t w1_len, mil_module *mod, char *err, size_t errn) {
+                        size_t w1_len, mil_module *mod, int *out_u8, char *err, size_t errn) {
     netplist_weights w = { { w0, w1 }, { w0_len, w1_len } };
     memset(mod, 0, sizeof *mod);
     plist_value *doc = plist_read_xml((const char *)xml, len, err, errn);
@@ -32,6 +32,7 @@ int fake_netplist_build(const uint8_t *xml, size_t len, const uint8_t *w0, size_
         for (int k = 0; k < p.ninputs; k++) mod->in_names[k] = mod->in[k]->name;
         mod->out_names[0] = "y";
         mod->nout = 1;
+        *out_u8 = p.units[p.nunits - 1].out_u8; /* evaluate writes its result as UInt8 cells */
     }
     netplist_free(&p);
     if (!ok) {

@@ -332,6 +332,34 @@ static void test_bridges(void) {
     af_model_free(ma);
     af_model_free(ms);
     af_graph_free(g.g);
+
+    /* radius_search's UInt8 membership mask through the net.plist runtime: the fake
+     * writes each flag into the low byte of a 2-byte cell and the backend reads that byte
+     * back; checked against a naive L2 ball query (points on a grid, no ties at r). */
+    af_graph *rg = af_graph_new();
+    af_tensor *pts = af_input(rg, "p", AF_F16, AF_SHAPE(12, 3)), *cen = af_input(rg, "c", AF_F16, AF_SHAPE(4, 3));
+    af_tensor *rs = af_radius_search(pts, cen, 1.5f);
+    float p[36], c[12], got[48];
+    for (int i = 0; i < 36; i++) p[i] = (float)((i * 7) % 5) - 2.0f;
+    for (int i = 0; i < 12; i++) c[i] = p[i]; /* the first 4 points are the centroids: each has a member */
+    af_model *mr = rs ? af_compile(rg, 2, (af_tensor *[]){ pts, cen }, 1, &rs, &oa) : NULL;
+    CHECK(mr != NULL, "radius_search on ane: %s", af_error_message());
+    if (mr) {
+        af_buffer in2[2] = { AF_BUF_F32(p, 36), AF_BUF_F32(c, 12) }, o = AF_BUF_F32(got, 48);
+        CHECK(af_run(mr, in2, &o) == AF_OK, "radius_search run: %s", af_error_message());
+        int bad = 0, ones = 0;
+        for (int i = 0; i < 12; i++)
+            for (int j = 0; j < 4; j++) {
+                double d2 = 0;
+                for (int k = 0; k < 3; k++) d2 += ((double)p[3 * i + k] - c[3 * j + k]) * ((double)p[3 * i + k] - c[3 * j + k]);
+                float want = d2 <= 1.5 * 1.5 ? 1.0f : 0.0f;
+                bad += got[4 * i + j] != want;
+                ones += want == 1.0f;
+            }
+        CHECK(bad == 0 && ones > 0 && ones < 48, "radius_search via the fake: %d of 48 cells differ (%d members)", bad, ones);
+    }
+    af_model_free(mr);
+    af_graph_free(rg);
 }
 
 int main(int argc, char **argv) {

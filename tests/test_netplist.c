@@ -151,6 +151,31 @@ static void test_radius_program(void) {
     af_graph_free(g);
 }
 
+/* dynamic_slice binds its start through a constant (seed 004: "start bound through a
+ * netplist constant (overwrites the index constant in weights.1)"): one input, x, and a
+ * UInt16 constant "start" in weights.1 holding the start as every target reads it (7.6
+ * rounds to 8 and clamps to 4 - 2 = 2), read by the unit as its second bottom. */
+static void test_dslice_program(void) {
+    af_graph *g = af_graph_new();
+    float sv = 7.6f;
+    af_tensor *y = af_dynamic_slice(af_input(g, "x", AF_F16, AF_SHAPE(3, 4)), af_const(g, "s", AF_SHAPE(1), &sv), -1, 2);
+    netplist_program p;
+    char err[300] = "";
+    CHECK(y && netplist_for_node(y, AF_FAMILY_A13, &p, err, sizeof err), "dynamic_slice: %s", err);
+    if (!y) { af_graph_free(g); return; }
+    const netplist_unit *u = &p.units[p.nunits - 1];
+    CHECK(p.ninputs == 1 && p.nconsts == 1 && !strcmp(p.consts[0].name, "start") && p.consts[0].file == 1 && p.consts[0].u16,
+          "one input and a UInt16 start constant in weights.1 (%d inputs, %d constants)", p.ninputs, p.nconsts);
+    CHECK(p.weights1_len == 2 && p.weights1[0] == 2 && p.weights1[1] == 0, "weights.1 holds the clamped start 2");
+    CHECK(u->nbottom == 2 && !strcmp(u->bottom[0], "x0") && !strcmp(u->bottom[1], "start"), "Bottom x0, start");
+    plist_value *doc = netplist_document(&p, err, sizeof err);
+    const char *ct = plist_get_str(plist_get(plist_get(doc, "net"), "start"), "ConstantType");
+    CHECK(ct && !strcmp(ct, "UInt16"), "ConstantType %s", ct ? ct : "-");
+    plist_free(doc);
+    netplist_free(&p);
+    af_graph_free(g);
+}
+
 /* The program af_sdpa's node gets (seed 004's facts): q, k, v transposed to seq-in-C, the
  * scale a constant listed in Constants (its fp16 in weights.0), Bottom order q, k, v,
  * scale, mask, SubtractMax true, and the result transposed back. */
@@ -202,6 +227,7 @@ static void test_sdpa_program(void) {
 int main(void) {
     test_sdpa_program();
     test_radius_program();
+    test_dslice_program();
     test_flatten();
     test_sdpa_unit();
     test_refusals();

@@ -153,6 +153,10 @@ typedef struct {
     bridge_read_fn read;       /* bridge_read_none: programs holding it do not run on the fake framework */
 } bridge_unit_row;
 
+/* The start dynamic_slice node t reads for a start value (rounded half up, clamped):
+ * what its program's UInt16 "start" constant in weights.1 holds. */
+int64_t bridge_dslice_start(const af_tensor *t, float start);
+
 /* The reader of rows that have none: fails naming the unit type. */
 bool bridge_read_none(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn);
 /* The row of a bridge op, or NULL when op has none. */

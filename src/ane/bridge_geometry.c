@@ -43,7 +43,7 @@ bool bridge_describe_geometry(const af_tensor *t, netplist_program *p, char *err
         p->inputs[1].dims = rows(t->src[1]->shape);
         p->out = (netplist_dims){ 1, 1, t->shape.dim[0], t->shape.dim[1] };
         if (!one_unit(t, p, "RadiusSearch", 2, b, 1, &u, err, errn)) return false;
-        u->out_u8 = true; /* a uint8 membership mask, not fp16 (see bridge_unverified.def) */
+        u->out_u8 = true; /* a uint8 membership mask, not fp16 (unverified: bridge_spellings.def) */
         plist_set_real(u->params, "Radius", t->a.scalar);
         return true;
     }

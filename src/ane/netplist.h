@@ -157,6 +157,16 @@ typedef struct {
  * what its program's UInt16 "start" constant in weights.1 holds. */
 int64_t bridge_dslice_start(const af_tensor *t, float start);
 
+/* Where each spelling the units write comes from (bridge_spellings.def): the table a
+ * Mac probe iterates to check the UNVERIFIED rows against ANECCompile. */
+typedef enum { BRIDGE_SEED, BRIDGE_REF, BRIDGE_UNVERIFIED } bridge_spelling_source;
+typedef struct {
+    const char *type, *field;   /* unit Type; "Params.<key>", "OutputType", "OutputChannels", ... */
+    bridge_spelling_source source;
+    const char *note;
+} bridge_spelling;
+extern const bridge_spelling bridge_spellings[]; /* terminated by a NULL type */
+
 /* The reader of rows that have none: fails naming the unit type. */
 bool bridge_read_none(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn);
 /* The row of a bridge op, or NULL when op has none. */

@@ -30,10 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     free(x1);
     netplist_program p, q;
-    if (netplist_parse(v, NULL, 0, &p, err, sizeof err)) {
+    if (netplist_parse(v, NULL, &p, err, sizeof err)) {
         plist_value *doc = netplist_document(&p, err, sizeof err);
         REQUIRE(doc != NULL);
-        REQUIRE(netplist_parse(doc, NULL, 0, &q, err, sizeof err));
+        REQUIRE(netplist_parse(doc, NULL, &q, err, sizeof err));
         REQUIRE(q.ninputs == p.ninputs && q.nconsts == p.nconsts && q.nunits == p.nunits);
         for (int k = 0; k < p.nunits; k++)
             REQUIRE(!strcmp(q.units[k].type, p.units[k].type) && plist_equal(q.units[k].params, p.units[k].params));
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         af_tensor *in[NETPLIST_MAX_INPUTS], *out = NULL;
         uint8_t w1[64] = {0}; /* constants past 64 bytes are refused */
         err[0] = 0;
-        if (g && !netplist_graph(&p, w1, sizeof w1, g, in, &out, err, sizeof err)) REQUIRE(err[0] != 0);
+        if (g && !netplist_graph(&p, &(netplist_weights){ { w1, w1 }, { sizeof w1, sizeof w1 } }, g, in, &out, err, sizeof err)) REQUIRE(err[0] != 0);
         af_graph_free(g);
         netplist_free(&p);
     } else {

@@ -82,6 +82,14 @@ static void npy_seeds(void) {
     npy_raw("v2_scalar.npy", 2, "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": ()}\n", v, 4);
     npy_raw("empty_0x3.npy", 1, "{'shape': (0, 3L), 'fortran_order': False, 'descr': '<f4'}\n", "", 0);
     npy_raw("fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }\n", v, 8);
+    /* af_npy_read_typed's kinds (fuzz_npy checks them too) */
+    const uint8_t ib[16] = {0x80, 0xff, 0xff, 0x7f, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xe0, 0xff};
+    npy_raw("i4_2x2.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }\n", ib, 16);
+    npy_raw("b1_3.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }\n", (const uint8_t[]){1, 0, 1}, 3);
+    npy_raw("u1_4.npy", 1, "{'descr': '<u1', 'fortran_order': False, 'shape': (4,), }\n", ib, 4);
+    npy_raw("i8_2.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }\n", ib, 16);
+    npy_raw("f8_1.npy", 2, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n", ib + 8, 8);
+    npy_raw("u2_rank7.npy", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 2), }\n", ib, 4);
 }
 
 /* Saves c and returns the file's bytes. */

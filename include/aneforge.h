@@ -715,6 +715,18 @@ AF_API void af_dataset_free(af_dataset *d);                                  /* 
  * the caller frees with free(); *rank and dims[0..rank) describe it (rank 0 = scalar),
  * so af_shape_make(*rank, dims) is its shape. On failure *data is NULL and *rank 0. */
 AF_API af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF_MAX_RANK]);
+/* The element types af_npy_read_typed reads: descrs '<f4', '<f2', '<f8', '|b1', '|i1',
+ * '|u1', '<i2', '<u2', '<i4', '<u4', '<i8', '<u8' (one-byte ones also as '<b1' ...). */
+typedef enum {
+    AF_NPY_F32, AF_NPY_F16, AF_NPY_F64, AF_NPY_BOOL, AF_NPY_I8, AF_NPY_U8,
+    AF_NPY_I16, AF_NPY_U16, AF_NPY_I32, AF_NPY_U32, AF_NPY_I64, AF_NPY_U64
+} af_npy_dtype;
+/* As af_npy_read, with the same strict header rules, for any of those element types:
+ * *data is a malloc'd array of prod(dims) doubles (exact for every type except 64-bit
+ * integers beyond 2^53, which round), *dtype the file's type. A bool byte other than 0
+ * or 1 is AF_ERR_CORRUPT. */
+AF_API af_status af_npy_read_typed(const char *path, double **data, int *rank, int64_t dims[AF_MAX_RANK],
+                                   af_npy_dtype *dtype);
 /* Writes a v1.0 '<f4' file; rank 0..AF_MAX_RANK, dims >= 0. A failed write removes the
  * file. */
 AF_API af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims);

@@ -111,7 +111,7 @@ static const ucase cases[] = {
     { "cost_volume", IN2(SH(6), SH(9)), b_cost, "CostVolume", { "x0", "x1" }, 4, { 1, 1, 1, 6 }, p_none },
     { "furthest_point_sampling", IN1(SH(20, 3)), b_fps, "FurthestPointSampling", { "x0" }, 3, { 1, 1, 20, 3 }, p_fps },
     { "radius_search", IN2(SH(20, 3), SH(4, 3)), b_radius, "RadiusSearch", { "x1", "x0" }, 1, { 1, 1, 20, 3 }, p_radius },
-    { "dynamic_slice", IN2(SH(3, 4), SH(1)), b_dslice, "DynamicSlice", { "x0", "x1" }, 3, { 1, 3, 1, 4 }, p_dslice },
+    { "dynamic_slice", IN2(SH(3, 4), SH(1)), b_dslice, "DynamicSlice", { "x0", "start" }, 3, { 1, 3, 1, 4 }, p_dslice },
     { "lrn", IN1(SH(1, 5, 2, 3)), b_lrn, "LocalResponseNormalization", { "x0" }, 5, { 1, 5, 2, 3 }, p_lrn },
     { "minmax_norm rank 2", IN1(SH(4, 6)), b_minmax, "MinMaxNormalization", { "x0" }, 1, { 1, 1, 4, 6 }, p_minmax },
     { "scaled_elementwise max", IN2(SH(1, 2, 3, 4), SH(1, 2, 3, 4)), b_sew, "ScaledElementWise", { "x0", "x1" }, 2,
@@ -146,7 +146,7 @@ static void check_read_back(const ucase *c, const netplist_program *p, af_tensor
     char err[400] = "";
     plist_value *doc = netplist_document(p, err, sizeof err);
     netplist_program q;
-    bool ok = doc && netplist_parse(doc, p->weights1, p->weights1_len, &q, err, sizeof err);
+    bool ok = doc && netplist_parse(doc, (const netplist_weights[]){ netplist_weights_of(p) }, &q, err, sizeof err);
     CHECK(ok, "%s: the document does not parse back: %s", c->name, err);
     plist_free(doc);
     if (!ok) return;

@@ -27,7 +27,7 @@ static void check_program(const char *golden_name, const netplist_program *p) {
     }
     /* read back: the same program, whose document is the same tree */
     netplist_program q;
-    bool ok = doc && netplist_parse(doc, p->weights1, p->weights1_len, &q, err, sizeof err);
+    bool ok = doc && netplist_parse(doc, (const netplist_weights[]){ netplist_weights_of(p) }, &q, err, sizeof err);
     CHECK(ok, "%s: parse: %s", golden_name, err);
     if (ok) {
         CHECK(q.ninputs == p->ninputs && q.nconsts == p->nconsts && q.nunits == p->nunits, "%s: counts", golden_name);
@@ -102,10 +102,10 @@ static void test_refusals(void) {
 
     /* documents that are not single-procedure programs over declared names */
     plist_value *doc = plist_dict();
-    CHECK(!netplist_parse(doc, NULL, 0, &p, err, sizeof err) && strstr(err, "Version"), "no version: %s", err);
+    CHECK(!netplist_parse(doc, NULL, &p, err, sizeof err) && strstr(err, "Version"), "no version: %s", err);
     plist_set_str(doc, "Version", NETPLIST_VERSION);
     plist_push_str(plist_set(doc, "Networks", plist_array()), "net");
-    CHECK(!netplist_parse(doc, NULL, 0, &p, err, sizeof err) && strstr(err, "net"), "no network: %s", err);
+    CHECK(!netplist_parse(doc, NULL, &p, err, sizeof err) && strstr(err, "net"), "no network: %s", err);
     plist_free(doc);
 
     /* a constant past the end of weights.1 */
@@ -118,15 +118,66 @@ static void test_refusals(void) {
     p.out = (netplist_dims){1, 1, 1, 4};
     doc = netplist_document(&p, err, sizeof err);
     netplist_program q;
-    CHECK(!netplist_parse(doc, p.weights1, 6, &q, err, sizeof err) && strstr(err, "past the end"), "short weights: %s", err);
-    CHECK(netplist_parse(doc, p.weights1, 8, &q, err, sizeof err), "exact weights: %s", err);
+    CHECK(!netplist_parse(doc, &(netplist_weights){ { NULL, p.weights1 }, { 0, 6 } }, &q, err, sizeof err) && strstr(err, "past the end"), "short weights: %s", err);
+    CHECK(netplist_parse(doc, &(netplist_weights){ { NULL, p.weights1 }, { 0, 8 } }, &q, err, sizeof err), "exact weights: %s", err);
     netplist_free(&q);
     plist_free(doc);
     netplist_free(&p);
 }
 
+/* radius_search writes a UInt8 membership mask (seed 004: "(N,Nc) uint8 membership
+ * matrix ... 2 bytes per W-cell, low byte = membership flag"): the unit, the procedure's
+ * output and y say UInt8, and the document reads back so. */
+static void test_radius_program(void) {
+    af_graph *g = af_graph_new();
+    af_tensor *y = af_radius_search(af_input(g, "p", AF_F16, AF_SHAPE(20, 3)), af_input(g, "c", AF_F16, AF_SHAPE(4, 3)), 1.0f);
+    netplist_program p, q;
+    char err[300] = "";
+    CHECK(y && netplist_for_node(y, AF_FAMILY_A13, &p, err, sizeof err), "radius: %s", err);
+    if (!y) { af_graph_free(g); return; }
+    plist_value *doc = netplist_document(&p, err, sizeof err);
+    const plist_value *net = plist_get(doc, "net");
+    const plist_value *proc = plist_get_kind(doc, "ProcedureList", PLIST_ARRAY);
+    const plist_value *ol = proc && proc->n ? plist_get_kind(proc->items[0], "OutputList", PLIST_ARRAY) : NULL;
+    const char *unit_t = plist_get_str(plist_get(net, p.units[p.nunits - 1].name), "OutputType");
+    const char *y_t = plist_get_str(plist_get(net, "y"), "OutputType");
+    const char *ol_t = ol && ol->n ? plist_get_str(ol->items[0], "OutputType") : NULL;
+    CHECK(unit_t && y_t && ol_t && !strcmp(unit_t, "UInt8") && !strcmp(y_t, "UInt8") && !strcmp(ol_t, "UInt8"),
+          "RadiusSearch output types: unit %s, y %s, OutputList %s", unit_t ? unit_t : "-", y_t ? y_t : "-", ol_t ? ol_t : "-");
+    CHECK(netplist_parse(doc, NULL, &q, err, sizeof err) && q.units[q.nunits - 1].out_u8, "read back as UInt8: %s", err);
+    netplist_free(&q);
+    plist_free(doc);
+    netplist_free(&p);
+    af_graph_free(g);
+}
+
+/* dynamic_slice binds its start through a constant (seed 004: "start bound through a
+ * netplist constant (overwrites the index constant in weights.1)"): one input, x, and a
+ * UInt16 constant "start" in weights.1 holding the start as every target reads it (7.6
+ * rounds to 8 and clamps to 4 - 2 = 2), read by the unit as its second bottom. */
+static void test_dslice_program(void) {
+    af_graph *g = af_graph_new();
+    float sv = 7.6f;
+    af_tensor *y = af_dynamic_slice(af_input(g, "x", AF_F16, AF_SHAPE(3, 4)), af_const(g, "s", AF_SHAPE(1), &sv), -1, 2);
+    netplist_program p;
+    char err[300] = "";
+    CHECK(y && netplist_for_node(y, AF_FAMILY_A13, &p, err, sizeof err), "dynamic_slice: %s", err);
+    if (!y) { af_graph_free(g); return; }
+    const netplist_unit *u = &p.units[p.nunits - 1];
+    CHECK(p.ninputs == 1 && p.nconsts == 1 && !strcmp(p.consts[0].name, "start") && p.consts[0].file == 1 && p.consts[0].u16,
+          "one input and a UInt16 start constant in weights.1 (%d inputs, %d constants)", p.ninputs, p.nconsts);
+    CHECK(p.weights1_len == 2 && p.weights1[0] == 2 && p.weights1[1] == 0, "weights.1 holds the clamped start 2");
+    CHECK(u->nbottom == 2 && !strcmp(u->bottom[0], "x0") && !strcmp(u->bottom[1], "start"), "Bottom x0, start");
+    plist_value *doc = netplist_document(&p, err, sizeof err);
+    const char *ct = plist_get_str(plist_get(plist_get(doc, "net"), "start"), "ConstantType");
+    CHECK(ct && !strcmp(ct, "UInt16"), "ConstantType %s", ct ? ct : "-");
+    plist_free(doc);
+    netplist_free(&p);
+    af_graph_free(g);
+}
+
 /* The program af_sdpa's node gets (seed 004's facts): q, k, v transposed to seq-in-C, the
- * scale a constant listed in Constants (its fp16 in weights.1), Bottom order q, k, v,
+ * scale a constant listed in Constants (its fp16 in weights.0), Bottom order q, k, v,
  * scale, mask, SubtractMax true, and the result transposed back. */
 static void test_sdpa_program(void) {
     af_graph *g = af_graph_new();
@@ -142,8 +193,10 @@ static void test_sdpa_program(void) {
     const plist_value *consts = plist_get_kind(net, "Constants", PLIST_ARRAY);
     CHECK(consts && consts->n == 1 && !strcmp(consts->items[0]->s, "scale"), "Scale is listed in Constants");
     int64_t idx = 0;
-    CHECK(plist_get_int(plist_get(net, "scale"), "ConstantIndex", &idx) && idx == 1, "the scale lives in weights.1");
-    CHECK(p.weights1_len == 2 && p.weights1[0] == 0x00 && p.weights1[1] == 0x34, "weights.1 holds fp16 0.25 (0x3400)");
+    /* seed 004: "Constants_array (list Scale in the Constants array, backed by weights.0)" */
+    CHECK(plist_get_int(plist_get(net, "scale"), "ConstantIndex", &idx) && idx == 0, "the scale lives in weights.0");
+    CHECK(p.weights0_len == 2 && p.weights0[0] == 0x00 && p.weights0[1] == 0x34 && p.weights1_len == 0,
+          "weights.0 holds fp16 0.25 (0x3400), weights.1 nothing");
     const plist_value *units = plist_get_kind(net, "Units", PLIST_ARRAY);
     CHECK(units && units->n == 5, "transpose q, k, v; SDPA; transpose back: %d units", units ? units->n : 0);
     const plist_value *sdpa = units && units->n == 5 ? plist_get(net, units->items[3]->s) : NULL;
@@ -173,6 +226,8 @@ static void test_sdpa_program(void) {
 
 int main(void) {
     test_sdpa_program();
+    test_radius_program();
+    test_dslice_program();
     test_flatten();
     test_sdpa_unit();
     test_refusals();

@@ -163,8 +163,9 @@ static int cmd_run(int argc, char **argv) {
     if (!path || !outdir) { usage(stderr); free(feeds); return 2; }
     mil_module m;
     if (load(path, weights, function, &m)) { free(feeds); return 1; }
-    int rc = 1;
+    int rc = 1, nres = 0, nheld = m.nout, *guard_of = NULL; /* res holds nheld entries, NULL or malloc'd */
     af_model *model = NULL;
+    af_tensor **outs = NULL;
     float **data = calloc((size_t)m.nin + 1, sizeof *data), **res = calloc((size_t)m.nout + 1, sizeof *res);
     af_buffer *bi = calloc((size_t)m.nin + 1, sizeof *bi), *bo = calloc((size_t)m.nout + 1, sizeof *bo);
     if (!data || !res || !bi || !bo) goto done;
@@ -199,14 +200,37 @@ static int cmd_run(int argc, char **argv) {
             fprintf(stderr, "aneforge mil run: no --in for argument %s %s\n", m.in_names[i], a);
             goto done;
         }
+    /* Gather and scatter indices known only at run time: those fed as arguments are
+     * checked now, the others come back as extra results checked after the run. */
+    nres = m.nout;
+    if (!(outs = calloc((size_t)(m.nout + m.nguards) + 1, sizeof *outs)) ||
+        !(guard_of = calloc((size_t)(m.nout + m.nguards) + 1, sizeof *guard_of)))
+        goto done;
+    memcpy(outs, m.out, sizeof *outs * (size_t)m.nout);
+    for (int i = 0; i < m.nguards; i++) {
+        int k = -1;
+        for (int j = 0; j < m.nin; j++)
+            if (m.in[j] == m.guards[i].idx) k = j;
+        if (k >= 0 && mil_check_indices(path, &m.guards[i], data[k])) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+        if (k < 0) guard_of[nres] = i, outs[nres++] = m.guards[i].idx;
+    }
     af_compile_opts o = { .target = AF_TARGET_CPU, .precision = fp32 ? AF_PRECISION_FP32 : AF_PRECISION_FP16 };
-    if (!(model = af_compile(m.g, m.nin, m.in, m.nout, m.out, &o))) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
-    for (int i = 0; i < m.nout; i++) {
-        int64_t n = af_shape_count(m.out[i]->shape);
+    if (!(model = af_compile(m.g, m.nin, m.in, nres, outs, &o))) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+    float **nr = realloc(res, sizeof *res * ((size_t)nres + 1));
+    af_buffer *nb = nr ? realloc(bo, sizeof *bo * ((size_t)nres + 1)) : NULL;
+    if (nr) res = nr;
+    if (nb) bo = nb;
+    if (!nr || !nb) goto done;
+    for (int i = m.nout; i < nres; i++) res[i] = NULL;
+    nheld = nres;
+    for (int i = 0; i < nres; i++) {
+        int64_t n = af_shape_count(outs[i]->shape);
         if (!(res[i] = malloc(sizeof(float) * (size_t)(n + 1)))) goto done;
         bo[i] = AF_BUF_F32(res[i], n);
     }
     if (af_run(model, bi, bo)) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+    for (int i = m.nout; i < nres; i++)
+        if (mil_check_indices(path, &m.guards[guard_of[i]], res[i])) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
     if (mkdir(outdir, 0777) && errno != EEXIST) { fprintf(stderr, "aneforge mil run: cannot create %s: %s\n", outdir, strerror(errno)); goto done; }
     for (int i = 0; i < m.nout; i++) {
         size_t n = strlen(outdir) + strlen(m.out_names[i]) + 8;
@@ -223,7 +247,9 @@ static int cmd_run(int argc, char **argv) {
     rc = 0;
 done:
     for (int i = 0; data && i < m.nin; i++) free(data[i]);
-    for (int i = 0; res && i < m.nout; i++) free(res[i]);
+    for (int i = 0; res && i < nheld; i++) free(res[i]);
+    free(outs);
+    free(guard_of);
     free(data);
     free(res);
     free(bi);

@@ -151,7 +151,7 @@ int cmd_op(int argc, char **argv) {
         int rank;
         int64_t dims[AF_MAX_RANK];
         if (mil_npy_read(in_spec[k], "fp32", &data[k], &rank, dims, err, sizeof err)) {
-            fprintf(stderr, CMD ": %s: %s\n", in_spec[k], err);
+            fprintf(stderr, CMD ": %s\n", err); /* err names the file */
             goto done;
         }
         src[k] = af_input(g, source_name((ir_op)op, k, buf, sizeof buf), o.target == AF_TARGET_CPU ? AF_F32 : AF_F16, af_shape_make(rank, dims));

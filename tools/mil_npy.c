@@ -1,8 +1,8 @@
-/* Typed .npy for `aneforge mil run`: MIL arguments and results of every I/O dtype
- * (bool, int8, uint8, int16, uint16, int32, fp16, fp32). The library's af_npy_read /
- * af_npy_write are float-only; MIL programs take and give integers and bools, so the
- * CLI reads any of NumPy's little-endian numeric descrs (checking that every value fits
- * the argument's dtype) and writes each result with its declared dtype. */
+/* Typed .npy for `aneforge mil run` and `aneforge op`: MIL arguments and results of
+ * every I/O dtype (bool, int8, uint8, int16, uint16, int32, fp16, fp32). Reading goes
+ * through the library's one strict parser (af_npy_read_typed, any little-endian numeric
+ * descr); this file only checks that every value fits the argument's dtype, and writes
+ * each result with its declared dtype. */
 #include "mil_npy.h"
 #include "aneforge.h"
 #include "ir/ir.h"
@@ -21,33 +21,10 @@ static const npy_kind kinds[] = {
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
-static const npy_kind *by_descr(const char *d) {
-    for (size_t i = 0; i < NKINDS; i++) {
-        const char *k = kinds[i].descr;
-        /* '|i1' may also be written '<i1' or '=i1'... NumPy writes '|' for one byte */
-        if (!strcmp(d, k) || (k[0] == '|' && (d[0] == '<' || d[0] == '=') && !strcmp(d + 1, k + 1))) return &kinds[i];
-    }
-    return NULL;
-}
-
 static const npy_kind *by_mil(const char *m) {
     for (size_t i = 0; i < NKINDS; i++)
         if (!strcmp(m, kinds[i].mil)) return &kinds[i];
     return NULL;
-}
-
-static double element(const npy_kind *k, const unsigned char *p) {
-    uint64_t u = 0;
-    for (int i = k->size - 1; i >= 0; i--) u = u << 8 | p[i];
-    switch (k->descr[1]) {
-    case 'b': return u != 0;
-    case 'u': return (double)u;
-    case 'i': { int sh = 64 - 8 * k->size; return (double)((int64_t)(u << sh) >> sh); }
-    default:
-        if (k->size == 2) return af_f16_to_f32((uint16_t)u);
-        if (k->size == 4) { uint32_t b = (uint32_t)u; float f; memcpy(&f, &b, 4); return f; }
-        { double d; memcpy(&d, &u, 8); return d; }
-    }
 }
 
 /* Whether v is a value of the MIL dtype `dt`; why not in why. */
@@ -67,55 +44,26 @@ static bool fits(const char *dt, double v, char *why, size_t n) {
 
 int mil_npy_read(const char *path, const char *dt, float **data, int *rank, int64_t dims[AF_MAX_RANK], char *err, size_t errlen) {
     *data = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "cannot open %s", path); return 1; }
-    unsigned char h[12];
-    int rc = 1;
-    char *hdr = NULL;
-    unsigned char *raw = NULL;
-    if (fread(h, 1, 10, f) != 10 || memcmp(h, "\x93NUMPY", 6) || (h[6] != 1 && h[6] != 2)) { snprintf(err, errlen, "%s is not a .npy file (v1 or v2)", path); goto out; }
-    size_t hl = h[8] | (size_t)h[9] << 8;
-    if (h[6] == 2) {
-        if (fread(h + 10, 1, 2, f) != 2) { snprintf(err, errlen, "%s: truncated header", path); goto out; }
-        hl |= (size_t)h[10] << 16 | (size_t)h[11] << 24;
-    }
-    if (hl > 65536 || !(hdr = calloc(hl + 1, 1)) || fread(hdr, 1, hl, f) != hl) { snprintf(err, errlen, "%s: bad header", path); goto out; }
-    char descr[8] = "";
-    const char *d = strstr(hdr, "'descr':"), *fo = strstr(hdr, "'fortran_order':"), *sh = strstr(hdr, "'shape':");
-    if (!d || !fo || !sh || sscanf(d + 8, " '%7[^']'", descr) != 1) { snprintf(err, errlen, "%s: the header lacks descr, fortran_order or shape", path); goto out; }
-    if (strncmp(fo + 16 + strspn(fo + 16, " "), "False", 5)) { snprintf(err, errlen, "%s: Fortran-order arrays are not supported", path); goto out; }
-    const npy_kind *k = by_descr(descr);
-    if (!k) { snprintf(err, errlen, "%s: dtype '%s' is not supported (want a little-endian bool, int, uint or float)", path, descr); goto out; }
-    const char *p = strchr(sh, '(');
-    *rank = 0;
+    double *v = NULL;
+    af_npy_dtype kind;
+    if (af_npy_read_typed(path, &v, rank, dims, &kind) != AF_OK) { snprintf(err, errlen, "%s", af_error_message()); return 1; }
     int64_t n = 1;
-    for (p = p ? p + 1 : NULL; p && *p && *p != ')';) {
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p) { p++; continue; }
-        if (*rank == 8 || v < 0 || v > ((int64_t)1 << 31)) { snprintf(err, errlen, "%s: shape not supported", path); goto out; }
-        dims[(*rank)++] = v;
-        n *= v;
-        if (n > ((int64_t)1 << 30)) { snprintf(err, errlen, "%s: too large", path); goto out; }
-        p = end;
-    }
-    raw = malloc((size_t)(n * k->size + 1));
+    for (int i = 0; i < *rank; i++) n *= dims[i]; /* the reader matched it to the file's bytes */
     *data = malloc(sizeof(float) * (size_t)(n + 1));
-    if (!raw || !*data) { snprintf(err, errlen, "out of memory reading %s", path); goto out; }
-    if (fread(raw, (size_t)k->size, (size_t)n, f) != (size_t)n) { snprintf(err, errlen, "%s holds fewer than its %lld elements", path, (long long)n); goto out; }
+    if (!*data) { free(v); snprintf(err, errlen, "out of memory reading %s", path); return 1; }
     for (int64_t i = 0; i < n; i++) {
-        double v = element(k, raw + i * k->size);
         char why[80];
-        if (!fits(dt, v, why, sizeof why)) { snprintf(err, errlen, "%s: element %lld (%g) %s, the range of the %s argument", path, (long long)i, v, why, dt); goto out; }
-        (*data)[i] = (float)v;
+        if (!fits(dt, v[i], why, sizeof why)) {
+            snprintf(err, errlen, "%s: element %lld (%g) %s, the range of the %s argument", path, (long long)i, v[i], why, dt);
+            free(v);
+            free(*data);
+            *data = NULL;
+            return 1;
+        }
+        (*data)[i] = (float)v[i];
     }
-    rc = 0;
-out:
-    if (rc) { free(*data); *data = NULL; }
-    free(raw);
-    free(hdr);
-    fclose(f);
-    return rc;
+    free(v);
+    return 0;
 }
 
 int mil_npy_write(const char *path, const char *dt, const float *data, int rank, const int64_t *dims, char *err, size_t errlen) {

@@ -28,6 +28,16 @@ typedef struct {
     bool *is_state;           /* per plan input: bound as resident state */
     int64_t flops;
     bool bridge;              /* a net.plist program: port k is source k of the node */
+    bool out_u8;              /* its output is UInt8 (RadiusSearch): the low byte of each 2-byte cell */
+    /* dynamic_slice: the start is a UInt16 constant in weights.1 (seed 004), rewritten
+     * and the program recompiled when a run's start differs from the bound one */
+    bool dslice;
+    int64_t bound_start, start_off;
+    char *xml;
+    size_t xml_len;
+    uint8_t *w1;
+    size_t w1_len;
+    ane_rt_ports ports;
     int *src_input;           /* bridge, per port: the plan input feeding it, or -1 (a constant in in16) */
 } ane_state;
 
@@ -42,6 +52,8 @@ static void ane_free(void *state) {
     free(s->port_of_in);
     free(s->is_state);
     free(s->src_input);
+    free(s->xml);
+    free(s->w1);
     free(s);
 }
 
@@ -139,6 +151,14 @@ static af_status bridge_init(const backend_cfg *cfg, const compile_plan *p, ane_
     if (!(s->out16[0] = malloc(sizeof(uint16_t) * (size_t)ports.out_count[0] + 1))) return AF_ERR_NOMEM;
     netplist_program np;
     if (!netplist_for_node(t, cfg->family, &np, msg, n)) return AF_ERR_UNSUPPORTED;
+    s->out_u8 = np.units[np.nunits - 1].out_u8;
+    if (t->op == IR_OP_DYNAMIC_SLICE) { /* x is the only port; the start lives in weights.1 */
+        s->dslice = true;
+        ports.nin = 1;
+        for (int k = 0; k < np.nconsts; k++)
+            if (!strcmp(np.consts[k].name, "start")) s->start_off = np.consts[k].byte_offset;
+        s->bound_start = np.weights1[s->start_off] | np.weights1[s->start_off + 1] << 8;
+    }
     plist_value *doc = netplist_document(&np, msg, n);
     size_t len = 0;
     char *xml = doc ? plist_write_xml(doc, &len, msg, n) : NULL;
@@ -146,9 +166,14 @@ static af_status bridge_init(const backend_cfg *cfg, const compile_plan *p, ane_
     af_status st = AF_ERR_UNSUPPORTED;
     if (xml) {
         int64_t before = ane_rt_compile_count();
-        st = ane_rt_compile_netplist(xml, len, NULL, 0, np.weights1, np.weights1_len, &ports, &s->prog);
+        st = ane_rt_compile_netplist(xml, len, np.weights0, np.weights0_len, np.weights1, np.weights1_len, &ports, &s->prog);
         if (st) snprintf(msg, n, "compiling the %s net.plist for the Neural Engine: %s", ir_ops[t->op].name, af_error_message());
         else stats->compiles += ane_rt_compile_count() - before;
+    }
+    if (!st && s->dslice) { /* kept to rebind the start */
+        s->xml = xml, s->xml_len = len, xml = NULL;
+        s->w1 = np.weights1, s->w1_len = np.weights1_len, np.weights1 = NULL;
+        s->ports = ports;
     }
     free(xml);
     netplist_free(&np);
@@ -210,6 +235,26 @@ static af_status ane_init(const backend_cfg *cfg, const compile_plan *p, void **
     return AF_OK;
 }
 
+/* dynamic_slice's start for this run (fp16 in start16), written into the weights.1
+ * constant; a start other than the bound one recompiles the program with it. */
+static af_status bind_start(ane_state *s, const uint16_t *start16, af_stats *stats) {
+    float v;
+    ir_f16_to_f32_array(start16, &v, 1);
+    int64_t start = bridge_dslice_start(s->p->sched[0], v);
+    if (start == s->bound_start) return AF_OK;
+    s->w1[s->start_off] = (uint8_t)(start & 0xff);
+    s->w1[s->start_off + 1] = (uint8_t)(start >> 8);
+    ane_rt_program *np = NULL;
+    int64_t before = ane_rt_compile_count();
+    af_status st = ane_rt_compile_netplist(s->xml, s->xml_len, NULL, 0, s->w1, s->w1_len, &s->ports, &np);
+    if (st) return st;
+    stats->compiles += ane_rt_compile_count() - before;
+    ane_rt_release(s->prog);
+    s->prog = np;
+    s->bound_start = start;
+    return AF_OK;
+}
+
 /* One run is one dispatch: fed inputs go in as fp16, delivered outputs come back. */
 static af_status bridge_run(ane_state *s, const af_buffer *in, af_buffer *out, af_stats *stats) {
     const compile_plan *p = s->p;
@@ -222,8 +267,17 @@ static af_status bridge_run(ane_state *s, const af_buffer *in, af_buffer *out, a
         else { ir_f32_to_f16_array(in[i].data, s->in16[k], in[i].count); ins[k] = s->in16[k]; }
     }
     for (int i = 0; i < p->nin; i++) stats->bytes_in += 2 * in[i].count;
+    if (s->dslice) {
+        af_status st = bind_start(s, ins[1], stats);
+        if (st) return st;
+    }
     af_status st = ane_rt_eval(s->prog, ins, outs);
     if (st) return st;
+    if (s->out_u8) /* a UInt8 output: 2 bytes per cell, the low byte the value */
+        for (int64_t k = 0, cells = af_shape_count(p->sched[0]->shape); k < cells; k++) {
+            float v = (float)(s->out16[0][k] & 0xff);
+            ir_f32_to_f16_array(&v, &s->out16[0][k], 1);
+        }
     for (int i = 0; i < p->nout; i++) {
         if (!out[i].data) continue;
         if (out[i].dtype == AF_F32) ir_f16_to_f32_array(s->out16[0], out[i].data, out[i].count);

@@ -88,7 +88,8 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
         }
     }
     if (!cpu_plan_memory(p, e->fusion, e->o.threads, e->offset, &e->arena_floats, &e->scratch_floats))
-        return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory planning buffers");
+        return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory planning buffers (or they would need more than "
+                      "AF_MAX_ELEMENTS = 2^40 floats: make the conv's input or kernel smaller)");
     e->arena = malloc((size_t)(e->arena_floats + CPU_ALIGN_FLOATS) * sizeof(float));
     e->scratch = e->scratch_floats ? malloc((size_t)e->scratch_floats * sizeof(float)) : NULL;
     if (!e->arena || (e->scratch_floats && !e->scratch)) {

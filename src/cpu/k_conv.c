@@ -4,14 +4,19 @@
 
 #include <string.h>
 
+/* The product of five dims, each <= 2^40, may pass int64: saturate so the memory plan
+ * refuses it (cpu_plan_memory) instead of wrapping to a small scratch. */
+static int64_t prod5(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) {
+    int64_t r = a;
+    if (!ir_mul64(r, b, &r) || !ir_mul64(r, c, &r) || !ir_mul64(r, d, &r) || !ir_mul64(r, e, &r)) return INT64_MAX;
+    return r;
+}
+
 int64_t cpu_conv_scratch(const af_tensor *t) {
     af_shape x = t->src[0]->shape, w = t->src[1]->shape, o = t->shape;
-    if (t->op == IR_OP_CONV_WEIGHT_GRAD) return o.dim[1] * o.dim[2] * o.dim[3] * w.dim[2] * w.dim[3]; /* one image's patches */
-    if (t->op == IR_OP_CONV) {
-        int64_t cin_g = w.dim[1];
-        return cin_g * w.dim[2] * w.dim[3] * o.dim[2] * o.dim[3];
-    }
-    return w.dim[1] * w.dim[2] * w.dim[3] * x.dim[2] * x.dim[3];
+    if (t->op == IR_OP_CONV_WEIGHT_GRAD) return prod5(o.dim[1], o.dim[2], o.dim[3], w.dim[2], w.dim[3]); /* one image's patches */
+    if (t->op == IR_OP_CONV) return prod5(w.dim[1], w.dim[2], w.dim[3], o.dim[2], o.dim[3]);
+    return prod5(w.dim[1], w.dim[2], w.dim[3], x.dim[2], x.dim[3]);
 }
 
 /* The output columns ow whose input column ow*s - p + v*d lies inside [0, w): a

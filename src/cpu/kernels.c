@@ -81,10 +81,15 @@ const cpu_kernel_fn cpu_kernels[IR_OP_COUNT] = {
 
 int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
     if (t->op == IR_OP_CONV_WEIGHT_GRAD) { /* per thread: one image's patches and a partial dW */
-        int64_t dw = af_shape_count(t->shape);
-        return (cpu_conv_scratch(t) + dw) * (threads > 1 ? threads : 1);
+        int64_t per, all;
+        if (!ir_add64(cpu_conv_scratch(t), af_shape_count(t->shape), &per) || !ir_mul64(per, threads > 1 ? threads : 1, &all))
+            return INT64_MAX; /* refused by the memory plan */
+        return all;
     }
-    if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) return cpu_conv_scratch(t) * (threads > 1 ? threads : 1);
+    if (t->op == IR_OP_CONV || t->op == IR_OP_CONV_TRANSPOSE) {
+        int64_t all;
+        return ir_mul64(cpu_conv_scratch(t), threads > 1 ? threads : 1, &all) ? all : INT64_MAX;
+    }
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
     if (t->op == IR_OP_SDPA) return t->src[1]->shape.dim[2]; /* one row of attention weights */
     if (t->op == IR_OP_CAUSAL_ATTENTION || t->op == IR_OP_CAUSAL_ATTENTION_GRAD) return cpu_attention_scratch(t, threads);

@@ -84,6 +84,7 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
             offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
         }
         int64_t sc = cpu_scratch_floats(t, threads);
+        if (sc > AF_MAX_ELEMENTS) ok = false; /* 4 TiB of scratch (or an overflow): never allocatable */
         if (sc > *scratch_floats) *scratch_floats = sc;
         int extra = !f ? -1 : f[s].relu_grad_x >= 0 ? f[s].relu_grad_x : f[s].mask_x; /* x of a fused mask */
         int nread = t->nsrc + (extra >= 0);
@@ -97,6 +98,7 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
                 ok = alloc_give(&al, offset[src->id], af_shape_count(src->shape));
         }
     }
+    if (al.peak > AF_MAX_ELEMENTS) ok = false; /* so (size_t)floats * 4 cannot wrap */
     *arena_floats = al.peak;
     free(al.b);
     free(last);

@@ -71,6 +71,9 @@ af_status data_cifar_append(const char *path, const uint8_t *buf, size_t len, ui
  * does; dims needs room for 8. */
 af_status data_npy_parse(const char *path, const uint8_t *buf, size_t len, float **data, int *rank,
                          int64_t *dims);
+/* The same for af_npy_read_typed: any numeric descr, as doubles. */
+af_status data_npy_parse_typed(const char *path, const uint8_t *buf, size_t len, double **data, int *rank,
+                               int64_t *dims, af_npy_dtype *dtype);
 
 #ifdef __cplusplus
 }

@@ -107,7 +107,42 @@ static float f16_to_f32(uint16_t h) {
     return f;
 }
 
-static af_status parse_header(const char *path, const char *h, size_t hlen, int *itemsize,
+/* The descrs read: NumPy's little-endian numeric ones. One-byte kinds have no byte
+ * order; NumPy writes them '|', and '<' is accepted for them too. */
+typedef struct { const char *descr; af_npy_dtype dt; int size; char cls; } npy_kind;
+static const npy_kind kinds[] = {
+    { "<f4", AF_NPY_F32, 4, 'f' }, { "<f2", AF_NPY_F16, 2, 'f' }, { "<f8", AF_NPY_F64, 8, 'f' },
+    { "|b1", AF_NPY_BOOL, 1, 'b' }, { "|i1", AF_NPY_I8, 1, 'i' },  { "|u1", AF_NPY_U8, 1, 'u' },
+    { "<i2", AF_NPY_I16, 2, 'i' },  { "<u2", AF_NPY_U16, 2, 'u' }, { "<i4", AF_NPY_I32, 4, 'i' },
+    { "<u4", AF_NPY_U32, 4, 'u' },  { "<i8", AF_NPY_I64, 8, 'i' }, { "<u8", AF_NPY_U64, 8, 'u' },
+};
+
+static const npy_kind *kind_of(const char *d) {
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const char *k = kinds[i].descr;
+        if (!strcmp(d, k) || (k[0] == '|' && d[0] == '<' && !strcmp(d + 1, k + 1))) return &kinds[i];
+    }
+    return NULL;
+}
+
+/* Element p of kind k as a double: exact for every kind but 64-bit ints past 2^53. */
+static double element(const npy_kind *k, const uint8_t *p) {
+    uint64_t u = 0;
+    for (int i = k->size - 1; i >= 0; i--) u = u << 8 | p[i];
+    if (k->cls == 'b' || k->cls == 'u') return (double)u;
+    if (k->cls == 'i') {
+        int sh = 64 - 8 * k->size;
+        return (double)((int64_t)(u << sh) >> sh); /* sign-extend */
+    }
+    if (k->size == 2) return f16_to_f32((uint16_t)u);
+    if (k->size == 4) { uint32_t b = (uint32_t)u; float f; memcpy(&f, &b, 4); return f; }
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+/* typed: every kind of the table, else '<f4' and '<f2' only (af_npy_read). */
+static af_status parse_header(const char *path, const char *h, size_t hlen, int typed, const npy_kind **kind,
                               int *rank, int64_t dims[NPY_PARSE_RANK]) {
     if (hlen == 0 || h[hlen - 1] != '\n')
         return ir_fail(AF_ERR_CORRUPT, "%s: npy header does not end with a newline", path);
@@ -125,10 +160,13 @@ static af_status parse_header(const char *path, const char *h, size_t hlen, int 
             seen_descr = 1;
             if (!parse_str(&c, descr, sizeof descr))
                 return ir_fail(AF_ERR_CORRUPT, "%s: npy 'descr' is not a string", path);
-            if (!strcmp(descr, "<f4")) *itemsize = 4;
-            else if (!strcmp(descr, "<f2")) *itemsize = 2;
-            else return ir_fail(AF_ERR_UNSUPPORTED, "%s: npy dtype '%s' not supported (only '<f4' and '<f2')",
-                                path, descr);
+            *kind = kind_of(descr);
+            if (!typed && (!*kind || (*kind)->dt > AF_NPY_F16))
+                return ir_fail(AF_ERR_UNSUPPORTED, "%s: npy dtype '%s' not supported (only '<f4' and '<f2'; "
+                               "af_npy_read_typed reads ints, bools and '<f8')", path, descr);
+            if (!*kind)
+                return ir_fail(AF_ERR_UNSUPPORTED, "%s: npy dtype '%s' not supported (want a little-endian bool, "
+                               "int, uint or float: '|b1', '<i4', '<f2', '<f4', ...)", path, descr);
         } else if (!strcmp(key, "fortran_order") && !seen_fo) {
             seen_fo = 1;
             if (parse_word(&c, "True"))
@@ -160,6 +198,81 @@ static af_status parse_header(const char *path, const char *h, size_t hlen, int 
     return AF_OK;
 }
 
+/* Parses buf into floats (out32, af_npy_read's kinds) or doubles (out64, every kind). */
+static af_status parse(const char *path, const uint8_t *buf, size_t len, float **out32, double **out64, int *rank,
+                       int64_t *dims, af_npy_dtype *dtype) {
+    af_status st = AF_ERR_CORRUPT;
+    size_t hstart, hlen;
+    const npy_kind *k = NULL;
+    int r = 0;
+    int64_t d[NPY_PARSE_RANK];
+    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
+        return ir_fail(st, len < 10 ? "%s: too short for a .npy file" : "%s: not a .npy file (bad magic)", path);
+    if (buf[6] == 1 && buf[7] == 0) {
+        hstart = 10;
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
+    } else if (buf[6] == 2 && buf[7] == 0 && len >= 12) {
+        hstart = 12;
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+    } else {
+        return ir_fail(AF_ERR_UNSUPPORTED, "%s: npy version %u.%u not supported (only 1.0 and 2.0)", path, buf[6],
+                       buf[7]);
+    }
+    if (hlen > len - hstart) return ir_fail(st, "%s: npy header length %zu runs past the end of the file", path, hlen);
+    if ((st = parse_header(path, (const char *)buf + hstart, hlen, out64 != NULL, &k, &r, d)) != AF_OK) return st;
+    st = AF_ERR_CORRUPT;
+    size_t itemsize = (size_t)k->size, payload = len - hstart - hlen, count = 1;
+    int empty = 0;
+    for (int i = 0; i < r; i++) empty |= d[i] == 0;
+    for (int i = 0; i < r && !empty; i++) {
+        /* count * itemsize must equal payload, so bounding by it prevents overflow. */
+        if (count > payload / itemsize / (uint64_t)d[i])
+            return ir_fail(st, "%s: shape needs more than the %zu data bytes present (truncated?)", path, payload);
+        count *= (size_t)d[i];
+    }
+    if (empty) count = 0;
+    if (count * itemsize != payload)
+        return ir_fail(st, "%s: shape holds %zu bytes of data but the file has %zu", path, count * itemsize, payload);
+    const uint8_t *p = buf + hstart + hlen;
+    void *out = malloc((count ? count : 1) * (out64 ? sizeof **out64 : sizeof **out32));
+    if (!out) return ir_fail(AF_ERR_NOMEM, "%s: cannot allocate %zu values", path, count);
+    for (size_t i = 0; i < count; i++) {
+        if (k->cls == 'b' && p[i] > 1) {
+            free(out);
+            return ir_fail(st, "%s: element %zu of the bool array is byte %u, not 0 or 1", path, i, p[i]);
+        }
+        if (out64) {
+            ((double *)out)[i] = element(k, p + i * itemsize);
+        } else if (itemsize == 4) { /* the bits as they are (NaN payloads included) */
+            uint32_t b = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+                         (uint32_t)p[4 * i + 3] << 24;
+            memcpy((float *)out + i, &b, sizeof b);
+        } else {
+            ((float *)out)[i] = f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+        }
+    }
+    if (out64) *out64 = out;
+    else *out32 = out;
+    if (dtype) *dtype = k->dt;
+    *rank = r;
+    for (int i = 0; i < r; i++) dims[i] = d[i];
+    return AF_OK;
+}
+
+af_status data_npy_parse(const char *path, const uint8_t *buf, size_t len, float **data, int *rank,
+                         int64_t *dims) {
+    *data = NULL;
+    *rank = 0;
+    return parse(path, buf, len, data, NULL, rank, dims, NULL);
+}
+
+af_status data_npy_parse_typed(const char *path, const uint8_t *buf, size_t len, double **data, int *rank,
+                               int64_t *dims, af_npy_dtype *dtype) {
+    *data = NULL;
+    *rank = 0;
+    return parse(path, buf, len, NULL, data, rank, dims, dtype);
+}
+
 af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF_MAX_RANK]) {
     if (!data || !rank || !dims) return ir_fail(AF_ERR_INVALID, "af_npy_read: NULL output argument");
     *data = NULL;
@@ -173,72 +286,17 @@ af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF
     return st;
 }
 
-af_status data_npy_parse(const char *path, const uint8_t *buf, size_t len, float **data, int *rank,
-                         int64_t *dims) {
+af_status af_npy_read_typed(const char *path, double **data, int *rank, int64_t dims[AF_MAX_RANK],
+                            af_npy_dtype *dtype) {
+    if (!data || !rank || !dims) return ir_fail(AF_ERR_INVALID, "af_npy_read_typed: NULL output argument");
     *data = NULL;
     *rank = 0;
-    af_status st = AF_ERR_CORRUPT;
-    size_t hstart, hlen;
-    int itemsize = 0, r = 0;
-    int64_t d[NPY_PARSE_RANK];
-    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
-        ir_fail(st, len < 10 ? "%s: too short for a .npy file" : "%s: not a .npy file (bad magic)", path);
-        goto fail;
-    }
-    if (buf[6] == 1 && buf[7] == 0) {
-        hstart = 10;
-        hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
-    } else if (buf[6] == 2 && buf[7] == 0 && len >= 12) {
-        hstart = 12;
-        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
-    } else {
-        ir_fail(st = AF_ERR_UNSUPPORTED, "%s: npy version %u.%u not supported (only 1.0 and 2.0)",
-                path, buf[6], buf[7]);
-        goto fail;
-    }
-    if (hlen > len - hstart) {
-        ir_fail(st, "%s: npy header length %zu runs past the end of the file", path, hlen);
-        goto fail;
-    }
-    if ((st = parse_header(path, (const char *)buf + hstart, hlen, &itemsize, &r, d)) != AF_OK) goto fail;
-    st = AF_ERR_CORRUPT;
-    size_t payload = len - hstart - hlen, count = 1;
-    int empty = 0;
-    for (int i = 0; i < r; i++) empty |= d[i] == 0;
-    for (int i = 0; i < r && !empty; i++) {
-        /* count * itemsize must equal payload, so bounding by it prevents overflow. */
-        if (count > payload / itemsize / (uint64_t)d[i]) {
-            ir_fail(st, "%s: shape needs more than the %zu data bytes present (truncated?)", path, payload);
-            goto fail;
-        }
-        count *= (size_t)d[i];
-    }
-    if (empty) count = 0;
-    if (count * itemsize != payload) {
-        ir_fail(st, "%s: shape holds %zu bytes of data but the file has %zu", path,
-                count * itemsize, payload);
-        goto fail;
-    }
-    float *out = malloc((count ? count : 1) * sizeof *out);
-    if (!out) {
-        ir_fail(st = AF_ERR_NOMEM, "%s: cannot allocate %zu floats", path, count);
-        goto fail;
-    }
-    const uint8_t *p = buf + hstart + hlen;
-    for (size_t i = 0; i < count; i++) {
-        if (itemsize == 4) {
-            uint32_t b = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
-                         (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
-            memcpy(&out[i], &b, sizeof b);
-        } else {
-            out[i] = f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
-        }
-    }
-    *data = out;
-    *rank = r;
-    for (int i = 0; i < r; i++) dims[i] = d[i];
-    return AF_OK;
-fail:
+    uint8_t *buf;
+    size_t len;
+    af_status st = data_read_file(path, NULL, &buf, &len);
+    if (st != AF_OK) return st;
+    st = data_npy_parse_typed(path, buf, len, data, rank, dims, dtype);
+    free(buf);
     return st;
 }
 

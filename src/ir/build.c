@@ -321,7 +321,15 @@ af_status af_split(af_tensor *x, int axis, int n, const int64_t *sizes, af_tenso
         ir_graph_fail(x->g, "split: axis %d of extent %lld does not divide into %d equal parts; pass sizes", axis, (long long)extent, n);
         return AF_ERR_SHAPE;
     }
-    for (int i = 0; i < n; i++) total += sizes ? sizes[i] : extent / n;
+    for (int i = 0; i < n; i++) {
+        int64_t si = sizes ? sizes[i] : extent / n;
+        if (si < 1 || si > extent - total) { /* checked before adding, so the sum cannot wrap */
+            ir_graph_fail(x->g, "split: sizes[%d] = %lld is not in 1..%lld (what axis %d of extent %lld has left)", i,
+                          (long long)si, (long long)(extent - total), axis, (long long)extent);
+            return AF_ERR_SHAPE;
+        }
+        total += si;
+    }
     if (total != extent) {
         ir_graph_fail(x->g, "split: sizes add up to %lld but axis %d has extent %lld", (long long)total, axis, (long long)extent);
         return AF_ERR_SHAPE;

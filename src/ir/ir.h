@@ -219,6 +219,9 @@ bool ir_shape_eq(af_shape a, af_shape b);
 int  ir_shape_str(af_shape s, char *buf, size_t n);   /* "[2,3,4]" */
 bool ir_broadcast_shape(af_shape a, af_shape b, af_shape *out);
 int  ir_norm_axis(int axis, int rank);                 /* -1 when out of range */
+/* Shape arithmetic is checked, never wrapped: a*b and a+b in int64, false on overflow. */
+static inline bool ir_mul64(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool ir_add64(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
 void ir_strides(af_shape s, int64_t *strides);         /* contiguous row-major */
 
 #endif

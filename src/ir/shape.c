@@ -64,6 +64,16 @@ static bool infer_norm(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
     return true;
 }
 
+/* A conv or pool output beyond AF_MAX_ELEMENTS comes from its attributes (the inputs
+ * were bounded): say which, not only the result shape. */
+static bool spatial_fits(af_shape out, const ir_attrs *a, char *err, size_t errlen) {
+    if (af_shape_count(out) > 0) return true;
+    FAIL("pad = (%d, %d), stride = (%d, %d) and dilation = (%d, %d) make the output [%lld, %lld, %lld, %lld] hold more "
+         "than AF_MAX_ELEMENTS = 2^40 elements; lower the pad", a->pad[0], a->pad[1], a->stride[0], a->stride[1],
+         a->dilation[0], a->dilation[1], (long long)out.dim[0], (long long)out.dim[1], (long long)out.dim[2],
+         (long long)out.dim[3]);
+}
+
 static bool infer_pool(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     switch (op) { /* the gradients read dy below */
     case IR_OP_AVG_POOL: case IR_OP_MAX_POOL: case IR_OP_AVG_POOL_GRAD: case IR_OP_MAX_POOL_GRAD: break;
@@ -77,10 +87,11 @@ static bool infer_pool(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
     *out = x;
     for (int i = 0; i < 2; i++) {
         if (a->kernel[i] < 1 || a->stride[i] < 1 || a->pad[i] < 0) FAIL("kernel and stride must be >= 1 and pad >= 0");
-        if (a->pad[i] * 2 > a->kernel[i]) FAIL("pad %d is more than half the kernel %d", a->pad[i], a->kernel[i]);
-        int64_t o = (x.dim[2 + i] + 2 * a->pad[i] - a->kernel[i]) / a->stride[i] + 1;
-        if (x.dim[2 + i] + 2 * a->pad[i] < a->kernel[i]) FAIL("kernel %d is larger than the padded input %lld", a->kernel[i], (long long)(x.dim[2 + i] + 2 * a->pad[i]));
-        out->dim[2 + i] = o;
+        /* int64: 2 * pad overflows int at pad >= 2^30; dims <= 2^40 so in cannot wrap */
+        int64_t pad2 = 2 * (int64_t)a->pad[i], in = x.dim[2 + i] + pad2;
+        if (pad2 > a->kernel[i]) FAIL("pad %d is more than half the kernel %d", a->pad[i], a->kernel[i]);
+        if (in < a->kernel[i]) FAIL("kernel %d is larger than the padded input %lld", a->kernel[i], (long long)in);
+        out->dim[2 + i] = (in - a->kernel[i]) / a->stride[i] + 1;
     }
     if (op == IR_OP_AVG_POOL_GRAD || op == IR_OP_MAX_POOL_GRAD) { /* src[1] is dy, the pooled shape; out is x's */
         if (src[1]->shape.rank != 4 || !ir_shape_eq(src[1]->shape, *out)) FAIL("dy must have the pooled shape of x");
@@ -107,7 +118,7 @@ static bool infer_conv(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
         if (w.dim[0] != x.dim[0]) FAIL("dy has batch %lld but x has %lld", (long long)w.dim[0], (long long)x.dim[0]);
         for (int i = 0; i < 2; i++) {
             if (a->kernel[i] < 1) FAIL("kernel must be >= 1");
-            int64_t span = (int64_t)a->dilation[i] * (a->kernel[i] - 1) + 1, in = x.dim[2 + i] + 2 * a->pad[i];
+            int64_t span = (int64_t)a->dilation[i] * (a->kernel[i] - 1) + 1, in = x.dim[2 + i] + 2 * (int64_t)a->pad[i];
             if (in < span || (in - span) / a->stride[i] + 1 != w.dim[2 + i])
                 FAIL("dy's spatial extent %lld does not match the conv of x (axis %d)", (long long)w.dim[2 + i], 2 + i);
         }
@@ -117,24 +128,31 @@ static bool infer_conv(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *o
     if (op == IR_OP_CONV) {
         int g = a->groups;
         if (g < 1 || x.dim[1] % g || w.dim[0] % g) FAIL("groups = %d must divide Cin = %lld and Cout = %lld", g, (long long)x.dim[1], (long long)w.dim[0]);
-        if (w.dim[1] * g != x.dim[1]) FAIL("weight expects %lld input channels but x has %lld (weight is [Cout, Cin/groups, kH, kW])", (long long)(w.dim[1] * g), (long long)x.dim[1]);
+        if (w.dim[1] != x.dim[1] / g) FAIL("weight expects %lld input channels but x has %lld (weight is [Cout, Cin/groups, kH, kW])", (long long)w.dim[1], (long long)(x.dim[1] / g));
         out->dim[1] = w.dim[0];
         for (int i = 0; i < 2; i++) {
-            int64_t span = (int64_t)a->dilation[i] * (w.dim[2 + i] - 1) + 1;
-            int64_t in = x.dim[2 + i] + 2 * a->pad[i];
-            if (in < span) FAIL("kernel span %lld exceeds the padded input %lld", (long long)span, (long long)in);
+            int64_t span, in = x.dim[2 + i] + 2 * (int64_t)a->pad[i];
+            if (!ir_mul64(a->dilation[i], w.dim[2 + i] - 1, &span))
+                FAIL("the kernel span dilation %d x (kernel %lld - 1) + 1 exceeds the padded input %lld (axis %d)",
+                     a->dilation[i], (long long)w.dim[2 + i], (long long)in, 2 + i);
+            if (++span > in) FAIL("kernel span %lld exceeds the padded input %lld", (long long)span, (long long)in);
             out->dim[2 + i] = (in - span) / a->stride[i] + 1;
         }
     } else {
         if (w.dim[0] != x.dim[1]) FAIL("weight expects %lld input channels but x has %lld (weight is [Cin, Cout, kH, kW])", (long long)w.dim[0], (long long)x.dim[1]);
         out->dim[1] = w.dim[1];
         for (int i = 0; i < 2; i++) {
-            int64_t o = (x.dim[2 + i] - 1) * a->stride[i] - 2 * a->pad[i] + (int64_t)a->dilation[i] * (w.dim[2 + i] - 1) + 1;
-            if (o < 1) FAIL("output extent %lld < 1: pad too large", (long long)o);
+            int64_t grown, span;
+            if (!ir_mul64(x.dim[2 + i] - 1, a->stride[i], &grown) || !ir_mul64(a->dilation[i], w.dim[2 + i] - 1, &span) ||
+                grown > AF_MAX_ELEMENTS || span > AF_MAX_ELEMENTS)
+                FAIL("stride %d or dilation %d makes the output extent on axis %d exceed AF_MAX_ELEMENTS = 2^40",
+                     a->stride[i], a->dilation[i], 2 + i);
+            int64_t o = grown - 2 * (int64_t)a->pad[i] + span + 1;
+            if (o < 1) FAIL("output extent %lld < 1: pad %d too large (axis %d)", (long long)o, a->pad[i], 2 + i);
             out->dim[2 + i] = o;
         }
     }
-    return true;
+    return spatial_fits(*out, a, err, errlen);
 }
 
 static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
@@ -184,7 +202,7 @@ static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
             int64_t b = a->ints[i], s = a->sizes[i];
             if (b < 0 || b > x.dim[i]) FAIL("begin %lld is outside axis %d of extent %lld", (long long)b, i, (long long)x.dim[i]);
             if (s == -1) s = x.dim[i] - b;
-            if (s < 1 || b + s > x.dim[i]) FAIL("size %lld from begin %lld overruns axis %d of extent %lld", (long long)s, (long long)b, i, (long long)x.dim[i]);
+            if (s < 1 || s > x.dim[i] - b) FAIL("size %lld from begin %lld overruns axis %d of extent %lld", (long long)s, (long long)b, i, (long long)x.dim[i]);
             a->sizes[i] = s;
             out->dim[i] = s;
         }
@@ -192,7 +210,9 @@ static bool infer_layout(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
     case IR_OP_SPLIT: {
         int ax = a->axis;
         if (ax < 0 || ax >= x.rank) FAIL("axis out of range");
-        if (a->ints[0] < 0 || a->sizes[0] < 1 || a->ints[0] + a->sizes[0] > x.dim[ax]) FAIL("part overruns the axis");
+        if (a->ints[0] < 0 || a->sizes[0] < 1 || a->ints[0] > x.dim[ax] || a->sizes[0] > x.dim[ax] - a->ints[0])
+            FAIL("the part [%lld, +%lld) overruns axis %d of extent %lld", (long long)a->ints[0], (long long)a->sizes[0], ax,
+                 (long long)x.dim[ax]);
         *out = x;
         out->dim[ax] = a->sizes[0];
         return true;

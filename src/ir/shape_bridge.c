@@ -103,9 +103,9 @@ bool ir_infer_structural(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
         return true;
     }
     case IR_OP_INPUT_VIEW:
-        if (a->ints[0] < 0 || a->sizes[0] < 1 || a->ints[0] + a->sizes[0] > count)
-            FAIL("the view [%lld, %lld) is not inside the %lld values; need 0 <= offset and offset + size <= count",
-                 (long long)a->ints[0], (long long)(a->ints[0] + a->sizes[0]), (long long)count);
+        if (a->ints[0] < 0 || a->sizes[0] < 1 || a->ints[0] > count || a->sizes[0] > count - a->ints[0])
+            FAIL("the view at offset %lld of size %lld is not inside the %lld values; need 0 <= offset and offset + size <= count",
+                 (long long)a->ints[0], (long long)a->sizes[0], (long long)count);
         *out = (af_shape){.rank = 1, .dim = {a->sizes[0]}};
         return true;
 #define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, STRUCTURAL, id)

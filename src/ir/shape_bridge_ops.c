@@ -53,22 +53,28 @@ static bool infer_rearrange(ir_op op, af_shape x, ir_attrs *a, af_shape *out, ch
     int64_t fy = a->kernel[0], fx = a->kernel[1], f = fy * fx;
     if (x.rank != 4) FAIL("needs x laid out [N, C, H, W] (rank 4)");
     if (fy < 1 || fx < 1) FAIL("factors fy = %lld and fx = %lld must be >= 1", LL(fy), LL(fx));
-    int64_t n = x.dim[0], c = x.dim[1], h = x.dim[2], w = x.dim[3];
+    int64_t n = x.dim[0], c = x.dim[1], h = x.dim[2], w = x.dim[3], hf = 0, wf = 0, cf = 0, nf = 0;
     *out = x;
+    /* fy, fx < 2^31 and dims <= 2^40: f fits, the products may not */
+    bool grows = op == IR_OP_PIXEL_SHUFFLE || op == IR_OP_CHANNEL_TO_SPACE || op == IR_OP_BATCH_TO_SPACE;
+    if (grows && (!ir_mul64(h, fy, &hf) || !ir_mul64(w, fx, &wf) || hf > AF_MAX_ELEMENTS || wf > AF_MAX_ELEMENTS))
+        FAIL("factors fy = %lld and fx = %lld make H x fy or W x fx exceed AF_MAX_ELEMENTS = 2^40", LL(fy), LL(fx));
+    if (!grows && (!ir_mul64(c, f, &cf) || !ir_mul64(n, f, &nf) || cf > AF_MAX_ELEMENTS || nf > AF_MAX_ELEMENTS))
+        FAIL("factors fy = %lld and fx = %lld make C x fy x fx exceed AF_MAX_ELEMENTS = 2^40", LL(fy), LL(fx));
     switch (op) {
     case IR_OP_PIXEL_SHUFFLE: case IR_OP_CHANNEL_TO_SPACE:
         if (c % f) FAIL("C = %lld does not divide by fy * fx = %lld; give x C = (output channels) * fy * fx", LL(c), LL(f));
-        *out = (af_shape){ .rank = 4, .dim = { n, c / f, h * fy, w * fx } };
+        *out = (af_shape){ .rank = 4, .dim = { n, c / f, hf, wf } };
         return true;
     case IR_OP_PIXEL_UNSHUFFLE: case IR_OP_SPACE_TO_CHANNEL: case IR_OP_SPACE_TO_BATCH:
         if (h % fy || w % fx)
             FAIL("H = %lld and W = %lld must divide by fy = %lld and fx = %lld; pad or crop x first", LL(h), LL(w), LL(fy), LL(fx));
-        if (op == IR_OP_SPACE_TO_BATCH) *out = (af_shape){ .rank = 4, .dim = { n * f, c, h / fy, w / fx } };
-        else *out = (af_shape){ .rank = 4, .dim = { n, c * f, h / fy, w / fx } };
+        if (op == IR_OP_SPACE_TO_BATCH) *out = (af_shape){ .rank = 4, .dim = { nf, c, h / fy, w / fx } };
+        else *out = (af_shape){ .rank = 4, .dim = { n, cf, h / fy, w / fx } };
         return true;
     case IR_OP_BATCH_TO_SPACE:
         if (n % f) FAIL("the batch %lld does not divide by fy * fx = %lld (it must hold fy * fx blocks per image)", LL(n), LL(f));
-        *out = (af_shape){ .rank = 4, .dim = { n / f, c, h * fy, w * fx } };
+        *out = (af_shape){ .rank = 4, .dim = { n / f, c, hf, wf } };
         return true;
 #define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, REARRANGE, id)
 #include "ir/ops.def"
@@ -95,8 +101,9 @@ static bool infer_geometry(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *
         int64_t r = a->ints[0];
         if (x.rank != 1 || y.rank != 1) FAIL("needs aux [Wa] and ref [Wr] (rank 1 each)");
         if (r < 0) FAIL("max_disparity %lld must be >= 0", LL(r));
-        if (y.dim[0] < x.dim[0] + r)
-            FAIL("ref has %lld values but needs Wa + max_disparity = %lld; shorten aux or lower max_disparity", LL(y.dim[0]), LL(x.dim[0] + r));
+        if (r > y.dim[0] - x.dim[0])
+            FAIL("ref has %lld values but needs Wa + max_disparity = %.0f; shorten aux or lower max_disparity", LL(y.dim[0]),
+                 (double)x.dim[0] + (double)r);
         *out = (af_shape){ .rank = 2, .dim = { r + 1, x.dim[0] } };
         return true;
     }

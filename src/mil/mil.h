@@ -74,6 +74,19 @@ typedef struct {
     const mil_blobsrc *blobs;
 } mil_read_opts;
 
+/* Indices a gather or scatter reads that are known only at run time (constant ones are
+ * checked when the program is read). The graph treats an index outside the axis as no
+ * position (a row of zeros, -inf, a dropped update), so whoever runs the graph checks
+ * these values with mil_check_indices, as `aneforge mil run` does. */
+typedef struct {
+    const char *op;         /* the MIL op: "gather", "scatter", ... (a static string) */
+    int line, col;          /* the statement's position in the text */
+    af_tensor *idx;         /* the indices as the op reads them (negative ones not yet wrapped) */
+    int64_t extent;         /* the extent of the axis they index */
+    bool negative;          /* -extent..-1 count from the end (Core ML's rule, unless
+                             * validate_indices = true on ios17 and later) */
+} mil_index_guard;
+
 typedef struct {
     af_graph *g;            /* the caller frees it with af_graph_free */
     int nin, nout;
@@ -82,7 +95,15 @@ typedef struct {
     char **out_names;
     const char **in_types;  /* the declared MIL dtype of each argument ("fp16", "int32", "bool", ...) */
     const char **out_types; /* and of each result */
+    int nguards;            /* owned by g: the run-time indices to check */
+    mil_index_guard *guards;
 } mil_module;
+
+/* Checks the n = count(guard->idx) values v the guarded indices took in a run:
+ * AF_ERR_INVALID naming the source, line, op and the first index outside its range. */
+af_status mil_check_indices(const char *source, const mil_index_guard *guard, const float *v);
+/* Whether one of v is outside the guard's range; if so, which, said in why. */
+bool mil_index_bad(const mil_index_guard *guard, const float *v, char *why, size_t n);
 
 /* Parses MIL text into a new graph. On failure *m is zeroed, nothing leaks, and
  * af_error_message() says "<source>:<line>:<col>: ..." (AF_ERR_CORRUPT for malformed

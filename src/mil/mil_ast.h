@@ -156,6 +156,8 @@ typedef struct mil_mapper {
     struct mil_blobfile *files;
     int nfiles, capfiles;
     mil_module *mod; /* filled by mil_map_function */
+    mil_index_guard *guards; /* run-time index checks (malloc'd; handed to mod->g at the end) */
+    int nguards, capguards;
 } mil_mapper;
 
 mil_sym *mil_lookup(mil_mapper *M, const char *name);

@@ -34,6 +34,10 @@ bool mil_out(call *c, int k, af_tensor *t, int cls);
 af_tensor *mil_b2(ir_op op, af_tensor *a, af_tensor *b);
 af_tensor *mil_reshape_to(af_tensor *x, int rank, const int64_t *dims);
 
+/* The indices of op (a static name) over an axis of extent d: constants are checked now
+ * (one out of range fails the statement, naming it), values known only at run time are
+ * recorded as a mil_index_guard for mil_check_indices. */
+bool mil_guard_indices(call *c, const char *op, af_tensor *idx, int64_t d);
 typedef bool (*mil_op_fn)(call *c, int op);
 typedef struct { const char *name; mil_op_fn fn; int op; } mil_op_entry;
 /* The handlers of mil_map_ext.c and mil_map_layout.c, NULL-name terminated. */

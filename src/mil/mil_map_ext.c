@@ -511,6 +511,7 @@ static bool h_gather_along(call *c, int op) {
     for (int i = 0; i < r; i++)
         if (i != a && idx->shape.dim[i] != x->shape.dim[i]) return mil_cfail(c, AF_ERR_SHAPE, NULL, "indices differ from x on axis %d", i);
     int64_t d = x->shape.dim[a], n = idx->shape.dim[a], xd[AF_MAX_RANK], id[AF_MAX_RANK];
+    NEED(mil_guard_indices(c, "gather_along_axis", idx, d));
     NEED(fits_cap(c, af_shape_count(idx->shape), 1, &d));
     /* x as [.., 1, d, ..], indices as [.., n, 1, ..] */
     for (int i = 0, k = 0; i <= r; i++) {

@@ -54,6 +54,29 @@ static af_tensor *exact_rows(af_tensor *idx, int64_t d) {
     return w;
 }
 
+/* Core ML counts indices -d..-1 from the end (ios15/16; later opsets leave them
+ * undefined unless validate_indices = true, which makes them out of range). */
+bool mil_guard_indices(call *c, const char *op, af_tensor *idx, int64_t d) {
+    bool validate;
+    NEED(mil_get_bool(c, "validate_indices", &validate, false));
+    const char *os = c->M->f->opset ? c->M->f->opset : "";
+    bool late = !strcmp(os, "ios17") || !strcmp(os, "ios18") || (!strncmp(os, "CoreML", 6) && strcmp(os, "CoreML5") &&
+                strcmp(os, "CoreML6"));
+    mil_index_guard gd = { op, c->s->line, c->s->col, idx, d, !(validate && late) };
+    char why[300];
+    if (idx->op == IR_OP_CONST && idx->data) /* known now: fail the statement, naming the index */
+        return !mil_index_bad(&gd, idx->data, why, sizeof why) || mil_cfail(c, AF_ERR_INVALID, mil_find(c, "indices"), "%s", why);
+    if (c->M->nguards == c->M->capguards) {
+        int cap = c->M->capguards ? 2 * c->M->capguards : 8;
+        mil_index_guard *ng = realloc(c->M->guards, sizeof *ng * (size_t)cap);
+        if (!ng) return mil_cfail(c, AF_ERR_NOMEM, NULL, "out of memory");
+        c->M->guards = ng;
+        c->M->capguards = cap;
+    }
+    c->M->guards[c->M->nguards++] = gd;
+    return true;
+}
+
 /* gather: y[pre, I, post] = x[pre, indices[I], post]. Along axis 0 it is the embedding
  * row (a row copy, what the emitter writes for it); elsewhere an exact one-hot pick. */
 static bool h_gather(call *c, int op) {
@@ -64,6 +87,7 @@ static bool h_gather(call *c, int op) {
     if (bd != 0) return mil_cfail(c, AF_ERR_UNSUPPORTED, mil_find(c, "batch_dims"), "batch_dims other than 0 is not supported");
     int r = x->shape.rank, a = ir_norm_axis((int)axis, r), ri = idx->shape.rank;
     if (a < 0) return mil_cfail(c, AF_ERR_INVALID, mil_find(c, "axis"), "axis %lld is out of range", (long long)axis);
+    NEED(mil_guard_indices(c, "gather", idx, x->shape.dim[a]));
     if (a == 0 && ri + r - 1 <= AF_MAX_RANK) return mil_out(c, 0, af_embedding(x, exact_rows(idx, x->shape.dim[0])), MIL_VC_SAME);
     int npre = a, npost = r - a - 1, R = npre + ri + 1 + npost;
     if (R > AF_MAX_RANK) return mil_cfail(c, AF_ERR_UNSUPPORTED, NULL, "x's rank plus the indices' rank is above %d", AF_MAX_RANK);
@@ -99,6 +123,7 @@ static bool h_scatter(call *c, int along) {
     int64_t n = upd->shape.dim[a], d = data->shape.dim[a];
     if (along ? idx->shape.rank != r : (idx->shape.rank != 1 || idx->shape.dim[0] != n))
         return mil_cfail(c, AF_ERR_SHAPE, mil_find(c, "indices"), along ? "indices need updates' shape" : "indices need one entry per update along axis");
+    NEED(mil_guard_indices(c, along ? "scatter_along_axis" : "scatter", idx, d));
     if (!along && a == 0 && !strcmp(mode, "add")) /* the embedding's gradient row, as the emitter writes it */
         return mil_out(c, 0, af_add(data, af_embedding_grad(upd, exact_rows(idx, d), d)), MIL_VC_SAME);
     NEED(cap_ok(c, (double)af_shape_count(upd->shape) * (double)d));

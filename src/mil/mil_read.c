@@ -111,6 +111,14 @@ af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil
         } else if (!(M.g = af_graph_new())) mil_error(&diag, AF_ERR_NOMEM, 1, 1, "out of memory");
         else mil_map_function(&M);
     }
+    if (!diag.st && M.nguards) { /* the guards live as long as the graph */
+        mil_index_guard *gs = ir_graph_own(M.g, malloc(sizeof *gs * (size_t)M.nguards));
+        if (!gs) mil_error(&diag, AF_ERR_NOMEM, 1, 1, "out of memory");
+        else memcpy(gs, M.guards, sizeof *gs * (size_t)M.nguards);
+        m->guards = gs;
+        m->nguards = gs ? M.nguards : 0;
+    }
+    free(M.guards);
     for (int i = 0; i < M.nfiles; i++) milblob_free(M.files[i].b);
     free(M.files);
     mil_arena_free(&arena);
@@ -121,6 +129,24 @@ af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil
     }
     m->g = M.g;
     return AF_OK;
+}
+
+bool mil_index_bad(const mil_index_guard *gd, const float *v, char *why, size_t n) {
+    int64_t count = af_shape_count(gd->idx->shape), d = gd->extent, lo = gd->negative ? -d : 0;
+    for (int64_t i = 0; i < count; i++)
+        if (!(v[i] >= (float)lo && v[i] < (float)d) || v[i] != (float)(int64_t)v[i]) { /* NaN fails too */
+            snprintf(why, n, "index %g (element %lld of the indices) is outside %lld..%lld, the axis of %lld entries%s",
+                     (double)v[i], (long long)i, (long long)lo, (long long)(d - 1), (long long)d,
+                     gd->negative ? " counted from either end" : "");
+            return true;
+        }
+    return false;
+}
+
+af_status mil_check_indices(const char *source, const mil_index_guard *gd, const float *v) {
+    char why[300];
+    if (!mil_index_bad(gd, v, why, sizeof why)) return AF_OK;
+    return ir_fail(AF_ERR_INVALID, "%s:%d:%d: %s: %s", source ? source : "<mil>", gd->line, gd->col, gd->op, why);
 }
 
 af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,

@@ -6,8 +6,8 @@
 #include "netplist/bridge_unit_util.h"
 #include "ir/op_cases.h"
 
+#include <math.h>
 #include <stdio.h>
-
 #include <string.h>
 
 static netplist_dims rows(af_shape s) { return (netplist_dims){ 1, 1, s.rank == 2 ? s.dim[0] : 1, s.dim[s.rank - 1] }; }
@@ -44,14 +44,19 @@ bool bridge_describe_geometry(const af_tensor *t, netplist_program *p, char *err
         p->inputs[1].dims = rows(t->src[1]->shape);
         p->out = (netplist_dims){ 1, 1, t->shape.dim[0], t->shape.dim[1] };
         if (!one_unit(t, p, "RadiusSearch", 2, b, 1, &u, err, errn)) return false;
+        u->out_u8 = true; /* a uint8 membership mask, not fp16 (unverified: bridge_spellings.def) */
         plist_set_real(u->params, "Radius", t->a.scalar);
         return true;
     }
-    case IR_OP_DYNAMIC_SLICE: { /* seed 004's builder binds the start through a weights.1
-                * constant its invoker overwrites before each run; here the start is the
-                * program's second input (x1), which the runtime feeds every run like any
-                * input. That binding is unverified on the engine. */
-        if (!one_unit(t, p, "DynamicSlice", 2, b2, 0, &u, err, errn)) return false;
+    case IR_OP_DYNAMIC_SLICE: { /* seed 004 binds the start "through a netplist constant
+                * (overwrites the index constant in weights.1)": a UInt16 constant the
+                * runtime rewrites before a run (bridge_dslice_start); x is the only input. */
+        p->ninputs = 1;
+        float s0 = t->src[1]->op == IR_OP_CONST && t->src[1]->data ? t->src[1]->data[0] : 0.0f;
+        uint16_t start = (uint16_t)bridge_dslice_start(t, s0);
+        const char *b[2] = { "x0", "start" };
+        if (!netplist_add_constant_in(p, 1, true, "start", (netplist_dims){ 1, 1, 1, 1 }, &start, err, errn)) return false;
+        if (!one_unit(t, p, "DynamicSlice", 2, b, 0, &u, err, errn)) return false;
         plist_set_str(u->params, "Dimension", "Width");
         plist_set_int(u->params, "SliceSize", t->a.sizes[0]);
         return true;
@@ -63,6 +68,15 @@ bool bridge_describe_geometry(const af_tensor *t, netplist_program *p, char *err
         return false;
     }
     return false;
+}
+
+/* As the CPU kernel reads it (cpu_dynamic_slice_start): rounded half up, clamped into
+ * the axis, so the constant holds the start every target uses. */
+int64_t bridge_dslice_start(const af_tensor *t, float start) {
+    int64_t extent = t->src[0]->shape.dim[t->a.axis], size = t->a.sizes[0];
+    double s = floor((double)start + 0.5);
+    if (!(s > 0)) return 0; /* also NaN */
+    return s > (double)(extent - size) ? extent - size : (int64_t)s;
 }
 
 static af_shape rows_shape(netplist_dims d) { return d.h > 1 ? (af_shape){ .rank = 2, .dim = { d.h, d.w } } : (af_shape){ .rank = 1, .dim = { d.w } }; }

@@ -1,7 +1,8 @@
 /* net.plist units of the rearrange bridge ops (seed 004) on [N, C, H, W]: the Type
  * names the layer; the factors go in Params FactorY (along H) and FactorX (along W).
  * Seed 004 gives these layers' shape laws but not their Params keys: FactorX/FactorY
- * are this library's spelling, unverified against ANECCompile (the output shape the
+ * are this library's spelling, unverified against ANECCompile (listed UNVERIFIED in
+ * bridge_spellings.def, the table a Mac probe checks; the output shape the
  * unit implies, OutputChannels and the input's dims, fixes them as well). */
 #include "netplist/bridge_unit_util.h"
 

@@ -1,7 +1,8 @@
 /* The net.plist program of sdpa (seed 004): the engine's SDPA layer takes the sequence
  * in C, so q, k and v ([B, heads, seq, d]) are transposed to [B, seq, heads, d] by
  * Transpose units, the SDPA unit reads them with the scale, a constant listed in the
- * network's Constants array (the layer's validator wants Scale constant), and the
+ * network's Constants array and held in weights.0, as seed 004 says (the layer's
+ * validator wants Scale constant), and the
  * optional mask [Sq, 1, Skv]; SubtractMax is true (the layer's default, false, gives a
  * wrong softmax), and the result is transposed back. */
 #include "netplist/netplist.h"
@@ -39,7 +40,8 @@ bool bridge_describe_sdpa(const af_tensor *t, netplist_program *p, char *err, si
     float scale = t->a.scalar;
     uint16_t h;
     ir_f32_to_f16_array(&scale, &h, 1);
-    if (!netplist_add_constant(p, "scale", (netplist_dims){1, 1, 1, 1}, &h, err, errn)) return false;
+    /* seed 004: "list Scale in the Constants array, backed by weights.0" */
+    if (!netplist_add_constant_in(p, 0, false, "scale", (netplist_dims){1, 1, 1, 1}, &h, err, errn)) return false;
     const char *bottom[5] = {q->name, k->name, v->name, "scale", "x3"};
     netplist_unit *u = netplist_add_unit(p, "SDPA", t->nsrc + 1, bottom, sq, err, errn);
     if (!u) return false;

@@ -26,6 +26,13 @@ static const bridge_unit_row rows[] = {
     {IR_OP_COUNT, NULL, NULL, NULL},
 };
 
+const bridge_spelling bridge_spellings[] = {
+#define SPELLING(type, field, source, note) {type, field, BRIDGE_##source, note},
+#include "netplist/bridge_spellings.def"
+#undef SPELLING
+    {NULL, NULL, BRIDGE_SEED, NULL},
+};
+
 const bridge_unit_row *bridge_unit_info(ir_op op) {
     for (const bridge_unit_row *r = rows; r->type; r++)
         if (r->op == op) return r;

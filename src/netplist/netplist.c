@@ -44,6 +44,7 @@ void netplist_init(netplist_program *p) { memset(p, 0, sizeof *p); }
 
 void netplist_free(netplist_program *p) {
     for (int k = 0; k < p->nunits; k++) plist_free(p->units[k].params);
+    free(p->weights0);
     free(p->weights1);
     memset(p, 0, sizeof *p);
 }
@@ -101,31 +102,44 @@ netplist_unit *netplist_add_unit(netplist_program *p, const char *type, int nbot
     return u;
 }
 
-bool netplist_add_constant(netplist_program *p, const char *name, netplist_dims d, const uint16_t *fp16, char *err,
-                           size_t errn) {
-    if (p->nconsts >= NETPLIST_MAX_CONSTS || strlen(name) >= NETPLIST_NAME || declared(p, name)) {
+bool netplist_add_constant_in(netplist_program *p, int file, bool u16, const char *name, netplist_dims d,
+                              const uint16_t *bits, char *err, size_t errn) {
+    if (p->nconsts >= NETPLIST_MAX_CONSTS || strlen(name) >= NETPLIST_NAME || declared(p, name) || (file != 0 && file != 1)) {
         snprintf(err, errn, "net.plist: cannot declare constant '%s' (full, name too long or taken)", name);
         return false;
     }
+    unsigned char **buf = file ? &p->weights1 : &p->weights0;
+    size_t *len = file ? &p->weights1_len : &p->weights0_len;
     int64_t count = netplist_dims_count(d);
-    size_t off = (size_t)align64((int64_t)p->weights1_len), bytes = (size_t)count * 2;
-    unsigned char *w = realloc(p->weights1, off + bytes);
+    size_t off = (size_t)align64((int64_t)*len), bytes = (size_t)count * 2;
+    unsigned char *w = realloc(*buf, off + bytes);
     if (!w) {
         snprintf(err, errn, "net.plist: out of memory for constant '%s'", name);
         return false;
     }
-    memset(w + p->weights1_len, 0, off - p->weights1_len);
-    for (int64_t k = 0; k < count; k++) { /* little-endian fp16, as the engine reads it */
-        w[off + 2 * k] = (unsigned char)(fp16[k] & 0xff);
-        w[off + 2 * k + 1] = (unsigned char)(fp16[k] >> 8);
+    memset(w + *len, 0, off - *len);
+    for (int64_t k = 0; k < count; k++) { /* little-endian, as the engine reads it */
+        w[off + 2 * k] = (unsigned char)(bits[k] & 0xff);
+        w[off + 2 * k + 1] = (unsigned char)(bits[k] >> 8);
     }
-    p->weights1 = w;
-    p->weights1_len = off + bytes;
+    *buf = w;
+    *len = off + bytes;
     netplist_constant *c = &p->consts[p->nconsts++];
     snprintf(c->name, sizeof c->name, "%s", name);
     c->dims = d;
+    c->file = file;
+    c->u16 = u16;
     c->byte_offset = (int64_t)off;
     return true;
+}
+
+bool netplist_add_constant(netplist_program *p, const char *name, netplist_dims d, const uint16_t *fp16, char *err,
+                           size_t errn) {
+    return netplist_add_constant_in(p, 1, false, name, d, fp16, err, errn);
+}
+
+netplist_weights netplist_weights_of(const netplist_program *p) {
+    return (netplist_weights){ { p->weights0, p->weights1 }, { p->weights0_len, p->weights1_len } };
 }
 
 /* ---- the document ---- */
@@ -177,7 +191,8 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
     plist_set_str(out, "OperationName", "op0");
     plist_set_int(out, "OutputInterleave", 1);
     plist_set_str(out, "OutputName", "y");
-    plist_set_str(out, "OutputType", "Float16");
+    const char *out_type = p->units[p->nunits - 1].out_u8 ? "UInt8" : "Float16";
+    plist_set_str(out, "OutputType", out_type);
 
     plist_value *net = plist_set(doc, "net", plist_dict());
     plist_value *units = plist_set(net, "Units", plist_array());
@@ -200,8 +215,8 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
         const netplist_constant *c = &p->consts[k];
         plist_value *e = plist_set(net, c->name, plist_dict());
         plist_set_str(e, "ConstantName", c->name);
-        plist_set_str(e, "ConstantType", "Float16");
-        plist_set_int(e, "ConstantIndex", 1);
+        plist_set_str(e, "ConstantType", c->u16 ? "UInt16" : "Float16");
+        plist_set_int(e, "ConstantIndex", c->file);
         plist_set_int(e, "ConstantByteOffset", c->byte_offset);
         plist_set_int(e, "ConstantBatchSize", c->dims.n);
         plist_set_int(e, "ConstantChannels", c->dims.c);
@@ -221,14 +236,14 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
             plist_push_str(bottom, u->bottom[b]);
             plist_push_str(types, "Float16");
         }
-        plist_set_str(e, "OutputType", "Float16");
+        plist_set_str(e, "OutputType", u->out_u8 ? "UInt8" : "Float16");
         plist_set_int(e, "OutputChannels", u->out_channels);
         /* a copy: the program keeps its own Params */
         plist_set(e, "Params", u->params ? plist_clone(u->params) : plist_dict());
     }
     plist_value *y = plist_set(net, "y", plist_dict());
     plist_set_str(y, "Bottom", last);
-    plist_set_str(y, "OutputType", "Float16");
+    plist_set_str(y, "OutputType", out_type);
     plist_set_int(y, "OutputInterleave", 1);
     plist_set_str(y, "OutputName", "y");
     plist_set_int(y, "OutputRowStride", netplist_row_stride(p->out));

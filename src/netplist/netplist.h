@@ -3,8 +3,9 @@
  * is in ane-formats.md §5). A program here is one procedure, one network "net": its
  * inputs x0, x1, ... (the node's sources, in order), weight-backed constants, a chain
  * of units, and one output "y" read from the last unit. netplist_document turns it into
- * the plist value tree whose XML (plist_write_xml) is the net.plist file; weights.0 is
- * empty and weights.1 holds the constants' fp16 bytes.
+ * the plist value tree whose XML (plist_write_xml) is the net.plist file; weights.0 holds
+ * SDPA's Scale (seed 004: "Constants array, backed by weights.0") and weights.1 the
+ * other constants (DynamicSlice's start index).
  *
  * Adding a bridge op's unit (what the op table's OPF_BRIDGE rows need):
  *   1. a describe function, bridge_describe_fn below, in src/ane/bridge_<family>.c: it
@@ -56,8 +57,16 @@ typedef struct {
 typedef struct {
     char name[NETPLIST_NAME];
     netplist_dims dims;
-    int64_t byte_offset;      /* into weights.1 (ConstantIndex 1) */
+    int file;                 /* ConstantIndex: the weights file, 0 (weights.0) or 1 (weights.1) */
+    bool u16;                 /* ConstantType UInt16 (an index constant), else Float16 */
+    int64_t byte_offset;      /* into that file (ConstantByteOffset) */
 } netplist_constant;
+
+/* A program's weight files in memory: weights.0 and weights.1 (NULL, 0: empty). */
+typedef struct {
+    const uint8_t *bytes[2];
+    size_t len[2];
+} netplist_weights;
 
 typedef struct {
     char name[NETPLIST_NAME];
@@ -65,6 +74,9 @@ typedef struct {
     int nbottom;
     char bottom[NETPLIST_MAX_BOTTOM][NETPLIST_NAME]; /* inputs, constants or earlier units */
     int64_t out_channels;                /* OutputChannels */
+    bool out_u8;                         /* OutputType UInt8 (RadiusSearch's membership mask: seed 004
+                                          * gives 2 bytes per W cell, the low byte the 0/1 flag), else
+                                          * Float16; the program's output y follows its last unit */
     plist_value *params;                 /* Params dict (owned; empty dict when none) */
 } netplist_unit;
 
@@ -74,7 +86,9 @@ typedef struct {
     netplist_constant consts[NETPLIST_MAX_CONSTS];
     netplist_unit units[NETPLIST_MAX_UNITS];
     netplist_dims out;                   /* the output y, read from the last unit */
-    unsigned char *weights1;             /* the constants' fp16 bytes (owned) */
+    unsigned char *weights0;             /* constants the seed puts in weights.0 (SDPA's Scale; owned) */
+    size_t weights0_len;
+    unsigned char *weights1;             /* the other constants' bytes (owned) */
     size_t weights1_len;
     af_family_id family;                 /* the engine family compiled for: describe refuses
                                           * what that family's compiler refuses */
@@ -93,6 +107,12 @@ netplist_unit *netplist_add_unit(netplist_program *p, const char *type, int nbot
  * count fp16 values, appended to weights.1 at a 64-byte aligned offset. */
 bool netplist_add_constant(netplist_program *p, const char *name, netplist_dims d, const uint16_t *fp16,
                            char *err, size_t errn);
+/* The same in weights file `file` (0 or 1), of 16-bit values that are fp16 (u16 false) or
+ * UInt16 integers (u16 true, ConstantType UInt16: an index constant). */
+bool netplist_add_constant_in(netplist_program *p, int file, bool u16, const char *name, netplist_dims d,
+                              const uint16_t *bits, char *err, size_t errn);
+/* The program's own weight files. */
+netplist_weights netplist_weights_of(const netplist_program *p);
 
 /* The net.plist document of p (Version, Networks, ProcedureList, the network "net"),
  * or NULL with a message. */
@@ -101,15 +121,14 @@ plist_value *netplist_document(const netplist_program *p, char *err, size_t errn
 /* Reads a net.plist document back into a program: the single procedure's inputs, the
  * network's constants (resolved against weights1 when given) and units, the output.
  * false with a message naming what is missing or inconsistent. */
-bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_t weights1_len, netplist_program *p,
-                    char *err, size_t errn);
+bool netplist_parse(const plist_value *doc, const netplist_weights *w, netplist_program *p, char *err, size_t errn);
 
 /* The graph program p computes, built into g (netplist_graph.c): in[k] gets input k as
  * an fp16 [N, C, H, W] input, the constants are baked from weights1 (little-endian
  * fp16), each unit is its Type's reader (netplist_unit_reader) over its bottoms, and
  * *out is the last unit. false with a message naming the unit. */
-bool netplist_graph(const netplist_program *p, const uint8_t *weights1, size_t weights1_len, af_graph *g,
-                    af_tensor **in, af_tensor **out, char *err, size_t errn);
+bool netplist_graph(const netplist_program *p, const netplist_weights *w, af_graph *g, af_tensor **in,
+                    af_tensor **out, char *err, size_t errn);
 
 /* ---- bridge ops ---- */
 
@@ -133,6 +152,20 @@ typedef struct {
     bridge_describe_fn describe;
     bridge_read_fn read;       /* bridge_read_none: programs holding it do not run on the fake framework */
 } bridge_unit_row;
+
+/* The start dynamic_slice node t reads for a start value (rounded half up, clamped):
+ * what its program's UInt16 "start" constant in weights.1 holds. */
+int64_t bridge_dslice_start(const af_tensor *t, float start);
+
+/* Where each spelling the units write comes from (bridge_spellings.def): the table a
+ * Mac probe iterates to check the UNVERIFIED rows against ANECCompile. */
+typedef enum { BRIDGE_SEED, BRIDGE_REF, BRIDGE_UNVERIFIED } bridge_spelling_source;
+typedef struct {
+    const char *type, *field;   /* unit Type; "Params.<key>", "OutputType", "OutputChannels", ... */
+    bridge_spelling_source source;
+    const char *note;
+} bridge_spelling;
+extern const bridge_spelling bridge_spellings[]; /* terminated by a NULL type */
 
 /* The reader of rows that have none: fails naming the unit type. */
 bool bridge_read_none(const netplist_unit *u, af_tensor *const *in, int nin, af_tensor **out, char *err, size_t errn);

@@ -1,5 +1,5 @@
 /* A net.plist program as an IR graph: the inputs as fp16 [N, C, H, W] tensors, the
- * constants baked from weights.1, and every unit rebuilt from the project's ops by its
+ * constants baked from weights.0 / weights.1, and every unit rebuilt from the project's ops by its
  * Type's reader. This is how the fake framework runs net.plist programs, and what the
  * fuzz target drives with arbitrary programs. */
 #include "netplist/netplist.h"
@@ -20,11 +20,12 @@ static af_tensor *lookup(const named *v, int n, const char *name) {
     return NULL;
 }
 
-static af_tensor *constant(af_graph *g, const netplist_constant *c, const uint8_t *w1, size_t w1_len, char *err,
-                           size_t errn) {
+static af_tensor *constant(af_graph *g, const netplist_constant *c, const netplist_weights *w, char *err, size_t errn) {
     int64_t n = netplist_dims_count(c->dims);
+    const uint8_t *w1 = w ? w->bytes[c->file] : NULL;
+    size_t w1_len = w ? w->len[c->file] : 0;
     if (!w1 || (uint64_t)c->byte_offset + (uint64_t)n * 2 > w1_len) {
-        snprintf(err, errn, "net.plist: constant %s lies outside weights.1 (%zu bytes)", c->name, w1 ? w1_len : 0);
+        snprintf(err, errn, "net.plist: constant %s lies outside weights.%d (%zu bytes)", c->name, c->file, w1 ? w1_len : 0);
         return NULL;
     }
     uint16_t *h = malloc((size_t)n * sizeof *h + 2);
@@ -32,7 +33,8 @@ static af_tensor *constant(af_graph *g, const netplist_constant *c, const uint8_
     af_tensor *t = NULL;
     if (h && f) { /* little-endian fp16 */
         for (int64_t i = 0; i < n; i++) h[i] = (uint16_t)(w1[c->byte_offset + 2 * i] | (w1[c->byte_offset + 2 * i + 1] << 8));
-        ir_f16_to_f32_array(h, f, n);
+        if (c->u16) for (int64_t i = 0; i < n; i++) f[i] = h[i]; /* an index constant: the integer */
+        else ir_f16_to_f32_array(h, f, n);
         t = af_const(g, c->name, netplist_shape4(c->dims), f);
     }
     if (!t) snprintf(err, errn, "net.plist: constant %s: %s", c->name, af_graph_error(g) ? af_graph_error(g) : "out of memory");
@@ -41,7 +43,7 @@ static af_tensor *constant(af_graph *g, const netplist_constant *c, const uint8_
     return t;
 }
 
-bool netplist_graph(const netplist_program *p, const uint8_t *w1, size_t w1_len, af_graph *g, af_tensor **in,
+bool netplist_graph(const netplist_program *p, const netplist_weights *w, af_graph *g, af_tensor **in,
                     af_tensor **out, char *err, size_t errn) {
     named v[NETPLIST_MAX_INPUTS + NETPLIST_MAX_CONSTS + NETPLIST_MAX_UNITS];
     int nv = 0;
@@ -57,7 +59,7 @@ bool netplist_graph(const netplist_program *p, const uint8_t *w1, size_t w1_len,
         v[nv++].t = t;
     }
     for (int k = 0; k < p->nconsts; k++) {
-        af_tensor *t = constant(g, &p->consts[k], w1, w1_len, err, errn);
+        af_tensor *t = constant(g, &p->consts[k], w, err, errn);
         if (!t) return false;
         snprintf(v[nv].name, NETPLIST_NAME, "%s", p->consts[k].name);
         v[nv++].t = t;

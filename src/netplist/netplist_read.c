@@ -22,8 +22,7 @@ static bool read_dims(const plist_value *d, const char *n, const char *c, const 
     return netplist_dims_count(*out) <= ((int64_t)1 << 31);
 }
 
-bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_t weights1_len, netplist_program *p,
-                    char *err, size_t errn) {
+bool netplist_parse(const plist_value *doc, const netplist_weights *w, netplist_program *p, char *err, size_t errn) {
     netplist_init(p);
     if (!doc || doc->kind != PLIST_DICT) BAD("the document is not a dict");
     if (!plist_get_str(doc, "Version")) BAD("no Version string");
@@ -62,13 +61,19 @@ bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_
         if (!e) BAD("constant %s is listed but not declared", cn->s);
         if (!read_dims(e, "ConstantBatchSize", "ConstantChannels", "ConstantHeight", "ConstantWidth", &d))
             BAD("constant %s lacks its sizes", cn->s);
-        if (!plist_get_int(e, "ConstantIndex", &index) || index != 1) BAD("constant %s must live in weights.1", cn->s);
+        if (!plist_get_int(e, "ConstantIndex", &index) || (index != 0 && index != 1))
+            BAD("constant %s must live in weights.0 or weights.1 (ConstantIndex 0 or 1)", cn->s);
+        const char *type = plist_get_str(e, "ConstantType");
+        if (!type || (strcmp(type, "Float16") && strcmp(type, "UInt16")))
+            BAD("constant %s: ConstantType must be Float16 or UInt16", cn->s);
         if (!plist_get_int(e, "ConstantByteOffset", &off) || off < 0) BAD("constant %s has no byte offset", cn->s);
-        if (weights1 && (uint64_t)off + (uint64_t)netplist_dims_count(d) * 2 > weights1_len)
-            BAD("constant %s runs past the end of weights.1 (%zu bytes)", cn->s, weights1_len);
+        if (w && w->bytes[index] && (uint64_t)off + (uint64_t)netplist_dims_count(d) * 2 > w->len[index])
+            BAD("constant %s runs past the end of weights.%lld (%zu bytes)", cn->s, (long long)index, w->len[index]);
         netplist_constant *c = &p->consts[p->nconsts++];
         snprintf(c->name, sizeof c->name, "%s", cn->s);
         c->dims = d;
+        c->file = (int)index;
+        c->u16 = !strcmp(type, "UInt16");
         c->byte_offset = off;
     }
 
@@ -94,8 +99,11 @@ bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_
         }
         int64_t oc = 0;
         if (!plist_get_int(e, "OutputChannels", &oc)) BAD("unit %s has no OutputChannels", un->s);
+        const char *ot = plist_get_str(e, "OutputType");
+        if (ot && strcmp(ot, "Float16") && strcmp(ot, "UInt8")) BAD("unit %s: OutputType must be Float16 or UInt8", un->s);
         netplist_unit *u = netplist_add_unit(p, type, nb, names, oc, err, errn);
         if (!u) goto fail;
+        u->out_u8 = ot && !strcmp(ot, "UInt8");
         snprintf(u->name, sizeof u->name, "%s", un->s);
         const plist_value *params = plist_get(e, "Params");
         if (params) {
@@ -111,6 +119,9 @@ bool netplist_parse(const plist_value *doc, const unsigned char *weights1, size_
     if (!out_unit) BAD("OutputList must name exactly one output unit");
     if (strcmp(out_unit, p->units[p->nunits - 1].name))
         BAD("the output reads unit %s; it must be the last unit, %s", out_unit, p->units[p->nunits - 1].name);
+    const char *yt = plist_get_str(outs->items[0], "OutputType");
+    if (yt && strcmp(yt, p->units[p->nunits - 1].out_u8 ? "UInt8" : "Float16"))
+        BAD("the output's OutputType %s is not its unit %s's", yt, out_unit);
     return true;
 fail:
     netplist_free(p);

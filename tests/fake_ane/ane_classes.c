@@ -21,6 +21,7 @@
 
 #include "ane/darwin/ane_runtime.h"
 #include "mil/mil.h"
+#include "ir/fp16.h"
 #include "data/sha256.h"
 
 #include <limits.h>
@@ -259,6 +260,7 @@ typedef struct {
     char hex[200];
     mil_module mod;
     af_model *prog;
+    int out_u8;      /* a net.plist whose output is UInt8: 2-byte cells, the low byte the value */
 } fmodel;
 
 static void model_dealloc(void *o) {
@@ -376,10 +378,11 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     size_t n;
     const char *text = (const char *)fake_data_bytes(m->desc->mil, &n);
     if (m->desc->netplist) {
-        size_t w1n = 0;
+        size_t w0n = 0, w1n = 0;
+        const uint8_t *w0 = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, "weights.0"), "data"), &w0n);
         const uint8_t *w1 = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, "weights.1"), "data"), &w1n);
         char why[600] = "";
-        if (!fake_netplist_build((const uint8_t *)text, n, w1, w1n, &m->mod, why, sizeof why))
+        if (!fake_netplist_build((const uint8_t *)text, n, w0, w0n, w1, w1n, &m->mod, &m->out_u8, why, sizeof why))
             return fail(err, fake_error("ANECCompile() FAILED: %s", why));
     } else {
         mil_read_opts ro = { .source_name = "model.mil", .model_dir = dir };
@@ -475,6 +478,14 @@ static BOOL model_evaluate(id self, SEL op, unsigned qos, id options, id request
     const char *why = ok ? "" : af_error_message();
     for (int i = 0; i < m->mod.nin; i++) free(copies[i]);
     if (!ok) return fail(err, fake_error("evaluate: the program failed: %s", why));
+    if (m->out_u8) { /* the engine writes the UInt8 value into the low byte of each 2-byte cell */
+        uint16_t *cell = (uint16_t *)ob[0];
+        for (int64_t k = 0; k < out[0].count; k++) {
+            float v;
+            ir_f16_to_f32_array(&cell[k], &v, 1);
+            cell[k] = (uint16_t)(uint8_t)v;
+        }
+    }
     atomic_fetch_add(&evaluations, 1);
     return YES;
 }

@@ -9,13 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int fake_netplist_build(const uint8_t *xml, size_t len, const uint8_t *w1, size_t w1_len, mil_module *mod, char *err,
-                        size_t errn) {
+int fake_netplist_build(const uint8_t *xml, size_t len, const uint8_t *w0, size_t w0_len, const uint8_t *w1,
+                        size_t w1_len, mil_module *mod, int *out_u8, char *err, size_t errn) {
+    netplist_weights w = { { w0, w1 }, { w0_len, w1_len } };
     memset(mod, 0, sizeof *mod);
     plist_value *doc = plist_read_xml((const char *)xml, len, err, errn);
     if (!doc) return 0;
     netplist_program p;
-    bool ok = netplist_parse(doc, w1, w1_len, &p, err, errn);
+    bool ok = netplist_parse(doc, &w, &p, err, errn);
     plist_free(doc);
     if (!ok) return 0;
     af_graph *g = af_graph_new();
@@ -25,12 +26,13 @@ int fake_netplist_build(const uint8_t *xml, size_t len, const uint8_t *w1, size_
     mod->in_names = g ? ir_graph_own(g, calloc((size_t)p.ninputs + 1, sizeof *mod->in_names)) : NULL;
     mod->out_names = g ? ir_graph_own(g, calloc(2, sizeof *mod->out_names)) : NULL;
     ok = mod->in && mod->out && mod->in_names && mod->out_names &&
-         netplist_graph(&p, w1, w1_len, g, mod->in, &mod->out[0], err, errn);
+         netplist_graph(&p, &w, g, mod->in, &mod->out[0], err, errn);
     if (ok) {
         mod->nin = p.ninputs;
         for (int k = 0; k < p.ninputs; k++) mod->in_names[k] = mod->in[k]->name;
         mod->out_names[0] = "y";
         mod->nout = 1;
+        *out_u8 = p.units[p.nunits - 1].out_u8; /* evaluate writes its result as UInt8 cells */
     }
     netplist_free(&p);
     if (!ok) {

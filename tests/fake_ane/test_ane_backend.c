@@ -333,6 +333,62 @@ static void test_bridges(void) {
     af_model_free(ma);
     af_model_free(ms);
     af_graph_free(g.g);
+
+    /* radius_search's UInt8 membership mask through the net.plist runtime: the fake
+     * writes each flag into the low byte of a 2-byte cell and the backend reads that byte
+     * back; checked against a naive L2 ball query (points on a grid, no ties at r). */
+    af_graph *rg = af_graph_new();
+    af_tensor *pts = af_input(rg, "p", AF_F16, AF_SHAPE(12, 3)), *cen = af_input(rg, "c", AF_F16, AF_SHAPE(4, 3));
+    af_tensor *rs = af_radius_search(pts, cen, 1.5f);
+    float p[36], c[12], got[48];
+    for (int i = 0; i < 36; i++) p[i] = (float)((i * 7) % 5) - 2.0f;
+    for (int i = 0; i < 12; i++) c[i] = p[i]; /* the first 4 points are the centroids: each has a member */
+    af_model *mr = rs ? af_compile(rg, 2, (af_tensor *[]){ pts, cen }, 1, &rs, &oa) : NULL;
+    CHECK(mr != NULL, "radius_search on ane: %s", af_error_message());
+    if (mr) {
+        af_buffer in2[2] = { AF_BUF_F32(p, 36), AF_BUF_F32(c, 12) }, o = AF_BUF_F32(got, 48);
+        CHECK(af_run(mr, in2, &o) == AF_OK, "radius_search run: %s", af_error_message());
+        int bad = 0, ones = 0;
+        for (int i = 0; i < 12; i++)
+            for (int j = 0; j < 4; j++) {
+                double d2 = 0;
+                for (int k = 0; k < 3; k++) d2 += ((double)p[3 * i + k] - c[3 * j + k]) * ((double)p[3 * i + k] - c[3 * j + k]);
+                float want = d2 <= 1.5 * 1.5 ? 1.0f : 0.0f;
+                bad += got[4 * i + j] != want;
+                ones += want == 1.0f;
+            }
+        CHECK(bad == 0 && ones > 0 && ones < 48, "radius_search via the fake: %d of 48 cells differ (%d members)", bad, ones);
+    }
+    af_model_free(mr);
+    af_graph_free(rg);
+
+    /* dynamic_slice with a run-time start: the start goes into the program's weights.1
+     * constant, so a new start recompiles once and the same start again does not */
+    af_graph *dg = af_graph_new();
+    af_tensor *dx = af_input(dg, "x", AF_F16, AF_SHAPE(3, 4)), *ds = af_input(dg, "s", AF_F16, AF_SHAPE(1));
+    af_tensor *dy = af_dynamic_slice(dx, ds, -1, 2);
+    af_model *md = dy ? af_compile(dg, 2, (af_tensor *[]){ dx, ds }, 1, &dy, &oa) : NULL;
+    CHECK(md != NULL, "dynamic_slice on ane: %s", af_error_message());
+    float xv[12], starts[4] = { 0, 2, 2, 1.4f }, dout[6];
+    for (int i = 0; i < 12; i++) xv[i] = (float)(i * 3 - 5);
+    af_stats ds0;
+    if (md) af_model_stats(md, &ds0);
+    for (int r = 0; md && r < 4; r++) {
+        af_buffer in2[2] = { AF_BUF_F32(xv, 12), AF_BUF_F32(&starts[r], 1) }, o = AF_BUF_F32(dout, 6);
+        CHECK(af_run(md, in2, &o) == AF_OK, "dynamic_slice run %d: %s", r, af_error_message());
+        int st = r == 3 ? 1 : (int)starts[r], bad = 0; /* 1.4 rounds to 1 */
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) bad += dout[2 * i + j] != xv[4 * i + st + j];
+        CHECK(bad == 0, "dynamic_slice start %g: %d values differ from x[:, %d:%d]", (double)starts[r], bad, st, st + 2);
+    }
+    if (md) {
+        af_stats s1;
+        af_model_stats(md, &s1);
+        CHECK(s1.compiles - ds0.compiles == 2, "starts 0, 2, 2, 1 after compiling for 0: %lld recompiles, want 2",
+              (long long)(s1.compiles - ds0.compiles));
+    }
+    af_model_free(md);
+    af_graph_free(dg);
 }
 
 int main(int argc, char **argv) {

@@ -64,7 +64,7 @@ def main():
         b1 = af.parameter(rng.uniform(-bound1, bound1, 128).astype(np.float32), "b1")
         w2 = af.parameter(rng.uniform(-bound2, bound2, (128, 10)).astype(np.float32), "w2")
         b2 = af.parameter(rng.uniform(-bound2, bound2, 10).astype(np.float32), "b2")
-        h = ((x.reshape(batch, 784) - mean) * (1 / std) @ w1 + b1).relu()
+        h = ((x.reshape(-1, 784) - mean) * (1 / std) @ w1 + b1).relu()
         logits = h @ w2 + b2
         ce = af.softmax_cross_entropy(logits, onehot)   # seed 000's CEHandle
         trainer = af.Trainer(ce, optimizer="adam", **opts)

@@ -12,6 +12,7 @@ from .errors import ClosedError, Error, InvalidError
 from .graph import Graph, Tensor, OPS
 from .model import Loss, Stats, _reachable, compile_opts
 
+_step = lib.af_trainer_step
 _PLANS = {"host": 0, "device": 1, "resident": 2, "unrolled": 3, "pipeline": 4}
 _MAKE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int)
 _FWD = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
@@ -66,17 +67,21 @@ class TrainOptions:
 
 
 class StepInfo:
-    """What a step did (af_step_info): step, skipped, loss, accuracy, lr, loss_scale,
-    metric_source, grad_norm, stats."""
-    __slots__ = ("step", "skipped", "skipped_consecutive", "skipped_now", "loss", "accuracy", "metric_source", "lr",
-                 "loss_scale", "stats", "grad_norm", "epoch")
+    """What a step did (af_step_info): step, skipped, skipped_consecutive, skipped_now,
+    loss, accuracy, lr, loss_scale, grad_norm, metric_source, stats, epoch. A copy of the
+    C struct read on demand, so a step costs Python no more than this copy."""
+    __slots__ = ("_i", "epoch")
 
     def __init__(self, i, epoch=None):
-        self.step, self.skipped, self.skipped_consecutive = i.step, i.skipped, i.skipped_consecutive
-        self.skipped_now, self.loss, self.accuracy, self.lr = i.skipped_now, i.loss, i.accuracy, i.lr
-        self.loss_scale, self.grad_norm, self.epoch = i.loss_scale, i.grad_norm, epoch
-        self.metric_source = ctypes.string_at(lib.af_metric_source_name(i.metric_source)).decode()
-        self.stats = Stats(i.stats)
+        self._i = _cdefs.af_step_info.from_buffer_copy(i)
+        self.epoch = epoch
+
+    def __getattr__(self, k):
+        if k == "metric_source":
+            return ctypes.string_at(lib.af_metric_source_name(self._i.metric_source)).decode()
+        if k == "stats":
+            return Stats(self._i.stats)
+        return getattr(self._i, k)
 
     def __repr__(self):
         return "StepInfo(step=%d, loss=%.5f, accuracy=%.4f, lr=%.3g, skipped=%d)" % (
@@ -326,7 +331,13 @@ class LossNet(PyNet):
         def forward(P, xb):
             subst = {id(p): w for p, w in zip(params, P)}
             subst[id(x)] = xb
-            return _rebuild(out, subst, xb.graph, {})
+            try:
+                return _rebuild(out, subst, xb.graph, {})
+            except Error as e:
+                if xb.shape[0] == self.batch:
+                    raise
+                raise type(e)("%s (the Trainer rebuilds the model for its evaluation batch of %d as well: write "
+                              "shapes that hold the batch with -1, e.g. x.reshape(-1, 784))" % (e, xb.shape[0])) from None
         super().__init__(params, forward, x.shape[1:], out.shape[-1], objective, lossfn)
 
 
@@ -406,6 +417,10 @@ class Trainer(Handle):
         self.steps_per_call = lib.af_trainer_steps_per_call(p)
         self.batches_per_call = lib.af_trainer_batches_per_call(p)
         self._info = _cdefs.af_step_info()
+        self._info_ref = ctypes.byref(self._info)
+        n = self.batch * self.batches_per_call
+        self._nx, self._nt = n * int(np.prod(self.sample)), n * self.out_dim
+        self.epoch = 0
         self.last = None
         self.seed = int(seed)
         self._data = None
@@ -451,14 +466,16 @@ class Trainer(Handle):
         ptr = self.ptr
         if x is None:
             x, target = self._next_batch()
-        n = self.batch * self.batches_per_call
-        xs = np.ascontiguousarray(x, np.float32)
+        xs = np.ascontiguousarray(x, np.float32)  # no copy when already float32, C order
         ts = np.ascontiguousarray(target, np.float32)
-        if xs.size != n * int(np.prod(self.sample)) or ts.size != n * self.out_dim:
+        if xs.size != self._nx or ts.size != self._nt:
+            n = self.batch * self.batches_per_call
             raise InvalidError("step(): x holds %d values and target %d; this trainer takes %d samples of %s and %d "
                                "targets of %d" % (xs.size, ts.size, n, list(self.sample), n, self.out_dim))
-        check(lib.af_trainer_step(ptr, xs.ctypes.data, ts.ctypes.data, ctypes.byref(self._info)))
-        self.last = StepInfo(self._info, getattr(self, "epoch", None))
+        st = _step(ptr, xs.__array_interface__["data"][0], ts.__array_interface__["data"][0], self._info_ref)
+        if st:
+            check(st)
+        self.last = StepInfo(self._info, self.epoch)
         return self.last
 
     def loss(self):

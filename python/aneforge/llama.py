@@ -241,3 +241,38 @@ def train(weights, tokens, seq=32, steps=100, batch=8, lr=1e-3, seed=1, callback
         check(lib.af_llama_weights_set_param(out.ptr, i, v.ctypes.data))
     t.close()
     return out
+
+
+def params(graph, weights):
+    """The model's params created in `graph` from `weights` (af_llama_params_new), in
+    llama2.c's order: token_embedding, rms_att[0..L-1], wq[..], ..., rms_final
+    (, classifier); matrices [out, in]."""
+    from .graph import Tensor
+    c = _cconfig(weights.config)
+    n = lib.af_llama_param_count(ctypes.byref(c))
+    out = (ctypes.c_void_p * max(1, n))()
+    got = lib.af_llama_params_new(graph.ptr, weights.ptr, out, n)
+    if got != n:
+        raise InvalidError(last_error() or graph.error)
+    res = []
+    for i in range(n):
+        name = ctypes.c_char_p()
+        check(lib.af_llama_param_at(ctypes.byref(c), i, None, None, ctypes.byref(name)))
+        t = Tensor(graph, out[i], ("parameter", ctypes.string_at(lib.af_tensor_name(out[i])).decode(), None), ())
+        res.append(t)
+    return res
+
+
+def forward(cfg, tokens, params):
+    """Logits [B, T, vocab] for token ids `tokens` [B, T] (a Tensor of whole numbers) from
+    the params of params() (af_llama): llama2.c's model.py as a graph, differentiable."""
+    from .graph import Tensor
+    from .errors import GraphError
+    c = _cconfig(cfg)
+    arr = (ctypes.c_void_p * max(1, len(params)))(*[p.ptr for p in params])
+    if len(params) != lib.af_llama_param_count(ctypes.byref(c)):
+        raise InvalidError("forward(): %d params; this config has %d" % (len(params), lib.af_llama_param_count(ctypes.byref(c))))
+    r = lib.af_llama(ctypes.byref(c), tokens.ptr, arr)
+    if not r:
+        raise GraphError("llama.forward(): %s" % (last_error() or tokens.graph.error))
+    return Tensor(tokens.graph, r, ("_llama", id(params)), (tokens,) + tuple(params))

@@ -102,8 +102,8 @@ class Model(Handle):
         self._in_param = [bool(lib.af_tensor_is_parameter(t._p)) for t in inputs]
         self._in_names = [t.name for t in inputs]
         self._out_shapes = [t.shape for t in outputs]
-        self._in_bufs = (_cdefs.af_buffer * max(1, len(inputs)))()
-        self._out_bufs = (_cdefs.af_buffer * max(1, len(outputs)))()
+        self._in_type = _cdefs.af_buffer * max(1, len(inputs))
+        self._out_type = _cdefs.af_buffer * max(1, len(outputs))
         self._bound = set()
 
     @property
@@ -124,8 +124,11 @@ class Model(Handle):
                 raise InvalidError("input %r given twice" % k)
             feeds[i] = v
         keep = []
+        # buffers per call: the GIL is released inside af_run, so another thread may call
+        # this model meanwhile (the header allows it) and must not touch these
+        ins, outb = self._in_type(), self._out_type()
         for i in range(n):
-            b = self._in_bufs[i]
+            b = ins[i]
             cnt = int(np.prod(self._in_shapes[i], dtype=np.int64))
             v = feeds[i]
             if v is None and i in self._bound:
@@ -144,10 +147,10 @@ class Model(Handle):
             o = out[j] if out is not None else np.empty(shp, np.float32)
             if not (isinstance(o, np.ndarray) and o.dtype == np.float32 and o.flags.c_contiguous and o.shape == tuple(shp)):
                 raise InvalidError("out[%d] must be a C-contiguous float32 array of shape %s" % (j, list(shp)))
-            b = self._out_bufs[j]
+            b = outb[j]
             b.data, b.dtype, b.count = o.ctypes.data, _F32, o.size
             outs.append(o)
-        check(lib.af_run(ptr, self._in_bufs, self._out_bufs))
+        check(lib.af_run(ptr, ins, outb))
         if self._names is not None:
             return dict(zip(self._names, outs))
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -125,3 +125,59 @@ def test_cnn_gradients_match_torch(rng, target):
     ref_wc = twc.grad.numpy().reshape(3, 18).T
     np.testing.assert_allclose(got[1], ref_wc, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(got[2], twl.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_llama_gradients_match_torch():
+    """af.llama.forward's loss gradients (every weight) against the same model in torch."""
+    from test_llama import tiny
+    w = tiny(11)
+    cfg = w.config
+    B, T, V = 2, 6, cfg["vocab_size"]
+    r = np.random.default_rng(2)
+    toks = r.integers(3, V, (B, T + 1))
+    g = af.Graph()
+    ids, onehot = g.input("ids", (B, T)), g.input("t", (B * T, V))
+    ps = af.llama.params(g, w)
+    logits = af.llama.forward(cfg, ids, ps).reshape(B * T, V)
+    ce = af.softmax_cross_entropy(logits, onehot)
+    gr = af.backward(ce, ps)
+    OH = np.eye(V, dtype=np.float32)[toks[:, 1:].reshape(-1)]
+    got = af.compile([ce.value] + [gr[p] for p in ps], [ids, onehot] + ps)(ids=toks[:, :T].astype(np.float32), t=OH)
+
+    D, H, KV, L = cfg["dim"], cfg["n_heads"], cfg["n_kv_heads"], cfg["n_layers"]
+    hs = D // H
+    names = ["token_embedding"] + [n for n in ("rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3")
+                                   for _ in range(L)] + ["rms_final"]
+    layers = [0] + [l for _ in range(9) for l in range(L)] + [0]
+    tw = [torch.tensor(w.tensor(n, l).reshape(p.shape), dtype=torch.float64, requires_grad=True)
+          for n, l, p in zip(names, layers, ps)]
+    P = {(n, l): t for n, l, t in zip(names, layers, tw)}
+
+    def rms(x, g_):
+        return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * g_.reshape(-1)
+    i = torch.arange(0, hs, 2, dtype=torch.float64)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * (1.0 / 10000 ** (i / hs))
+    cos, sin = torch.cos(ang)[None, :, None, :], torch.sin(ang)[None, :, None, :]
+
+    def rope(v, heads):
+        v = v.reshape(B, T, heads, hs // 2, 2)
+        a, b = v[..., 0], v[..., 1]
+        return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).reshape(B, T, heads, hs)
+    x = P[("token_embedding", 0)][torch.tensor(toks[:, :T])]
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for l in range(L):
+        xb = rms(x, P[("rms_att", l)])
+        q = rope(xb @ P[("wq", l)].T, H)
+        k = rope(xb @ P[("wk", l)].T, KV).repeat_interleave(H // KV, 2)
+        v = (xb @ P[("wv", l)].T).reshape(B, T, KV, hs).repeat_interleave(H // KV, 2)
+        s = torch.einsum("bthd,buhd->bhtu", q, k) / hs ** 0.5
+        a = torch.softmax(s.masked_fill(~mask, float("-inf")), -1)
+        x = x + torch.einsum("bhtu,buhd->bthd", a, v).reshape(B, T, D) @ P[("wo", l)].T
+        xb = rms(x, P[("rms_ffn", l)])
+        x = x + (F.silu(xb @ P[("w1", l)].T) * (xb @ P[("w3", l)].T)) @ P[("w2", l)].T
+    lg = rms(x, P[("rms_final", 0)]) @ P[("token_embedding", 0)].T
+    loss = F.cross_entropy(lg.reshape(B * T, V), torch.tensor(toks[:, 1:].reshape(-1)))
+    loss.backward()
+    np.testing.assert_allclose(got[0].reshape(()), loss.item(), rtol=1e-5)
+    for name, a, t in zip(names, got[1:], tw):
+        np.testing.assert_allclose(a, t.grad.numpy().reshape(a.shape), rtol=2e-3, atol=2e-6, err_msg=name)

@@ -90,7 +90,8 @@ def doc_comments(raw):
     for m in re.finditer(r"/\*(.*?)\*/|AF_API[^;]*?\b(af_\w+)\s*\(", raw, re.S):
         if m.group(1) is not None:
             body = "\n".join(l.strip().lstrip("*").strip() for l in m.group(1).split("\n")).strip()
-            body = re.sub(r"^-+\s*", "", body)
+            if body.startswith("-"):  # a section divider "---- title": the title is not a doc
+                body = body.split("\n", 1)[1].strip() if "\n" in body else ""
             line_start = raw.rfind("\n", 0, m.start()) + 1
             if raw[line_start:m.start()].strip():  # code before it on its line: a trailing comment
                 if prev and m.start() < prev_line_end:

@@ -3,6 +3,7 @@ header's prototypes (_cdefs): each op of af_op_name that has a public builder, p
 header's other tensor builders (layers, transformer pieces), becomes a function here with
 the C parameter names; its docstring is the header's comment."""
 import ctypes
+import inspect
 import itertools
 import threading
 
@@ -453,7 +454,13 @@ def _make_op(pyname, cname):
     args_py = [p for p in ps if p.kind not in ("graph", "count", "outlist")]
     n_out = [p for p in ps if p.kind == "outlist"]
     doc = _cdefs.FUNCTIONS[cname][3]
-    sig = ", ".join(p.name for p in args_py)
+    dflt = DEFAULTS.get(pyname, {})
+
+    def _one(p):
+        if p.name in dflt:
+            return "%s=%r" % (p.name, dflt[p.name])
+        return p.name + ("=None" if _optional(p.name) else "")
+    sig = ", ".join(_one(p) for p in args_py)
 
     def op(*args, **kwargs):
         if len(args) > len(args_py):
@@ -563,6 +570,14 @@ def _make_op(pyname, cname):
             raise GraphError("%s(): %s" % (pyname, last_error() or graph.error or "failed"))
         return Tensor(graph, r, recipe, tuple(srcs))
 
+    params = []
+    for p in args_py:
+        d = dflt[p.name] if p.name in dflt else (None if _optional(p.name) else inspect.Parameter.empty)
+        params.append(inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d))
+    try:
+        op.__signature__ = inspect.Signature(params)
+    except ValueError:  # a default before a required parameter: keep the plain form
+        pass
     op.__name__ = op.__qualname__ = pyname
     op.__doc__ = "%s(%s)\n\n%s\n\n(C: %s)" % (pyname, sig, doc, cname)
     op._cname = cname

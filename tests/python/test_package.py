@@ -39,7 +39,9 @@ def test_every_op_of_the_table_is_a_function_or_said_why_not():
 
 def test_help_shows_docstrings():
     assert "Pools over the last two axes" in af.avg_pool.__doc__
-    assert "avg_pool(x, kernel, stride, pad)" in af.avg_pool.__doc__
+    assert "avg_pool(x, kernel, stride=None, pad=None)" in af.avg_pool.__doc__
+    import inspect
+    assert str(inspect.signature(af.rope)) == "(x, offset=0, theta=10000.0)"
     assert af.Trainer.__doc__ and af.compile.__doc__ and af.backward.__doc__
 
 

@@ -41,11 +41,19 @@ class Weights(Handle):
     _free = "af_llama_weights_free"
     _kind = "llama model"
 
+    _free = None  # the memory belongs to _mem: views of .data and generators keep it alive
+
     def __init__(self, ptr, version=None):
         if not ptr:
             raise CorruptError(last_error())
         super().__init__(ptr)
+        self._mem = _Mem(ptr)
         self.version = version
+
+    def close(self):
+        """Drops this object's hold on the weights; they are freed once no view of .data
+        and no Generator uses them either."""
+        self._ptr, self._mem = None, None
 
     @classmethod
     def new(cls, cfg):
@@ -67,7 +75,7 @@ class Weights(Handle):
         p = lib.af_llama_weights_data(self.ptr)
         a = np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(ctypes.c_float)), (n,))
         a.flags.writeable = True
-        return _Keep(a, self)
+        return _Keep(a, self._mem)
 
     def tensor(self, name, layer=0):
         """A view of one tensor ("wq", "token_embedding", ...) of `layer`."""
@@ -103,6 +111,19 @@ class Weights(Handle):
                 return
             yield nxt
             tok = nxt
+
+
+class _Mem:
+    """Owns an af_llama_weights: freed when the last holder (Weights, views, generators)
+    lets go."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __del__(self):
+        p, self.ptr = self.ptr, None
+        if p:
+            lib.af_llama_weights_free(p)
 
 
 def lib_name(i):
@@ -142,7 +163,7 @@ class Generator(Handle):
         if not p:
             raise InvalidError(last_error())
         super().__init__(p)
-        self.weights = weights  # it borrows the weights: keep them alive
+        self._mem = weights._mem  # it borrows the weights: keep them alive, closed or not
         self.vocab = weights.config["vocab_size"]
 
     def feed(self, token):

@@ -137,3 +137,16 @@ def test_fine_tune_lowers_the_loss_and_exports(tmp_path):
     out.save(str(tmp_path / "ft.bin"))
     assert af.llama.load(str(tmp_path / "ft.bin")).data.tobytes() == out.data.tobytes()
     assert out.data.tobytes() != w.data.tobytes()
+
+
+def test_views_and_generators_outlive_close():
+    w = tiny(9)
+    view = w.tensor("wq", 0)
+    g = af.llama.Generator(w, threads=1)
+    ref = view.copy()
+    w.close()
+    with pytest.raises(af.ClosedError):
+        w.config
+    np.testing.assert_array_equal(view, ref)  # still the weights' memory, not freed
+    g.feed(1)
+    assert np.isfinite(g.logits()).all()

@@ -680,6 +680,8 @@ def einsum(equation, *operands):
 def split(x, axis, sizes):
     """Splits x along axis into parts: `sizes` is the number of equal parts or a list of
     sizes. Returns a list of tensors. (C: af_split)"""
+    if not isinstance(x, Tensor):
+        raise InvalidError("split(): x is a Tensor, not %s" % type(x).__name__)
     n = int(sizes) if isinstance(sizes, (int, np.integer)) else len(sizes)
     if n < 1:
         raise InvalidError("split(): at least one part")

@@ -10,8 +10,12 @@ build:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# ctest shows a passing test's output only with -V: pytest's closing line (python_tests)
+# is echoed from ctest's log so every run shows what the Python suite ran and skipped.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && { ctest --output-on-failure -j $(JOBS); rc=$$?; \
+	  grep -hE '^=+ .*(passed|failed|skipped|error).* in [0-9.]+s' Testing/Temporary/LastTest.log | sed 's/^/python_tests: /'; \
+	  exit $$rc; }
 
 test-asan:
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=ON >/dev/null

@@ -46,12 +46,25 @@ CONSTANTS = {
     'AF_METRIC_GRAPH_FP16': 2,
     'AF_METRIC_GRAPH_FP32': 1,
     'AF_METRIC_HOST_FP32': 0,
+    'AF_NPY_BOOL': 3,
+    'AF_NPY_F16': 1,
+    'AF_NPY_F32': 0,
+    'AF_NPY_F64': 2,
+    'AF_NPY_I16': 6,
+    'AF_NPY_I32': 8,
+    'AF_NPY_I64': 10,
+    'AF_NPY_I8': 4,
+    'AF_NPY_U16': 7,
+    'AF_NPY_U32': 9,
+    'AF_NPY_U64': 11,
+    'AF_NPY_U8': 5,
     'AF_OBJ_CE': 0,
     'AF_OBJ_CUSTOM': 2,
     'AF_OBJ_MSE': 1,
     'AF_OK': 0,
     'AF_OPT_ADAM': 0,
     'AF_OPT_SGD': 1,
+    'AF_OP_MAX_ATTRS': 8,
     'AF_PLAN_DEVICE': 1,
     'AF_PLAN_HOST': 0,
     'AF_PLAN_PIPELINE': 4,
@@ -134,6 +147,28 @@ class af_llama_config(Structure):
         ('vocab_size', c_int),
         ('seq_len', c_int),
         ('shared_classifier', c_int),
+    ]
+
+class af_op_attr(Structure):
+    _fields_ = [
+        ('key', c_void_p),
+        ('type', c_void_p),
+        ('value', c_void_p),
+        ('help', c_void_p),
+    ]
+
+class af_op_desc(Structure):
+    _fields_ = [
+        ('name', c_void_p),
+        ('kind', c_void_p),
+        ('mil', c_void_p),
+        ('arity', c_int),
+        ('ports', c_void_p),
+        ('leaf', c_int),
+        ('bridge', c_int),
+        ('cpu_only', c_int),
+        ('nattrs', c_int),
+        ('attrs', af_op_attr * 8),
     ]
 
 class af_shape(Structure):
@@ -230,6 +265,7 @@ FUNCTIONS = {
     'af_channel_layer_norm': (c_void_p, [c_void_p, c_void_p, c_void_p, c_float], [('af_tensor *', 'x'), ('af_tensor *', 'gamma'), ('af_tensor *', 'beta'), ('float', 'eps')], 'Norms. gamma/beta may be NULL (ones/zeros). rms_norm and layer_norm normalize the\nlast axis (gamma/beta [D]); channel_layer_norm normalizes axis 1 of [N,C,...]\n(gamma/beta [C]); group_norm normalizes `groups` channel groups of [N,C,...].', 'af_tensor *'),
     'af_channel_to_space': (c_void_p, [c_void_p, c_int, c_int], [('af_tensor *', 'x'), ('int', 'fy'), ('int', 'fx')], "Rearrange, on x [N, C, H, W] with factors fy (along H) and fx (along W); the engines\ntake N = 1 only. pixel_shuffle [N, C*fy*fx, H, W] -> [N, C, H*fy, W*fx] in PyTorch's\nchannel-major order: y[n, c, h*fy + i, w*fx + j] = x[n, (c*fy + i)*fx + j, h, w];\npixel_unshuffle is its inverse. channel_to_space / space_to_channel are TensorFlow's\ndepth_to_space / space_to_depth (block-major): y[n, c, h*fy + i, w*fx + j] =\nx[n, (i*fx + j)*C + c, h, w]. space_to_batch [N, C, H, W] -> [fy*fx*N, C, H/fy, W/fx]\nwith y[(i*fx + j)*N + n, c, h, w] = x[n, c, h*fy + i, w*fx + j] (TensorFlow's order;\nH and W must divide); batch_to_space is its inverse (the batch must divide by fy*fx).", 'af_tensor *'),
     'af_compile': (c_void_p, [c_void_p, c_int, c_void_p, c_int, c_void_p, c_void_p], [('af_graph *', 'g'), ('int', 'nin'), ('af_tensor *const *', 'in'), ('int', 'nout'), ('af_tensor *const *', 'out'), ('const af_compile_opts *', 'opts')], "Compiles the part of g that computes `out` from `in`. Every input, parameter or\nother leaf that the outputs depend on must be listed in `in` (constants are baked).\nReturns NULL on error (af_error_message says why). The caller frees the model with\naf_model_free. The model copies the constants' values (rounded to fp16 in fp16\nmodels) and holds a reference to g, so g may be freed (af_graph_free) before the\nmodel; the model does not keep in/out or opts, and caller buffers are only read or\nwritten during af_run.", 'af_model *'),
+    'af_compile_family': (c_int, [c_void_p, c_void_p], [('const af_compile_opts *', 'o'), ('af_family_id *', 'out')], "The family af_compile compiles for under o (NULL: the defaults): AF_FAMILY_DEFAULT on\nthe cpu target; on ane the device's (loading the framework; a family o names must be\nthe device's); on ane-sim o's family resolved. Resolve it once and pass it on, so\neverything sized for a family sizes for the one the backend checks.", 'af_status'),
     'af_concat': (c_void_p, [c_int, c_void_p, c_int], [('int', 'n'), ('af_tensor *const *', 'xs'), ('int', 'axis')], 'size[i] == -1 means "to the end of axis i".', 'af_tensor *'),
     'af_const': (c_void_p, [c_void_p, c_void_p, af_shape, c_void_p], [('af_graph *', 'g'), ('const char *', 'name'), ('af_shape', 's'), ('const float *', 'data')], 'A baked constant; `data` (count(s) floats) is copied.', 'af_tensor *'),
     'af_const_fill': (c_void_p, [c_void_p, af_shape, c_float], [('af_graph *', 'g'), ('af_shape', 's'), ('float', 'value')], 'A baked constant; `data` (count(s) floats) is copied.', 'af_tensor *'),
@@ -325,7 +361,7 @@ FUNCTIONS = {
     'af_minmax_norm': (c_void_p, [c_void_p, c_int, c_float], [('af_tensor *', 'x'), ('int', 'axis'), ('float', 'eps')], "y = (x - min) / (max - min + eps), min and max over axis -1 (W) or -2 (H) of x; the\nchannel axis is refused, as by the engine's compiler (transpose it to W first).", 'af_tensor *'),
     'af_model_arena_bytes': (c_size_t, [c_void_p], [('const af_model *', 'm')], "Resident state: after every run the model copies output `out_index` onto input\n`in_index` internally, so that input keeps its value across runs without the host\nfeeding it (its af_buffer in af_run is ignored). Within a run every node reads the\npre-run value; the copy happens last. The state starts as `init` (count(shape) floats,\ncopied: like read_state's dst and write_state's src, the caller keeps ownership).\nintermediate memory it holds", 'size_t'),
     'af_model_bind_state': (c_int, [c_void_p, c_int, c_int, c_void_p], [('af_model *', 'm'), ('int', 'in_index'), ('int', 'out_index'), ('const float *', 'init')], "Resident state: after every run the model copies output `out_index` onto input\n`in_index` internally, so that input keeps its value across runs without the host\nfeeding it (its af_buffer in af_run is ignored). Within a run every node reads the\npre-run value; the copy happens last. The state starts as `init` (count(shape) floats,\ncopied: like read_state's dst and write_state's src, the caller keeps ownership).", 'af_status'),
-    'af_model_family': (c_int, [c_void_p], [('const af_model *', 'm')], "The family fam stands for: itself, or for AF_FAMILY_DEFAULT the family in\nthe hardware's (Apple Silicon), else A16.\nthe family compiled for; DEFAULT on cpu", 'af_family_id'),
+    'af_model_family': (c_int, [c_void_p], [('const af_model *', 'm')], "The family af_compile compiles for under o (NULL: the defaults): AF_FAMILY_DEFAULT on\nthe cpu target; on ane the device's (loading the framework; a family o names must be\nthe device's); on ane-sim o's family resolved. Resolve it once and pass it on, so\neverything sized for a family sizes for the one the backend checks.\nthe family compiled for; DEFAULT on cpu", 'af_family_id'),
     'af_model_free': (None, [c_void_p], [('af_model *', 'm')], "Resident state: after every run the model copies output `out_index` onto input\n`in_index` internally, so that input keeps its value across runs without the host\nfeeding it (its af_buffer in af_run is ignored). Within a run every node reads the\npre-run value; the copy happens last. The state starts as `init` (count(shape) floats,\ncopied: like read_state's dst and write_state's src, the caller keeps ownership).", 'void'),
     'af_model_num_nodes': (c_int, [c_void_p], [('const af_model *', 'm')], "Resident state: after every run the model copies output `out_index` onto input\n`in_index` internally, so that input keeps its value across runs without the host\nfeeding it (its af_buffer in af_run is ignored). Within a run every node reads the\npre-run value; the copy happens last. The state starts as `init` (count(shape) floats,\ncopied: like read_state's dst and write_state's src, the caller keeps ownership).\nops it executes per run", 'int'),
     'af_model_read_state': (c_int, [c_void_p, c_int, c_void_p], [('const af_model *', 'm'), ('int', 'in_index'), ('float *', 'dst')], "Resident state: after every run the model copies output `out_index` onto input\n`in_index` internally, so that input keeps its value across runs without the host\nfeeding it (its af_buffer in af_run is ignored). Within a run every node reads the\npre-run value; the copy happens last. The state starts as `init` (count(shape) floats,\ncopied: like read_state's dst and write_state's src, the caller keeps ownership).", 'af_status'),
@@ -342,9 +378,11 @@ FUNCTIONS = {
     'af_net_mlp': (af_net, [af_shape, c_int, c_int, c_uint64], [('af_shape', 'sample'), ('int', 'hidden'), ('int', 'classes'), ('uint64_t', 'seed')], "Built-in models (built only from the public API; see examples/). The returned net's\nctx is owned by the caller: release it with af_net_free, any time after\naf_trainer_new has returned (trainers never use a net afterwards). Initial weights\nare drawn like PyTorch's defaults from a generator seeded with `seed`.\nmlp  784-128-10 with ReLU (any sample shape: it is flattened)\ncnn  conv3x3(C->16, pad 1), ReLU, avg_pool 2, conv3x3(16->32, pad 1), ReLU,\navg_pool 2, linear -> classes; sample [C, H, W] with H, W divisible by 4", 'af_net'),
     'af_net_set_input_norm': (None, [c_void_p, c_float, c_float], [('af_net *', 'net'), ('float', 'mean'), ('float', 'std')], 'Standardises inputs inside the graph, (x - mean) / std, so it runs on the engine.', 'void'),
     'af_npy_read': (c_int, [c_void_p, c_void_p, c_void_p, c_void_p], [('const char *', 'path'), ('float **', 'data'), ('int *', 'rank'), ('int64_t *', 'dims')], "On success *data is a malloc'd array of prod(dims) floats (fp16 widened exactly) that\nthe caller frees with free(); *rank and dims[0..rank) describe it (rank 0 = scalar),\nso af_shape_make(*rank, dims) is its shape. On failure *data is NULL and *rank 0.", 'af_status'),
+    'af_npy_read_typed': (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p], [('const char *', 'path'), ('double **', 'data'), ('int *', 'rank'), ('int64_t *', 'dims'), ('af_npy_dtype *', 'dtype')], "As af_npy_read, with the same strict header rules, for any of those element types:\n*data is a malloc'd array of prod(dims) doubles (exact for every type except 64-bit\nintegers beyond 2^53, which round), *dtype the file's type. A bool byte other than 0\nor 1 is AF_ERR_CORRUPT.", 'af_status'),
     'af_npy_write': (c_int, [c_void_p, c_void_p, c_int, c_void_p], [('const char *', 'path'), ('const float *', 'data'), ('int', 'rank'), ('const int64_t *', 'dims')], "Writes a v1.0 '<f4' file; rank 0..AF_MAX_RANK, dims >= 0. A failed write removes the\nfile.", 'af_status'),
     'af_op_count': (c_int, [], [], '', 'int'),
     'af_op_has_vjp': (c_int, [c_int], [('int', 'op')], '1 when op (an af_op_name index) has a VJP rule or needs none (leaves, comparisons).', 'int'),
+    'af_op_info': (c_int, [c_int, c_void_p], [('int', 'op'), ('af_op_desc *', 'out')], 'Fills *out with row op (0 .. af_op_count() - 1); AF_ERR_INVALID for another op.', 'af_status'),
     'af_op_name': (c_void_p, [c_int], [('int', 'op')], '', 'const char *'),
     'af_parameter': (c_void_p, [c_void_p, c_void_p, af_shape, c_void_p], [('af_graph *', 'g'), ('const char *', 'name'), ('af_shape', 's'), ('const float *', 'init')], 'A trainable input carrying its fp32 master value (copied; NULL = zeros).', 'af_tensor *'),
     'af_pixel_shuffle': (c_void_p, [c_void_p, c_int, c_int], [('af_tensor *', 'x'), ('int', 'fy'), ('int', 'fx')], "Rearrange, on x [N, C, H, W] with factors fy (along H) and fx (along W); the engines\ntake N = 1 only. pixel_shuffle [N, C*fy*fx, H, W] -> [N, C, H*fy, W*fx] in PyTorch's\nchannel-major order: y[n, c, h*fy + i, w*fx + j] = x[n, (c*fy + i)*fx + j, h, w];\npixel_unshuffle is its inverse. channel_to_space / space_to_channel are TensorFlow's\ndepth_to_space / space_to_depth (block-major): y[n, c, h*fy + i, w*fx + j] =\nx[n, (i*fx + j)*C + c, h, w]. space_to_batch [N, C, H, W] -> [fy*fx*N, C, H/fy, W/fx]\nwith y[(i*fx + j)*N + n, c, h, w] = x[n, c, h*fy + i, w*fx + j] (TensorFlow's order;\nH and W must divide); batch_to_space is its inverse (the batch must divide by fy*fx).", 'af_tensor *'),
@@ -410,11 +448,12 @@ FUNCTIONS = {
     'af_top_k': (c_void_p, [c_void_p, c_int, c_int, c_int, c_int], [('af_tensor *', 'x'), ('int', 'k'), ('int', 'key_lane'), ('int', 'largest'), ('int', 'indices')], 'Rank. x is [..., C, W]: every channel row of a batch is permuted by the order of row\nkey_lane (0 <= key_lane < C) along W. Ties keep the lower index first (a stable\nsort). With indices = 0 the result is the permuted x ([..., C, W] for sort,\n[..., C, k] for top_k); with indices = 1 it is the order itself ([..., W] or\n[..., k]). top_k keeps the k largest (largest = 1, descending) or smallest (0,\nascending) keys; the engines reject k = 3 and k = 4 as the compiler does.', 'af_tensor *'),
     'af_train_defaults': (af_train_opts, [], [], 'The host and pipeline plans (the optimizer runs on the host there; the others\nrefuse these):', 'af_train_opts'),
     'af_trainer_batches_per_call': (c_int, [c_void_p], [('const af_trainer *', 't')], 'Steps per call: 1, or K for the unrolled plan. Batches per call: steps per call times\ngrad_accum. x holds that many batches back to back ([batches * batch, sample...]);\ntarget the one-hot rows (CE) or values (MSE).', 'int'),
+    'af_trainer_family': (c_int, [c_void_p], [('const af_trainer *', 't')], "The engine family the trainer's programs are compiled for, resolved once at creation\n(af_compile_family); AF_FAMILY_DEFAULT on the cpu target.", 'af_family_id'),
     'af_trainer_free': (None, [c_void_p], [('af_trainer *', 't')], "A trainer, freed with af_trainer_free. It calls net's functions only inside\naf_trainer_new (the evaluation graph is built there too and compiled on first use),\nand copies *net and *opts: both, and net->ctx, may be freed as soon as it returns. It\nowns its graph, programs, weights and optimizer state; af_trainer_param's tensors\nbelong to it.", 'void'),
     'af_trainer_load': (c_int, [c_void_p, c_void_p], [('af_trainer *', 't'), ('const char *', 'path')], 'Checkpoint of weights, optimizer state, step and loss scale (atomic, checksummed).', 'af_status'),
     'af_trainer_new': (c_void_p, [c_void_p, c_void_p], [('const af_net *', 'net'), ('const af_train_opts *', 'opts')], "A trainer, freed with af_trainer_free. It calls net's functions only inside\naf_trainer_new (the evaluation graph is built there too and compiled on first use),\nand copies *net and *opts: both, and net->ctx, may be freed as soon as it returns. It\nowns its graph, programs, weights and optimizer state; af_trainer_param's tensors\nbelong to it.", 'af_trainer *'),
     'af_trainer_num_params': (c_int, [c_void_p], [('const af_trainer *', 't')], 'Runs the evaluation program (its own weight inputs, fed the current masters) on n\nsamples; out gets [n, out_dim].', 'int'),
-    'af_trainer_param': (c_void_p, [c_void_p, c_int], [('const af_trainer *', 't'), ('int', 'i')], 'Runs the evaluation program (its own weight inputs, fed the current masters) on n\nsamples; out gets [n, out_dim].', 'af_tensor *'),
+    'af_trainer_param': (c_void_p, [c_void_p, c_int], [('const af_trainer *', 't'), ('int', 'i')], "The engine family the trainer's programs are compiled for, resolved once at creation\n(af_compile_family); AF_FAMILY_DEFAULT on the cpu target.", 'af_tensor *'),
     'af_trainer_predict': (c_int, [c_void_p, c_int64, c_void_p, c_void_p], [('af_trainer *', 't'), ('int64_t', 'n'), ('const float *', 'x'), ('float *', 'out')], 'Runs the evaluation program (its own weight inputs, fed the current masters) on n\nsamples; out gets [n, out_dim].', 'af_status'),
     'af_trainer_read_param': (c_int, [c_void_p, c_int, c_void_p], [('af_trainer *', 't'), ('int', 'i'), ('float *', 'dst')], 'Current values of param i (reads resident state back when needed).', 'af_status'),
     'af_trainer_save': (c_int, [c_void_p, c_void_p], [('af_trainer *', 't'), ('const char *', 'path')], 'Checkpoint of weights, optimizer state, step and loss scale (atomic, checksummed).', 'af_status'),
@@ -425,4 +464,4 @@ FUNCTIONS = {
     'af_version': (c_void_p, [], [], "The library's version; af_version() says which one a program actually loaded.", '__declspec(dllexport) #elif defined(__GNUC__) || defined(__clang__) #define AF_API __attribute__((visibility("default"))) #else #define AF_API #endif #define AF_VERSION_MAJOR 0 #define AF_VERSION_MINOR 2 #define AF_VERSION_PATCH 0 #define AF_VERSION_STR_(x) #x #define AF_VERSION_STR(x) AF_VERSION_STR_(x) #define AF_VERSION AF_VERSION_STR(AF_VERSION_MAJOR) "." AF_VERSION_STR(AF_VERSION_MINOR) "." AF_VERSION_STR(AF_VERSION_PATCH) AF_API const char *'),
 }
 
-STRUCTS = ['af_adam_opts', 'af_ane_budget_info', 'af_backward_opts', 'af_buffer', 'af_compile_opts', 'af_llama_config', 'af_shape', 'af_stats', 'af_step_info', 'af_train_opts', 'af_net']
+STRUCTS = ['af_adam_opts', 'af_ane_budget_info', 'af_backward_opts', 'af_buffer', 'af_compile_opts', 'af_llama_config', 'af_op_attr', 'af_op_desc', 'af_shape', 'af_stats', 'af_step_info', 'af_train_opts', 'af_net']

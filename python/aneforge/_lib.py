@@ -127,3 +127,10 @@ class Handle:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def parse_target(spec):
+    """'cpu', 'ane-sim', 'ane-sim:m1', 'ane[:FAM]' -> (af_target, af_family_id)."""
+    t, f = ctypes.c_int(), ctypes.c_int()
+    check(lib.af_target_parse(encode(spec, "target"), ctypes.byref(t), ctypes.byref(f)))
+    return t.value, f.value

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from . import _cdefs
-from ._lib import C, Handle, check, encode, fn, last_error, lib, shape_struct, shape_tuple
+from ._lib import C, Handle, check, encode, fn, last_error, lib, parse_target, shape_struct, shape_tuple
 from .errors import ClosedError, GraphError, InvalidError
 
 _F32, _F16 = C["AF_F32"], C["AF_F16"]
@@ -83,7 +83,6 @@ class Graph(Handle):
 
     def set_target(self, target):
         """Tells builders the target (af_graph_set_target) so composites pick its form."""
-        from .model import parse_target
         lib.af_graph_set_target(self.ptr, parse_target(target)[0])
 
     def _name(self, name, prefix):

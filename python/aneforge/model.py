@@ -4,18 +4,11 @@ import ctypes
 import numpy as np
 
 from . import _cdefs
-from ._lib import C, Handle, check, encode, last_error, lib, shape_tuple
+from ._lib import C, Handle, check, encode, last_error, lib, parse_target, shape_tuple
 from .errors import CompileError, GraphError, InvalidError
 from .graph import Tensor, dtype_code
 
 _F32, _F16 = C["AF_F32"], C["AF_F16"]
-
-
-def parse_target(spec):
-    """'cpu', 'ane-sim', 'ane-sim:m1', 'ane[:FAM]' -> (af_target, af_family_id)."""
-    t, f = ctypes.c_int(), ctypes.c_int()
-    check(lib.af_target_parse(encode(spec, "target"), ctypes.byref(t), ctypes.byref(f)))
-    return t.value, f.value
 
 
 def compile_opts(target="cpu", precision=None, threads=0, via_mil=False, precision_check=True,

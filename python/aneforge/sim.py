@@ -2,8 +2,7 @@
 import ctypes
 
 from . import _cdefs
-from ._lib import Handle, check, lib
-from .model import parse_target
+from ._lib import Handle, check, lib, parse_target
 
 
 class SimEngine(Handle):

@@ -183,8 +183,10 @@ extern const char *const mil_coreml_ops[];
 bool mil_io_dtype(mil_dtype dt);
 /* Builds the graph for function f; false with the diagnostic set on error. */
 bool mil_map_function(mil_mapper *M);
-/* Blob files (mil_read.c): the payload of the record at offset in the file `path`. */
+/* Blob files (mil_weights.c): the payload of the record at offset in the file `path`,
+ * the file opened on first use; mil_blobs_free closes every file the mapper opened. */
 bool mil_blob_get(mil_mapper *M, const char *path, uint64_t offset, milblob_dtype *dt, const void **data,
                   int64_t *nbytes, int line, int col);
+void mil_blobs_free(mil_mapper *M);
 
 #endif

@@ -62,7 +62,7 @@ int cmd_dashboard(int argc, char **argv) {
             path = k;
             continue;
         }
-        if (!v) return bad("%s needs a value", k);
+        if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         if (!strcmp(k, "--name")) name = v;
         else if (!strcmp(k, "--size")) {

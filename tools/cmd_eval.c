@@ -53,7 +53,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--progress")) { a->progress = 1; continue; }
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
-        if (!v) return bad("%s needs a value", k);
+        if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         if (!strcmp(k, "--model")) a->model = v;
         else if (!strcmp(k, "--data")) a->data = v;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: aneforge export --ckpt PATH -o model.bin [--version 0|1]\n\n"
+    fprintf(f, "usage: aneforge export --ckpt PATH -o|--out model.bin [--version 0|1]\n\n"
                "Writes the model in a 'train llama --save' checkpoint (or in a llama2.c model file) as a\n"
                "llama2.c model file: version 0 (default; what llama2.c's run.c reads) or version 1\n"
                "(export.py's \"ak42\" header). Pair it with the tokenizer the model was trained with:\n"
@@ -26,7 +26,7 @@ int cmd_export(int argc, char **argv) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 0; }
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
-        if (!v) return bad("%s needs a value", k);
+        if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         if (!strcmp(k, "--ckpt")) ckpt = v;
         else if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;

@@ -54,7 +54,7 @@ static int parse_args(int argc, char **argv, gen_args *a) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
-        if (!v) return bad("%s needs a value", k);
+        if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         if (!strcmp(k, "--model")) a->model = v;
         else if (!strcmp(k, "--tokenizer")) a->tokenizer = v;

@@ -103,7 +103,7 @@ int cmd_op(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { op_help(op); return 0; }
         if (!strcmp(a, "--fp32") || !strcmp(a, "--fp16")) { precision = a[4] == '1' ? AF_PRECISION_FP16 : AF_PRECISION_FP32; continue; }
-        if (!v) return cli_usage_error(CMD, "%s needs a value", a);
+        if (!v) return cli_usage_error(CMD, "%s", cli_missing_value_message(usage, a));
         i++;
         if (!strcmp(a, "--target")) target = v;
         else if (!strcmp(a, "--out")) outdir = v;

@@ -19,7 +19,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: aneforge report run.jsonl [[--name NAME] more.jsonl ...] -o report.html [--title TEXT]\n\n"
+            "usage: aneforge report run.jsonl [[--name NAME] more.jsonl ...] -o|--out report.html [--title TEXT]\n\n"
             "Writes one HTML file (inline SVG, no scripts, nothing fetched) with the curves of\n"
             "every log overlaid, a table of each run's configuration and final figures, and the\n"
             "samples. A run is named after its file unless --name NAME comes before it. Each log\n"
@@ -227,7 +227,7 @@ int cmd_report(int argc, char **argv) {
             }
             continue;
         }
-        if (!v) { rc = bad("%s needs a value", k); break; }
+        if (!v) { rc = bad("%s", cli_missing_value_message(usage, k)); break; }
         i++;
         if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;
         else if (!strcmp(k, "--name")) name = v;

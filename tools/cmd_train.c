@@ -98,7 +98,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
         if (train_opt_flag(k, &a->o)) continue;
-        if (!v) return bad("%s needs a value", k);
+        if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         int r = train_opt_parse(k, v, &a->o, &flags, "aneforge train");
         if (r < 0) return 2;

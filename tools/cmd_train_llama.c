@@ -90,7 +90,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
         if (train_opt_flag(k, &a->o)) continue;
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
-        if (!v) return bad("%s needs a value", k);
+        if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         int r = train_opt_parse(k, v, &a->o, &flags, "aneforge train llama");
         if (r < 0) return 2;

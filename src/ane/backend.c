@@ -62,7 +62,11 @@ static void ane_free(void *state) {
  * others); else the named one resolved as af_family_resolve does. */
 static af_status device_family(af_family_id asked, const char *framework, af_family_id *out, char *msg, size_t n) {
     if (ane_rt_open(framework)) {
-        snprintf(msg, n, "cannot use the Neural Engine: %s", af_error_message());
+        snprintf(msg, n,
+                 "cannot use the Neural Engine: %s. Where there is none (Linux, a VM), simulate it with the "
+                 "ane-sim target (ane-sim:m1 ... ane-sim:m5), or name a framework binary to load "
+                 "(af_compile_opts.ane_framework; the CLI reads $ANEFORGE_ANE_FRAMEWORK)",
+                 af_error_message());
         return AF_ERR_UNSUPPORTED;
     }
     ane_rt_device d;

@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAXP = 2 + 9 * 256 };
 
 typedef struct {
     const char *model, *data;
@@ -75,11 +74,14 @@ static af_model *compile_forward(const af_llama_weights *w, int B, int T, int th
     if (!g) return NULL;
     af_graph_set_target(g, AF_TARGET_CPU);
     in[0] = af_input(g, "tokens", AF_F32, AF_SHAPE(B, T));
-    int n = af_llama_params_new(g, w, in + 1, MAXP);
+    int n = af_llama_params_new(g, w, in + 1, af_llama_param_count(c));
     af_tensor *logits = n > 0 ? af_llama(c, in[0], in + 1) : NULL;
     af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = threads };
     af_model *m = logits ? af_compile(g, 1 + n, in, 1, &logits, &o) : NULL;
-    if (!m) fprintf(stderr, "aneforge eval llama: %s\n", logits ? af_error_message() : af_graph_error(g));
+    if (!m) {
+        const char *why = n > 0 && !logits ? af_graph_error(g) : af_error_message();
+        fprintf(stderr, "aneforge eval llama: %s\n", why && *why ? why : "cannot build the model's forward");
+    }
     *g_out = g;
     *nin = 1 + n;
     return m;
@@ -103,10 +105,13 @@ static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_
     }
     int64_t windows = (n - 1) / T;
     int B = (int)(a->batch < windows ? a->batch : windows);
-    af_tensor *in[1 + MAXP];
+    int np = af_llama_param_count(c);
+    af_tensor **in = np > 0 ? calloc((size_t)np + 1, sizeof *in) : NULL; /* tokens, then the params */
     int nin = 0;
     af_graph *g = NULL;
-    af_model *m = compile_forward(w, B, T, (int)a->threads, &g, in, &nin);
+    af_model *m = NULL;
+    if (!in) fprintf(stderr, "aneforge eval llama: out of memory\n");
+    else m = compile_forward(w, B, T, (int)a->threads, &g, in, &nin);
     float *x = malloc((size_t)B * (size_t)T * sizeof *x), *out = malloc((size_t)B * (size_t)T * (size_t)V * sizeof *out);
     af_buffer *bin = malloc((size_t)nin * sizeof *bin);
     int rc = 0;
@@ -154,6 +159,7 @@ static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_
     free(x);
     free(out);
     free(bin);
+    free(in);
     af_model_free(m);
     af_graph_free(g);
     return rc;

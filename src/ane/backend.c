@@ -110,6 +110,11 @@ static af_status ane_validate(const backend_cfg *cfg, const compile_plan *p, cha
                  "several programs", p->nin, p->nout, ANE_RT_MAX_PORTS);
         return AF_ERR_UNSUPPORTED;
     }
+    if (p->nin == 0) { /* the framework's request validation refuses a request without inputs */
+        snprintf(msg, n, "the program has no inputs, and the Neural Engine evaluates only requests with at least one input "
+                 "surface: feed one of its values as an input, or compile it for AF_TARGET_CPU (its result is a constant)");
+        return AF_ERR_UNSUPPORTED;
+    }
     af_status st = ane_rules_validate(p, cfg->family, msg, n); /* the walls the real compiler has */
     if (st && !strncmp(msg, "ane-sim ", 8)) memmove(msg + 3, msg + 7, strlen(msg + 7) + 1); /* "ane A13 (M1): ..." */
     return st;

@@ -16,6 +16,12 @@ void fake_ane_set_subtype(const char *subtype);
 long fake_ane_evaluations(void);
 /* Objects of the fake (CF and _ANE) alive now: 0 after everything is released. */
 long fake_ane_live_objects(void);
+/* Sets one of the fake's behaviours (ane_classes.c lists them: weights_strict,
+ * framework_files, attributes, padded_rows, shuffled_ports, validate, alias_surfaces,
+ * underlying_errors; 1 = as the real framework, the default); 0 for an unknown name. */
+int fake_ane_set(const char *name, long value);
+/* Where -localModelPath puts model folders (NULL or "": NSTemporaryDirectory()). */
+void fake_ane_set_model_root(const char *dir);
 /* The last failure the fake reported or noticed, with the trap it enforces ("" if none). */
 const char *fake_ane_last_error(void);
 #endif

@@ -10,6 +10,8 @@
  *                              -bytes: a CFNumber there raises); the identifier hashes
  *                              the first values. 0: the old reports ({offset, data}
  *                              entries accepted, nil weights fail the compile silently)
+ *   dict_order                 which key of an entry the descriptor meets first (1: hash
+ *                              order, as an NSDictionary; 2: the other way; 0: as given)
  *   framework_files            compile saves net.plist and each entry's first value
  *                              under its first key into the model's folder; unload
  *                              deletes the folder
@@ -61,10 +63,29 @@ static atomic_long compiles, evaluations, budget = -1, loaded;
 static struct { const char *name; atomic_long on; } switches[] = {
     { "weights_strict", 1 }, { "framework_files", 1 }, { "attributes", 1 },     { "padded_rows", 1 },
     { "shuffled_ports", 1 }, { "validate", 1 },        { "alias_surfaces", 1 }, { "underlying_errors", 1 },
+    { "dict_order", 1 },
 };
 static char model_root[1024];
 
+int fake_ane_set(const char *name, long value);
+
+/* $FAKE_ANE_SET ("name=0,name=1"): the switches for a whole process, read once. */
+static void switches_from_env(void) {
+    const char *env = getenv("FAKE_ANE_SET");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", env ? env : "");
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq) {
+            *eq = 0;
+            fake_ane_set(item, atol(eq + 1));
+        }
+    }
+}
+
 static long sw(const char *name) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, switches_from_env);
     for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
         if (!strcmp(switches[i].name, name)) return atomic_load(&switches[i].on);
     return 0;
@@ -235,10 +256,24 @@ static void desc_dealloc(void *o) {
     fake_release((void *)((fdesc *)o)->options);
 }
 
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3u;
+    return h;
+}
+
 /* An entry's first value: what the real descriptor sends -bytes and -length (and saves
- * under the entry's first key). */
+ * under the entry's first key). An NSDictionary enumerates in an order of its hash
+ * table, not the order its entries were given in: dict_order 1 takes the key with the
+ * smallest FNV-1a hash first, 2 the largest, 0 the first given. */
 static CFTypeRef first_value(CFTypeRef e, const char **key) {
-    *key = fake_dict_count(e) > 0 ? fake_string_text(fake_dict_key(e, 0)) : NULL;
+    long order = sw("dict_order");
+    *key = NULL;
+    for (CFIndex i = 0; i < fake_dict_count(e); i++) {
+        const char *k = fake_string_text(fake_dict_key(e, i));
+        if (!k) continue;
+        if (!*key || (order == 1 && fnv1a(k) < fnv1a(*key)) || (order == 2 && fnv1a(k) > fnv1a(*key))) *key = k;
+    }
     return *key ? fake_dict_get(e, *key) : NULL;
 }
 

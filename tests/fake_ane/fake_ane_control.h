@@ -1,7 +1,8 @@
 /* Functions only the fake framework has: tests look them up with dlsym() on the
  * library they gave ane_rt_open, to set the fake up and to see what it saw. The fake
- * also reads FAKE_ANE_COMPILE_BUDGET and FAKE_ANE_SUBTYPE from the environment (the
- * fake is test equipment; the library itself reads no environment). */
+ * also reads FAKE_ANE_COMPILE_BUDGET, FAKE_ANE_SUBTYPE and FAKE_ANE_SET ("name=0,...",
+ * the switches of fake_ane_set) from the environment (the fake is test equipment; the
+ * library itself reads no environment). */
 #ifndef FAKE_ANE_CONTROL_H
 #define FAKE_ANE_CONTROL_H
 /* Compiles allowed per process before -compileWithQoS fails (default 119). */

@@ -415,6 +415,16 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "family")) test_family();
     if (all || !strcmp(which, "state")) test_state();
     if (all || !strcmp(which, "train")) test_train();
+    if (!strcmp(which, "state_copy") || !strcmp(which, "train_copy")) {
+        /* resident state copied between separate surfaces (ane_rt_set_state_alias(0), the
+         * chip probe's fallback) against a framework that refuses an aliased request */
+        int (*fake_set)(const char *, long);
+        *(void **)&fake_set = dlsym(h, "fake_ane_set");
+        CHECK(fake_set && fake_set("alias_surfaces", 0), "the fake exports fake_ane_set");
+        ane_rt_set_state_alias(0);
+        if (which[0] == 's') test_state();
+        else test_train();
+    }
     if (all || !strcmp(which, "bridges")) test_bridges();
     if (all || !strcmp(which, "budget")) test_budget(); /* last: it spends the budget */
     return check_finish("ane_backend");

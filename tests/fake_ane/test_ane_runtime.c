@@ -727,17 +727,10 @@ static int tree_entries(const char *path) {
     return n;
 }
 
-/* Mismatches 1, 2 and 5 of issue 31: the weights entry's shape (a program with baked
- * weights compiles: a {offset, data} entry gives the descriptor a CFNumber first), the
- * model's folder is its -localModelPath wherever that is, the framework's own files
- * are removed after a failed compile, the compiler's error comes through its
- * NSUnderlyingError, and a program without inputs is refused before evaluating. */
-static void case_framework(void) {
-    open_fake();
-    char root[1024];
-    snprintf(root, sizeof root, "%s/models", getenv("TMPDIR"));
-    mkdir(root, 0700);
-    fake.set_model_root(root); /* not NSTemporaryDirectory(): only -localModelPath knows it */
+/* Mismatch 1: a program with baked weights compiles and computes with them whichever
+ * key of a weights entry the descriptor meets first (a two-key {offset, data} entry
+ * gives it a CFNumber in one of the two orders). */
+static void weights_run(void) {
     test_rng r = { 5 };
     test_fill_uniform(&r, lin_w, 16 * 32, -0.5, 0.5);
     test_fill_uniform(&r, lin_b, 16, -0.5, 0.5);
@@ -751,10 +744,7 @@ static void case_framework(void) {
     if (!emit(&l, &e)) return;
     CHECK(e.w != NULL, "the linear program must carry a weight file");
     ane_rt_program *p = NULL;
-    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) == AF_OK, "baked weights, model folder elsewhere: %s",
-          af_error_message());
-    CHECK(tree_entries(root) >= 4, "the model's folder under -localModelPath holds model.mil, net.plist, weights/weight.bin: %d entries",
-          tree_entries(root));
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) == AF_OK, "baked weights: %s", af_error_message());
     if (p) {
         uint16_t *x = random_f16(&r, 128, -1, 1), y[64];
         double ref[64];
@@ -769,23 +759,77 @@ static void case_framework(void) {
         free(x);
     }
     ane_rt_release(p);
-    CHECK(tree_entries(root) == 0, "the model's folder must be gone after the last release (%d entries left)", tree_entries(root));
+    emitted_free(&e);
+    af_graph_free(l.g);
+}
 
-    /* a program the compiler refuses: the compiler's own text, and no folder left behind */
+static void case_weights(void) {
+    open_fake();
+    for (long order = 1; order <= 2; order++) {
+        fake.set("dict_order", order);
+        weights_run();
+    }
+}
+
+/* Mismatch 2: the files go where -localModelPath says (here not under
+ * NSTemporaryDirectory()), and the folder, with the framework's own files in it, is
+ * gone after the last release. */
+static void case_model_path(void) {
+    open_fake();
+    char root[1024];
+    snprintf(root, sizeof root, "%s/models", getenv("TMPDIR"));
+    mkdir(root, 0700);
+    fake.set_model_root(root);
+    graph_prog gp = small_prog(3);
+    emitted e;
+    if (!emit(&gp, &e)) return;
+    ane_rt_program *p = NULL;
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) == AF_OK, "model folder elsewhere: %s", af_error_message());
+    CHECK(tree_entries(root) >= 2, "the model's folder under -localModelPath holds model.mil and net.plist: %d entries",
+          tree_entries(root));
+    if (p) {
+        uint16_t x[128], y[128];
+        for (int i = 0; i < 128; i++) x[i] = 0x3c00; /* 1 */
+        const uint16_t *in[1] = { x };
+        uint16_t *out[1] = { y };
+        CHECK(ane_rt_eval(p, in, out) == AF_OK && f16(y[7]) == 3, "%s", af_error_message());
+    }
+    ane_rt_release(p);
+    CHECK(tree_entries(root) == 0, "the model's folder must be gone after the last release (%d entries left)", tree_entries(root));
+    fake.set_model_root(NULL);
+    emitted_free(&e);
+    af_graph_free(gp.g);
+}
+
+/* Mismatches 2 and 5: a program the compiler refuses leaves no folder behind (the
+ * framework saved net.plist into it before compiling), and the compiler's own message
+ * (under NSUnderlyingError) reaches the caller. */
+static void case_compile_failure(void) {
+    open_fake();
     static const char bad[] = "program(1.3)\n[buildInfo = dict<string, string>({{\"coremlc-version\", \"3500.14.1\"}})]\n{\n"
                               "    func main<ios18>(tensor<fp16, [1, 4, 1, 16]> x) {\n"
                               "        tensor<fp16, [1, 4, 1, 16]> y = no_such_op(x = x);\n"
                               "    } -> (y);\n}\n";
     ane_rt_ports ports = { .nin = 1, .nout = 1, .in_count = { 64 }, .out_count = { 64 } };
-    CHECK(ane_rt_compile(bad, sizeof bad - 1, NULL, 0, &ports, &p) == AF_ERR_UNSUPPORTED && !p, "an unknown op must not compile");
-    CHECK(contains(af_error_message(), "compilation failure") && contains(af_error_message(), "caused by") &&
-              contains(af_error_message(), "no_such_op"),
-          "the compiler's error (under NSUnderlyingError) must come through: %s", af_error_message());
-    printf("compile error: %s\n", af_error_message());
-    CHECK(tree_entries(root) == 0, "a failed compile left %d entries (the framework's net.plist among them) in %s",
-          tree_entries(root), root);
+    uint8_t blob[64] = { 0 }; /* a weight file too, for the framework to save */
+    for (long order = 1; order <= 2; order++) {
+        fake.set("dict_order", order);
+        ane_rt_program *p = NULL;
+        CHECK(ane_rt_compile(bad, sizeof bad - 1, blob, sizeof blob, &ports, &p) != AF_OK && !p, "an unknown op must not compile");
+        if (order == 1) {
+            CHECK(contains(af_error_message(), "no_such_op"), "the compiler's error (under NSUnderlyingError) must come through: %s",
+                  af_error_message());
+            printf("compile error: %s\n", af_error_message());
+        }
+        CHECK(tree_entries(getenv("TMPDIR")) == 0, "order %ld: a failed compile left %d entries (the framework's own files among "
+              "them) in %s", order, tree_entries(getenv("TMPDIR")), getenv("TMPDIR"));
+    }
+}
 
-    /* no inputs: the framework's request validation would refuse it at evaluate time */
+/* Mismatch 5: a program without inputs is refused before compiling (the framework's
+ * request validation would refuse every evaluation). */
+static void case_no_inputs(void) {
+    open_fake();
     graph_prog c = { .g = af_graph_new(), .nin = 0, .nout = 1 };
     float one[64];
     for (int i = 0; i < 64; i++) one[i] = 1;
@@ -793,15 +837,14 @@ static void case_framework(void) {
     emitted ec;
     if (emit(&c, &ec)) {
         long compiles = fake.compiles();
+        ane_rt_program *p = NULL;
         CHECK(ane_rt_compile(ec.mil, ec.len, ec.w, ec.wn, &ec.ports, &p) == AF_ERR_INVALID && !p &&
                   contains(af_error_message(), "at least one input") && fake.compiles() == compiles,
               "a program without inputs must be refused before compiling: %s", af_error_message());
+        ane_rt_release(p);
         emitted_free(&ec);
     }
     af_graph_free(c.g);
-    fake.set_model_root(NULL);
-    emitted_free(&e);
-    af_graph_free(l.g);
 }
 
 /* ---------------------------------------------------------------- layouts */
@@ -946,7 +989,9 @@ int main(int argc, char **argv) {
         { "trampoline", case_trampoline }, { "missing", case_missing }, { "programs", case_programs },
         { "cache", case_cache },           { "alias", case_alias },     { "budget", case_budget },
         { "load_retry", case_load_retry }, { "traps", case_traps },     { "device", case_device },
-        { "netplist", case_netplist },     { "framework", case_framework }, { "layouts", case_layouts },
+        { "netplist", case_netplist },     { "weights", case_weights },
+        { "model_path", case_model_path }, { "compile_failure", case_compile_failure }, { "no_inputs", case_no_inputs },
+        { "layouts", case_layouts },
     };
     int ran = 0;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)

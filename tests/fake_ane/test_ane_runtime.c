@@ -21,7 +21,18 @@
  *               no crash, cache hits still served
  *   load_retry  one failed load is retried; two give the framework's error text
  *   traps       the fake enforces each documented trap when driven directly
- *   device      the engine family follows the subtype the fake reports */
+ *   device      the engine family follows the subtype the fake reports
+ *   netplist    a net.plist program through the runtime against double
+ * and one case per mismatch of issue 31 (each seen failing on the runtime before it):
+ *   weights     baked weights compile and compute whichever key of an entry the
+ *               descriptor meets first
+ *   model_path  files staged under -localModelPath, wherever it is; gone after release
+ *   compile_failure  no folder left after a failed compile; the compiler's message
+ *               (under NSUnderlyingError) reaches the caller
+ *   no_inputs   refused before compiling (the request validation would refuse it)
+ *   layouts     surface sizes; padded rows and shuffled ports (and no attributes) give
+ *               ane-sim's bits
+ *   alias       (above) also with state copied instead of aliased */
 #define _DEFAULT_SOURCE 1
 #include "ane/darwin/ane_runtime.h"
 #include "ane/darwin/ane_ports.h"

@@ -3,7 +3,8 @@
  * loaded once through the private runtime (src/ane/darwin: its content-keyed cache
  * makes recompiling the same program free), and run on fp16 surfaces, one per MIL
  * argument and output in the shapes the program declares. Resident state is an output
- * surface aliased onto its input surface, so it never crosses to the host. A bridge
+ * surface aliased onto its input surface (or, where the runtime's state aliasing is off,
+ * copied into it after each run), so it never crosses to the caller. A bridge
  * segment (a plan of one bridge node, compile/segment.h) is its net.plist program
  * instead (ane/netplist.h), compiled through the runtime's net.plist path, one port per
  * source of the node (constant sources fed from the host) and one output. */

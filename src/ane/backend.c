@@ -3,7 +3,8 @@
  * loaded once through the private runtime (src/ane/darwin: its content-keyed cache
  * makes recompiling the same program free), and run on fp16 surfaces, one per MIL
  * argument and output in the shapes the program declares. Resident state is an output
- * surface aliased onto its input surface, so it never crosses to the host. A bridge
+ * surface aliased onto its input surface (or, where the runtime's state aliasing is off,
+ * copied into it after each run), so it never crosses to the caller. A bridge
  * segment (a plan of one bridge node, compile/segment.h) is its net.plist program
  * instead (ane/netplist.h), compiled through the runtime's net.plist path, one port per
  * source of the node (constant sources fed from the host) and one output. */
@@ -112,6 +113,11 @@ static af_status ane_validate(const backend_cfg *cfg, const compile_plan *p, cha
     if (p->nin > ANE_RT_MAX_PORTS || p->nout > ANE_RT_MAX_PORTS) {
         snprintf(msg, n, "the program has %d inputs and %d outputs; the runtime binds at most %d of each: split it into "
                  "several programs", p->nin, p->nout, ANE_RT_MAX_PORTS);
+        return AF_ERR_UNSUPPORTED;
+    }
+    if (p->nin == 0) { /* the framework's request validation refuses a request without inputs */
+        snprintf(msg, n, "the program has no inputs, and the Neural Engine evaluates only requests with at least one input "
+                 "surface: feed one of its values as an input, or compile it for AF_TARGET_CPU (its result is a constant)");
         return AF_ERR_UNSUPPORTED;
     }
     af_status st = ane_rules_validate(p, cfg->family, msg, n); /* the walls the real compiler has */

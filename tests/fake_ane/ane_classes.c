@@ -1,16 +1,36 @@
 /* The fake _ANE classes: _ANEInMemoryModelDescriptor, _ANEInMemoryModel, _ANERequest,
  * _ANEIOSurfaceObject and _ANEDeviceInfo, with the methods the runtime calls. The
  * program runs through aneforge's own MIL reader and CPU executor in fp16, reading
- * model.mil and weights/weight.bin from the model's temporary directory as the daemon
- * does. Every trap the references document fails here, clearly:
+ * model.mil and weights/weight.bin from the model's -localModelPath as the daemon
+ * does. It behaves as docs/fake-ane.md says the real framework does, each behaviour
+ * switchable with fake_ane_set() to model other OS versions (defaults: the strict one):
  *   MIL given as NSString      descriptor is nil (the real framework crashes)
- *   nil weights dictionary     the compile fails with no error object ("silent")
- *   files not staged           the compile fails naming the directory it read
+ *   weights_strict             nil weights: nil descriptor; an empty entry is refused; an
+ *                              entry's first value must be NSData (the real one sends it
+ *                              -bytes: a CFNumber there raises); the identifier hashes
+ *                              the first values. 0: the old reports ({offset, data}
+ *                              entries accepted, nil weights fail the compile silently)
+ *   dict_order                 which key of an entry the descriptor meets first (1: hash
+ *                              order, as an NSDictionary; 2: the other way; 0: as given)
+ *   framework_files            compile saves net.plist and each entry's first value
+ *                              under its first key into the model's folder; unload
+ *                              deletes the folder
+ *   model_root                 -localModelPath is <model_root>/<hexStringIdentifier>
+ *                              (default NSTemporaryDirectory())
+ *   files not staged           the compile fails naming the file it read
+ *   attributes                 -modelAttributes publishes LiveInputList/LiveOutputList
+ *   padded_rows                ... with RowStride rounded up to 64 bytes (and planes)
+ *   shuffled_ports             ... listing the ports in reverse declaration order: the
+ *                              request's indices are list positions
+ *   validate                   evaluate refuses a request without inputs or outputs,
+ *                              with 255 buffers or more, an index >= 255, procedure > 128
+ *   alias_surfaces             one surface may be an input and an output of a request
+ *   underlying_errors          compile errors wrap the compiler's under NSUnderlyingError
  *   compile budget             after FAKE_ANE_COMPILE_BUDGET (119) compiles per process
  *   load                       fake_ane_fail_loads(n) makes loads fail like a busy daemon
  *   unloaded model             evaluate fails
- *   surfaces                   count, index, size (each exactly its tensor's fp16 bytes)
- *                              and CPU locks are checked against the program
+ *   surfaces                   count, index, size (at least the layout's extent) and CPU
+ *                              locks are checked against the program
  * A net.plist program (+modelWithNetworkDescription:weights:optionsPlist:, weights keyed
  * weights.0 / weights.1, staged as net.plist and weights.N) is read with aneforge's
  * plist reader and rebuilt unit by unit from the project's ops (netplist_prog.c).
@@ -24,8 +44,12 @@
 #include "ir/fp16.h"
 #include "data/sha256.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +59,46 @@
 #define MAX_LOADED 128 /* programs loaded at once per process (ane-formats.md 4.4) */
 
 static atomic_long compiles, evaluations, budget = -1, loaded;
+/* The switches (fake_ane_set), strict by default. */
+static struct { const char *name; atomic_long on; } switches[] = {
+    { "weights_strict", 1 }, { "framework_files", 1 }, { "attributes", 1 },     { "padded_rows", 1 },
+    { "shuffled_ports", 1 }, { "validate", 1 },        { "alias_surfaces", 1 }, { "underlying_errors", 1 },
+    { "dict_order", 1 },
+};
+static char model_root[1024];
+
+int fake_ane_set(const char *name, long value);
+
+/* $FAKE_ANE_SET ("name=0,name=1"): the switches for a whole process, read once. */
+static void switches_from_env(void) {
+    const char *env = getenv("FAKE_ANE_SET");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", env ? env : "");
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq) {
+            *eq = 0;
+            fake_ane_set(item, atol(eq + 1));
+        }
+    }
+}
+
+static long sw(const char *name) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, switches_from_env);
+    for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
+        if (!strcmp(switches[i].name, name)) return atomic_load(&switches[i].on);
+    return 0;
+}
+
+int fake_ane_set(const char *name, long value) {
+    for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
+        if (!strcmp(switches[i].name, name)) {
+            atomic_store(&switches[i].on, value);
+            return 1;
+        }
+    return 0;
+}
 static atomic_int failing_loads;
 static char subtype[32] = "";
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -43,6 +107,12 @@ void fake_ane_set_compile_budget(long n) { atomic_store(&budget, n); }
 long fake_ane_compiles(void) { return atomic_load(&compiles); }
 long fake_ane_evaluations(void) { return atomic_load(&evaluations); }
 void fake_ane_fail_loads(int n) { atomic_store(&failing_loads, n); }
+void fake_ane_set_model_root(const char *dir) {
+    pthread_mutex_lock(&lock);
+    snprintf(model_root, sizeof model_root, "%s", dir ? dir : "");
+    pthread_mutex_unlock(&lock);
+}
+
 void fake_ane_set_subtype(const char *s) {
     pthread_mutex_lock(&lock);
     snprintf(subtype, sizeof subtype, "%s", s ? s : "");
@@ -186,24 +256,73 @@ static void desc_dealloc(void *o) {
     fake_release((void *)((fdesc *)o)->options);
 }
 
-/* weights: nil, or {"@model_path/...": {"offset": NSNumber, "data": NSData}}; for a
- * net.plist, keyed "weights.0" and "weights.1". */
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3u;
+    return h;
+}
+
+/* An entry's first value: what the real descriptor sends -bytes and -length (and saves
+ * under the entry's first key). An NSDictionary enumerates in an order of its hash
+ * table, not the order its entries were given in: dict_order 1 takes the key with the
+ * smallest FNV-1a hash first, 2 the largest, 0 the first given. */
+static CFTypeRef first_value(CFTypeRef e, const char **key) {
+    long order = sw("dict_order");
+    *key = NULL;
+    for (CFIndex i = 0; i < fake_dict_count(e); i++) {
+        const char *k = fake_string_text(fake_dict_key(e, i));
+        if (!k) continue;
+        if (!*key || (order == 1 && fnv1a(k) < fnv1a(*key)) || (order == 2 && fnv1a(k) > fnv1a(*key))) *key = k;
+    }
+    return *key ? fake_dict_get(e, *key) : NULL;
+}
+
+/* The bytes a weights entry contributes: its first value (strict) or its "data". */
+static const uint8_t *entry_bytes(CFTypeRef e, size_t *n) {
+    const char *k;
+    *n = 0;
+    return sw("weights_strict") ? fake_data_bytes(first_value(e, &k), n) : fake_data_bytes(fake_dict_get(e, "data"), n);
+}
+
+/* weights: a dictionary of entries keyed "@model_path/..." (MIL) or "weights.0" /
+ * "weights.1" (net.plist). Strict: nil is refused, and each entry is a non-empty
+ * dictionary whose first value is NSData. Old: nil passes here (the compile fails
+ * later) and each entry is {"offset": NSNumber, "data": NSData}. */
 static int weights_ok(CFTypeRef w, int netplist) {
-    if (!w) return 1;
+    int strict = (int)sw("weights_strict");
+    if (!w) {
+        if (strict) fake_note("+[_ANEInMemoryModelDescriptor ...:weights:optionsPlist:]: nil weights give a nil descriptor "
+                              "(pass an empty dictionary when there are none)");
+        return !strict;
+    }
     if (fake_dict_count(w) < 0) {
         fake_note("+[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]: weights is not a dictionary");
         return 0;
     }
     for (CFIndex i = 0; i < fake_dict_count(w); i++) {
-        const char *k = fake_string_text(fake_dict_key(w, i));
+        const char *k = fake_string_text(fake_dict_key(w, i)), *first;
         CFTypeRef e = k ? fake_dict_get(w, k) : NULL;
         int64_t off;
         size_t n;
         bool key_ok = k && (netplist ? !strcmp(k, "weights.0") || !strcmp(k, "weights.1") : !strncmp(k, "@model_path/", 12));
-        if (!key_ok || !fake_number(fake_dict_get(e, "offset"), &off) ||
-            !fake_data_bytes(fake_dict_get(e, "data"), &n)) {
+        if (!key_ok) {
+            fake_note("+[_ANEInMemoryModelDescriptor ...:weights:optionsPlist:]: weights key %ld must be %s", (long)i,
+                      netplist ? "\"weights.0\" or \"weights.1\"" : "an \"@model_path/...\" string");
+            return 0;
+        }
+        if (strict && fake_dict_count(e) < 1) {
+            fake_note("+[_ANEInMemoryModelDescriptor ...:weights:optionsPlist:]: weights[\"%s\"] is an empty entry (refused)", k);
+            return 0;
+        }
+        if (strict && !fake_data_bytes(first_value(e, &first), &n)) {
+            fake_note("+[_ANEInMemoryModelDescriptor ...:weights:optionsPlist:]: weights[\"%s\"]'s first value (under \"%s\") "
+                      "is not NSData: the real descriptor sends it -bytes and raises (unrecognized selector)", k,
+                      first ? first : "?");
+            return 0;
+        }
+        if (!strict && (!fake_number(fake_dict_get(e, "offset"), &off) || !fake_data_bytes(fake_dict_get(e, "data"), &n))) {
             fake_note("+[_ANEInMemoryModelDescriptor ...:weights:optionsPlist:]: weights entry %ld must map %s to "
-                      "{offset: NSNumber, data: NSData}", (long)i, netplist ? "\"weights.0\" or \"weights.1\"" : "an \"@model_path/...\" string");
+                      "{offset: NSNumber, data: NSData}", (long)i, k);
             return 0;
         }
     }
@@ -253,14 +372,72 @@ static struct objc_class c_desc = { &desc_meta, 0, "_ANEInMemoryModelDescriptor"
 
 enum { CREATED, COMPILED, LOADED };
 
+/* A port's layout on its surface: dims batch, channel, depth, height, width (the shape
+ * right-aligned, leading dims folded into the batch) and byte strides batch, plane,
+ * depth, row. */
+typedef struct { int64_t dim[5], stride[4]; size_t extent; } flayout;
+
+static flayout layout_of(const af_tensor *t, int padded) {
+    flayout l = { { 1, 1, 1, 1, 1 }, { 0 }, 0 };
+    int r = t->shape.rank;
+    for (int k = 0; k < r; k++) {
+        int slot = 5 - r + k;
+        if (slot < 0) l.dim[0] *= t->shape.dim[k];
+        else l.dim[slot] *= t->shape.dim[k];
+    }
+#define ALIGN64(x) (padded ? ((x) + 63) / 64 * 64 : (x))
+    l.stride[3] = ALIGN64(l.dim[4] * 2);
+    l.stride[2] = ALIGN64(l.stride[3] * l.dim[3]);
+#undef ALIGN64
+    l.stride[1] = l.stride[2] * l.dim[2];
+    l.stride[0] = l.stride[1] * l.dim[1];
+    l.extent = (size_t)(l.stride[0] * l.dim[0]);
+    return l;
+}
+
+/* Between a surface in layout l and packed fp16 values. */
+static void layout_copy(const flayout *l, uint8_t *surface, uint16_t *packed, int to_surface) {
+    size_t row = (size_t)l->dim[4] * 2;
+    for (int64_t b = 0; b < l->dim[0]; b++)
+        for (int64_t c = 0; c < l->dim[1]; c++)
+            for (int64_t d = 0; d < l->dim[2]; d++)
+                for (int64_t y = 0; y < l->dim[3]; y++, packed += l->dim[4]) {
+                    uint8_t *at = surface + b * l->stride[0] + c * l->stride[1] + d * l->stride[2] + y * l->stride[3];
+                    if (to_surface) memcpy(at, packed, row);
+                    else memcpy(packed, at, row);
+                }
+}
+
+/* rm -r (the framework deletes a model's folder on unload). */
+static void remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st)) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char child[1600];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            remove_tree(child);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else unlink(path);
+}
+
 typedef struct {
     struct objc_object h;
     fdesc *desc;
     int state;
     char hex[200];
+    char dir[1300];  /* -localModelPath */
     mil_module mod;
     af_model *prog;
     int out_u8;      /* a net.plist whose output is UInt8: 2-byte cells, the low byte the value */
+    /* what -modelAttributes publishes, fixed at load: per list position, the program port
+     * and its layout */
+    int in_port[MAX_PORTS], out_port[MAX_PORTS];
+    flayout in_lay[MAX_PORTS], out_lay[MAX_PORTS];
 } fmodel;
 
 static void model_dealloc(void *o) {
@@ -282,7 +459,8 @@ static id model_new(Class self, SEL op, id desc) {
     fake_retain(desc);
     m->desc = (fdesc *)desc;
     /* SHA-256(MIL) _ SHA-256(options) _ SHA-256(weights), as issue #24 of maderix/ANE reports
-     * (the fake hashes the options' keys and the weights' paths and bytes) */
+     * (the fake hashes the options' keys and each weights entry's first value, whose
+     * -bytes and -length the real descriptor reads) */
     uint8_t dg[32];
     char hx[3][65];
     size_t n;
@@ -300,15 +478,20 @@ static id model_new(Class self, SEL op, id desc) {
     data_sha256_init(&c);
     for (CFIndex i = 0; i < fake_dict_count(m->desc->weights); i++) {
         const char *k = fake_string_text(fake_dict_key(m->desc->weights, i));
-        const uint8_t *b = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, k), "data"), &n);
-        data_sha256_update(&c, k, strlen(k) + 1);
+        const uint8_t *b = entry_bytes(fake_dict_get(m->desc->weights, k), &n);
         data_sha256_update(&c, b, n);
     }
     data_sha256_final(&c, dg);
     data_sha256_hex(dg, hx[2]);
     snprintf(m->hex, sizeof m->hex, "%.64s_%.64s_%.64s", hx[0], hx[1], hx[2]);
+    pthread_mutex_lock(&lock);
+    if (model_root[0]) snprintf(m->dir, sizeof m->dir, "%s/%s", model_root, m->hex);
+    pthread_mutex_unlock(&lock);
+    if (!m->dir[0]) snprintf(m->dir, sizeof m->dir, "%s%s", fake_string_text(NSTemporaryDirectory()), m->hex);
     return fake_autorelease(m);
 }
+
+static id model_path(id self, SEL op) { (void)op; return fake_autorelease((void *)fake_string(((fmodel *)self)->dir)); }
 
 static id model_hex(id self, SEL op) { (void)op; return fake_autorelease((void *)fake_string(((fmodel *)self)->hex)); }
 
@@ -340,14 +523,14 @@ static id check_staged(fmodel *m, const char *dir) {
     char *text = read_file(path, &n);
     const uint8_t *want = fake_data_bytes(m->desc->mil, &want_n);
     if (!text)
-        return fake_error("ANECCompile() FAILED: cannot read %s: write %s (and the weights) into "
-                          "NSTemporaryDirectory()/<hexStringIdentifier>/ before compiling", path, main_file);
+        return fake_error("ANECCompile() FAILED: cannot read %s: write %s (and the weights) into the model's "
+                          "-localModelPath before compiling", path, main_file);
     bool same = n == want_n && !memcmp(text, want, n);
     free(text);
     if (!same) return fake_error("ANECCompile() FAILED: %s differs from the descriptor's MIL text", path);
     for (CFIndex i = 0; i < fake_dict_count(m->desc->weights); i++) {
         const char *k = fake_string_text(fake_dict_key(m->desc->weights, i));
-        const uint8_t *b = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, k), "data"), &want_n);
+        const uint8_t *b = entry_bytes(fake_dict_get(m->desc->weights, k), &want_n);
         snprintf(path, sizeof path, "%s/%s", dir, m->desc->netplist ? k : k + 12);
         char *disk = read_file(path, &n);
         same = disk && n == want_n && !memcmp(disk, b, n);
@@ -355,6 +538,49 @@ static id check_staged(fmodel *m, const char *dir) {
         if (!same) return fake_error("ANECCompile() FAILED: %s is missing or differs from the descriptor's weights[\"%s\"]", path, k);
     }
     return NULL;
+}
+
+/* A compiler failure: as the framework reports it, an error of its own with the
+ * compiler's under NSUnderlyingError (underlying_errors), or the compiler's text alone. */
+static id compile_error(const char *detail) {
+    if (!sw("underlying_errors")) return fake_error("ANECCompile() FAILED: %s", detail);
+    char copy[900];
+    snprintf(copy, sizeof copy, "%s", detail); /* detail may be the last error fake_error overwrites */
+    id under = fake_error("ANECCompile() FAILED: %s", copy);
+    return fake_error_wrap(under, "Error Domain=com.apple.appleneuralengine Code=3 \"-[_ANEInMemoryModel compileWithQoS:"
+                                  "options:error:]: compilation failure\"");
+}
+
+static void write_whole(const char *path, const void *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        if (n) fwrite(b, 1, n, f);
+        fclose(f);
+    }
+}
+
+/* What the framework saves itself on compile: the descriptor's text as net.plist (MIL
+ * too), and each weights entry's first value under the entry's first key. */
+static void save_model_files(fmodel *m) {
+    char path[1600];
+    size_t n;
+    mkdir(m->dir, 0700);
+    const uint8_t *text = fake_data_bytes(m->desc->mil, &n);
+    snprintf(path, sizeof path, "%s/net.plist", m->dir);
+    write_whole(path, text, n);
+    for (CFIndex i = 0; i < fake_dict_count(m->desc->weights); i++) {
+        const char *k;
+        const uint8_t *b = fake_data_bytes(first_value(fake_dict_get(m->desc->weights, fake_string_text(fake_dict_key(m->desc->weights, i))), &k), &n);
+        if (!b || strstr(k, "..") || k[0] == '/') continue;
+        snprintf(path, sizeof path, "%s/%s", m->dir, k);
+        char *slash = strrchr(path, '/');
+        if (slash && slash > path + strlen(m->dir)) { /* weights/weight.bin: its folder first */
+            *slash = 0;
+            mkdir(path, 0700);
+            *slash = '/';
+        }
+        write_whole(path, b, n);
+    }
 }
 
 static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
@@ -370,23 +596,21 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
         fake_note("compileWithQoS: failed silently: the descriptor's weights dictionary was nil (pass an empty dictionary)");
         return fail(err, NULL);
     }
-    char dir[1200];
-    const char *tmp = fake_string_text(NSTemporaryDirectory());
-    snprintf(dir, sizeof dir, "%s%s", tmp, m->hex);
-    id e = check_staged(m, dir);
+    id e = check_staged(m, m->dir);
     if (e) return fail(err, e);
+    if (sw("framework_files")) save_model_files(m);
     size_t n;
     const char *text = (const char *)fake_data_bytes(m->desc->mil, &n);
     if (m->desc->netplist) {
         size_t w0n = 0, w1n = 0;
-        const uint8_t *w0 = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, "weights.0"), "data"), &w0n);
-        const uint8_t *w1 = fake_data_bytes(fake_dict_get(fake_dict_get(m->desc->weights, "weights.1"), "data"), &w1n);
+        const uint8_t *w0 = entry_bytes(fake_dict_get(m->desc->weights, "weights.0"), &w0n);
+        const uint8_t *w1 = entry_bytes(fake_dict_get(m->desc->weights, "weights.1"), &w1n);
         char why[600] = "";
         if (!fake_netplist_build((const uint8_t *)text, n, w0, w0n, w1, w1n, &m->mod, &m->out_u8, why, sizeof why))
-            return fail(err, fake_error("ANECCompile() FAILED: %s", why));
+            return fail(err, compile_error(why));
     } else {
-        mil_read_opts ro = { .source_name = "model.mil", .model_dir = dir };
-        if (mil_parse(text, n, &ro, &m->mod)) return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
+        mil_read_opts ro = { .source_name = "model.mil", .model_dir = m->dir };
+        if (mil_parse(text, n, &ro, &m->mod)) return fail(err, compile_error(af_error_message()));
     }
     if (m->mod.nin > MAX_PORTS || m->mod.nout > MAX_PORTS)
         return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
@@ -395,9 +619,23 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = ane_rt_family_of_subtype(current_subtype()),
                            .threads = 1, .via_mil = -1, .precision_check_off = 1 }; /* a host heuristic, not the engine's */
     if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
-        return fail(err, fake_error("ANECCompile() FAILED: %s", af_error_message()));
+        return fail(err, compile_error(af_error_message()));
     m->state = COMPILED;
     return YES;
+}
+
+/* The live port lists, fixed at load: list position j holds port j, or port n-1-j
+ * (shuffled_ports), in the padded or packed layout. */
+static void plan_ports(fmodel *m) {
+    int shuffled = (int)sw("shuffled_ports"), padded = (int)sw("padded_rows");
+    for (int j = 0; j < m->mod.nin; j++) {
+        m->in_port[j] = shuffled ? m->mod.nin - 1 - j : j;
+        m->in_lay[j] = layout_of(m->mod.in[m->in_port[j]], padded);
+    }
+    for (int j = 0; j < m->mod.nout; j++) {
+        m->out_port[j] = shuffled ? m->mod.nout - 1 - j : j;
+        m->out_lay[j] = layout_of(m->mod.out[m->out_port[j]], padded);
+    }
 }
 
 static BOOL model_load(id self, SEL op, unsigned qos, id options, id *err) {
@@ -414,6 +652,7 @@ static BOOL model_load(id self, SEL op, unsigned qos, id options, id *err) {
         atomic_fetch_sub(&loaded, 1);
         return fail(err, fake_error("ANEProgramLoad() failed: %d programs are loaded in this process; unload one first", MAX_LOADED));
     }
+    plan_ports(m);
     m->state = LOADED;
     return YES;
 }
@@ -424,11 +663,90 @@ static BOOL model_unload(id self, SEL op, unsigned qos, id *err) {
     if (m->state != LOADED) return fail(err, fake_error("unloadWithQoS: the model is not loaded"));
     atomic_fetch_sub(&loaded, 1);
     m->state = COMPILED;
+    if (sw("framework_files")) remove_tree(m->dir);
     return YES;
 }
 
-/* The surface bound to port i of the program (inputs or outputs), checked. */
-static id bind(fmodel *m, CFTypeRef objs, CFTypeRef idx, int is_in, uint8_t **base) {
+/* ---------------------------------------------------------------- -modelAttributes */
+
+static void set_num(CFTypeRef *keys, CFTypeRef *vals, int *n, const char *k, int64_t v) {
+    keys[*n] = fake_string(k);
+    vals[*n] = CFNumberCreate(NULL, kCFNumberSInt64Type, &v);
+    (*n)++;
+}
+
+static CFTypeRef port_entry(const char *symbol, const flayout *l) {
+    CFTypeRef keys[12], vals[12];
+    int n = 0;
+    keys[n] = fake_string("Symbol");
+    vals[n++] = fake_string(symbol);
+    static const char *const dims[5] = { "Batches", "Channels", "Depth", "Height", "Width" };
+    static const char *const strides[4] = { "BatchStride", "PlaneStride", "DepthStride", "RowStride" };
+    for (int k = 0; k < 5; k++) set_num(keys, vals, &n, dims[k], l->dim[k]);
+    for (int k = 0; k < 4; k++) set_num(keys, vals, &n, strides[k], l->stride[k]);
+    CFTypeRef d = CFDictionaryCreate(NULL, (const void **)keys, (const void **)vals, n, &kCFTypeDictionaryKeyCallBacks,
+                                     &kCFTypeDictionaryValueCallBacks);
+    for (int i = 0; i < n; i++) {
+        fake_release((void *)keys[i]);
+        fake_release((void *)vals[i]);
+    }
+    return d;
+}
+
+static CFTypeRef port_list(fmodel *m, int inputs) {
+    int n = inputs ? m->mod.nin : m->mod.nout;
+    CFTypeRef *items = calloc((size_t)n + 1, sizeof *items);
+    for (int j = 0; items && j < n; j++) {
+        int port = inputs ? m->in_port[j] : m->out_port[j];
+        items[j] = port_entry(inputs ? m->mod.in_names[port] : m->mod.out_names[port], inputs ? &m->in_lay[j] : &m->out_lay[j]);
+    }
+    CFTypeRef a = items ? CFArrayCreate(NULL, (const void **)items, n, &kCFTypeArrayCallBacks) : NULL;
+    for (int j = 0; items && j < n; j++) fake_release((void *)items[j]);
+    free(items);
+    return a;
+}
+
+/* {NetworkStatusList: [{LiveInputList: [...], LiveOutputList: [...]}]} once loaded. */
+static id model_attributes(id self, SEL op) {
+    (void)op;
+    fmodel *m = (fmodel *)self;
+    if (m->state != LOADED || !sw("attributes")) return NULL;
+    CFTypeRef keys[2] = { fake_string("LiveInputList"), fake_string("LiveOutputList") };
+    CFTypeRef vals[2] = { port_list(m, 1), port_list(m, 0) };
+    CFTypeRef net = CFDictionaryCreate(NULL, (const void **)keys, (const void **)vals, 2, &kCFTypeDictionaryKeyCallBacks,
+                                       &kCFTypeDictionaryValueCallBacks);
+    CFTypeRef list = CFArrayCreate(NULL, (const void **)&net, 1, &kCFTypeArrayCallBacks);
+    CFTypeRef top_key = fake_string("NetworkStatusList");
+    CFTypeRef top = CFDictionaryCreate(NULL, (const void **)&top_key, (const void **)&list, 1, &kCFTypeDictionaryKeyCallBacks,
+                                       &kCFTypeDictionaryValueCallBacks);
+    CFTypeRef all[6] = { keys[0], keys[1], vals[0], vals[1], net, list };
+    for (int i = 0; i < 6; i++) fake_release((void *)all[i]);
+    fake_release((void *)top_key);
+    return fake_autorelease((void *)top);
+}
+
+/* ---------------------------------------------------------------- evaluate */
+
+/* -[_ANERequest validate], as the real evaluate runs it. */
+static id validate(frequest *r) {
+    CFIndex ni = fake_array_count(r->ins), no = fake_array_count(r->outs);
+    int64_t proc = 0;
+    fake_number(r->proc, &proc);
+    if (ni < 1 || no < 1) return fake_error("evaluate: -[_ANERequest validate]: a request needs inputs and outputs (%ld, %ld)", (long)ni, (long)no);
+    if (ni + no >= 255) return fake_error("evaluate: -[_ANERequest validate]: %ld buffers; fewer than 255 allowed", (long)(ni + no));
+    for (int o = 0; o < 2; o++)
+        for (CFIndex k = 0; k < (o ? no : ni); k++) {
+            int64_t i = 0;
+            fake_number(fake_array_get(o ? r->out_idx : r->in_idx, k), &i);
+            if (i < 0 || i >= 255) return fake_error("evaluate: -[_ANERequest validate]: index %lld is not below 255", (long long)i);
+        }
+    if (proc < 0 || proc > 128) return fake_error("evaluate: -[_ANERequest validate]: procedure index %lld above 128", (long long)proc);
+    return NULL;
+}
+
+/* The surfaces of a request's inputs or outputs, by the program's port: list position
+ * i (the request's index) is port in_port[i]. */
+static id bind(fmodel *m, CFTypeRef objs, CFTypeRef idx, int is_in, uint8_t **base, const flayout **lay) {
     int n = is_in ? m->mod.nin : m->mod.nout;
     const char *what = is_in ? "input" : "output";
     if (fake_array_count(objs) != n)
@@ -437,16 +755,18 @@ static id bind(fmodel *m, CFTypeRef objs, CFTypeRef idx, int is_in, uint8_t **ba
     for (int k = 0; k < n; k++) {
         int64_t i;
         fake_number(fake_array_get(idx, k), &i);
-        if (i < 0 || i >= n || base[i])
+        if (i < 0 || i >= n || base[is_in ? m->in_port[i] : m->out_port[i]])
             return fake_error("evaluate: %s index %lld is out of range or bound twice", what, (long long)i);
-        af_tensor *t = is_in ? m->mod.in[i] : m->mod.out[i];
-        const char *name = is_in ? m->mod.in_names[i] : m->mod.out_names[i];
-        size_t need = (size_t)af_shape_count(t->shape) * 2, have;
+        int port = is_in ? m->in_port[i] : m->out_port[i];
+        const flayout *l = is_in ? &m->in_lay[i] : &m->out_lay[i];
+        const char *name = is_in ? m->mod.in_names[port] : m->mod.out_names[port];
+        size_t have;
         int locked;
-        fake_surface(((fsurfobj *)fake_array_get(objs, k))->s, &base[i], &have, &locked);
-        if (have != need)
-            return fake_error("evaluate: %s surface %d (%s) holds %zu bytes; the program declares %zu (fp16 elements of its "
-                              "shape): surfaces bound in the wrong order or sized for another tensor", what, k, name, have, need);
+        fake_surface(((fsurfobj *)fake_array_get(objs, k))->s, &base[port], &have, &locked);
+        lay[port] = l;
+        if (have < l->extent)
+            return fake_error("evaluate: %s surface %d (%s) holds %zu bytes; its layout needs at least %zu: surfaces bound "
+                              "in the wrong order or sized for another tensor", what, k, name, have, l->extent);
         if (locked) return fake_error("evaluate: %s surface %d (%s) is still locked by the CPU", what, k, name);
     }
     return NULL;
@@ -460,32 +780,46 @@ static BOOL model_evaluate(id self, SEL op, unsigned qos, id options, id request
     if (!fake_is(request, &c_request)) return fail(err, fake_error("evaluate: the request is not an _ANERequest"));
     frequest *r = (frequest *)request;
     uint8_t *ib[MAX_PORTS], *ob[MAX_PORTS];
-    id e = bind(m, r->ins, r->in_idx, 1, ib);
-    if (!e) e = bind(m, r->outs, r->out_idx, 0, ob);
+    const flayout *il[MAX_PORTS], *ol[MAX_PORTS];
+    id e = sw("validate") ? validate(r) : NULL;
+    if (!e) e = bind(m, r->ins, r->in_idx, 1, ib, il);
+    if (!e) e = bind(m, r->outs, r->out_idx, 0, ob, ol);
+    for (int o = 0; !e && !sw("alias_surfaces") && o < m->mod.nout; o++)
+        for (int i = 0; i < m->mod.nin; i++)
+            if (ob[o] == ib[i]) {
+                e = fake_error("evaluate: output %d's surface is also input %d's: this framework refuses one surface in both lists", o, i);
+                break;
+            }
     if (e) return fail(err, e);
     /* inputs are read whole before any output is written: an output may be an input's surface */
     af_buffer in[MAX_PORTS], out[MAX_PORTS];
-    uint16_t *copies[MAX_PORTS] = { 0 };
+    uint16_t *copies[MAX_PORTS] = { 0 }, *results[MAX_PORTS] = { 0 };
     bool ok = true;
     for (int i = 0; i < m->mod.nin; i++) {
         int64_t n = af_shape_count(m->mod.in[i]->shape);
         ok &= (copies[i] = malloc((size_t)n * 2)) != NULL;
-        if (copies[i]) memcpy(copies[i], ib[i], (size_t)n * 2);
+        if (copies[i]) layout_copy(il[i], ib[i], copies[i], 0);
         in[i] = (af_buffer){ copies[i], AF_F16, n };
     }
-    for (int i = 0; i < m->mod.nout; i++) out[i] = (af_buffer){ ob[i], AF_F16, af_shape_count(m->mod.out[i]->shape) };
+    for (int i = 0; i < m->mod.nout; i++) {
+        int64_t n = af_shape_count(m->mod.out[i]->shape);
+        ok &= (results[i] = malloc((size_t)n * 2)) != NULL;
+        out[i] = (af_buffer){ results[i], AF_F16, n };
+    }
     ok = ok && af_run(m->prog, in, out) == AF_OK;
     const char *why = ok ? "" : af_error_message();
-    for (int i = 0; i < m->mod.nin; i++) free(copies[i]);
-    if (!ok) return fail(err, fake_error("evaluate: the program failed: %s", why));
-    if (m->out_u8) { /* the engine writes the UInt8 value into the low byte of each 2-byte cell */
-        uint16_t *cell = (uint16_t *)ob[0];
-        for (int64_t k = 0; k < out[0].count; k++) {
-            float v;
-            ir_f16_to_f32_array(&cell[k], &v, 1);
-            cell[k] = (uint16_t)(uint8_t)v;
-        }
+    for (int i = 0; ok && i < m->mod.nout; i++) {
+        if (m->out_u8) /* the engine writes the UInt8 value into the low byte of each 2-byte cell */
+            for (int64_t k = 0; k < out[i].count; k++) {
+                float v;
+                ir_f16_to_f32_array(&results[i][k], &v, 1);
+                results[i][k] = (uint16_t)(uint8_t)v;
+            }
+        layout_copy(ol[i], ob[i], results[i], 1);
     }
+    for (int i = 0; i < m->mod.nin; i++) free(copies[i]);
+    for (int i = 0; i < m->mod.nout; i++) free(results[i]);
+    if (!ok) return fail(err, fake_error("evaluate: the program failed: %s", why));
     atomic_fetch_add(&evaluations, 1);
     return YES;
 }
@@ -497,9 +831,11 @@ static const fake_method model_im[] = {
     { "loadWithQoS:options:error:", (void (*)(void))model_load },
     { "evaluateWithQoS:options:request:error:", (void (*)(void))model_evaluate },
     { "unloadWithQoS:error:", (void (*)(void))model_unload },
+    { "localModelPath", (void (*)(void))model_path },
+    { "modelAttributes", (void (*)(void))model_attributes },
 };
 static struct objc_class model_meta = { NULL, 0, "_ANEInMemoryModel", NULL, model_cm, 1, 0, NULL, 1 };
-static struct objc_class c_model = { &model_meta, 0, "_ANEInMemoryModel", &fake_NSObject, model_im, 5, 0, model_dealloc, 0 };
+static struct objc_class c_model = { &model_meta, 0, "_ANEInMemoryModel", &fake_NSObject, model_im, 7, 0, model_dealloc, 0 };
 
 /* ---------------------------------------------------------------- _ANEDeviceInfo */
 

@@ -18,7 +18,7 @@ typedef struct { struct objc_object h; uint8_t *bytes; size_t n; } fdata;
 typedef struct { struct objc_object h; int64_t v; } fnumber;
 typedef struct { struct objc_object h; CFIndex n; int retains; CFTypeRef *keys, *vals; } fdict;
 typedef struct { struct objc_object h; CFIndex n; int retains; CFTypeRef *vals; } farray;
-typedef struct { struct objc_object h; CFStringRef text; } fnserror;
+typedef struct { struct objc_object h; CFStringRef text; CFDictionaryRef info; } fnserror;
 
 const CFAllocatorRef kCFAllocatorDefault = NULL;
 const CFDictionaryKeyCallBacks kCFTypeDictionaryKeyCallBacks = { 0 };
@@ -53,12 +53,17 @@ static void array_dealloc(void *o) {
     for (CFIndex i = 0; a->retains && i < a->n; i++) fake_release((void *)a->vals[i]);
     free(a->vals);
 }
-static void error_dealloc(void *o) { fake_release((void *)((fnserror *)o)->text); }
+static void error_dealloc(void *o) {
+    fake_release((void *)((fnserror *)o)->text);
+    fake_release((void *)((fnserror *)o)->info);
+}
 
 static id error_text(id self, SEL op) { (void)op; return (id)((fnserror *)self)->text; }
+static id error_info(id self, SEL op) { (void)op; return (id)((fnserror *)self)->info; }
 static const fake_method error_methods[] = {
     { "localizedDescription", (void (*)(void))error_text },
     { "description", (void (*)(void))error_text },
+    { "userInfo", (void (*)(void))error_info },
 };
 
 struct objc_class fake_CFString = { NULL, 0, "__NSCFString", &fake_NSObject, NULL, 0, TYPE_STRING, string_dealloc, 0 };
@@ -66,7 +71,7 @@ struct objc_class fake_CFData = { NULL, 0, "__NSCFData", &fake_NSObject, NULL, 0
 struct objc_class fake_CFNumber = { NULL, 0, "__NSCFNumber", &fake_NSObject, NULL, 0, TYPE_NUMBER, NULL, 0 };
 struct objc_class fake_CFDictionary = { NULL, 0, "__NSCFDictionary", &fake_NSObject, NULL, 0, TYPE_DICT, dict_dealloc, 0 };
 struct objc_class fake_CFArray = { NULL, 0, "__NSCFArray", &fake_NSObject, NULL, 0, TYPE_ARRAY, array_dealloc, 0 };
-struct objc_class fake_NSError = { NULL, 0, "NSError", &fake_NSObject, error_methods, 2, TYPE_ERROR, error_dealloc, 0 };
+struct objc_class fake_NSError = { NULL, 0, "NSError", &fake_NSObject, error_methods, 3, TYPE_ERROR, error_dealloc, 0 };
 
 static void check_allocator(CFAllocatorRef a, const char *fn) {
     if (a != NULL) fake_note("%s: the fake knows only the default allocator (pass NULL or kCFAllocatorDefault)", fn);
@@ -189,6 +194,45 @@ CFArrayRef CFArrayCreate(CFAllocatorRef alloc, const void **values, CFIndex numV
     return (CFArrayRef)o;
 }
 
+CFTypeID CFDictionaryGetTypeID(void) { return TYPE_DICT; }
+CFTypeID CFArrayGetTypeID(void) { return TYPE_ARRAY; }
+CFTypeID CFNumberGetTypeID(void) { return TYPE_NUMBER; }
+
+/* CF crashes on a wrong type; the fake says so and aborts, so a test cannot pass over it. */
+static void need(int ok, const char *fn) {
+    if (ok) return;
+    fprintf(stderr, "fake AppleNeuralEngine: %s on an object of another type: CoreFoundation would crash here\n", fn);
+    abort();
+}
+
+const void *CFDictionaryGetValue(CFDictionaryRef d, const void *key) {
+    need(fake_dict_count(d) >= 0, "CFDictionaryGetValue");
+    const char *k = fake_string_text(key);
+    for (CFIndex i = 0; i < ((const fdict *)d)->n; i++) {
+        CFTypeRef ki = ((const fdict *)d)->keys[i];
+        if (ki == key || (k && fake_string_text(ki) && !strcmp(k, fake_string_text(ki)))) return ((const fdict *)d)->vals[i];
+    }
+    return NULL;
+}
+
+CFIndex CFArrayGetCount(CFArrayRef a) {
+    need(fake_array_count(a) >= 0, "CFArrayGetCount");
+    return fake_array_count(a);
+}
+
+const void *CFArrayGetValueAtIndex(CFArrayRef a, CFIndex i) {
+    need(fake_array_count(a) >= 0 && i >= 0 && i < fake_array_count(a), "CFArrayGetValueAtIndex (or an index out of range)");
+    return fake_array_get(a, i);
+}
+
+Boolean CFNumberGetValue(CFNumberRef n, CFNumberType type, void *v) {
+    int64_t x;
+    need(fake_number(n, &x), "CFNumberGetValue");
+    if (type != kCFNumberSInt64Type || !v) return 0;
+    memcpy(v, &x, sizeof x);
+    return 1;
+}
+
 /* ---------------------------------------------------------------- accessors for the fake */
 
 const char *fake_string_text(CFTypeRef s) { return fake_is(s, &fake_CFString) ? ((const fstring *)s)->s : NULL; }
@@ -219,15 +263,33 @@ CFTypeRef fake_dict_get(CFTypeRef d, const char *key) {
 CFIndex fake_array_count(CFTypeRef a) { return fake_is(a, &fake_CFArray) ? ((const farray *)a)->n : -1; }
 CFTypeRef fake_array_get(CFTypeRef a, CFIndex i) { return ((const farray *)a)->vals[i]; }
 
+static id make_error(id under) {
+    fnserror *e = fake_new(&fake_NSError, sizeof *e);
+    if (e && !(e->text = fake_string(last_error))) {
+        fake_release(e);
+        return NULL;
+    }
+    if (e) { /* userInfo: {NSUnderlyingError: under} or empty, as NSError's */
+        CFStringRef k = fake_string("NSUnderlyingError");
+        const void *keys[1] = { k }, *vals[1] = { under };
+        e->info = CFDictionaryCreate(NULL, keys, vals, under ? 1 : 0, &kCFTypeDictionaryKeyCallBacks, &kCFTypeDictionaryValueCallBacks);
+        fake_release((void *)k);
+    }
+    return fake_autorelease(e);
+}
+
 id fake_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    fnserror *e = fake_new(&fake_NSError, sizeof *e);
-    if (e && !(e->text = fake_string(last_error))) {
-        fake_release(e);
-        e = NULL;
-    }
-    return fake_autorelease(e);
+    return make_error(NULL);
+}
+
+id fake_error_wrap(id under, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return make_error(under);
 }

@@ -66,6 +66,8 @@ FAKE_HIDDEN CFTypeRef fake_array_get(CFTypeRef a, CFIndex i);
 /* An autoreleased NSError whose localizedDescription is the formatted text; also
  * recorded as the fake's last error. */
 FAKE_HIDDEN id fake_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with userInfo {NSUnderlyingError: under}: how the framework wraps the compiler's error. */
+FAKE_HIDDEN id fake_error_wrap(id under, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 FAKE_HIDDEN void fake_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* IOSurface internals (iosurface.c). */

@@ -20,7 +20,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   target_include_directories(test_ane_runtime PRIVATE ${FAKE_DIR})
   target_compile_definitions(test_ane_runtime PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>" AF_SOURCE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   add_dependencies(test_ane_runtime fake_ane)
-  foreach(case trampoline missing programs cache alias budget load_retry traps device netplist)
+  foreach(case trampoline missing programs cache alias budget load_retry traps device netplist weights model_path compile_failure no_inputs layouts)
     add_test(NAME ane_runtime_${case} COMMAND test_ane_runtime ${case})
     set_tests_properties(ane_runtime_${case} PROPERTIES TIMEOUT 120
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16")
@@ -36,7 +36,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   target_include_directories(test_ane_runtime_linked BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests/darwin_stubs ${FAKE_DIR})
   target_compile_definitions(test_ane_runtime_linked PRIVATE ANE_RT_LINKED=1 AF_FAKE_ANE="$<TARGET_FILE:fake_ane>" AF_SOURCE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   target_link_libraries(test_ane_runtime_linked PRIVATE fake_ane af_test_support)
-  foreach(case trampoline programs cache alias budget load_retry traps device netplist)
+  foreach(case trampoline programs cache alias budget load_retry traps device netplist weights model_path compile_failure no_inputs layouts)
     add_test(NAME ane_runtime_linked_${case} COMMAND test_ane_runtime_linked ${case})
     set_tests_properties(ane_runtime_linked_${case} PROPERTIES TIMEOUT 120
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16")
@@ -49,7 +49,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   target_include_directories(test_ane_backend PRIVATE ${FAKE_DIR})
   target_compile_definitions(test_ane_backend PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
   add_dependencies(test_ane_backend fake_ane)
-  foreach(case ops family state budget train bridges)
+  foreach(case ops family state state_copy budget train train_copy bridges)
     add_test(NAME ane_backend_${case} COMMAND test_ane_backend ${case})
     set_tests_properties(ane_backend_${case} PROPERTIES TIMEOUT 300
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000;FAKE_ANE_SUBTYPE=h16")

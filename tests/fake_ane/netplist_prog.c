@@ -2,6 +2,7 @@
  * checked as a single-procedure program (netplist_parse), and rebuilt as an IR graph
  * unit by unit from the project's own ops (netplist_graph); the caller compiles that
  * graph for ane-sim, so a bridge op run this way gives ane-sim's bits. */
+#define _DEFAULT_SOURCE 1 /* strdup */
 #include "fake_netplist.h"
 
 #include "netplist/netplist.h"
@@ -30,7 +31,8 @@ int fake_netplist_build(const uint8_t *xml, size_t len, const uint8_t *w0, size_
     if (ok) {
         mod->nin = p.ninputs;
         for (int k = 0; k < p.ninputs; k++) mod->in_names[k] = mod->in[k]->name;
-        mod->out_names[0] = "y";
+        mod->out_names[0] = ir_graph_own(g, strdup(p.units[p.nunits - 1].name)); /* OutputList's Name */
+        ok = mod->out_names[0] != NULL;
         mod->nout = 1;
         *out_u8 = p.units[p.nunits - 1].out_u8; /* evaluate writes its result as UInt8 cells */
     }

@@ -21,9 +21,21 @@
  *               no crash, cache hits still served
  *   load_retry  one failed load is retried; two give the framework's error text
  *   traps       the fake enforces each documented trap when driven directly
- *   device      the engine family follows the subtype the fake reports */
+ *   device      the engine family follows the subtype the fake reports
+ *   netplist    a net.plist program through the runtime against double
+ * and one case per mismatch of issue 31 (each seen failing on the runtime before it):
+ *   weights     baked weights compile and compute whichever key of an entry the
+ *               descriptor meets first
+ *   model_path  files staged under -localModelPath, wherever it is; gone after release
+ *   compile_failure  no folder left after a failed compile; the compiler's message
+ *               (under NSUnderlyingError) reaches the caller
+ *   no_inputs   refused before compiling (the request validation would refuse it)
+ *   layouts     surface sizes; padded rows and shuffled ports (and no attributes) give
+ *               ane-sim's bits
+ *   alias       (above) also with state copied instead of aliased */
 #define _DEFAULT_SOURCE 1
 #include "ane/darwin/ane_runtime.h"
+#include "ane/darwin/ane_ports.h"
 #include "ane/darwin/apple_api.h"
 #include "mil/mil.h"
 #include "fake_ane_control.h"
@@ -50,6 +62,8 @@ static struct {
     long (*evaluations)(void);
     long (*live_objects)(void);
     const char *(*last_error)(void);
+    int (*set)(const char *, long);
+    void (*set_model_root)(const char *);
 } fake;
 
 static void open_fake(void) {
@@ -67,7 +81,10 @@ static void open_fake(void) {
     *(void **)&fake.evaluations = dlsym(h, "fake_ane_evaluations");
     *(void **)&fake.live_objects = dlsym(h, "fake_ane_live_objects");
     *(void **)&fake.last_error = dlsym(h, "fake_ane_last_error");
-    CHECK(fake.last_error && fake.live_objects && fake.set_subtype, "the fake exports no control functions");
+    *(void **)&fake.set = dlsym(h, "fake_ane_set");
+    *(void **)&fake.set_model_root = dlsym(h, "fake_ane_set_model_root");
+    CHECK(fake.last_error && fake.live_objects && fake.set_subtype && fake.set && fake.set_model_root,
+          "the fake exports no control functions");
     /* the private aneforge inside the fake must not be visible */
     CHECK(dlsym(h, "af_compile") == NULL && dlsym(h, "mil_parse") == NULL, "the fake exports aneforge's symbols");
     dlclose(h);
@@ -323,8 +340,9 @@ static void case_cache(void) {
 
 /* ---------------------------------------------------------------- resident alias */
 
-static void case_alias(void) {
-    open_fake();
+/* Three resident steps of state += delta; want_aliased: whether the output must share
+ * the input's surface; fails_with: the evaluate error expected instead (NULL: none). */
+static void alias_run(int want_aliased, const char *fails_with) {
     graph_prog gp = { .g = af_graph_new(), .nin = 2, .nout = 2 };
     gp.in[0] = af_input(gp.g, "state", AF_F16, AF_SHAPE(1, 4, 1, 16));
     gp.in[1] = af_input(gp.g, "delta", AF_F16, AF_SHAPE(1, 4, 1, 16));
@@ -339,6 +357,8 @@ static void case_alias(void) {
         CHECK(ane_rt_alias(p, 1, state_port) != AF_OK && contains(af_error_message(), "differ in size"),
               "aliasing a 1-value output onto a 64-value input must be refused: %s", af_error_message());
         CHECK(ane_rt_alias(p, 0, state_port) == AF_OK, "%s", af_error_message());
+        CHECK(ane_rt_output_aliased(p, 0) == want_aliased, "output 0 aliased: %d, want %d", ane_rt_output_aliased(p, 0),
+              want_aliased);
         uint16_t s0[64], d[64], back[64], sum;
         for (int i = 0; i < 64; i++) {
             s0[i] = 0x3c00 + (uint16_t)(i % 4 << 8); /* 1, 2, 4, 8 ... small exact values */
@@ -351,6 +371,15 @@ static void case_alias(void) {
         uint16_t *out[2] = { NULL, &sum };
         double want_sum = 0;
         for (int i = 0; i < 64; i++) want_sum += f16(s0[i]);
+        if (fails_with) {
+            CHECK(ane_rt_eval(p, in, out) != AF_OK && contains(af_error_message(), fails_with),
+                  "evaluate must fail with '%s': %s", fails_with, af_error_message());
+            printf("alias refused: %s\n", af_error_message());
+            ane_rt_release(p);
+            emitted_free(&e);
+            af_graph_free(gp.g);
+            return;
+        }
         for (int step = 0; step < 3; step++) {
             CHECK(ane_rt_eval(p, in, out) == AF_OK, "%s", af_error_message());
             CHECK(f16(sum) == want_sum + 32 * step, "step %d: the program read state summing to %g, want %g", step, f16(sum),
@@ -364,6 +393,21 @@ static void case_alias(void) {
     }
     emitted_free(&e);
     af_graph_free(gp.g);
+}
+
+/* Mismatch 6: resident state aliased (the default) or, with aliasing off (what the chip
+ * probe chooses when the engine refuses one surface in both lists), copied between
+ * separate surfaces: the same numbers either way. */
+static void case_alias(void) {
+    open_fake();
+    alias_run(1, NULL);
+    fake.set("alias_surfaces", 0); /* a framework that refuses the aliased request */
+    alias_run(1, "also input");
+    ane_rt_set_state_alias(0);
+    CHECK(ane_rt_state_alias() == 0, "state aliasing must switch off");
+    alias_run(0, NULL);
+    ane_rt_set_state_alias(1);
+    fake.set("alias_surfaces", 1);
 }
 
 /* ---------------------------------------------------------------- budget and load retry */
@@ -493,12 +537,11 @@ static const char *text(id err) {
 }
 
 static void stage(id model, const char *mil, size_t n) {
-    char hex[256], path[1500];
-    id h = ANE_MSG(id (*)(id, SEL))(model, ane_apple.sel_registerName("hexStringIdentifier"));
-    ane_apple.CFStringGetCString((CFStringRef)h, hex, sizeof hex, kCFStringEncodingUTF8);
-    snprintf(path, sizeof path, "%s/%s", getenv("TMPDIR"), hex);
-    mkdir(path, 0700);
-    snprintf(path, sizeof path, "%s/%s/model.mil", getenv("TMPDIR"), hex);
+    char dir[1024], path[1500];
+    id h = ANE_MSG(id (*)(id, SEL))(model, ane_apple.sel_registerName("localModelPath"));
+    ane_apple.CFStringGetCString((CFStringRef)h, dir, sizeof dir, kCFStringEncodingUTF8);
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/model.mil", dir);
     FILE *f = fopen(path, "wb");
     if (f) {
         fwrite(mil, 1, n, f);
@@ -523,10 +566,15 @@ static id surface_obj(size_t bytes) {
     return o; /* autoreleased, retains the surface */
 }
 
-static id request(int nin, id *ins, int nout, id *outs) {
+/* A request binding ins[k] at index k (input_index0 for the first) and outs[k] at k. */
+static id request_at(int nin, id *ins, int nout, id *outs, int64_t input_index0, int64_t proc) {
     const void *ii[4], *oi[4];
-    int64_t v[4] = { 0, 1, 2, 3 };
-    for (int i = 0; i < 4; i++) ii[i] = oi[i] = ane_apple.CFNumberCreate(NULL, kCFNumberSInt64Type, &v[i]);
+    int64_t v[4] = { input_index0, 1, 2, 3 }, w[4] = { 0, 1, 2, 3 };
+    for (int i = 0; i < 4; i++) {
+        ii[i] = ane_apple.CFNumberCreate(NULL, kCFNumberSInt64Type, &v[i]);
+        oi[i] = ane_apple.CFNumberCreate(NULL, kCFNumberSInt64Type, &w[i]);
+    }
+    CFNumberRef pn = ane_apple.CFNumberCreate(NULL, kCFNumberSInt64Type, &proc);
     CFArrayRef a = ane_apple.CFArrayCreate(NULL, (const void **)ins, nin, ane_apple.kCFTypeArrayCallBacks);
     CFArrayRef ai = ane_apple.CFArrayCreate(NULL, ii, nin, ane_apple.kCFTypeArrayCallBacks);
     CFArrayRef b = ane_apple.CFArrayCreate(NULL, (const void **)outs, nout, ane_apple.kCFTypeArrayCallBacks);
@@ -534,15 +582,38 @@ static id request(int nin, id *ins, int nout, id *outs) {
     id r = ANE_MSG(id (*)(Class, SEL, id, id, id, id, id, id, id))(
         ane_apple.objc_getClass("_ANERequest"),
         ane_apple.sel_registerName("requestWithInputs:inputIndices:outputs:outputIndices:weightsBuffer:perfStats:procedureIndex:"),
-        (id)a, (id)ai, (id)b, (id)bi, NULL, NULL, (id)ii[0]);
-    CFTypeRef all[] = { a, ai, b, bi, ii[0], ii[1], ii[2], ii[3] };
-    for (int i = 0; i < 8; i++) ane_apple.CFRelease(all[i]);
+        (id)a, (id)ai, (id)b, (id)bi, NULL, NULL, (id)pn);
+    CFTypeRef all[] = { a, ai, b, bi, pn, ii[0], ii[1], ii[2], ii[3], oi[0], oi[1], oi[2], oi[3] };
+    for (int i = 0; i < 13; i++) ane_apple.CFRelease(all[i]);
     return r;
+}
+static id request(int nin, id *ins, int nout, id *outs) { return request_at(nin, ins, nout, outs, 0, 0); }
+
+/* A weights dictionary {key: {k0: v0[, k1: v1]}} (entries in this insertion order). */
+static CFDictionaryRef weights_of(const char *key, int n, const char *k0, CFTypeRef v0, const char *k1, CFTypeRef v1) {
+    CFStringRef ks[2] = { ane_apple.CFStringCreateWithCString(NULL, k0, kCFStringEncodingUTF8),
+                          k1 ? ane_apple.CFStringCreateWithCString(NULL, k1, kCFStringEncodingUTF8) : NULL };
+    const void *ek[2] = { ks[0], ks[1] }, *ev[2] = { v0, v1 };
+    CFDictionaryRef entry = ane_apple.CFDictionaryCreate(NULL, ek, ev, n, ane_apple.kCFTypeDictionaryKeyCallBacks,
+                                                         ane_apple.kCFTypeDictionaryValueCallBacks);
+    CFStringRef k = ane_apple.CFStringCreateWithCString(NULL, key, kCFStringEncodingUTF8);
+    const void *wk[1] = { k }, *wv[1] = { entry };
+    CFDictionaryRef w = ane_apple.CFDictionaryCreate(NULL, wk, wv, 1, ane_apple.kCFTypeDictionaryKeyCallBacks,
+                                                     ane_apple.kCFTypeDictionaryValueCallBacks);
+    ane_apple.CFRelease(k);
+    ane_apple.CFRelease(entry);
+    for (int i = 0; i < 2; i++)
+        if (ks[i]) ane_apple.CFRelease(ks[i]);
+    return w;
 }
 
 static void case_traps(void) {
     open_fake();
     long live = fake.live_objects();
+    /* the direct-drive checks below bind declaration order, packed: the fake's layouts are
+     * exercised through the runtime elsewhere */
+    fake.set("padded_rows", 0);
+    fake.set("shuffled_ports", 0);
     /* a: [1, 4, 1, 8] (64 bytes), b: [1, 4, 1, 16] (128 bytes) -> y = a + b[..., :8]: sizes differ */
     graph_prog gp = { .g = af_graph_new(), .nin = 2, .nout = 1 };
     gp.in[0] = af_input(gp.g, "a", AF_F16, AF_SHAPE(1, 4, 1, 8));
@@ -561,14 +632,35 @@ static void case_traps(void) {
     CHECK(cls_send("_ANEInMemoryModelDescriptor", "modelWithMILText:weights:optionsPlist:", (id)mil_str, (id)empty, NULL) == NULL &&
               contains(fake.last_error(), "NSString"),
           "MIL as a string must be refused: %s", fake.last_error());
-    /* nil weights: the compile fails silently (NO and no error object) */
+    /* nil weights: a nil descriptor */
+    CHECK(cls_send("_ANEInMemoryModelDescriptor", "modelWithMILText:weights:optionsPlist:", (id)mil, NULL, NULL) == NULL &&
+              contains(fake.last_error(), "nil weights give a nil descriptor"),
+          "nil weights must give a nil descriptor: %s", fake.last_error());
+    /* an entry whose first value is not NSData ({offset, data} in that order), an empty entry */
+    int64_t zero = 0;
+    CFNumberRef z = ane_apple.CFNumberCreate(NULL, kCFNumberSInt64Type, &zero);
+    CFDataRef blob = ane_apple.CFDataCreate(NULL, (const UInt8 *)"abcd", 4);
+    CFDictionaryRef w_num_first = weights_of("@model_path/weights/weight.bin", 2, "offset", z, "data", blob);
+    CFDictionaryRef w_empty = weights_of("@model_path/weights/weight.bin", 0, "x", z, NULL, NULL);
+    CFDictionaryRef w_apple = weights_of("@model_path/weights/weight.bin", 1, "weights/weight.bin", blob, NULL, NULL);
+    CHECK(cls_send("_ANEInMemoryModelDescriptor", "modelWithMILText:weights:optionsPlist:", (id)mil, (id)w_num_first, NULL) == NULL &&
+              contains(fake.last_error(), "first value (under \"offset\") is not NSData"),
+          "an entry whose first value is a number must be refused: %s", fake.last_error());
+    CHECK(cls_send("_ANEInMemoryModelDescriptor", "modelWithMILText:weights:optionsPlist:", (id)mil, (id)w_empty, NULL) == NULL &&
+              contains(fake.last_error(), "empty entry"),
+          "an empty weights entry must be refused: %s", fake.last_error());
+    CHECK(cls_send("_ANEInMemoryModelDescriptor", "modelWithMILText:weights:optionsPlist:", (id)mil, (id)w_apple, NULL) != NULL,
+          "Apple's single-entry form must be accepted: %s", fake.last_error());
+    /* the older reports, switched on: nil weights pass the descriptor and fail the compile silently */
+    fake.set("weights_strict", 0);
     id desc = cls_send("_ANEInMemoryModelDescriptor", "modelWithMILText:weights:optionsPlist:", (id)mil, NULL, NULL);
     id model = ANE_MSG(id (*)(Class, SEL, id))(ane_apple.objc_getClass("_ANEInMemoryModel"),
                                                ane_apple.sel_registerName("inMemoryModelWithDescriptor:"), desc);
-    CHECK(desc && model, "a descriptor with nil weights is accepted (the failure comes later)");
+    CHECK(desc && model, "weights_strict 0: a descriptor with nil weights is accepted (the failure comes later)");
     stage(model, e.mil, e.len);
     CHECK(!qos_send(model, "compileWithQoS:options:error:", (id)empty, &err) && err == NULL && contains(fake.last_error(), "nil"),
           "nil weights must fail the compile silently: %s", fake.last_error());
+    fake.set("weights_strict", 1);
 
     /* files not staged */
     CFStringRef k = ane_apple.CFStringCreateWithCString(NULL, "unused", kCFStringEncodingUTF8);
@@ -586,37 +678,224 @@ static void case_traps(void) {
     model = ANE_MSG(id (*)(Class, SEL, id))(ane_apple.objc_getClass("_ANEInMemoryModel"),
                                             ane_apple.sel_registerName("inMemoryModelWithDescriptor:"), desc);
     stage(model, e.mil, e.len);
+    char dir[1024], path[1200];
+    ane_apple.CFStringGetCString((CFStringRef)ANE_MSG(id (*)(id, SEL))(model, ane_apple.sel_registerName("localModelPath")), dir,
+                                 sizeof dir, kCFStringEncodingUTF8);
     CHECK(qos_send(model, "compileWithQoS:options:error:", (id)empty, &err), "compile: %s", text(err));
-    id a = surface_obj(64), b = surface_obj(128), y = surface_obj(64);
+    snprintf(path, sizeof path, "%s/net.plist", dir);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_size == (off_t)e.len, "the framework saves the MIL text as net.plist in %s", dir);
+    id a = surface_obj(64), b = surface_obj(128), y = surface_obj(64), big = surface_obj(2048);
     id good_in[2] = { a, b }, swapped[2] = { b, a }, outs[1] = { y };
     id req = request(2, good_in, 1, outs);
     CHECK(req != NULL, "request: %s", fake.last_error());
     CHECK(!eval_send(model, req, &err) && contains(text(err), "not loaded"), "evaluating an unloaded model must fail: %s", text(err));
     CHECK(qos_send(model, "loadWithQoS:options:error:", (id)empty, &err), "load: %s", text(err));
     CHECK(eval_send(model, req, &err), "evaluate: %s", text(err));
+    CHECK(eval_send(model, request(2, good_in, 1, (id[]){ big }), &err), "a larger surface must be accepted: %s", text(err));
     CHECK(!eval_send(model, request(2, swapped, 1, outs), &err) && contains(text(err), "wrong order"),
           "surfaces in the wrong order must fail: %s", text(err));
     CHECK(!eval_send(model, request(1, good_in, 1, outs), &err) && contains(text(err), "binds 1 input"),
           "a missing input surface must fail: %s", text(err));
-    CHECK(!eval_send(model, request(2, good_in, 1, (id[]){ b }), &err) && contains(text(err), "holds 128 bytes"),
-          "a wrong-size output surface must fail: %s", text(err));
+    CHECK(!eval_send(model, request(2, good_in, 1, (id[]){ surface_obj(32) }), &err) && contains(text(err), "holds 32 bytes"),
+          "a short output surface must fail: %s", text(err));
+    /* -[_ANERequest validate] at evaluate time */
+    CHECK(!eval_send(model, request(0, good_in, 1, outs), &err) && contains(text(err), "validate") && contains(text(err), "needs inputs"),
+          "a request without inputs must fail validation: %s", text(err));
+    CHECK(!eval_send(model, request_at(2, good_in, 1, outs, 255, 0), &err) && contains(text(err), "index 255"),
+          "an index of 255 must fail validation: %s", text(err));
+    CHECK(!eval_send(model, request_at(2, good_in, 1, outs, 0, 129), &err) && contains(text(err), "procedure index 129"),
+          "a procedure index above 128 must fail validation: %s", text(err));
     IOSurfaceRef as = ANE_MSG(IOSurfaceRef (*)(id, SEL))(a, ane_apple.sel_registerName("ioSurface"));
     ane_apple.IOSurfaceLock(as, 0, NULL);
     CHECK(!eval_send(model, req, &err) && contains(text(err), "locked"), "a surface the CPU holds must fail: %s", text(err));
     ane_apple.IOSurfaceUnlock(as, 0, NULL);
     CHECK(ANE_MSG(BOOL (*)(id, SEL, unsigned, id *))(model, ane_apple.sel_registerName("unloadWithQoS:error:"), 21, &err), "unload");
+    CHECK(stat(dir, &st) != 0, "unload must delete the model's folder %s", dir);
     CHECK(!eval_send(model, req, &err) && contains(text(err), "not loaded"), "evaluating after unload must fail: %s", text(err));
     printf("trap: %s\n", text(err));
 
-    ane_apple.CFRelease(k);
-    ane_apple.CFRelease(opts);
-    ane_apple.CFRelease(empty);
-    ane_apple.CFRelease(mil);
-    ane_apple.CFRelease(mil_str);
+    CFTypeRef rel[] = { k, opts, empty, mil, mil_str, z, blob, w_num_first, w_empty, w_apple };
+    for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) ane_apple.CFRelease(rel[i]);
     ane_apple.objc_autoreleasePoolPop(pool);
     CHECK(fake.live_objects() == live, "fake objects leaked: %ld alive, %ld before", fake.live_objects(), live);
     emitted_free(&e);
     af_graph_free(gp.g);
+}
+
+/* ---------------------------------------------------------------- the framework's own files and errors */
+
+/* Everything under path, counted (files and folders). */
+static int tree_entries(const char *path) {
+    DIR *d = opendir(path);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char child[1200];
+        n += 1 + (snprintf(child, sizeof child, "%s/%s", path, e->d_name) < (int)sizeof child ? tree_entries(child) : 0);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* Mismatch 1: a program with baked weights compiles and computes with them whichever
+ * key of a weights entry the descriptor meets first (a two-key {offset, data} entry
+ * gives it a CFNumber in one of the two orders). */
+static void weights_run(void) {
+    test_rng r = { 5 };
+    test_fill_uniform(&r, lin_w, 16 * 32, -0.5, 0.5);
+    test_fill_uniform(&r, lin_b, 16, -0.5, 0.5);
+    ir_round_f16_array(lin_w, 16 * 32);
+    ir_round_f16_array(lin_b, 16);
+    graph_prog l = { .g = af_graph_new(), .nin = 1, .nout = 1 };
+    l.in[0] = af_input(l.g, "x", AF_F16, AF_SHAPE(4, 32));
+    af_tensor *w = af_const(l.g, "w", AF_SHAPE(16, 32), lin_w), *b = af_const(l.g, "b", AF_SHAPE(16), lin_b);
+    l.out[0] = af_relu(af_add(af_matmul(l.in[0], w, 0, 1), b));
+    emitted e;
+    if (!emit(&l, &e)) return;
+    CHECK(e.w != NULL, "the linear program must carry a weight file");
+    ane_rt_program *p = NULL;
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) == AF_OK, "baked weights: %s", af_error_message());
+    if (p) {
+        uint16_t *x = random_f16(&r, 128, -1, 1), y[64];
+        double ref[64];
+        const uint16_t *in[1] = { x };
+        uint16_t *out[1] = { y };
+        uint16_t *xs[1] = { x };
+        CHECK(ane_rt_eval(p, in, out) == AF_OK, "%s", af_error_message());
+        ref_linear(&l, xs, ref);
+        double worst = 0;
+        for (int i = 0; i < 64; i++) worst = fmax(worst, fabs(f16(y[i]) - ref[i]));
+        CHECK(worst < 4e-2, "the weights the descriptor got are not the program's: off by %g", worst);
+        free(x);
+    }
+    ane_rt_release(p);
+    emitted_free(&e);
+    af_graph_free(l.g);
+}
+
+static void case_weights(void) {
+    open_fake();
+    for (long order = 1; order <= 2; order++) {
+        fake.set("dict_order", order);
+        weights_run();
+    }
+}
+
+/* Mismatch 2: the files go where -localModelPath says (here not under
+ * NSTemporaryDirectory()), and the folder, with the framework's own files in it, is
+ * gone after the last release. */
+static void case_model_path(void) {
+    open_fake();
+    char root[1024];
+    snprintf(root, sizeof root, "%s/models", getenv("TMPDIR"));
+    mkdir(root, 0700);
+    fake.set_model_root(root);
+    graph_prog gp = small_prog(3);
+    emitted e;
+    if (!emit(&gp, &e)) return;
+    ane_rt_program *p = NULL;
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) == AF_OK, "model folder elsewhere: %s", af_error_message());
+    CHECK(tree_entries(root) >= 2, "the model's folder under -localModelPath holds model.mil and net.plist: %d entries",
+          tree_entries(root));
+    if (p) {
+        uint16_t x[128], y[128];
+        for (int i = 0; i < 128; i++) x[i] = 0x3c00; /* 1 */
+        const uint16_t *in[1] = { x };
+        uint16_t *out[1] = { y };
+        CHECK(ane_rt_eval(p, in, out) == AF_OK && f16(y[7]) == 3, "%s", af_error_message());
+    }
+    ane_rt_release(p);
+    CHECK(tree_entries(root) == 0, "the model's folder must be gone after the last release (%d entries left)", tree_entries(root));
+    fake.set_model_root(NULL);
+    emitted_free(&e);
+    af_graph_free(gp.g);
+}
+
+/* Mismatches 2 and 5: a program the compiler refuses leaves no folder behind (the
+ * framework saved net.plist into it before compiling), and the compiler's own message
+ * (under NSUnderlyingError) reaches the caller. */
+static void case_compile_failure(void) {
+    open_fake();
+    static const char bad[] = "program(1.3)\n[buildInfo = dict<string, string>({{\"coremlc-version\", \"3500.14.1\"}})]\n{\n"
+                              "    func main<ios18>(tensor<fp16, [1, 4, 1, 16]> x) {\n"
+                              "        tensor<fp16, [1, 4, 1, 16]> y = no_such_op(x = x);\n"
+                              "    } -> (y);\n}\n";
+    ane_rt_ports ports = { .nin = 1, .nout = 1, .in_count = { 64 }, .out_count = { 64 } };
+    uint8_t blob[64] = { 0 }; /* a weight file too, for the framework to save */
+    for (long order = 1; order <= 2; order++) {
+        fake.set("dict_order", order);
+        ane_rt_program *p = NULL;
+        CHECK(ane_rt_compile(bad, sizeof bad - 1, blob, sizeof blob, &ports, &p) != AF_OK && !p, "an unknown op must not compile");
+        if (order == 1) {
+            CHECK(contains(af_error_message(), "no_such_op"), "the compiler's error (under NSUnderlyingError) must come through: %s",
+                  af_error_message());
+            printf("compile error: %s\n", af_error_message());
+        }
+        CHECK(tree_entries(getenv("TMPDIR")) == 0, "order %ld: a failed compile left %d entries (the framework's own files among "
+              "them) in %s", order, tree_entries(getenv("TMPDIR")), getenv("TMPDIR"));
+    }
+}
+
+/* Mismatch 5: a program without inputs is refused before compiling (the framework's
+ * request validation would refuse every evaluation). */
+static void case_no_inputs(void) {
+    open_fake();
+    graph_prog c = { .g = af_graph_new(), .nin = 0, .nout = 1 };
+    float one[64];
+    for (int i = 0; i < 64; i++) one[i] = 1;
+    c.out[0] = af_muls(af_const(c.g, "k", AF_SHAPE(1, 4, 1, 16), one), 2);
+    emitted ec;
+    if (emit(&c, &ec)) {
+        long compiles = fake.compiles();
+        ane_rt_program *p = NULL;
+        CHECK(ane_rt_compile(ec.mil, ec.len, ec.w, ec.wn, &ec.ports, &p) == AF_ERR_INVALID && !p &&
+                  contains(af_error_message(), "at least one input") && fake.compiles() == compiles,
+              "a program without inputs must be refused before compiling: %s", af_error_message());
+        ane_rt_release(p);
+        emitted_free(&ec);
+    }
+    af_graph_free(c.g);
+}
+
+/* ---------------------------------------------------------------- layouts */
+
+/* Mismatches 3 and 4: surfaces sized and filled from -modelAttributes, bound by symbol.
+ * The broadcast program (inputs of two sizes, two outputs) and the built-in samples
+ * equal ane-sim bit for bit whether the model publishes padded rows, a shuffled port
+ * order, both, or no attributes at all (then declaration order, flat). */
+static void case_layouts(void) {
+    open_fake();
+    /* the surface rule: at least 2048 bytes, sizes in 128-byte steps */
+    ane_rt_layout lay;
+    ane_rt_layout_flat(&lay, 0, 96);
+    CHECK(lay.bytes == 2048 && lay.flat, "96 values take the 2048-byte minimum, got %zu", lay.bytes);
+    ane_rt_layout_flat(&lay, 0, 1100);
+    CHECK(lay.bytes == 2304, "2200 bytes round up to 2304 (a multiple of 128), got %zu", lay.bytes);
+    static const struct { long attributes, padded, shuffled; } modes[] = { { 1, 1, 1 }, { 1, 1, 0 }, { 1, 0, 1 }, { 0, 0, 0 } };
+    test_rng r = { 9 };
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        fake.set("attributes", modes[m].attributes);
+        fake.set("padded_rows", modes[m].padded);
+        fake.set("shuffled_ports", modes[m].shuffled);
+        printf("attributes %ld, padded rows %ld, shuffled ports %ld\n", modes[m].attributes, modes[m].padded, modes[m].shuffled);
+        graph_prog a = { .g = af_graph_new(), .nin = 2, .nout = 2 };
+        a.in[0] = af_input(a.g, "b_big", AF_F16, AF_SHAPE(4, 16));
+        a.in[1] = af_input(a.g, "a_small", AF_F16, AF_SHAPE(16));
+        a.out[0] = af_add(a.in[0], a.in[1]);
+        a.out[1] = af_mul(a.in[0], a.in[0]);
+        check_program("broadcast add, two outputs", &a, &r, ref_bcast, 1e-3);
+        af_graph_free(a.g);
+        for (int i = 0; mil_sample_names[i]; i++) {
+            mil_sample s;
+            CHECK(mil_sample_build(mil_sample_names[i], &s) == AF_OK, "%s", af_error_message());
+            graph_prog sp = { .g = s.g, .nin = s.nin, .nout = s.nout };
+            memcpy(sp.in, s.in, sizeof s.in);
+            memcpy(sp.out, s.out, sizeof s.out);
+            check_program(mil_sample_names[i], &sp, &r, NULL, 0);
+            af_graph_free(s.g);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- net.plist programs */
@@ -721,7 +1000,9 @@ int main(int argc, char **argv) {
         { "trampoline", case_trampoline }, { "missing", case_missing }, { "programs", case_programs },
         { "cache", case_cache },           { "alias", case_alias },     { "budget", case_budget },
         { "load_retry", case_load_retry }, { "traps", case_traps },     { "device", case_device },
-        { "netplist", case_netplist },
+        { "netplist", case_netplist },     { "weights", case_weights },
+        { "model_path", case_model_path }, { "compile_failure", case_compile_failure }, { "no_inputs", case_no_inputs },
+        { "layouts", case_layouts },
     };
     int ran = 0;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)

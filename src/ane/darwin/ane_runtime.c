@@ -1,46 +1,64 @@
 /* The Neural Engine runtime through the private AppleNeuralEngine framework, in plain C
  * (objc_msgSend cast to each selector's exact type, CoreFoundation objects for the
  * toll-free bridged NSData / NSDictionary / NSArray / NSNumber / NSString).
- * The call sequence and its traps (maderix-ane.md section 2, ane-formats.md 4.2):
+ * The call sequence and its traps (maderix-ane.md section 2, ane-formats.md 4.2, and
+ * docs/fake-ane.md for what the real framework does with each argument):
  *   descriptor  +[_ANEInMemoryModelDescriptor modelWithMILText:weights:optionsPlist:]
- *               MIL as NSData (an NSString crashes), weights {path: {offset: 0, data}}
- *               or an empty dictionary (nil makes the compile fail silently), options nil;
- *               a net.plist program (seed 004) through
+ *               MIL as NSData (an NSString crashes); weights a dictionary whose every
+ *               entry holds ONE key and NSData value: the descriptor hashes each entry's
+ *               first value (-bytes, -length) and saves it under the entry's first key,
+ *               so a two-key entry's order decides whether a CFNumber gets -bytes. Apple's
+ *               own form {"@model_path/weights/weight.bin": {"weights/weight.bin": data}};
+ *               @{} when the MIL cites no weights (nil gives a nil descriptor, an empty
+ *               entry is refused); options nil. A net.plist program (seed 004) through
  *               +modelWithNetworkDescription:weights:optionsPlist: with the XML as NSData
- *               and weights keyed by file name (weights.0, weights.1), staged as
- *               net.plist, weights.0 and weights.1
- *   model       +[_ANEInMemoryModel inMemoryModelWithDescriptor:], its
- *               -hexStringIdentifier names the temporary directory the daemon reads:
- *               <NSTemporaryDirectory>/<hex>/model.mil and weights/weight.bin, written
- *               before compiling
+ *               and weights {"weights.N": {"weights.N": data}}
+ *   model       +[_ANEInMemoryModel inMemoryModelWithDescriptor:]; its -localModelPath is
+ *               the folder the daemon reads: model.mil and weights/weight.bin (or net.plist,
+ *               weights.0, weights.1) are written there before compiling. The framework
+ *               adds files of its own (net.plist, the weights under each first key) and
+ *               deletes the folder on unload, so it is removed recursively on every
+ *               failure and a missing folder after unload is normal
  *   compile     -compileWithQoS:options:error:, then -loadWithQoS:options:error: (one
  *               retry after 100 ms: the daemon reclaims slots lazily)
- *   I/O         one IOSurface per port, a flat byte buffer (width = bytes, height 1,
- *               the form every known user creates), wrapped by
- *               +[_ANEIOSurfaceObject objectWithIOSurface:]; surfaces bound in MIL
- *               argument order (index i = argument i), each exactly its tensor's size
- *               (Orion's order-by-MIL-name rule; maderix issue #47's "ascending sizes"
- *               report conflicts with it and is not applied). IOSurface allocates
- *               whole pages, so the 128-byte base alignment PR #35 asks of M5 holds;
- *               the ~48 KiB minimum Orion reports is the program's shape to choose
+ *   ports       -modelAttributes' NetworkStatusList[0].LiveInputList / LiveOutputList name
+ *               each port by Symbol, in an order of the model's (bound in another order,
+ *               inputs read as zeros): each port is bound at its list index, found by its
+ *               name in the program, and its data is copied with the listed row, plane,
+ *               depth and batch strides (rows are padded; flat only where the strides say
+ *               so). A model without attributes (older frameworks) is bound in declaration
+ *               order, flat (ane_ports.h)
+ *   I/O         one IOSurface per port, a byte buffer (width = bytes, height 1), at least
+ *               the layout's extent and 2048 bytes, its size rounded up to 128 bytes (a rule
+ *               about the size, maderix PR 35 for M5), wrapped by
+ *               +[_ANEIOSurfaceObject objectWithIOSurface:]
  *   request     +[_ANERequest requestWithInputs:inputIndices:outputs:outputIndices:
- *               weightsBuffer:perfStats:procedureIndex:], built once per handle, reused
+ *               weightsBuffer:perfStats:procedureIndex:], built once per handle, reused;
+ *               what -validate refuses at evaluate time (no inputs or outputs, 255 buffers
+ *               or more, an index of 255 or more, a procedure above 128) is refused here
  *   evaluate    -evaluateWithQoS:options:request:error:, synchronous; its BOOL checked
- *   unload      -unloadWithQoS:error:, release, remove the temporary directory
+ *   state       an output written straight into its input's surface (one surface in both
+ *               lists of one request) when aliasing is on and both layouts agree; public
+ *               code never does this, so it can be switched off (ane_rt_set_state_alias)
+ *               and the output is then copied into the input surface after each evaluation
+ *   unload      -unloadWithQoS:error:, release, remove the model's folder if still there
  * Every call's result is checked; failures return an af_status carrying the
- * framework's -localizedDescription. Factory results are autoreleased: everything kept
- * is retained, and every entry point runs inside its own autorelease pool. */
-#define _DEFAULT_SOURCE 1 /* usleep, confstr on glibc */
+ * framework's error: its -description and the NSUnderlyingErrorKey chain below it
+ * (compile errors wrap the compiler's). Factory results are autoreleased: everything
+ * kept is retained, and every entry point runs inside its own autorelease pool. */
+#define _DEFAULT_SOURCE 1 /* usleep on glibc */
 #define _DARWIN_C_SOURCE 1
 #include "ane/darwin/ane_runtime.h"
+#include "ane/darwin/ane_ports.h"
 #include "ane/darwin/apple_api.h"
 #include "data/sha256.h"
 #include "ir/ir.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +84,7 @@ typedef struct ane_rt_model {
     uint8_t key[32];
     int refs;
     id model;
-    char dir[1024]; /* the staged files */
+    char dir[1024]; /* -localModelPath: the staged files, "" until staged */
 } ane_rt_model;
 
 /* A caller's handle: its own surfaces and request on a shared model. */
@@ -76,7 +94,9 @@ struct ane_rt_program {
     id request;
     id in_obj[ANE_RT_MAX_PORTS], out_obj[ANE_RT_MAX_PORTS];
     IOSurfaceRef in_surf[ANE_RT_MAX_PORTS], out_surf[ANE_RT_MAX_PORTS];
-    int alias[ANE_RT_MAX_PORTS]; /* per output: the input surface it writes into, or -1 */
+    ane_rt_layout in_lay[ANE_RT_MAX_PORTS], out_lay[ANE_RT_MAX_PORTS];
+    int state[ANE_RT_MAX_PORTS]; /* per output: the input it feeds as resident state, or -1 */
+    bool aliased[ANE_RT_MAX_PORTS]; /* per output: written straight into that input's surface */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* loader and cache */
@@ -85,12 +105,15 @@ static Class c_desc, c_model, c_request, c_surface;
 static ane_rt_model *cache;
 static atomic_llong compiles;
 static atomic_llong budget = ANE_RT_COMPILE_BUDGET;
+static atomic_int state_alias = 1;
 
 int64_t ane_rt_compile_count(void) { return (int64_t)atomic_load(&compiles); }
 int64_t ane_rt_compile_budget(void) { return (int64_t)atomic_load(&budget); }
 void ane_rt_set_compile_budget(int64_t n) {
     atomic_store(&budget, n < 0 ? 0 : n);
 }
+void ane_rt_set_state_alias(int on) { atomic_store(&state_alias, on != 0); }
+int ane_rt_state_alias(void) { return atomic_load(&state_alias); }
 
 const char *ane_rt_framework(void) { return loaded_path[0] ? loaded_path : NULL; }
 
@@ -147,83 +170,99 @@ static void obj_release(id o) {
 
 static id obj_retain(id o) { return o ? ANE_MSG(id (*)(id, SEL))(o, sel("retain")) : o; }
 
+static id send(id o, const char *selector) { return o ? ANE_MSG(id (*)(id, SEL))(o, sel(selector)) : NULL; }
+
 /* A CFString's UTF-8 text into buf; false when it is not a string or does not fit. */
 static bool cstring(CFTypeRef s, char *buf, size_t n) {
     return s && A.CFGetTypeID(s) == A.CFStringGetTypeID() && A.CFStringGetCString((CFStringRef)s, buf, (CFIndex)n, kCFStringEncodingUTF8);
 }
 
-/* An NSError's localizedDescription, as text, into buf. */
+/* An NSError as text: its -description, then each NSUnderlyingErrorKey below it
+ * ("NSUnderlyingError"), where compile errors keep the compiler's own message. */
 static const char *describe(id err, char *buf, size_t n) {
-    if (!err) snprintf(buf, n, "the framework returned no error object");
-    else if (!cstring((CFTypeRef)ANE_MSG(id (*)(id, SEL))(err, sel("localizedDescription")), buf, n))
-        snprintf(buf, n, "(an error without a readable description)");
+    if (!err) {
+        snprintf(buf, n, "the framework returned no error object");
+        return buf;
+    }
+    CFStringRef key = str("NSUnderlyingError");
+    size_t used = 0;
+    buf[0] = 0;
+    for (int depth = 0; err && depth < 4 && used + 16 < n; depth++) {
+        if (depth) used += (size_t)snprintf(buf + used, n - used, "; caused by: ");
+        if (!cstring((CFTypeRef)send(err, "description"), buf + used, n - used) &&
+            !cstring((CFTypeRef)send(err, "localizedDescription"), buf + used, n - used))
+            snprintf(buf + used, n - used, "(an error without a readable description)");
+        used = strlen(buf);
+        CFTypeRef info = (CFTypeRef)send(err, "userInfo");
+        err = key && info && A.CFGetTypeID(info) == A.CFDictionaryGetTypeID()
+                  ? (id)A.CFDictionaryGetValue((CFDictionaryRef)info, key) : NULL;
+    }
+    release(key);
     return buf;
 }
 
-/* ---------------------------------------------------------------- files the daemon reads */
-
-/* The per-user temporary directory, as NSTemporaryDirectory() gives it, with a slash. */
-static af_status temp_dir(char *buf, size_t n) {
-    buf[0] = 0;
-    if (A.NSTemporaryDirectory && !cstring(A.NSTemporaryDirectory(), buf, n))
-        return ir_fail(AF_ERR_IO, "ane: NSTemporaryDirectory() gave no usable path");
-#if defined(__APPLE__)
-    if (!buf[0] && confstr(_CS_DARWIN_USER_TEMP_DIR, buf, n) == 0) buf[0] = 0;
-#endif
-    if (!buf[0]) snprintf(buf, n, "/tmp/");
-    size_t k = strlen(buf);
-    if (buf[k - 1] != '/' && k + 1 < n) memcpy(buf + k, "/", 2);
-    return AF_OK;
-}
+/* ---------------------------------------------------------------- the model's folder */
 
 static af_status write_file(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
-    if (!f) return ir_fail(AF_ERR_IO, "ane: cannot create %s", path);
+    if (!f) return ir_fail(AF_ERR_IO, "ane: cannot create %s: %s", path, strerror(errno));
     bool ok = fwrite(data, 1, n, f) == n;
     ok &= fclose(f) == 0;
     return ok ? AF_OK : ir_fail(AF_ERR_IO, "ane: cannot write %s", path);
 }
 
-/* The files the daemon reads from <tmp>/<hexStringIdentifier>/: model.mil and
- * weights/weight.bin, or net.plist, weights.0 and weights.1. */
+/* mkdir -p: the folder and any missing parent, private to the user. */
+static bool make_dirs(char *path) {
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            bool ok = !mkdir(path, 0700) || errno == EEXIST;
+            *p = '/';
+            if (!ok) return false;
+        }
+    return !mkdir(path, 0700) || errno == EEXIST;
+}
+
+/* rm -r of what the runtime and the framework put in the model's folder (a few levels,
+ * never following links). A folder already gone is fine: unload deletes it. */
+static void remove_tree(const char *path, int depth) {
+    struct stat st;
+    if (lstat(path, &st)) return;
+    if (S_ISDIR(st.st_mode) && depth < 4) {
+        DIR *d = opendir(path);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char child[1400];
+            if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) < (int)sizeof child) remove_tree(child, depth + 1);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else unlink(path);
+}
+
+/* The files the daemon reads from -localModelPath: model.mil and weights/weight.bin, or
+ * net.plist, weights.0 and weights.1. */
 static const char *const mil_files[2] = {"model.mil", "weights/weight.bin"};
 static const char *const net_files[3] = {"net.plist", "weights.0", "weights.1"};
 
-static af_status stage(ane_rt_model *m, const rt_source *src) {
-    char h[256], tmp[900], path[1200];
-    if (!cstring((CFTypeRef)ANE_MSG(id (*)(id, SEL))(m->model, sel("hexStringIdentifier")), h, sizeof h) || !h[0] ||
-        strchr(h, '/'))
-        return ir_fail(AF_ERR_UNSUPPORTED, "ane: the model gave no usable -hexStringIdentifier");
-    af_status st = temp_dir(tmp, sizeof tmp);
-    if (st) return st;
-    int k = snprintf(m->dir, sizeof m->dir, "%s%s", tmp, h);
-    if (k < 0 || (size_t)k >= sizeof m->dir) return ir_fail(AF_ERR_IO, "ane: temporary path too long");
-    snprintf(path, sizeof path, "%s/weights", m->dir);
-    if ((mkdir(m->dir, 0700) && access(m->dir, W_OK)) || (!src->netplist && mkdir(path, 0700) && access(path, W_OK)))
-        return ir_fail(AF_ERR_IO, "ane: cannot create %s: %s (the temporary directory must exist and be writable)", path, strerror(errno));
-    snprintf(path, sizeof path, "%s/%s", m->dir, src->netplist ? net_files[0] : mil_files[0]);
-    st = write_file(path, src->text, src->len);
+static af_status stage(ane_rt_model *m, id model, const rt_source *src) {
+    char dir[1024], path[1200];
+    if (!cstring((CFTypeRef)send(model, "localModelPath"), dir, sizeof dir) || dir[0] != '/' || !dir[1] || strstr(dir, "/../"))
+        return ir_fail(AF_ERR_UNSUPPORTED, "ane: the model gave no usable -localModelPath (an absolute folder)");
+    size_t k = strlen(dir);
+    while (k > 1 && dir[k - 1] == '/') dir[--k] = 0;
+    snprintf(m->dir, sizeof m->dir, "%s", dir); /* from here on, failures remove it */
+    snprintf(path, sizeof path, "%s/weights", dir);
+    if (!make_dirs(dir) || (!src->netplist && !make_dirs(path)))
+        return ir_fail(AF_ERR_IO, "ane: cannot create %s: %s (the model's folder must be writable)", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/%s", dir, src->netplist ? net_files[0] : mil_files[0]);
+    af_status st = write_file(path, src->text, src->len);
     for (int i = 0; i < 2 && !st; i++) {
         if (!src->w[i] && !src->netplist) continue;
-        snprintf(path, sizeof path, "%s/%s", m->dir, src->netplist ? net_files[1 + i] : mil_files[1]);
+        snprintf(path, sizeof path, "%s/%s", dir, src->netplist ? net_files[1 + i] : mil_files[1]);
         st = write_file(path, src->w[i] ? (const void *)src->w[i] : "", src->w[i] ? src->wn[i] : 0);
     }
     return st;
-}
-
-static void unstage(ane_rt_model *m) {
-    if (!m->dir[0]) return;
-    char path[1200];
-    const char *files[5] = {mil_files[1], mil_files[0], net_files[0], net_files[1], net_files[2]};
-    for (int i = 0; i < 5; i++) {
-        snprintf(path, sizeof path, "%s/%s", m->dir, files[i]);
-        unlink(path);
-        if (i == 0) {
-            snprintf(path, sizeof path, "%s/weights", m->dir);
-            rmdir(path);
-        }
-    }
-    rmdir(m->dir); /* fails harmlessly when the daemon left its own files */
 }
 
 /* ---------------------------------------------------------------- compiling a model */
@@ -235,7 +274,7 @@ static void model_destroy(ane_rt_model *m) {
         ANE_MSG(BOOL (*)(id, SEL, unsigned, id *))(m->model, sel("unloadWithQoS:error:"), ANE_RT_QOS, &err);
         obj_release(m->model); /* an unload failure leaves nothing to do but let go */
     }
-    unstage(m);
+    if (m->dir[0]) remove_tree(m->dir, 0);
     free(m);
 }
 
@@ -244,23 +283,24 @@ static BOOL send_qos(id model, const char *selector, CFDictionaryRef options, id
     return ANE_MSG(BOOL (*)(id, SEL, unsigned, id, id *))(model, sel(selector), ANE_RT_QOS, (id)options, err);
 }
 
-/* The weights dictionary: {name: {offset: 0, data: NSData}} per file (the MIL path's
- * one weight.bin under WEIGHT_KEY; a net.plist's weights.0 and weights.1 keyed by file
- * name, as ANEForge keys them), @{} when there are none (nil fails the compile). */
+/* The weights dictionary, one single-key entry per file: {"@model_path/weights/weight.bin":
+ * {"weights/weight.bin": data}} for MIL, {"weights.N": {"weights.N": data}} for a
+ * net.plist; @{} when the MIL cites no weights (nil makes the descriptor nil). */
 static CFDictionaryRef weights_dict(const rt_source *src) {
-    const char *names[2] = {src->netplist ? net_files[1] : WEIGHT_KEY, net_files[2]};
+    const char *outer[2] = {src->netplist ? net_files[1] : WEIGHT_KEY, net_files[2]};
+    const char *inner[2] = {src->netplist ? net_files[1] : mil_files[1], net_files[2]};
     const void *keys[2] = {NULL, NULL}, *vals[2] = {NULL, NULL};
-    CFNumberRef zero = num(0);
-    CFStringRef k_off = str("offset"), k_data = str("data");
     CFIndex n = 0;
-    bool ok = zero && k_off && k_data;
+    bool ok = true;
     for (int i = 0; i < (src->netplist ? 2 : 1) && ok; i++) {
         if (!src->w[i] && !src->netplist) continue;
         CFDataRef blob = A.CFDataCreate(NULL, src->w[i] ? src->w[i] : (const UInt8 *)"", src->w[i] ? (CFIndex)src->wn[i] : 0);
-        const void *ek[2] = {k_off, k_data}, *ev[2] = {zero, blob};
-        CFDictionaryRef entry = blob ? dict(2, ek, ev) : NULL;
+        CFStringRef ik = str(inner[i]);
+        const void *ek[1] = {ik}, *ev[1] = {blob};
+        CFDictionaryRef entry = blob && ik ? dict(1, ek, ev) : NULL;
         release(blob);
-        keys[n] = str(names[i]);
+        release(ik);
+        keys[n] = str(outer[i]);
         vals[n] = entry;
         ok = keys[n] && entry;
         n++;
@@ -270,15 +310,12 @@ static CFDictionaryRef weights_dict(const rt_source *src) {
         release(keys[i]);
         release(vals[i]);
     }
-    release(zero);
-    release(k_off);
-    release(k_data);
     return w;
 }
 
 /* Descriptor, model, staged files, compile, load. m->model is set only when loaded. */
 static af_status model_compile(ane_rt_model *m, const rt_source *src) {
-    char why[512];
+    char why[1024];
     CFDataRef text = A.CFDataCreate(NULL, (const UInt8 *)src->text, (CFIndex)src->len);
     CFDictionaryRef weights = weights_dict(src);
     CFDictionaryRef empty = dict(0, NULL, NULL);
@@ -298,11 +335,7 @@ static af_status model_compile(ane_rt_model *m, const rt_source *src) {
         model = ANE_MSG(id (*)(Class, SEL, id))(c_model, sel("inMemoryModelWithDescriptor:"), desc);
         if (!model) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModel could not be created from the descriptor");
     }
-    if (!st) {
-        m->model = model; /* borrowed until loaded; stage reads its identifier */
-        st = stage(m, src);
-        m->model = NULL;
-    }
+    if (!st) st = stage(m, model, src);
     if (!st) {
         BOOL ok = send_qos(model, "compileWithQoS:options:error:", empty, &err);
         atomic_fetch_add(&compiles, 1); /* a failed compile still spends the daemon's budget */
@@ -322,7 +355,6 @@ static af_status model_compile(ane_rt_model *m, const rt_source *src) {
     release(empty);
     return st;
 }
-
 /* Takes the cached model for key, or compiles a new one and caches it. */
 static af_status model_get(const uint8_t key[32], const rt_source *src, ane_rt_model **out) {
     if (pthread_mutex_lock(&lock)) return ir_fail(AF_ERR_INVALID, "ane: cache lock failed");
@@ -387,16 +419,34 @@ static IOSurfaceRef surface(size_t bytes) {
     return s;
 }
 
+/* What -[_ANERequest validate] refuses when the model evaluates, refused before. */
+static af_status request_ok(const ane_rt_program *p) {
+    if (p->ports.nin < 1 || p->ports.nout < 1)
+        return ir_fail(AF_ERR_INVALID, "ane: a request needs at least one input and one output surface (it has %d and %d)",
+                       p->ports.nin, p->ports.nout);
+    if (p->ports.nin + p->ports.nout >= ANE_RT_MAX_BUFFERS)
+        return ir_fail(AF_ERR_INVALID, "ane: a request carries fewer than %d surfaces; this one has %d", ANE_RT_MAX_BUFFERS,
+                       p->ports.nin + p->ports.nout);
+    for (int k = 0; k < p->ports.nin + p->ports.nout; k++) {
+        int idx = k < p->ports.nin ? p->in_lay[k].index : p->out_lay[k - p->ports.nin].index;
+        if (idx < 0 || idx >= ANE_RT_MAX_BUFFERS)
+            return ir_fail(AF_ERR_INVALID, "ane: surface index %d is outside 0..%d", idx, ANE_RT_MAX_BUFFERS - 1);
+    }
+    return AF_OK; /* the procedure index is always 0 (one procedure; the limit is 128) */
+}
+
 static af_status build_request(ane_rt_program *p) {
+    af_status st = request_ok(p);
+    if (st) return st;
     const void *ins[ANE_RT_MAX_PORTS], *outs[ANE_RT_MAX_PORTS], *ii[ANE_RT_MAX_PORTS], *oi[ANE_RT_MAX_PORTS];
-    CFNumberRef idx[ANE_RT_MAX_PORTS];
-    int n = p->ports.nin > p->ports.nout ? p->ports.nin : p->ports.nout;
     bool ok = true;
-    for (int i = 0; i < n; i++) ok &= (idx[i] = num(i)) != NULL;
-    for (int i = 0; i < p->ports.nin; i++) { ins[i] = p->in_obj[i]; ii[i] = idx[i]; }
+    for (int i = 0; i < p->ports.nin; i++) {
+        ins[i] = p->in_obj[i];
+        ok &= (ii[i] = num(p->in_lay[i].index)) != NULL;
+    }
     for (int i = 0; i < p->ports.nout; i++) {
-        outs[i] = p->alias[i] >= 0 ? p->in_obj[p->alias[i]] : p->out_obj[i];
-        oi[i] = idx[i];
+        outs[i] = p->aliased[i] ? p->in_obj[p->state[i]] : p->out_obj[i];
+        ok &= (oi[i] = num(p->out_lay[i].index)) != NULL;
     }
     CFArrayRef a_in = ok ? array(p->ports.nin, ins) : NULL, a_ii = ok ? array(p->ports.nin, ii) : NULL;
     CFArrayRef a_out = ok ? array(p->ports.nout, outs) : NULL, a_oi = ok ? array(p->ports.nout, oi) : NULL;
@@ -415,22 +465,32 @@ static af_status build_request(ane_rt_program *p) {
     release(a_out);
     release(a_oi);
     release(zero);
-    for (int i = 0; i < n; i++) release(idx[i]);
+    for (int i = 0; i < p->ports.nin; i++) release(ii[i]);
+    for (int i = 0; i < p->ports.nout; i++) release(oi[i]);
     return req ? AF_OK : ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANERequest refused the %d input and %d output surfaces",
                                  p->ports.nin, p->ports.nout);
 }
 
-static af_status make_ports(ane_rt_program *p) {
+/* Layouts from the loaded model's attributes (declaration order, flat, without them),
+ * then one surface per port and the request. */
+static af_status make_ports(ane_rt_program *p, const ane_rt_symbols *sym) {
+    CFTypeRef attrs = (CFTypeRef)send(p->m->model, "modelAttributes");
+    bool found_in = false, found_out = false;
+    af_status st = ane_rt_layouts(attrs, true, p->ports.nin, sym->in, p->ports.in_count, p->in_lay, &found_in);
+    if (!st) st = ane_rt_layouts(attrs, false, p->ports.nout, sym->out, p->ports.out_count, p->out_lay, &found_out);
+    if (st) return st;
+    for (int k = 0; !found_in && k < p->ports.nin; k++) ane_rt_layout_flat(&p->in_lay[k], k, p->ports.in_count[k]);
+    for (int k = 0; !found_out && k < p->ports.nout; k++) ane_rt_layout_flat(&p->out_lay[k], k, p->ports.out_count[k]);
     for (int k = 0; k < p->ports.nin + p->ports.nout; k++) {
         bool in = k < p->ports.nin;
         int i = in ? k : k - p->ports.nin;
-        int64_t n = in ? p->ports.in_count[i] : p->ports.out_count[i];
-        IOSurfaceRef sf = surface((size_t)n * 2);
-        if (!sf) return ir_fail(AF_ERR_NOMEM, "ane: IOSurfaceCreate failed for %lld bytes", (long long)n * 2);
+        size_t bytes = in ? p->in_lay[i].bytes : p->out_lay[i].bytes;
+        IOSurfaceRef sf = surface(bytes);
+        if (!sf) return ir_fail(AF_ERR_NOMEM, "ane: IOSurfaceCreate failed for %zu bytes", bytes);
         id obj = ANE_MSG(id (*)(Class, SEL, IOSurfaceRef))(c_surface, sel("objectWithIOSurface:"), sf);
         if (in) { p->in_surf[i] = sf; p->in_obj[i] = obj_retain(obj); }
-        else { p->out_surf[i] = sf; p->out_obj[i] = obj_retain(obj); p->alias[i] = -1; }
-        if (!obj) return ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEIOSurfaceObject could not wrap a %lld-byte surface", (long long)n * 2);
+        else { p->out_surf[i] = sf; p->out_obj[i] = obj_retain(obj); p->state[i] = -1; }
+        if (!obj) return ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEIOSurfaceObject could not wrap a %zu-byte surface", bytes);
     }
     return build_request(p);
 }
@@ -451,8 +511,9 @@ static void program_free(ane_rt_program *p) {
 /* ---------------------------------------------------------------- the API */
 
 static af_status check_ports(const ane_rt_ports *ports) {
-    if (!ports || ports->nin < 0 || ports->nout < 1 || ports->nin > ANE_RT_MAX_PORTS || ports->nout > ANE_RT_MAX_PORTS)
-        return ir_fail(AF_ERR_INVALID, "ane: a program needs 0..%d inputs and 1..%d outputs", ANE_RT_MAX_PORTS, ANE_RT_MAX_PORTS);
+    if (!ports || ports->nin < 1 || ports->nout < 1 || ports->nin > ANE_RT_MAX_PORTS || ports->nout > ANE_RT_MAX_PORTS)
+        return ir_fail(AF_ERR_INVALID, "ane: a program needs 1..%d inputs and 1..%d outputs (the framework refuses a request "
+                       "without an input or an output surface): feed at least one input", ANE_RT_MAX_PORTS, ANE_RT_MAX_PORTS);
     for (int k = 0; k < ports->nin + ports->nout; k++) {
         int64_t n = k < ports->nin ? ports->in_count[k] : ports->out_count[k - ports->nin];
         if (n < 1 || n > ((int64_t)1 << 28))
@@ -467,6 +528,14 @@ static af_status compile_source(const rt_source *src, const ane_rt_ports *ports,
     if (st) return st;
     if (!ane_rt_framework())
         return ir_fail(AF_ERR_UNSUPPORTED, "ane: no AppleNeuralEngine framework loaded; call ane_rt_open first");
+    ane_rt_symbols *sym = malloc(sizeof *sym);
+    if (!sym) return ir_fail(AF_ERR_NOMEM, "ane: out of memory");
+    st = src->netplist ? ane_rt_netplist_symbols(src->text, src->len, ports->nin, ports->nout, sym)
+                       : ane_rt_mil_symbols(src->text, src->len, ports->nin, ports->nout, sym);
+    if (st) {
+        free(sym);
+        return st;
+    }
     uint8_t key[32];
     data_sha256_ctx h;
     data_sha256_init(&h);
@@ -485,10 +554,11 @@ static af_status compile_source(const rt_source *src, const ane_rt_ports *ports,
         p->ports = *ports;
         st = model_get(key, src, &p->m);
     }
-    if (!st) st = make_ports(p);
+    if (!st) st = make_ports(p, sym);
     if (st) program_free(p);
     else *out = p;
     A.objc_autoreleasePoolPop(pool);
+    free(sym);
     return st;
 }
 
@@ -518,23 +588,27 @@ af_status ane_rt_alias(ane_rt_program *p, int o, int i) {
         return ir_fail(AF_ERR_SHAPE, "ane: output %d (%lld values) and input %d (%lld values) differ in size; only equal surfaces alias",
                        o, (long long)p->ports.out_count[o], i, (long long)p->ports.in_count[i]);
     void *pool = A.objc_autoreleasePoolPush();
-    int was = p->alias[o];
-    p->alias[o] = i;
-    af_status st = build_request(p);
-    if (st) p->alias[o] = was;
+    int was = p->state[o];
+    bool was_aliased = p->aliased[o];
+    p->state[o] = i;
+    p->aliased[o] = ane_rt_state_alias() && ane_rt_layout_same(&p->out_lay[o], &p->in_lay[i]);
+    af_status st = p->aliased[o] || was_aliased ? build_request(p) : AF_OK;
+    if (st) {
+        p->state[o] = was;
+        p->aliased[o] = was_aliased;
+    }
     A.objc_autoreleasePoolPop(pool);
     return st;
 }
 
-static af_status copy_surface(IOSurfaceRef s, void *host, size_t bytes, bool to_surface) {
+int ane_rt_output_aliased(const ane_rt_program *p, int o) { return p && o >= 0 && o < p->ports.nout && p->aliased[o]; }
+
+static af_status copy_surface(IOSurfaceRef s, const ane_rt_layout *l, uint16_t *host, bool to_surface) {
     uint32_t seed = 0;
     IOSurfaceLockOptions mode = to_surface ? 0 : kIOSurfaceLockReadOnly;
     if (A.IOSurfaceLock(s, mode, &seed) != 0) return ir_fail(AF_ERR_IO, "ane: IOSurfaceLock failed");
     void *base = A.IOSurfaceGetBaseAddress(s);
-    if (base) {
-        if (to_surface) memcpy(base, host, bytes);
-        else memcpy(host, base, bytes);
-    }
+    if (base) ane_rt_layout_copy(l, base, host, to_surface);
     bool unlocked = A.IOSurfaceUnlock(s, mode, &seed) == 0;
     if (!base) return ir_fail(AF_ERR_IO, "ane: a surface has no base address");
     return unlocked ? AF_OK : ir_fail(AF_ERR_IO, "ane: IOSurfaceUnlock failed");
@@ -542,15 +616,26 @@ static af_status copy_surface(IOSurfaceRef s, void *host, size_t bytes, bool to_
 
 af_status ane_rt_input_io(ane_rt_program *p, int i, uint16_t *host, int to_host) {
     if (!p || !host || i < 0 || i >= p->ports.nin) return ir_fail(AF_ERR_INVALID, "ane: input %d is out of range or the buffer is NULL", i);
-    return copy_surface(p->in_surf[i], host, (size_t)p->ports.in_count[i] * 2, !to_host);
+    return copy_surface(p->in_surf[i], &p->in_lay[i], host, !to_host);
+}
+
+/* Resident state without aliasing: the output's values into its input's surface. */
+static af_status copy_state(ane_rt_program *p, int o) {
+    int i = p->state[o];
+    uint16_t *tmp = malloc((size_t)p->ports.out_count[o] * 2);
+    if (!tmp) return ir_fail(AF_ERR_NOMEM, "ane: out of memory");
+    af_status st = copy_surface(p->out_surf[o], &p->out_lay[o], tmp, false);
+    if (!st) st = copy_surface(p->in_surf[i], &p->in_lay[i], tmp, true);
+    free(tmp);
+    return st;
 }
 
 af_status ane_rt_eval(ane_rt_program *p, const uint16_t *const *in, uint16_t *const *out) {
     if (!p || (p->ports.nin && !in)) return ir_fail(AF_ERR_INVALID, "ane: eval needs a program and its input array");
-    char why[512];
+    char why[1024];
     for (int i = 0; i < p->ports.nin; i++) {
         if (!in[i]) continue; /* resident state already in the surface */
-        af_status st = copy_surface(p->in_surf[i], (void *)in[i], (size_t)p->ports.in_count[i] * 2, true);
+        af_status st = copy_surface(p->in_surf[i], &p->in_lay[i], (uint16_t *)in[i], true);
         if (st) return st;
     }
     void *pool = A.objc_autoreleasePoolPush();
@@ -561,8 +646,11 @@ af_status ane_rt_eval(ane_rt_program *p, const uint16_t *const *in, uint16_t *co
     af_status st = ok ? AF_OK : ir_fail(AF_ERR_UNSUPPORTED, "ane: evaluate failed: %s", describe(err, why, sizeof why));
     release(empty);
     A.objc_autoreleasePoolPop(pool);
-    for (int i = 0; !st && out && i < p->ports.nout; i++)
-        if (out[i] && p->alias[i] < 0) st = copy_surface(p->out_surf[i], out[i], (size_t)p->ports.out_count[i] * 2, false);
+    for (int i = 0; !st && i < p->ports.nout; i++) {
+        if (p->state[i] >= 0) { /* state outputs stay on the device side */
+            if (!p->aliased[i]) st = copy_state(p, i);
+        } else if (out && out[i]) st = copy_surface(p->out_surf[i], &p->out_lay[i], out[i], false);
+    }
     return st;
 }
 

@@ -7,9 +7,10 @@
  *
  * Ports: every MIL function argument (in the order the function declares them; the
  * project's emitter writes them alphabetically) and every returned value (in the
- * order of `-> (...)`) is one IOSurface holding the tensor's fp16 elements flat, in
- * the row-major order of its declared shape ([1, C, 1, S] channel-first when the
- * program declares that).
+ * order of `-> (...)`) is one port, given and taken as the tensor's fp16 elements flat
+ * in the row-major order of its declared shape. On the engine side each port is an
+ * IOSurface bound by the symbol and index the loaded model lists for it, laid out with
+ * the model's strides (ane_ports.h); the copy between the two is the runtime's.
  *
  * Compiled programs are cached by the SHA-256 of (MIL text, weights): compiling the
  * same program again loads nothing and compiles nothing, it only gives the caller its
@@ -61,8 +62,9 @@ af_family_id ane_rt_family_of_subtype(const char *subtype);
 
 /* Compiles and loads a program, or takes it from the cache. weights (may be NULL when
  * the MIL cites no BLOBFILE) is the MILBlob file the MIL cites as
- * @model_path/weights/weight.bin. *out is the caller's handle: its own surfaces and
- * request, released with ane_rt_release. */
+ * @model_path/weights/weight.bin. A program needs at least one input and one output
+ * (the framework's request validation). *out is the caller's handle: its own surfaces
+ * and request, released with ane_rt_release. */
 af_status ane_rt_compile(const char *mil, size_t mil_len, const uint8_t *weights, size_t weights_len,
                          const ane_rt_ports *ports, ane_rt_program **out);
 /* The same for a net.plist program (native layers, seed 004): its XML, weights.0 and
@@ -76,12 +78,22 @@ af_status ane_rt_compile_netplist(const char *plist, size_t plist_len, const uin
  * outputs to out[i]. in[i] may be NULL to keep what the surface holds (resident
  * state); out[i] may be NULL to not deliver it (an aliased output is never copied). */
 af_status ane_rt_eval(ane_rt_program *p, const uint16_t *const *in, uint16_t *const *out);
-/* Resident state: output out_index is written straight into input surface in_index
- * (equal sizes), so the next evaluation reads it without a host copy. */
+/* Resident state: output out_index feeds input in_index (equal sizes) at the next
+ * evaluation without crossing to the caller. Written straight into the input's surface
+ * (one surface in both lists of the request) when state aliasing is on and both
+ * layouts agree; otherwise copied from the output's surface after each evaluation. */
 af_status ane_rt_alias(ane_rt_program *p, int out_index, int in_index);
+/* 1 when output o of p is written straight into its state input's surface. */
+int ane_rt_output_aliased(const ane_rt_program *p, int o);
+/* Whether later ane_rt_alias calls may alias (default 1). No public project binds one
+ * surface as an input and an output of one request, so this is a capability for the
+ * chip probe to confirm on the first run; 0 copies state between separate surfaces. */
+void ane_rt_set_state_alias(int on);
+int ane_rt_state_alias(void);
 /* Reads (to_host) or writes an input surface: seeding and reading resident state. */
 af_status ane_rt_input_io(ane_rt_program *p, int in_index, uint16_t *host, int to_host);
-/* Frees the handle; the last handle on a cached program unloads it and removes its files. */
+/* Frees the handle; the last handle on a cached program unloads it and removes its
+ * folder (-localModelPath), whatever the framework left in it. */
 void ane_rt_release(ane_rt_program *p);
 
 /* Real compiles done by this process (cache hits do not count), and the budget. */

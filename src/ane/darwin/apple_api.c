@@ -31,6 +31,13 @@ static af_status bind_all(void *lib, const char *path) {
     a->CFDataCreate = CFDataCreate;
     a->CFDictionaryCreate = CFDictionaryCreate;
     a->CFArrayCreate = CFArrayCreate;
+    a->CFDictionaryGetTypeID = CFDictionaryGetTypeID;
+    a->CFDictionaryGetValue = CFDictionaryGetValue;
+    a->CFArrayGetTypeID = CFArrayGetTypeID;
+    a->CFArrayGetCount = CFArrayGetCount;
+    a->CFArrayGetValueAtIndex = CFArrayGetValueAtIndex;
+    a->CFNumberGetTypeID = CFNumberGetTypeID;
+    a->CFNumberGetValue = CFNumberGetValue;
     a->kCFTypeDictionaryKeyCallBacks = &kCFTypeDictionaryKeyCallBacks;
     a->kCFTypeDictionaryValueCallBacks = &kCFTypeDictionaryValueCallBacks;
     a->kCFTypeArrayCallBacks = &kCFTypeArrayCallBacks;
@@ -45,8 +52,7 @@ static af_status bind_all(void *lib, const char *path) {
     a->kIOSurfaceBytesPerRow = &kIOSurfaceBytesPerRow;
     a->kIOSurfaceAllocSize = &kIOSurfaceAllocSize;
     a->kIOSurfacePixelFormat = &kIOSurfacePixelFormat;
-    /* Foundation is not linked: the framework brings it into the process. */
-    *(void **)&a->NSTemporaryDirectory = dlsym(lib, "NSTemporaryDirectory");
+    (void)lib;
     return AF_OK;
 }
 #else
@@ -56,7 +62,8 @@ static af_status bind_all(void *lib, const char *path) {
         SYM(objc_getClass), SYM(sel_registerName), SYM(objc_msgSend), SYM(objc_autoreleasePoolPush),
         SYM(objc_autoreleasePoolPop), SYM(CFRetain), SYM(CFRelease), SYM(CFGetTypeID), SYM(CFStringGetTypeID),
         SYM(CFStringCreateWithCString), SYM(CFStringGetCString), SYM(CFNumberCreate), SYM(CFDataCreate),
-        SYM(CFDictionaryCreate), SYM(CFArrayCreate), SYM(kCFTypeDictionaryKeyCallBacks),
+        SYM(CFDictionaryCreate), SYM(CFArrayCreate), SYM(CFDictionaryGetTypeID), SYM(CFDictionaryGetValue),
+        SYM(CFArrayGetTypeID), SYM(CFArrayGetCount), SYM(CFArrayGetValueAtIndex), SYM(CFNumberGetTypeID), SYM(CFNumberGetValue), SYM(kCFTypeDictionaryKeyCallBacks),
         SYM(kCFTypeDictionaryValueCallBacks), SYM(kCFTypeArrayCallBacks), SYM(IOSurfaceCreate), SYM(IOSurfaceLock),
         SYM(IOSurfaceUnlock), SYM(IOSurfaceGetBaseAddress), SYM(IOSurfaceGetAllocSize), SYM(kIOSurfaceWidth),
         SYM(kIOSurfaceHeight), SYM(kIOSurfaceBytesPerElement), SYM(kIOSurfaceBytesPerRow), SYM(kIOSurfaceAllocSize),
@@ -72,7 +79,6 @@ static af_status bind_all(void *lib, const char *path) {
                            path, syms[i].name);
         memcpy((char *)&ane_apple + syms[i].offset, &p, sizeof p);
     }
-    *(void **)&ane_apple.NSTemporaryDirectory = dlsym(lib, "NSTemporaryDirectory");
     return AF_OK;
 }
 #endif

@@ -1,5 +1,5 @@
 /* The Apple functions the Neural Engine runtime calls (Objective-C runtime,
- * CoreFoundation, IOSurface, Foundation's NSTemporaryDirectory), reached through one
+ * CoreFoundation, IOSurface), reached through one
  * table so that ane_runtime.c is the same code everywhere:
  *   - on Apple (or with ANE_RT_LINKED defined, as the Linux compile check of the Apple
  *     branch does) the SDK headers declare them and the table holds their linked
@@ -79,6 +79,14 @@ struct ane_apple_api {
     CFDictionaryRef (*CFDictionaryCreate)(CFAllocatorRef a, const void **keys, const void **vals, CFIndex n,
                                           const CFDictionaryKeyCallBacks *kcb, const CFDictionaryValueCallBacks *vcb);
     CFArrayRef (*CFArrayCreate)(CFAllocatorRef a, const void **vals, CFIndex n, const CFArrayCallBacks *cb);
+    /* reading what the framework gives back (-modelAttributes, NSError's userInfo) */
+    CFTypeID (*CFDictionaryGetTypeID)(void);
+    const void *(*CFDictionaryGetValue)(CFDictionaryRef d, const void *key);
+    CFTypeID (*CFArrayGetTypeID)(void);
+    CFIndex (*CFArrayGetCount)(CFArrayRef a);
+    const void *(*CFArrayGetValueAtIndex)(CFArrayRef a, CFIndex i);
+    CFTypeID (*CFNumberGetTypeID)(void);
+    Boolean (*CFNumberGetValue)(CFNumberRef n, CFNumberType t, void *v);
     const CFDictionaryKeyCallBacks *kCFTypeDictionaryKeyCallBacks;
     const CFDictionaryValueCallBacks *kCFTypeDictionaryValueCallBacks;
     const CFArrayCallBacks *kCFTypeArrayCallBacks;
@@ -90,11 +98,7 @@ struct ane_apple_api {
     size_t (*IOSurfaceGetAllocSize)(IOSurfaceRef s);
     const CFStringRef *kIOSurfaceWidth, *kIOSurfaceHeight, *kIOSurfaceBytesPerElement, *kIOSurfaceBytesPerRow,
         *kIOSurfaceAllocSize, *kIOSurfacePixelFormat;
-    /* Foundation: the per-user temporary directory the ANE daemon reads models from
-     * (an NSString, toll-free a CFStringRef). NULL when the framework does not bring
-     * Foundation in; the runtime then asks the system another way. */
-    CFStringRef (*NSTemporaryDirectory)(void);
-};
+    };
 
 /* The table; valid after ane_apple_load succeeded. */
 extern struct ane_apple_api ane_apple;

@@ -1,0 +1,41 @@
+/* The training plans, one line each. Adding a plan: a file with its tr_plan and one line
+ * here (its name then reaches af_plan_parse, af_plan_name and the CLI's --plan). */
+#include "train/plans.h"
+#include "train/registry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const tr_plan *const plans[] = {
+    &tr_plan_host,
+    &tr_plan_device,
+    &tr_plan_resident,
+    &tr_plan_unrolled,
+    &tr_plan_pipeline,
+};
+enum { NPLANS = sizeof plans / sizeof plans[0] };
+
+const tr_plan *tr_plan_for(af_plan id) {
+    for (int i = 0; i < NPLANS; i++)
+        if (plans[i]->id == id) return plans[i];
+    return NULL;
+}
+
+const char *af_plan_name(af_plan p) {
+    const tr_plan *pl = tr_plan_for(p);
+    return pl ? pl->name : "?";
+}
+
+af_status af_plan_parse(const char *name, af_plan *out) {
+    for (int i = 0; name && i < NPLANS; i++)
+        if (!strcmp(name, plans[i]->name)) {
+            if (out) *out = plans[i]->id;
+            return AF_OK;
+        }
+    char names[256] = "";
+    for (int i = 0; i < NPLANS; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i ? (i + 1 < NPLANS ? ", " : " or ") : "", plans[i]->name);
+    }
+    return ir_fail(AF_ERR_INVALID, "unknown plan '%s'; the plans are %s", name ? name : "(null)", names);
+}

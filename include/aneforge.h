@@ -659,6 +659,11 @@ AF_API const char *af_plan_name(af_plan p); /* "host", "device", ...; "?" for no
 /* The plan named `name` (as af_plan_name spells it) into *out; AF_ERR_INVALID naming
  * the plans there are otherwise. */
 AF_API af_status   af_plan_parse(const char *name, af_plan *out);
+/* What a plan is, before any trainer exists: the steps one af_trainer_step call runs
+ * under opts (opts->unroll on the unrolled plan, else 1; 0 for no plan), and whether its
+ * optimizer runs on the host in fp32, where grad_clip and grad_accum apply (1 or 0). */
+AF_API int         af_plan_steps_per_call(const af_train_opts *opts);
+AF_API int         af_plan_host_optimizer(af_plan p);
 
 /* ---------------------------------------------------------------- optimizer graphs
  * Adam as graph ops, for building updates inside programs (e.g. K unrolled steps: feed

@@ -12,6 +12,9 @@ static const tr_plan *const plans[] = {
     &tr_plan_resident,
     &tr_plan_unrolled,
     &tr_plan_pipeline,
+#ifdef TR_TEST_PLANS /* tests/test_plan_registry.c adds its own plan's line this way */
+    TR_TEST_PLANS
+#endif
 };
 enum { NPLANS = sizeof plans / sizeof plans[0] };
 
@@ -24,6 +27,16 @@ const tr_plan *tr_plan_for(af_plan id) {
 const char *af_plan_name(af_plan p) {
     const tr_plan *pl = tr_plan_for(p);
     return pl ? pl->name : "?";
+}
+
+int af_plan_steps_per_call(const af_train_opts *opts) {
+    const tr_plan *pl = opts ? tr_plan_for(opts->plan) : NULL;
+    return !pl ? 0 : pl->caps & TR_UNROLLS ? opts->unroll : 1;
+}
+
+int af_plan_host_optimizer(af_plan p) {
+    const tr_plan *pl = tr_plan_for(p);
+    return pl && (pl->caps & TR_HOST_OPTIMIZER);
 }
 
 af_status af_plan_parse(const char *name, af_plan *out) {

@@ -655,9 +655,10 @@ AF_API af_status   af_trainer_save(af_trainer *t, const char *path);
 AF_API af_status   af_trainer_load(af_trainer *t, const char *path);
 /* Costs accumulated over all steps so far (compiles include the initial ones). */
 AF_API void        af_trainer_stats(const af_trainer *t, af_stats *out);
-AF_API const char *af_plan_name(af_plan p); /* "host", "device", ...; "?" for no plan */
-/* The plan named `name` (as af_plan_name spells it) into *out; AF_ERR_INVALID naming
- * the plans there are otherwise. */
+/* The plans by name, as the library's registry lists them: af_plan_name spells one
+ * ("host", "device", ...; "?" for no plan); af_plan_parse reads one into *out, or
+ * returns AF_ERR_INVALID naming the plans there are. */
+AF_API const char *af_plan_name(af_plan p);
 AF_API af_status   af_plan_parse(const char *name, af_plan *out);
 /* What a plan is, before any trainer exists: the steps one af_trainer_step call runs
  * under opts (opts->unroll on the unrolled plan, else 1; 0 for no plan), and whether its

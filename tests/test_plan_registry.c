@@ -34,7 +34,7 @@ static void copy_free(af_trainer *t) {
     free(t->ps);
 }
 
-static const tr_plan tr_plan_host_copy = {
+const tr_plan tr_plan_host_copy = {
     .name = "host-copy",
     .id = (af_plan)TEST_PLAN_ID,
     .caps = TR_HOST_OPTIMIZER | TR_HOST_METRICS,
@@ -45,7 +45,7 @@ static const tr_plan tr_plan_host_copy = {
 };
 
 /* The registry line. */
-#define TR_TEST_PLANS &tr_plan_host_copy,
+#define TR_TEST_PLANS(X) X(host_copy)
 #include "train/registry.c"
 
 #include "support/check.h"

@@ -2,7 +2,6 @@
  * program per param, Adam's (w', m', r') stacked on axis 0; the host shuttles the state. */
 #include "nn/optim.h"
 #include "train/grad_programs.h"
-#include "train/plans.h"
 #include "train/step_graph.h"
 
 #include <stdlib.h>

@@ -2,7 +2,6 @@
  * optimizer on the host (host_opt.h). */
 #include "train/grad_programs.h"
 #include "train/host_opt.h"
-#include "train/plans.h"
 
 #include <stdlib.h>
 

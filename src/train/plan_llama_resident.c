@@ -23,7 +23,7 @@
 #include "grad/grad.h"
 #include "nn/llama_graph.h"
 #include "nn/optim.h"
-#include "train/plans.h"
+#include "train/plan_llama_resident.h"
 
 #include <stdio.h>
 #include <stdlib.h>

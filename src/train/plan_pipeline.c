@@ -15,7 +15,6 @@
 #include "cpu/pool.h"
 #include "nn/llama_kernels.h"
 #include "train/host_opt.h"
-#include "train/plans.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * back around every block instead. On a llama (af_net.llama_config) the resident plan
  * hands over to its llama variant (plan_llama_resident.c). */
 #include "nn/optim.h"
-#include "train/plans.h"
+#include "train/plan_llama_resident.h"
 #include "train/step_graph.h"
 
 #include <stdio.h>
@@ -148,7 +148,7 @@ static af_status build_program(af_trainer *t, resident_plan *rp) {
 }
 
 static af_status resident_build(af_trainer *t) {
-    if (t->plan == &tr_plan_resident && t->net.llama_config && !t->o.shuttle_state) { /* the llama variant */
+    if (t->o.plan == AF_PLAN_RESIDENT && t->net.llama_config && !t->o.shuttle_state) { /* the llama variant */
         t->plan = &tr_plan_llama_resident;
         return t->plan->build(t);
     }

@@ -1,21 +1,27 @@
-/* The training plans, one line each. Adding a plan: a file with its tr_plan and one line
- * here (its name then reaches af_plan_parse, af_plan_name and the CLI's --plan). */
-#include "train/plans.h"
+#include "train/core.h"
 #include "train/registry.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const tr_plan *const plans[] = {
-    &tr_plan_host,
-    &tr_plan_device,
-    &tr_plan_resident,
-    &tr_plan_unrolled,
-    &tr_plan_pipeline,
-#ifdef TR_TEST_PLANS /* tests/test_plan_registry.c adds its own plan's line this way */
-    TR_TEST_PLANS
+/* The training plans, one line each: X(name) stands for the tr_plan `tr_plan_<name>` that
+ * the plan's own file (plan_<name>.c) defines. Adding a plan: its file and one line here;
+ * its name then reaches af_plan_parse, af_plan_name and the CLI's --plan. */
+#define TR_PLANS(X) \
+    X(host)         \
+    X(device)       \
+    X(resident)     \
+    X(unrolled)     \
+    X(pipeline)     \
+    TR_TEST_PLANS(X)
+
+#ifndef TR_TEST_PLANS /* tests/test_plan_registry.c adds its own plan's line through it */
+#define TR_TEST_PLANS(X)
 #endif
-};
+#define TR_DECLARE(name) extern const tr_plan tr_plan_##name;
+#define TR_ENTRY(name) &tr_plan_##name,
+TR_PLANS(TR_DECLARE)
+static const tr_plan *const plans[] = { TR_PLANS(TR_ENTRY) };
 enum { NPLANS = sizeof plans / sizeof plans[0] };
 
 const tr_plan *tr_plan_for(af_plan id) {

@@ -1,12 +1,12 @@
+/* The training plans, one line each: X(name) stands for the tr_plan `tr_plan_<name>` that
+ * the plan's own file (plan_<name>.c) defines. Adding a plan: its file and one line here;
+ * its name then reaches af_plan_parse, af_plan_name and the CLI's --plan. */
 #include "train/core.h"
 #include "train/registry.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The training plans, one line each: X(name) stands for the tr_plan `tr_plan_<name>` that
- * the plan's own file (plan_<name>.c) defines. Adding a plan: its file and one line here;
- * its name then reaches af_plan_parse, af_plan_name and the CLI's --plan. */
 #define TR_PLANS(X) \
     X(host)         \
     X(device)       \

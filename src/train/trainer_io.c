@@ -332,7 +332,10 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
         }
     }
     for (int i = 0; i < t->np; i++)
-        if ((st = check_converted(t, i, rec[i][1], rec[i][2], saved_rms, unit, scale))) return st;
+        if ((st = check_converted(t, i, rec[i][1], rec[i][2], saved_rms, unit, scale))) {
+            free(rec);
+            return st;
+        }
     t->step = step, t->skipped = skipped, t->clean_run = clean_run, t->skipped_consecutive = consecutive;
     t->scale = scale;
     for (int i = 0; i < t->np; i++) {

@@ -15,17 +15,17 @@
 
 /* What a plan is, for the trainer's checks and bookkeeping. */
 enum {
-    /* The optimizer runs on the host in fp32 (host.h): moments are fp32 (m, v) of the
+    /* The optimizer runs on the host in fp32 (host_opt.h): moments are fp32 (m, v) of the
      * unscaled gradient, grad_clip and grad_accum apply, and x holds grad_accum batches. */
     TR_HOST_OPTIMIZER = 1 << 0,
     /* Loss and accuracy of CE and MSE are computed on the host in fp32 from the programs'
-     * outputs (a custom loss is only known to the graph)... */
+     * outputs (a custom loss is only known to the graph). */
     TR_HOST_METRICS = 1 << 1,
     /* Runs opts.unroll steps per call (1..TR_MAXK); otherwise one. */
     TR_UNROLLS = 1 << 2,
     /* Accepts opts.shuttle_state (state fed in and read back around every call). */
     TR_SHUTTLES = 1 << 3,
-    /* ...and so is the net's own loss (the pipeline plan's cross-entropy). */
+    /* Computes even the net's own loss on the host (the pipeline plan's cross-entropy). */
     TR_HOST_LOSS = 1 << 4,
 };
 

@@ -465,6 +465,14 @@ AF_API void af_model_stats_reset(af_model *m);
  * the portable form; trainers tell their graph. */
 AF_API void af_graph_set_target(af_graph *g, af_target target);
 
+/* What a target is, as its backend declares it: "cpu", "ane-sim", "ane" ("?" for none);
+ * whether it computes as the Neural Engine does (fp16 storage, an engine family, the
+ * engine's limits); and whether opts compile for fp16 storage (AF_PRECISION_FP16, or
+ * AF_PRECISION_DEFAULT on a target that is fp16 by default). */
+AF_API const char *af_target_name(af_target t);
+AF_API int         af_target_is_engine(af_target t);
+AF_API int         af_compile_opts_fp16(const af_compile_opts *opts);
+
 /* Compiles the part of g that computes `out` from `in`. Every input, parameter or
  * other leaf that the outputs depend on must be listed in `in` (constants are baked).
  * Returns NULL on error (af_error_message says why). The caller frees the model with
@@ -522,6 +530,10 @@ typedef struct {
      * tensor) or af_softmax_cross_entropy / af_mse; NULL on failure. The trainer seeds
      * its backward with the (fed) loss scale and reports its value as the step's loss. */
     af_loss *(*loss)(void *ctx, af_tensor *output, af_tensor *target);
+    /* What the net declares beyond forward, for the plans that need more (NULL for other
+     * nets): af_net_llama points it at its af_llama_config, which the pipeline plan and
+     * the resident plan's llama variant build from (read inside af_trainer_new only). */
+    const void *llama_config;
 } af_net;
 
 /* CE: softmax cross-entropy on one-hot targets; MSE: mean squared error; CUSTOM: the
@@ -643,7 +655,16 @@ AF_API af_status   af_trainer_save(af_trainer *t, const char *path);
 AF_API af_status   af_trainer_load(af_trainer *t, const char *path);
 /* Costs accumulated over all steps so far (compiles include the initial ones). */
 AF_API void        af_trainer_stats(const af_trainer *t, af_stats *out);
+/* The plans by name, as the library's registry lists them: af_plan_name spells one
+ * ("host", "device", ...; "?" for no plan); af_plan_parse reads one into *out, or
+ * returns AF_ERR_INVALID naming the plans there are. */
 AF_API const char *af_plan_name(af_plan p);
+AF_API af_status   af_plan_parse(const char *name, af_plan *out);
+/* What a plan is, before any trainer exists: the steps one af_trainer_step call runs
+ * under opts (opts->unroll on the unrolled plan, else 1; 0 for no plan), and whether its
+ * optimizer runs on the host in fp32, where grad_clip and grad_accum apply (1 or 0). */
+AF_API int         af_plan_steps_per_call(const af_train_opts *opts);
+AF_API int         af_plan_host_optimizer(af_plan p);
 
 /* ---------------------------------------------------------------- optimizer graphs
  * Adam as graph ops, for building updates inside programs (e.g. K unrolled steps: feed

@@ -140,7 +140,8 @@ int cmd_op(int argc, char **argv) {
     if (target && af_target_parse(target, &o.target, &o.family) != AF_OK)
         return cli_usage_error(CMD, "--target '%s' is not a target: use cpu, ane-sim[:m1..m5] or ane", target);
     if (cli_env_compile(&o, target != NULL, err, sizeof err)) return cli_usage_error(CMD, "%s", err);
-    o.precision = precision >= 0 ? (af_precision)precision : o.target == AF_TARGET_CPU ? AF_PRECISION_FP32 : AF_PRECISION_FP16;
+    o.precision = AF_PRECISION_DEFAULT; /* the target's own default, said explicitly below */
+    o.precision = precision >= 0 ? (af_precision)precision : af_compile_opts_fp16(&o) ? AF_PRECISION_FP16 : AF_PRECISION_FP32;
 
     int rc = 1;
     float *data[MAX_IN] = { 0 }, *y = NULL;

@@ -243,7 +243,7 @@ int cmd_train(int argc, char **argv) {
                           kind == AF_DATA_MNIST ? 0.3081f : kind == AF_DATA_FASHION ? 0.3530f : 0.2516f);
     int64_t ntrain = af_dataset_count(train);
     if (a.limit && a.limit < ntrain) ntrain = a.limit;
-    int k = a.o.plan == AF_PLAN_UNROLLED ? a.o.unroll : 1;
+    int k = af_plan_steps_per_call(&a.o);
     int64_t per_call = (int64_t)a.o.batch * k, calls = ntrain / per_call;
     if (calls < 1) {
         fprintf(stderr, "aneforge train: %lld training samples cannot fill one step of %lld (batch %d x %d); lower --batch\n",

@@ -118,7 +118,7 @@ static int parse_args(int argc, char **argv, llama_args *a) {
     if (a->config && a->init) return bad("%s", "give --config or --init, not both (--init's file has its own config)");
     if (!a->data) return bad("%s", "--data is required: a token file (uint16 ids, see 'aneforge data tokenize')");
     if (train_opt_finish(&a->o, &flags, "aneforge train llama")) return 2;
-    if ((a->o.grad_clip > 0 || a->o.grad_accum > 1) && a->o.plan != AF_PLAN_HOST && a->o.plan != AF_PLAN_PIPELINE)
+    if ((a->o.grad_clip > 0 || a->o.grad_accum > 1) && !af_plan_host_optimizer(a->o.plan))
         return bad("--grad-clip and --grad-accum need --plan host or pipeline (the optimizer runs on the host there), "
                    "not '%s'", af_plan_name(a->o.plan));
     if (a->dashboard && !a->log) a->log = "aneforge-llama.jsonl";
@@ -297,7 +297,7 @@ static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, 
     bool save_failed = false;
     train_watch watch = { 0 };
     /* Clipping is the cure where the plan has it. */
-    const char *advice = a->o.grad_clip > 0 || (a->o.plan != AF_PLAN_HOST && a->o.plan != AF_PLAN_PIPELINE)
+    const char *advice = a->o.grad_clip > 0 || !af_plan_host_optimizer(a->o.plan)
                              ? NULL : ", or clip the gradient with --grad-clip 1";
     af_step_info info = { 0 };
     interrupted = 0;

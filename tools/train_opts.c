@@ -34,10 +34,7 @@ int train_opt_parse(const char *k, const char *v, af_train_opts *o, train_opt_fl
         else if (!strcmp(v, "cosine")) o->schedule = AF_LR_COSINE;
         else return BAD("--schedule is constant or cosine, not '%s'", v);
     } else if (!strcmp(k, "--plan")) {
-        int p = -1;
-        for (int j = 0; j < 5; j++) if (!strcmp(v, af_plan_name((af_plan)j))) p = j;
-        if (p < 0) return BAD("--plan is host, device, resident, unrolled or pipeline (llama only), not '%s'", v);
-        o->plan = (af_plan)p;
+        if (af_plan_parse(v, &o->plan)) return BAD("--plan: %s", af_error_message());
     } else if (!strcmp(k, "--precision")) {
         if (!strcmp(v, "fp32")) o->compile.precision = AF_PRECISION_FP32;
         else if (!strcmp(v, "fp16")) o->compile.precision = AF_PRECISION_FP16;
@@ -52,7 +49,9 @@ int train_opt_finish(af_train_opts *o, const train_opt_flags *f, const char *pre
     if (f->target_spec && train_parse_target(f->target_spec, &o->compile)) return BAD("--target: %s", af_error_message());
     char env_err[300];
     if (cli_env_compile(&o->compile, f->target_spec != NULL, env_err, sizeof env_err)) return BAD("%s", env_err);
-    bool fp16 = o->compile.precision == AF_PRECISION_FP16 || (!f->precision_set && o->compile.target != AF_TARGET_CPU);
+    af_compile_opts asked = o->compile;
+    if (!f->precision_set) asked.precision = AF_PRECISION_DEFAULT; /* the target's default */
+    bool fp16 = af_compile_opts_fp16(&asked);
     if (!f->loss_scale_set) o->loss_scale = fp16 ? 128.0f : 1.0f; /* keeps fp16 Adam moments inside fp16's range */
     o->compile.threads = f->threads;
     return 0;

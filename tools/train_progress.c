@@ -17,11 +17,9 @@ int train_parse_target(const char *spec, af_compile_opts *c) {
     return af_target_parse(spec, &c->target, &c->family) != AF_OK;
 }
 
-const char *train_target_name(af_target t) { return t == AF_TARGET_CPU ? "cpu" : t == AF_TARGET_ANE ? "ane" : "ane-sim"; }
+const char *train_target_name(af_target t) { return af_target_name(t); }
 
-bool train_fp16(const af_compile_opts *c) {
-    return c->precision == AF_PRECISION_FP16 || (c->precision == AF_PRECISION_DEFAULT && c->target != AF_TARGET_CPU);
-}
+bool train_fp16(const af_compile_opts *c) { return af_compile_opts_fp16(c) != 0; }
 
 void progress_init(progress *p, const af_train_opts *o, int epochs, int64_t steps_per_epoch, bool json) {
     memset(p, 0, sizeof *p);
@@ -33,10 +31,10 @@ void progress_init(progress *p, const af_train_opts *o, int epochs, int64_t step
     p->start = p->epoch_start = now_s();
     if (!p->quiet) {
         const char *tgt = train_target_name(o->compile.target);
-        bool fp16 = train_fp16(&o->compile);
+        bool fp16 = train_fp16(&o->compile), engine = af_target_is_engine(o->compile.target);
         fprintf(stderr, "training: plan %s, target %s%s%s, %s, batch %d, %s lr %g, loss scale %g, %lld steps/epoch\n",
-                af_plan_name(o->plan), tgt, o->compile.target == AF_TARGET_CPU ? "" : " ",
-                o->compile.target == AF_TARGET_CPU ? "" : af_family_name_of(o->compile.family), fp16 ? "fp16" : "fp32",
+                af_plan_name(o->plan), tgt, engine ? " " : "", engine ? af_family_name_of(o->compile.family) : "",
+                fp16 ? "fp16" : "fp32",
                 o->batch, o->optimizer == AF_OPT_ADAM ? "adam" : "sgd", (double)o->lr, (double)o->loss_scale,
                 (long long)steps_per_epoch);
     }
@@ -87,7 +85,7 @@ void progress_epoch(progress *p, int64_t epoch, double test_acc, double train_lo
     p->epoch_start = t;
 }
 
-static bool engine(const progress *p) { return p->o.compile.target != AF_TARGET_CPU; }
+static bool engine(const progress *p) { return af_target_is_engine(p->o.compile.target); }
 
 /* Mean per-step estimate: the cost model is linear, so estimate the totals and divide. */
 static double est_ms(af_family_id fam, const af_stats *s, int64_t steps) {

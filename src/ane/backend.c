@@ -369,6 +369,7 @@ static const char *ane_unsupported(const backend_cfg *cfg, const af_tensor *t) {
 const backend_iface ane_backend = {
     .name = "ane",
     .target = AF_TARGET_ANE,
+    .engine = true, .fp16_by_default = true,
     .configure = ane_configure,
     .unsupported = ane_unsupported,
     .validate = ane_validate,

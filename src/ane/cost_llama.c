@@ -31,7 +31,7 @@ const char *ane_llama_plan_name(ane_llama_plan p) {
     return (unsigned)p < ANE_LLAMA_NPLANS ? names[p] : "?";
 }
 
-/* Rows per classifier block within the family's W/H limit (llama_pipeline.c's rule). */
+/* Rows per classifier block within the family's W/H limit (plan_pipeline.c's rule). */
 static int vocab_blocks(int V, af_family_id fam) { return fam == AF_FAMILY_A16 ? (V + 65535) / 65536 : (V + 16383) / 16384; }
 
 void ane_llama_count(const af_llama_config *c, int seq, int batch, ane_llama_plan p, bool layers_only, af_family_id fam,
@@ -63,7 +63,7 @@ void ane_llama_count(const af_llama_config *c, int seq, int batch, ane_llama_pla
         n.dispatches += 2 * nblk;
         n.programs = 8;
         break;
-    default: /* resident (llama_resident.c): the whole step in one program, the embedding a
+    default: /* resident (plan_llama_resident.c): the whole step in one program, the embedding a
               * one-hot matmul both ways; only ids, targets and the loss cross */
         n.engine_flops += L * lin + 3 * cls + ce + norms + adam + (layers_only ? 0 : 4 * N * (double)c->vocab_size * D);
         n.host_flops = N * V; /* finding each target in its one-hot row */

@@ -26,6 +26,12 @@ typedef struct {
 typedef struct {
     const char *name;  /* "cpu", "ane-sim", "ane" */
     af_target target;
+    /* Computes as the Neural Engine does: it has an engine family (resolved before the
+     * plan is built), the engine's limits, and bridge ops cut its programs into segments
+     * (af_target_is_engine). */
+    bool engine;
+    /* AF_PRECISION_DEFAULT means fp16 storage here (af_compile_opts_fp16). */
+    bool fp16_by_default;
     /* Settles what depends on the machine (the engine family of the device) before the
      * plan is built; AF_OK or the status with msg set (optional). */
     af_status (*configure)(backend_cfg *cfg, char *msg, size_t n);
@@ -51,4 +57,6 @@ typedef struct {
 
 /* The backend for a target, or NULL (src/model/registry.c). */
 const backend_iface *backend_for(af_target target);
+/* Whether opts (NULL: the defaults) compile for fp16 storage on be. */
+bool backend_fp16(const backend_iface *be, const af_compile_opts *opts);
 #endif

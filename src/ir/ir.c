@@ -193,6 +193,8 @@ void *ir_graph_own(af_graph *g, void *p) {
 }
 
 void af_graph_set_target(af_graph *g, af_target target) {
+    /* src/ir sits below the backend registry (src/model), so it keeps its own notion of
+     * a CPU-targeted graph instead of asking af_target_is_engine. */
     if (g) g->cpu_only = target == AF_TARGET_CPU;
 }
 

@@ -31,7 +31,4 @@ af_status llama_parse(const uint8_t *bytes, size_t size, const char *what, af_ll
                       int *version);
 /* The bytes of w as a version 0 or 1 file, malloc'd into *out. */
 af_status llama_serialize(const af_llama_weights *w, int version, uint8_t **out, size_t *size);
-/* The initial weights (and config) of a net made by af_net_llama, or NULL for any other
- * net: the llama-specific training plans (src/train/llama_pipeline.c) need the config. */
-const af_llama_weights *llama_net_weights(const af_net *net);
 #endif

@@ -51,9 +51,6 @@ af_net af_net_llama(const af_llama_weights *init, int seq) {
     net.loss = loss;
     net.sample = AF_SHAPE(seq);
     net.out_dim = (int64_t)seq * init->cfg.vocab_size;
+    net.llama_config = &n->init.cfg; /* what the llama plans build from */
     return net;
-}
-
-const af_llama_weights *llama_net_weights(const af_net *net) {
-    return net && net->make_params == make_params && net->ctx ? &((const llama_net *)net->ctx)->init : NULL;
 }

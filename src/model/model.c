@@ -37,8 +37,8 @@ static af_status configure(const backend_iface *be, const af_compile_opts *opts,
                           .precision_check = !o.precision_check_off,
                           .ane_framework = o.ane_framework, .family_asked = o.family, .sim_engine = o.sim_engine };
     cfg->threads = o.threads > 0 ? o.threads : cpu_num_cores();
-    cfg->fp16 = o.precision == AF_PRECISION_FP16 || (o.precision == AF_PRECISION_DEFAULT && o.target != AF_TARGET_CPU);
-    if (o.target != AF_TARGET_CPU && af_family_resolve(o.family, &cfg->family)) {
+    cfg->fp16 = backend_fp16(be, &o);
+    if (be->engine && af_family_resolve(o.family, &cfg->family)) {
         snprintf(msg, n, "%s", af_error_message());
         return AF_ERR_INVALID;
     }
@@ -74,7 +74,7 @@ af_model *af_compile(af_graph *g, int nin, af_tensor *const *in, int nout, af_te
     ir_graph_retain(g); /* the model runs from the graph's nodes: the caller may free it first */
     /* Bridge ops cut engine programs: each segment becomes a model of its own. A plan that
      * is one bridge node is itself a bridge segment and goes to the backend. */
-    if (target != AF_TARGET_CPU && plan_has_bridge(&m->plan) && m->plan.nsched > 1) {
+    if (be->engine && plan_has_bridge(&m->plan) && m->plan.nsched > 1) {
         if ((st = model_compile_segments(m, opts, msg, sizeof msg))) return fail_model(m, st, "%s", msg);
         return m;
     }
@@ -181,7 +181,7 @@ size_t af_model_arena_bytes(const af_model *m) {
     if (!m) return 0;
     return m->sub ? model_segments_memory(m) : m->be->memory_bytes(m->state);
 }
-af_family_id af_model_family(const af_model *m) { return m && m->cfg.target != AF_TARGET_CPU ? m->cfg.family : AF_FAMILY_DEFAULT; }
+af_family_id af_model_family(const af_model *m) { return m && m->be->engine ? m->cfg.family : AF_FAMILY_DEFAULT; }
 
 void af_model_stats(const af_model *m, af_stats *out) {
     if (!out) return;

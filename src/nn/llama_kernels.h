@@ -3,7 +3,7 @@
  * (clsFwd with the final RMSNorm, clsBwd). Every activation is channel-first
  * [B, C, 1, S] (seed 002's [1, C, 1, S] with the batch on N) so no kernel transposes
  * between layers; every weight is an input, never a constant, so one compiled program
- * serves every layer and every step. The host does the rest (src/train/llama_pipeline.c):
+ * serves every layer and every step. The host does the rest (src/train/plan_pipeline.c):
  * embedding, residual adds, RMSNorm backward, dW GEMMs, softmax cross-entropy, Adam. */
 #ifndef AF_NN_LLAMA_KERNELS_H
 #define AF_NN_LLAMA_KERNELS_H

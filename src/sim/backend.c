@@ -153,6 +153,7 @@ static const char *sim_unsupported(const backend_cfg *cfg, const af_tensor *t) {
 const backend_iface ane_sim_backend = {
     .name = "ane-sim",
     .target = AF_TARGET_ANE_SIM,
+    .engine = true, .fp16_by_default = true,
     .validate = sim_validate,
     .unsupported = sim_unsupported,
     .init = sim_init,

@@ -2,8 +2,7 @@
 #include "cpu/pool.h"
 #include "nn/optim.h"
 #include "train/ckpt.h"
-#include "train/llama_pipeline.h"
-#include "train/llama_resident.h"
+#include "train/registry.h"
 #include "train/trainer.h"
 #include "train/trainer_io.h"
 
@@ -12,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static af_status check_opts(const af_net *net, const af_train_opts *o) {
+static af_status check_opts(const af_net *net, const af_train_opts *o, const tr_plan *plan) {
     if (!net || !net->make_params || !net->forward)
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: the net needs make_params and forward functions");
     if (net->out_dim < 1 || af_shape_count(net->sample) < 1)
@@ -20,13 +19,13 @@ static af_status check_opts(const af_net *net, const af_train_opts *o) {
     if ((unsigned)o->objective > AF_OBJ_CUSTOM) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown objective %d", (int)o->objective);
     if (o->objective == AF_OBJ_CUSTOM && !net->loss)
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: objective AF_OBJ_CUSTOM needs the net's loss function (af_net.loss)");
-    if (o->shuttle_state && o->plan != AF_PLAN_UNROLLED && o->plan != AF_PLAN_RESIDENT)
-        return ir_fail(AF_ERR_INVALID, "af_trainer_new: shuttle_state applies to the unrolled (and resident) plans, not '%s'", af_plan_name(o->plan));
+    if (o->shuttle_state && plan && !(plan->caps & TR_SHUTTLES))
+        return ir_fail(AF_ERR_INVALID, "af_trainer_new: shuttle_state applies to the unrolled (and resident) plans, not '%s'", plan->name);
     if (o->optimizer != AF_OPT_ADAM && o->optimizer != AF_OPT_SGD) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown optimizer %d", (int)o->optimizer);
-    if ((unsigned)o->plan > AF_PLAN_PIPELINE) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown plan %d", (int)o->plan);
+    if (!plan) return ir_fail(AF_ERR_INVALID, "af_trainer_new: unknown plan %d", (int)o->plan);
     if (!(o->lr > 0) || !isfinite(o->lr)) return ir_fail(AF_ERR_INVALID, "af_trainer_new: learning rate %g must be positive and finite", (double)o->lr);
     if (o->batch < 1 || o->eval_batch < 1) return ir_fail(AF_ERR_INVALID, "af_trainer_new: batch %d and eval_batch %d must be >= 1", o->batch, o->eval_batch);
-    if (o->plan == AF_PLAN_UNROLLED && (o->unroll < 1 || o->unroll > TR_MAXK))
+    if ((plan->caps & TR_UNROLLS) && (o->unroll < 1 || o->unroll > TR_MAXK))
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: unroll %d must be in 1..%d", o->unroll, TR_MAXK);
     if (!(o->loss_scale >= 0) || !isfinite(o->loss_scale)) return ir_fail(AF_ERR_INVALID, "af_trainer_new: loss scale %g must be >= 0 (0 means 1)", (double)o->loss_scale);
     if (o->optimizer == AF_OPT_ADAM && !(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->eps > 0))
@@ -35,10 +34,10 @@ static af_status check_opts(const af_net *net, const af_train_opts *o) {
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: grad_clip %g must be >= 0 (0 = off)", (double)o->grad_clip);
     if (o->grad_accum < 0 || o->grad_accum > 4096)
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: grad_accum %d must be in 0..4096 (0 or 1 = one batch per step)", o->grad_accum);
-    if ((o->grad_clip > 0 || o->grad_accum > 1) && o->plan != AF_PLAN_HOST && o->plan != AF_PLAN_PIPELINE)
+    if ((o->grad_clip > 0 || o->grad_accum > 1) && !(plan->caps & TR_HOST_OPTIMIZER))
         return ir_fail(AF_ERR_INVALID,
                        "af_trainer_new: grad_clip and grad_accum need the host or pipeline plan (the optimizer runs on "
-                       "the host there); plan '%s' updates inside its programs", af_plan_name(o->plan));
+                       "the host there); plan '%s' updates inside its programs", plan->name);
     if (o->schedule == AF_LR_COSINE && o->total_steps <= o->warmup_steps)
         return ir_fail(AF_ERR_INVALID, "af_trainer_new: the cosine schedule needs total_steps (%lld) > warmup_steps (%lld)",
                        (long long)o->total_steps, (long long)o->warmup_steps);
@@ -58,15 +57,11 @@ static af_status alloc_params(af_trainer *t, int np) {
     t->grad = calloc(n, sizeof *t->grad);
     t->gsum = calloc(n, sizeof *t->gsum);
     t->next = calloc(n, sizeof *t->next);
-    t->bwd = calloc(n, sizeof *t->bwd);
-    t->upd = calloc(n, sizeof *t->upd);
-    t->upd_out = calloc(n, sizeof *t->upd_out);
-    t->state_in = calloc(n, sizeof *t->state_in);
     t->eval_in = calloc(n + 1, sizeof *t->eval_in);
     t->feed_in = calloc((size_t)t->nfeed, sizeof *t->feed_in);
     t->feed_out = calloc((size_t)t->nfeed, sizeof *t->feed_out);
-    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum || !t->next || !t->bwd ||
-        !t->upd || !t->upd_out || !t->state_in || !t->eval_in || !t->feed_in || !t->feed_out)
+    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum || !t->next ||
+        !t->eval_in || !t->feed_in || !t->feed_out)
         return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory for %d params", np);
     t->np = np;
     return AF_OK;
@@ -95,7 +90,8 @@ static af_status make_params(af_trainer *t, const af_net *net) {
 
 af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     af_train_opts o = opts ? *opts : af_train_defaults();
-    if (check_opts(net, &o)) return NULL;
+    const tr_plan *plan = tr_plan_for(o.plan);
+    if (check_opts(net, &o, plan)) return NULL;
     /* The family, once (the device's on the ane target): every program and every size
      * chosen for a family (the classifier's blocks) then agrees with what the backend checks. */
     af_family_id fam;
@@ -110,16 +106,16 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     if (!t) { ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory"); return NULL; }
     t->net = *net;
     t->o = o;
+    t->plan = plan;
     t->g = af_graph_new();
-    t->k = o.plan == AF_PLAN_UNROLLED ? o.unroll : 1;
+    t->k = plan->caps & TR_UNROLLS ? o.unroll : 1;
     if (t->o.grad_accum < 1) t->o.grad_accum = 1;
     t->scale = o.loss_scale > 0 ? o.loss_scale : 1.0f;
     if (o.scale_growth_interval < 1) t->o.scale_growth_interval = 1000;
-    bool engine = o.compile.target != AF_TARGET_CPU;
-    bool fp16 = o.compile.precision == AF_PRECISION_FP16 || (o.compile.precision == AF_PRECISION_DEFAULT && engine);
-    t->fp16 = fp16;
+    bool engine = t->engine = af_target_is_engine(o.compile.target);
+    bool fp16 = t->fp16 = af_compile_opts_fp16(&o.compile);
     t->moment_unit = t->scale;
-    bool host_metrics = (o.plan <= AF_PLAN_DEVICE && o.objective != AF_OBJ_CUSTOM) || o.plan == AF_PLAN_PIPELINE;
+    bool host_metrics = (plan->caps & TR_HOST_METRICS && o.objective != AF_OBJ_CUSTOM) || plan->caps & TR_HOST_LOSS;
     t->metric_source = host_metrics ? AF_METRIC_HOST_FP32 : fp16 ? AF_METRIC_GRAPH_FP16 : AF_METRIC_GRAPH_FP32;
     if (t->g) af_graph_set_target(t->g, o.compile.target);
     if (!t->g || make_params(t, net)) {
@@ -152,7 +148,8 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
     }
     t->x_count = (int64_t)o.batch * af_shape_count(net->sample);
     t->y_count = (int64_t)o.batch * net->out_dim;
-    if (tr_build_programs(t) || tr_build_eval_graph(t)) { /* every use of the net happens here */
+    /* The plan may hand over to a variant of itself (t->plan changes). */
+    if (t->plan->build(t) || tr_build_eval_graph(t)) { /* every use of the net happens here */
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", af_error_message());
         af_trainer_free(t);
@@ -165,16 +162,9 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
 
 void af_trainer_free(af_trainer *t) {
     if (!t) return;
-    af_model_free(t->fb);
-    af_model_free(t->fwd);
-    af_model_free(t->res);
+    if (t->plan) t->plan->free(t);
     af_model_free(t->eval);
-    tr_pipe_free(t->pipe);
-    tr_lres_free(t->lres);
     for (int i = 0; i < t->np; i++) {
-        af_model_free(t->bwd[i]);
-        af_model_free(t->upd[i]);
-        free(t->upd_out[i]);
         free(t->master[i]);
         free(t->m[i]);
         free(t->v[i]);
@@ -182,10 +172,9 @@ void af_trainer_free(af_trainer *t) {
         free(t->gsum[i]);
         for (int k = 0; k < 3; k++) free(t->next[i][k]);
     }
-    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum, t->next, t->bwd,
-                       t->upd, t->upd_out, t->state_in, t->eval_in, t->feed_in, t->feed_out };
+    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum, t->next,
+                       t->eval_in, t->feed_in, t->feed_out };
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
-    free(t->logits);
     free(t->eval_x);
     free(t->eval_out);
     af_graph_free(t->g);
@@ -195,21 +184,10 @@ void af_trainer_free(af_trainer *t) {
 
 /* ------------------------------------------------------------------ checkpoints */
 
-/* Moves params and Adam moments between the host copies and resident state: read
- * brings the host up to date, write seeds the program (after a checkpoint load). */
+/* Brings the host copies up to date (read) or seeds the plan's resident state from them
+ * (write, after a checkpoint load). */
 static af_status move_state(af_trainer *t, bool read) {
-    if (t->lres) return tr_lres_move_state(t, read);
-    if (!t->state_bound) return AF_OK;
-    int per_param = t->o.optimizer == AF_OPT_ADAM ? 3 : 1; /* w, then m and v */
-    for (int i = 0; i < t->np; i++) {
-        float *host[3] = { t->master[i], t->m[i], t->v[i] };
-        for (int k = 0; k < per_param; k++) {
-            int port = t->state_in[i] + k * t->np;
-            af_status st = read ? af_model_read_state(t->res, port, host[k]) : af_model_write_state(t->res, port, host[k]);
-            if (st) return st;
-        }
-    }
-    return AF_OK;
+    return t->plan->sync_state ? t->plan->sync_state(t, read) : AF_OK;
 }
 
 af_status tr_export(af_trainer *t, ckpt *c) {
@@ -354,7 +332,10 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
         }
     }
     for (int i = 0; i < t->np; i++)
-        if ((st = check_converted(t, i, rec[i][1], rec[i][2], saved_rms, unit, scale))) { free(rec); return st; }
+        if ((st = check_converted(t, i, rec[i][1], rec[i][2], saved_rms, unit, scale))) {
+            free(rec);
+            return st;
+        }
     t->step = step, t->skipped = skipped, t->clean_run = clean_run, t->skipped_consecutive = consecutive;
     t->scale = scale;
     for (int i = 0; i < t->np; i++) {

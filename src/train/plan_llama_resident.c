@@ -17,13 +17,13 @@
  *     the depth (the runtime binds at most 64 per program).
  * The layers are af_llama's own (nn_llama_layers); Adam is the other resident plans'
  * (nn/optim.h). Predictions go through a second program with the same forward, fed the
- * groups' state. */
+ * groups' state. The generic resident plan (plan_resident.c) hands over to this one when
+ * the net declares a llama config (af_net.llama_config) and the state stays resident. */
 #include "engine/family.h"
 #include "grad/grad.h"
-#include "llama/llama.h"
 #include "nn/llama_graph.h"
 #include "nn/optim.h"
-#include "train/llama_resident.h"
+#include "train/plan_llama_resident.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +41,7 @@ typedef struct {
     int64_t count; /* of one member */
 } lr_group;
 
-struct tr_lres {
+typedef struct {
     af_llama_config c;
     int B, T, nblk, vblk, ng, planes; /* planes: 3 (w, m, r) with Adam, 1 with SGD */
     lr_group grp[MAXG];
@@ -51,10 +51,14 @@ struct tr_lres {
     int eval_nout;
     float *hi, *lo, *yhi, *ylo, *eval_buf, *scratch; /* scratch: one group's state */
     af_tensor **tmp;                  /* while building: per-param tensors */
-};
+    af_model *res;                    /* the step program */
+    int state_out0;                   /* its first group output */
+} tr_lres;
 
-void tr_lres_free(tr_lres *r) {
+static void lres_free(af_trainer *t) {
+    tr_lres *r = t->ps;
     if (!r) return;
+    af_model_free(r->res);
     af_model_free(r->eval);
     free(r->hi);
     free(r->lo);
@@ -171,25 +175,25 @@ static int group_of(const tr_lres *r, int i, int *j) {
     return -1;
 }
 
-af_status tr_lres_read_param(af_trainer *t, int i, float *dst) {
-    tr_lres *r = t->lres;
+static af_status lres_read_param(af_trainer *t, int i, float *dst) {
+    tr_lres *r = t->ps;
     int j, g = group_of(r, i, &j);
     if (g < 0) return ir_fail(AF_ERR_INVALID, "af_trainer_read_param: param %d", i);
-    af_status st = af_model_read_state(t->res, r->state_in0 + g, r->scratch);
+    af_status st = af_model_read_state(r->res, r->state_in0 + g, r->scratch);
     if (!st) memcpy(dst, r->scratch + (int64_t)j * r->grp[g].count, sizeof(float) * (size_t)r->grp[g].count);
     return st;
 }
 
-af_status tr_lres_move_state(af_trainer *t, bool read) {
-    tr_lres *r = t->lres;
+static af_status lres_sync(af_trainer *t, bool read) {
+    tr_lres *r = t->ps;
     for (int g = 0; g < r->ng; g++) {
         af_status st;
         if (read) {
-            if ((st = af_model_read_state(t->res, r->state_in0 + g, r->scratch))) return st;
+            if ((st = af_model_read_state(r->res, r->state_in0 + g, r->scratch))) return st;
             scatter(t, r, g, r->scratch);
         } else {
             gather(t, r, g, r->scratch);
-            if ((st = af_model_write_state(t->res, r->state_in0 + g, r->scratch))) return st;
+            if ((st = af_model_write_state(r->res, r->state_in0 + g, r->scratch))) return st;
         }
     }
     return AF_OK;
@@ -198,7 +202,7 @@ af_status tr_lres_move_state(af_trainer *t, bool read) {
 /* Blocks dividing V evenly, each within the family's W/H limit. */
 static af_status choose_blocks(const af_trainer *t, tr_lres *r) {
     int64_t lim = r->c.vocab_size;
-    if (t->o.compile.target != AF_TARGET_CPU) {
+    if (t->engine) {
         const ane_family_info *fi = ane_family_info_of(t->o.compile.family); /* resolved by af_trainer_new */
         if (fi && fi->max_spatial < lim) lim = fi->max_spatial;
     }
@@ -238,7 +242,7 @@ static af_tensor *block(const tr_lres *r, af_tensor *table, int b) {
 }
 
 /* Embedding, layers, final norm and the logits per block (into logits[nblk]). */
-static af_tensor *forward(af_graph *g, const tr_lres *r, af_tensor *hi, af_tensor *lo, af_tensor *const *w, int64_t B,
+static af_tensor *lres_forward(af_graph *g, const tr_lres *r, af_tensor *hi, af_tensor *lo, af_tensor *const *w, int64_t B,
                           af_tensor **logits) {
     int L = r->c.n_layers;
     af_tensor *x = NULL;
@@ -276,12 +280,12 @@ static af_tensor *cross_entropy(af_graph *g, const tr_lres *r, af_tensor *const 
     return af_reduce_mean(af_sub(af_add(af_log(s), mx), tgt), 2, both, 1);
 }
 
-af_status tr_lres_build(af_trainer *t) {
-    const af_llama_weights *lw = llama_net_weights(&t->net);
+static af_status lres_build(af_trainer *t) {
+    const af_llama_config *cfg = t->net.llama_config;
     tr_lres *r = calloc(1, sizeof *r);
     if (!r) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
-    t->lres = r;
-    r->c = lw->cfg;
+    t->ps = r;
+    r->c = *cfg;
     r->B = t->o.batch;
     r->T = (int)t->net.sample.dim[0];
     if (choose_blocks(t, r))
@@ -298,7 +302,7 @@ af_status tr_lres_build(af_trainer *t) {
         !(r->yhi = malloc(sizeof(float) * (size_t)N)) || !(r->ylo = malloc(sizeof(float) * (size_t)N)))
         return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
     af_graph *g = t->g;
-    af_dtype dt = t->o.compile.target != AF_TARGET_CPU ? AF_F16 : AF_F32;
+    af_dtype dt = tr_io_dtype(t);
     bool adam = t->o.optimizer == AF_OPT_ADAM;
     int np = t->np, ni = 0, no = 0;
     af_tensor *in[8 + MAXG], *out[2 + MAXG];
@@ -313,7 +317,7 @@ af_status tr_lres_build(af_trainer *t) {
         return ir_fail(AF_ERR_INVALID, "trainer (resident plan): the vocabulary of %d splits into %d blocks (at most %d); use "
                                        "a vocabulary with a larger divisor within the W/H limit, or the pipeline plan",
                        r->c.vocab_size, r->nblk, MAXBLK);
-    /* Per-param scratch (tr_lres_free releases it if building fails): the weights read
+    /* Per-param scratch (lres_free releases it if building fails): the weights read
      * from the state, their gradients, the backward's stop points, one group's
      * gradients, the prediction program's weights. */
     if (!(r->tmp = calloc(5 * (size_t)np + 1, sizeof *r->tmp))) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
@@ -327,7 +331,7 @@ af_status tr_lres_build(af_trainer *t) {
     g->vouching++;
     for (int g2 = 0; g2 < r->ng; g2++)
         for (int j = 0; j < r->grp[g2].n; j++) wv[r->grp[g2].first + j] = member(t, r, g2, plane(r, g2, st_in[g2], 0), j);
-    forward(g, r, hi, lo, wv, r->B, logits);
+    lres_forward(g, r, hi, lo, wv, r->B, logits);
     af_tensor *mx = NULL, *loss = cross_entropy(g, r, logits, yhi, ylo, &mx);
     for (int i = 0; i < np; i++) stop[i] = wv[i];
     stop[np] = mx;
@@ -353,7 +357,7 @@ af_status tr_lres_build(af_trainer *t) {
     af_tensor *ok = st ? NULL : all_finite(nall, all);
     out[no++] = loss;
     out[no++] = ok;
-    t->state_out0 = no;
+    r->state_out0 = no;
     for (int g2 = 0; !st && g2 < r->ng; g2++) {
         af_tensor *planes[3];
         af_shape one = prepend(prepend(r->grp[g2].ms, 0, r->grp[g2].n), 0, 1);
@@ -365,14 +369,13 @@ af_status tr_lres_build(af_trainer *t) {
     }
     g->vouching--;
     if (st || g->error) return ir_fail(AF_ERR_INVALID, "trainer (resident plan): building the step: %s", g->error ? g->error : af_error_message());
-    if (!(t->res = tr_compile(t, ni, in, no, out))) return ir_fail(AF_ERR_INVALID, "trainer (resident plan): step program: %s", af_error_message());
-    t->state_bound = true;
+    if (!(r->res = tr_compile(t, ni, in, no, out))) return ir_fail(AF_ERR_INVALID, "trainer (resident plan): step program: %s", af_error_message());
     int64_t biggest = 0;
     for (int g2 = 0; g2 < r->ng; g2++) biggest = biggest > af_shape_count(group_shape(r, g2)) ? biggest : af_shape_count(group_shape(r, g2));
     if (!(r->scratch = malloc(sizeof(float) * (size_t)biggest))) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
     for (int g2 = 0; g2 < r->ng && !st; g2++) {
         gather(t, r, g2, r->scratch);
-        st = af_model_bind_state(t->res, r->state_in0 + g2, t->state_out0 + g2, r->scratch);
+        st = af_model_bind_state(r->res, r->state_in0 + g2, r->state_out0 + g2, r->scratch);
     }
     if (st) return st;
     /* The prediction program: the same forward on eval_batch windows, its own weight inputs. */
@@ -384,7 +387,7 @@ af_status tr_lres_build(af_trainer *t) {
         r->eval_in[2 + g2] = af_input(g, name, dt, group_shape(r, g2));
         for (int j = 0; j < r->grp[g2].n; j++) ew[r->grp[g2].first + j] = member(t, r, g2, plane(r, g2, r->eval_in[2 + g2], 0), j);
     }
-    forward(g, r, r->eval_in[0], r->eval_in[1], ew, t->o.eval_batch, r->eval_out);
+    lres_forward(g, r, r->eval_in[0], r->eval_in[1], ew, t->o.eval_batch, r->eval_out);
     r->eval_nout = r->nblk;
     if (g->error) return ir_fail(AF_ERR_INVALID, "trainer (resident plan): building the prediction program: %s", g->error);
     if (!(r->eval_buf = malloc(sizeof(float) * (size_t)(NE * r->c.vocab_size))))
@@ -405,8 +408,10 @@ static af_status split_ids(const float *x, int64_t n, int V, float *hi, float *l
     return AF_OK;
 }
 
-af_status tr_lres_step(af_trainer *t, const float *x, const float *y, float *loss, bool *ok) {
-    tr_lres *r = t->lres;
+/* One step: x token ids [B, T], y one-hot next tokens [B, T * V]; *loss the program's
+ * mean cross-entropy, *ok whether the update was taken (all new state finite). */
+static af_status lres_run_step(af_trainer *t, const float *x, const float *y, float *loss, bool *ok) {
+    tr_lres *r = t->ps;
     int V = r->c.vocab_size;
     int64_t N = (int64_t)r->B * r->T;
     af_status st = split_ids(x, N, V, r->hi, r->lo, "token");
@@ -434,14 +439,14 @@ af_status tr_lres_step(af_trainer *t, const float *x, const float *y, float *los
     if (t->o.weight_decay != 0.0f) in[n++] = AF_BUF_F32(&decay, 1);
     out[0] = AF_BUF_F32(loss, 1);
     out[1] = AF_BUF_F32(&okf, 1);
-    if ((st = tr_run(t, t->res, in, out))) return st;
+    if ((st = tr_run(t, r->res, in, out))) return st;
     t->host_flops += N * V; /* finding the targets in their one-hot rows */
     *ok = okf == 1.0f;
     return AF_OK;
 }
 
-af_status tr_lres_predict(af_trainer *t, int64_t n, const float *x, float *out) {
-    tr_lres *r = t->lres;
+static af_status lres_predict(af_trainer *t, int64_t n, const float *x, float *out) {
+    tr_lres *r = t->ps;
     int V = r->c.vocab_size, T = r->T, eb = t->o.eval_batch;
     af_status st;
     if (!r->eval && !(r->eval = tr_compile(t, 2 + r->ng, r->eval_in, r->eval_nout, r->eval_out)))
@@ -453,7 +458,7 @@ af_status tr_lres_predict(af_trainer *t, int64_t n, const float *x, float *out) 
     for (int g = 0; !st && g < r->ng; g++) { /* the current state, read back from the step program */
         int64_t cnt = af_shape_count(group_shape(r, g));
         if (!(states[g] = malloc(sizeof(float) * (size_t)cnt))) st = AF_ERR_NOMEM;
-        else st = af_model_read_state(t->res, r->state_in0 + g, states[g]);
+        else st = af_model_read_state(r->res, r->state_in0 + g, states[g]);
         in[2 + g] = AF_BUF_F32(states[g], cnt);
     }
     for (int b = 0; b < r->nblk; b++) o[b] = AF_BUF_F32(r->eval_buf + (int64_t)b * NE * r->vblk, NE * r->vblk);
@@ -477,3 +482,29 @@ af_status tr_lres_predict(af_trainer *t, int64_t n, const float *x, float *out) 
     for (int g = 0; g < r->ng; g++) free(states[g]);
     return st == AF_ERR_NOMEM ? ir_fail(st, "af_trainer_predict: out of memory") : st;
 }
+
+/* The step: one dispatch, the program's loss. */
+static af_status lres_step(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+    float loss = 0, ran_at = t->scale;
+    bool ok = false;
+    af_status st = lres_run_step(t, x, y, &loss, &ok);
+    if (st) return st;
+    info->loss = loss;
+    info->loss_scale = ran_at;
+    info->skipped_now = !ok;
+    tr_after_step(t, ok, ran_at, loss);
+    info->lr = tr_lr_at(&t->o, t->step > 0 ? t->step - 1 : 0);
+    return AF_OK;
+}
+
+const tr_plan tr_plan_llama_resident = {
+    .name = "resident",
+    .id = AF_PLAN_RESIDENT,
+    .caps = 0,
+    .build = lres_build,
+    .step = lres_step,
+    .predict = lres_predict,
+    .read_param = lres_read_param,
+    .sync_state = lres_sync,
+    .free = lres_free,
+};

@@ -2,8 +2,8 @@
  * src/nn/llama_kernels.c compiled once with every weight an input, shared by all layers
  * and every step; the host does what seed 002's host does: the embedding and its
  * scatter-add, the residual adds, every RMSNorm backward, the dW GEMMs (cpu_sgemm), the
- * softmax cross-entropy over the classifier's row blocks, and Adam (the host plan's,
- * in trainer.c). Per step: 6 dispatches per layer plus 2 per classifier block.
+ * softmax cross-entropy over the classifier's row blocks, and Adam (the host optimizer,
+ * host_opt.c). Per step: 6 dispatches per layer plus 2 per classifier block.
  *
  * Activations live on the host channel-first, [B, C, S] fp32, exactly the kernels'
  * [B, C, 1, S] ports, so nothing is transposed between kernels. The classifier is cut
@@ -13,9 +13,8 @@
 #include "cpu/gemm.h"
 #include "cpu/norm_bwd.h"
 #include "cpu/pool.h"
-#include "llama/llama.h"
 #include "nn/llama_kernels.h"
-#include "train/llama_pipeline.h"
+#include "train/host_opt.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +23,7 @@
 enum { PER_LAYER = 11 }; /* saved activations per layer, in this order: */
 enum { A_XIN, A_X2, A_Q, A_K, A_V, A_ATT, A_XN, A_H1, A_H3, A_GATE, A_XN2 };
 
-struct tr_pipe {
+typedef struct {
     af_llama_config c;
     int B, S, L, D, F, KVD, HS; /* HS: heads * seq, the score channels */
     int nblk, vblk;             /* classifier row blocks and rows per block */
@@ -34,7 +33,7 @@ struct tr_pipe {
     float *dy, *dx2, *dxn, *tmp, *dh1, *dh3, *probs, *dp, *dqr, *dkr, *dv, *dq, *dk;
     float *rms_scratch;         /* [2, B, S]: RMSNorm backward's r and k per position */
     int *ids, *tgt;
-};
+} tr_pipe;
 
 /* Param indices in af_llama's order. */
 static int p_emb(void) { return 0; }
@@ -45,7 +44,8 @@ static int p_cls(const tr_pipe *p) { return p->c.shared_classifier ? 0 : 2 + 9 *
 
 static size_t fl(int64_t n) { return (size_t)n * sizeof(float); }
 
-void tr_pipe_free(tr_pipe *p) {
+static void pipeline_free(af_trainer *t) {
+    tr_pipe *p = t->ps;
     if (!p) return;
     for (int k = 0; k < LK_COUNT; k++) af_model_free(p->prog[k]);
     for (int i = 0; p->act && i < p->L * PER_LAYER; i++) free(p->act[i]);
@@ -62,7 +62,7 @@ void tr_pipe_free(tr_pipe *p) {
  * limit, else equal blocks within it. */
 static void vocab_blocks(const af_trainer *t, int V, int *nblk, int *vblk) {
     int64_t lim = V;
-    if (t->o.compile.target != AF_TARGET_CPU) {
+    if (t->engine) {
         const ane_family_info *fi = ane_family_info_of(t->o.compile.family); /* resolved by af_trainer_new */
         if (fi && fi->max_spatial < lim) lim = fi->max_spatial;
     }
@@ -90,15 +90,17 @@ static af_status alloc_all(tr_pipe *p) {
     return ok ? AF_OK : ir_fail(AF_ERR_NOMEM, "trainer (pipeline plan): out of memory for the activations");
 }
 
-af_status tr_pipe_build(af_trainer *t) {
-    const af_llama_weights *w = llama_net_weights(&t->net);
-    if (!w)
+static af_status pipeline_build(af_trainer *t) {
+    const af_llama_config *cfg = t->net.llama_config;
+    if (!cfg)
         return ir_fail(AF_ERR_INVALID, "trainer: the pipeline plan trains llama2.c models (af_net_llama) only; use the host, "
                                        "device, resident or unrolled plan for other nets");
     tr_pipe *p = calloc(1, sizeof *p);
     if (!p) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
-    t->pipe = p;
-    p->c = w->cfg;
+    t->ps = p;
+    af_status st = tr_host_opt_alloc(t);
+    if (st) return st;
+    p->c = *cfg;
     p->B = t->o.batch;
     p->S = (int)t->net.sample.dim[0];
     p->L = p->c.n_layers;
@@ -107,9 +109,9 @@ af_status tr_pipe_build(af_trainer *t) {
     p->KVD = p->c.n_kv_heads * (p->c.dim / p->c.n_heads);
     p->HS = p->c.n_heads * p->S;
     vocab_blocks(t, p->c.vocab_size, &p->nblk, &p->vblk);
-    af_status st = alloc_all(p);
+    st = alloc_all(p);
     lk_shape sh = { p->D, p->F, p->c.n_heads, p->c.n_kv_heads, p->S, p->B, p->vblk };
-    af_dtype io = t->o.compile.target != AF_TARGET_CPU ? AF_F16 : AF_F32;
+    af_dtype io = tr_io_dtype(t);
     for (int k = 0; k < LK_COUNT && !st; k++) {
         lk_program pr;
         if ((st = lk_build(t->g, (lk_kind)k, &sh, io, &pr))) break;
@@ -121,20 +123,20 @@ af_status tr_pipe_build(af_trainer *t) {
 
 /* ------------------------------------------------------------------ host pieces */
 
-static af_status run(af_trainer *t, lk_kind k, const af_buffer *in, af_buffer *out) {
-    af_status st = tr_run(t, t->pipe->prog[k], in, out);
+static af_status pl_run(af_trainer *t, lk_kind k, const af_buffer *in, af_buffer *out) {
+    af_status st = tr_run(t, ((tr_pipe *)t->ps)->prog[k], in, out);
     return st ? ir_fail(st, "trainer (pipeline plan): kernel %s: %s", lk_names[k], af_error_message()) : AF_OK;
 }
 
-static af_buffer master(af_trainer *t, int i) { return AF_BUF_F32(t->master[i], t->count[i]); }
-static af_buffer buf(const float *x, int64_t n) { return AF_BUF_F32(x, n); }
+static af_buffer pl_master(af_trainer *t, int i) { return AF_BUF_F32(t->master[i], t->count[i]); }
+static af_buffer pl_buf(const float *x, int64_t n) { return AF_BUF_F32(x, n); }
 
 /* dW [out, in] += sum over the batch of dy_b [out, S] @ x_b^T [S, in]. */
 static void dw_gemm(af_trainer *t, float *dw, const float *dy, const float *x, int64_t out, int64_t in) {
-    tr_pipe *p = t->pipe;
+    tr_pipe *p = t->ps;
     int64_t S = p->S;
     for (int b = 0; b < p->B; b++)
-        cpu_sgemm(t->pool, 0, 1, out, in, S, 1.0f, dy + b * out * S, S, x + b * in * S, S, 1.0f, dw, in);
+        cpu_sgemm(tr_pool(t), 0, 1, out, in, S, 1.0f, dy + b * out * S, S, x + b * in * S, S, 1.0f, dw, in);
     t->host_flops += 2 * p->B * out * in * S;
 }
 
@@ -142,12 +144,12 @@ static void dw_gemm(af_trainer *t, float *dw, const float *dy, const float *x, i
  * g = dy * w, dx = r g - x r^3 (sum_c g x) / C; dw += dy x r. out = resid + dx (resid may
  * be NULL). Vectorised along the positions (src/cpu/k_norm.c), as seed 002's vDSP one. */
 static void rms_bwd(af_trainer *t, const float *x, const float *dy, const float *w, const float *resid, float *out, float *dw) {
-    tr_pipe *p = t->pipe;
-    cpu_rms_norm_bwd_cf(t->pool, p->B, p->D, p->S, LK_RMS_EPS, x, dy, w, resid, out, dw, p->rms_scratch);
+    tr_pipe *p = t->ps;
+    cpu_rms_norm_bwd_cf(tr_pool(t), p->B, p->D, p->S, LK_RMS_EPS, x, dy, w, resid, out, dw, p->rms_scratch);
     t->host_flops += 10 * p->B * (int64_t)p->D * p->S;
 }
 
-static void add(af_trainer *t, float *out, const float *a, const float *b, int64_t n) {
+static void pl_add(af_trainer *t, float *out, const float *a, const float *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
     t->host_flops += n;
 }
@@ -155,7 +157,7 @@ static void add(af_trainer *t, float *out, const float *a, const float *b, int64
 /* Classifier rows of block c ([vblk, D]); the last block is zero-padded when the
  * vocabulary does not divide evenly. */
 static const float *cls_block(af_trainer *t, int c, int *rows) {
-    tr_pipe *p = t->pipe;
+    tr_pipe *p = t->ps;
     int V = p->c.vocab_size;
     *rows = V - c * p->vblk < p->vblk ? V - c * p->vblk : p->vblk;
     const float *w = t->master[p_cls(p)] + (int64_t)c * p->vblk * p->D;
@@ -167,8 +169,8 @@ static const float *cls_block(af_trainer *t, int c, int *rows) {
 
 /* Embedding, the layers and the classifier for the ids in p->ids: fills the saved
  * activations and p->logits ([nblk][B][vblk][S]). */
-static af_status forward(af_trainer *t) {
-    tr_pipe *p = t->pipe;
+static af_status pl_forward(af_trainer *t) {
+    tr_pipe *p = t->ps;
     int64_t bs = (int64_t)p->B * p->S, D = p->D, S = p->S;
     const float *emb = t->master[p_emb()];
     for (int b = 0; b < p->B; b++)
@@ -178,26 +180,26 @@ static af_status forward(af_trainer *t) {
     for (int l = 0; l < p->L && !st; l++) {
         float **a = p->act + l * PER_LAYER;
         memcpy(a[A_XIN], p->h, fl(bs * D));
-        af_buffer in[6] = { buf(a[A_XIN], bs * D), master(t, p_of(p, S_RMS_ATT, l)), master(t, p_of(p, S_WQ, l)),
-                            master(t, p_of(p, S_WK, l)), master(t, p_of(p, S_WV, l)), master(t, p_of(p, S_WO, l)) };
-        af_buffer out[6] = { buf(p->o, bs * D), buf(a[A_Q], bs * D), buf(a[A_K], bs * p->KVD), buf(a[A_V], bs * p->KVD),
-                             buf(a[A_ATT], bs * D), buf(a[A_XN], bs * D) };
-        if ((st = run(t, LK_FWD_ATTN, in, out))) break;
-        add(t, a[A_X2], a[A_XIN], p->o, bs * D);
-        af_buffer fin[5] = { buf(a[A_X2], bs * D), master(t, p_of(p, S_RMS_FFN, l)), master(t, p_of(p, S_W1, l)),
-                             master(t, p_of(p, S_W3, l)), master(t, p_of(p, S_W2, l)) };
-        af_buffer fout[5] = { buf(p->o, bs * D), buf(a[A_H1], bs * p->F), buf(a[A_H3], bs * p->F), buf(a[A_GATE], bs * p->F),
-                              buf(a[A_XN2], bs * D) };
-        if ((st = run(t, LK_FWD_FFN, fin, fout))) break;
-        add(t, p->h, a[A_X2], p->o, bs * D);
+        af_buffer in[6] = { pl_buf(a[A_XIN], bs * D), pl_master(t, p_of(p, S_RMS_ATT, l)), pl_master(t, p_of(p, S_WQ, l)),
+                            pl_master(t, p_of(p, S_WK, l)), pl_master(t, p_of(p, S_WV, l)), pl_master(t, p_of(p, S_WO, l)) };
+        af_buffer out[6] = { pl_buf(p->o, bs * D), pl_buf(a[A_Q], bs * D), pl_buf(a[A_K], bs * p->KVD), pl_buf(a[A_V], bs * p->KVD),
+                             pl_buf(a[A_ATT], bs * D), pl_buf(a[A_XN], bs * D) };
+        if ((st = pl_run(t, LK_FWD_ATTN, in, out))) break;
+        pl_add(t, a[A_X2], a[A_XIN], p->o, bs * D);
+        af_buffer fin[5] = { pl_buf(a[A_X2], bs * D), pl_master(t, p_of(p, S_RMS_FFN, l)), pl_master(t, p_of(p, S_W1, l)),
+                             pl_master(t, p_of(p, S_W3, l)), pl_master(t, p_of(p, S_W2, l)) };
+        af_buffer fout[5] = { pl_buf(p->o, bs * D), pl_buf(a[A_H1], bs * p->F), pl_buf(a[A_H3], bs * p->F), pl_buf(a[A_GATE], bs * p->F),
+                              pl_buf(a[A_XN2], bs * D) };
+        if ((st = pl_run(t, LK_FWD_FFN, fin, fout))) break;
+        pl_add(t, p->h, a[A_X2], p->o, bs * D);
     }
     memcpy(p->xf, p->h, fl(bs * D));
     for (int c = 0; c < p->nblk && !st; c++) {
         int rows;
         const float *wc = cls_block(t, c, &rows);
-        af_buffer in[3] = { buf(p->xf, bs * D), master(t, p_final(p)), buf(wc, (int64_t)p->vblk * D) };
-        af_buffer out[2] = { buf(p->logits + c * bs * p->vblk, bs * p->vblk), buf(p->xfn, bs * D) };
-        st = run(t, LK_CLS_FWD, in, out);
+        af_buffer in[3] = { pl_buf(p->xf, bs * D), pl_master(t, p_final(p)), pl_buf(wc, (int64_t)p->vblk * D) };
+        af_buffer out[2] = { pl_buf(p->logits + c * bs * p->vblk, bs * p->vblk), pl_buf(p->xfn, bs * D) };
+        st = pl_run(t, LK_CLS_FWD, in, out);
     }
     return st;
 }
@@ -211,7 +213,7 @@ static int64_t logit_at(const tr_pipe *p, int b, int64_t s, int v) {
 /* Mean cross-entropy over the B*S positions in fp32/double on the host, and the
  * seed dlogits = (softmax - onehot) * scale / (B*S) in the block layout. */
 static double loss_and_seed(af_trainer *t) {
-    tr_pipe *p = t->pipe;
+    tr_pipe *p = t->ps;
     int V = p->c.vocab_size;
     float g = t->scale / (float)(p->B * p->S);
     double total = 0;
@@ -233,8 +235,8 @@ static double loss_and_seed(af_trainer *t) {
     return total / (double)(p->B * p->S);
 }
 
-static af_status backward(af_trainer *t) {
-    tr_pipe *p = t->pipe;
+static af_status pl_backward(af_trainer *t) {
+    tr_pipe *p = t->ps;
     int64_t bs = (int64_t)p->B * p->S, D = p->D, F = p->F, K = p->KVD;
     af_status st = AF_OK;
     /* Classifier: dW on the host, dx from each block summed. */
@@ -243,13 +245,13 @@ static af_status backward(af_trainer *t) {
         int rows;
         const float *wc = cls_block(t, c, &rows);
         float *dl = p->dlog + c * bs * p->vblk;
-        af_buffer in[2] = { buf(dl, bs * p->vblk), buf(wc, (int64_t)p->vblk * D) };
-        af_buffer out = buf(p->tmp, bs * D);
-        if ((st = run(t, LK_CLS_BWD, in, &out))) break;
-        add(t, p->dy, p->dy, p->tmp, bs * D);
+        af_buffer in[2] = { pl_buf(dl, bs * p->vblk), pl_buf(wc, (int64_t)p->vblk * D) };
+        af_buffer out = pl_buf(p->tmp, bs * D);
+        if ((st = pl_run(t, LK_CLS_BWD, in, &out))) break;
+        pl_add(t, p->dy, p->dy, p->tmp, bs * D);
         float *dwc = t->grad[p_cls(p)] + (int64_t)c * p->vblk * D;
         for (int b = 0; b < p->B; b++) /* only the block's real rows */
-            cpu_sgemm(t->pool, 0, 1, rows, D, p->S, 1.0f, dl + (int64_t)b * p->vblk * p->S, p->S, p->xfn + b * D * p->S, p->S,
+            cpu_sgemm(tr_pool(t), 0, 1, rows, D, p->S, 1.0f, dl + (int64_t)b * p->vblk * p->S, p->S, p->xfn + b * D * p->S, p->S,
                       1.0f, dwc, D);
         t->host_flops += 2 * bs * rows * D;
     }
@@ -258,26 +260,26 @@ static af_status backward(af_trainer *t) {
     for (int l = p->L - 1; l >= 0 && !st; l--) {
         float **a = p->act + l * PER_LAYER;
         memcpy(p->dy, p->tmp, fl(bs * D)); /* d x_next */
-        af_buffer in[6] = { buf(p->dy, bs * D), buf(a[A_H1], bs * F), buf(a[A_H3], bs * F), master(t, p_of(p, S_W2, l)),
-                            master(t, p_of(p, S_W1, l)), master(t, p_of(p, S_W3, l)) };
-        af_buffer out[3] = { buf(p->dxn, bs * D), buf(p->dh1, bs * F), buf(p->dh3, bs * F) };
-        if ((st = run(t, LK_FFN_BWD, in, out))) break;
+        af_buffer in[6] = { pl_buf(p->dy, bs * D), pl_buf(a[A_H1], bs * F), pl_buf(a[A_H3], bs * F), pl_master(t, p_of(p, S_W2, l)),
+                            pl_master(t, p_of(p, S_W1, l)), pl_master(t, p_of(p, S_W3, l)) };
+        af_buffer out[3] = { pl_buf(p->dxn, bs * D), pl_buf(p->dh1, bs * F), pl_buf(p->dh3, bs * F) };
+        if ((st = pl_run(t, LK_FFN_BWD, in, out))) break;
         dw_gemm(t, t->grad[p_of(p, S_W2, l)], p->dy, a[A_GATE], D, F);
         dw_gemm(t, t->grad[p_of(p, S_W1, l)], p->dh1, a[A_XN2], F, D);
         dw_gemm(t, t->grad[p_of(p, S_W3, l)], p->dh3, a[A_XN2], F, D);
         rms_bwd(t, a[A_X2], p->dxn, t->master[p_of(p, S_RMS_FFN, l)], p->dy, p->dx2, t->grad[p_of(p, S_RMS_FFN, l)]);
         dw_gemm(t, t->grad[p_of(p, S_WO, l)], p->dx2, a[A_ATT], D, D);
-        af_buffer bin[5] = { buf(a[A_Q], bs * D), buf(a[A_K], bs * K), buf(a[A_V], bs * K), buf(p->dx2, bs * D),
-                             master(t, p_of(p, S_WO, l)) };
-        af_buffer bout[3] = { buf(p->dv, bs * K), buf(p->probs, bs * p->HS), buf(p->dp, bs * p->HS) };
-        if ((st = run(t, LK_SDPA_BWD1, bin, bout))) break;
-        af_buffer cin[4] = { buf(p->probs, bs * p->HS), buf(p->dp, bs * p->HS), buf(a[A_Q], bs * D), buf(a[A_K], bs * K) };
-        af_buffer cout[2] = { buf(p->dqr, bs * D), buf(p->dkr, bs * K) };
-        if ((st = run(t, LK_SDPA_BWD2, cin, cout))) break;
-        af_buffer qin[6] = { buf(p->dqr, bs * D), buf(p->dkr, bs * K), buf(p->dv, bs * K), master(t, p_of(p, S_WQ, l)),
-                             master(t, p_of(p, S_WK, l)), master(t, p_of(p, S_WV, l)) };
-        af_buffer qout[3] = { buf(p->dxn, bs * D), buf(p->dq, bs * D), buf(p->dk, bs * K) };
-        if ((st = run(t, LK_QKV_BWD, qin, qout))) break;
+        af_buffer bin[5] = { pl_buf(a[A_Q], bs * D), pl_buf(a[A_K], bs * K), pl_buf(a[A_V], bs * K), pl_buf(p->dx2, bs * D),
+                             pl_master(t, p_of(p, S_WO, l)) };
+        af_buffer bout[3] = { pl_buf(p->dv, bs * K), pl_buf(p->probs, bs * p->HS), pl_buf(p->dp, bs * p->HS) };
+        if ((st = pl_run(t, LK_SDPA_BWD1, bin, bout))) break;
+        af_buffer cin[4] = { pl_buf(p->probs, bs * p->HS), pl_buf(p->dp, bs * p->HS), pl_buf(a[A_Q], bs * D), pl_buf(a[A_K], bs * K) };
+        af_buffer cout[2] = { pl_buf(p->dqr, bs * D), pl_buf(p->dkr, bs * K) };
+        if ((st = pl_run(t, LK_SDPA_BWD2, cin, cout))) break;
+        af_buffer qin[6] = { pl_buf(p->dqr, bs * D), pl_buf(p->dkr, bs * K), pl_buf(p->dv, bs * K), pl_master(t, p_of(p, S_WQ, l)),
+                             pl_master(t, p_of(p, S_WK, l)), pl_master(t, p_of(p, S_WV, l)) };
+        af_buffer qout[3] = { pl_buf(p->dxn, bs * D), pl_buf(p->dq, bs * D), pl_buf(p->dk, bs * K) };
+        if ((st = pl_run(t, LK_QKV_BWD, qin, qout))) break;
         dw_gemm(t, t->grad[p_of(p, S_WQ, l)], p->dq, a[A_XN], D, D);
         dw_gemm(t, t->grad[p_of(p, S_WK, l)], p->dk, a[A_XN], K, D);
         dw_gemm(t, t->grad[p_of(p, S_WV, l)], p->dv, a[A_XN], K, D);
@@ -293,8 +295,11 @@ static af_status backward(af_trainer *t) {
     return AF_OK;
 }
 
-af_status tr_pipe_grads(af_trainer *t, const float *x, const float *y, double *loss) {
-    tr_pipe *p = t->pipe;
+/* One batch: x token ids [B, S], y one-hot next tokens [B, S * V]. Writes every
+ * gradient (scaled by the loss scale) to t->grad and the mean cross-entropy to info. */
+static af_status pipeline_grads(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+    double t0 = tr_now_s();
+    tr_pipe *p = t->ps;
     int V = p->c.vocab_size;
     int64_t bs = (int64_t)p->B * p->S;
     for (int64_t i = 0; i < bs; i++) {
@@ -308,19 +313,19 @@ af_status tr_pipe_grads(af_trainer *t, const float *x, const float *y, double *l
         if (arg < 0) return ir_fail(AF_ERR_INVALID, "trainer (pipeline plan): target row %lld is not one-hot", (long long)i);
         p->tgt[i] = arg;
     }
-    if (!t->pool) {
-        int threads = t->o.compile.threads > 0 ? t->o.compile.threads : cpu_num_cores();
-        if (threads > 1) t->pool = cpu_pool_shared(threads);
-    }
+    tr_pool(t); /* the GEMMs and norms run on it */
     for (int i = 0; i < t->np; i++) memset(t->grad[i], 0, fl(t->count[i]));
-    af_status st = forward(t);
+    af_status st = pl_forward(t);
     if (st) return st;
-    *loss = loss_and_seed(t);
-    return backward(t);
+    info->loss = loss_and_seed(t);
+    st = pl_backward(t);
+    t->phase_s[TR_PHASE_FWD_BWD] += tr_now_s() - t0;
+    return st;
 }
 
-af_status tr_pipe_predict(af_trainer *t, int64_t n, const float *x, float *out) {
-    tr_pipe *p = t->pipe;
+/* Logits [n, S * V] for n windows of ids, through the same forward kernels. */
+static af_status pipeline_predict(af_trainer *t, int64_t n, const float *x, float *out) {
+    tr_pipe *p = t->ps;
     int V = p->c.vocab_size;
     int64_t S = p->S;
     for (int64_t b0 = 0; b0 < n; b0 += p->B) {
@@ -330,7 +335,7 @@ af_status tr_pipe_predict(af_trainer *t, int64_t n, const float *x, float *out) 
             if (!(id >= 0 && id < (float)V)) return ir_fail(AF_ERR_INVALID, "af_trainer_predict: token id %g is outside the vocab of %d", (double)id, V);
             p->ids[i] = (int)id;
         }
-        af_status st = forward(t);
+        af_status st = pl_forward(t);
         if (st) return st;
         for (int b = 0; b < m; b++)
             for (int64_t s = 0; s < S; s++)
@@ -338,3 +343,14 @@ af_status tr_pipe_predict(af_trainer *t, int64_t n, const float *x, float *out) 
     }
     return AF_OK;
 }
+
+const tr_plan tr_plan_pipeline = {
+    .name = "pipeline",
+    .id = AF_PLAN_PIPELINE,
+    .caps = TR_HOST_OPTIMIZER | TR_HOST_METRICS | TR_HOST_LOSS,
+    .build = pipeline_build,
+    .step = tr_host_opt_step,
+    .grads = pipeline_grads,
+    .predict = pipeline_predict,
+    .free = pipeline_free,
+};

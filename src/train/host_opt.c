@@ -1,0 +1,148 @@
+/* The host optimizer (host_opt.h). */
+#include "cpu/cpu_features.h"
+#include "cpu/pool.h"
+#include "train/host_opt.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+af_status tr_host_opt_alloc(af_trainer *t) {
+    int kinds = t->o.optimizer == AF_OPT_ADAM ? 3 : 1;
+    for (int i = 0; i < t->np; i++)
+        for (int k = 0; k < kinds; k++)
+            if (!(t->next[i][k] = malloc((size_t)t->count[i] * sizeof(float)))) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
+    return AF_OK;
+}
+
+typedef struct {
+    const float *w, *m, *v, *g;
+    float *w2, *m2, *v2;
+    float b1, b2, lr_t, eps, decay, sgd_a, unscale;
+    int sgd;
+    atomic_int bad;
+} host_opt;
+
+/* 1 when f is inf or nan: an all-ones exponent (integer ops, so loops vectorise). */
+static inline uint32_t nonfinite(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
+}
+
+/* restrict: the new state never aliases the old, which lets the loop vectorise. Returns
+ * nonzero when any new value is inf or nan. */
+CPU_VECTOR_CLONES static uint32_t adam_range(int64_t j0, int64_t j1, const float *restrict w, const float *restrict m, const float *restrict v,
+                           const float *restrict g, float *restrict w2, float *restrict m2, float *restrict v2, float b1,
+                           float b2, float lr_t, float eps, float decay, float unscale) {
+    uint32_t bad = 0;
+    for (int64_t j = j0; j < j1; j++) {
+        float gj = g[j] * unscale;
+        float mj = m2[j] = b1 * m[j] + (1.0f - b1) * gj;
+        float vj = v2[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
+        float wj = w2[j] = w[j] * decay - lr_t * mj / (sqrtf(vj) + eps);
+        bad |= nonfinite(mj) | nonfinite(vj) | nonfinite(wj);
+    }
+    return bad;
+}
+
+static void host_opt_range(void *p, int64_t j0, int64_t j1) {
+    host_opt *o = p;
+    uint32_t bad = 0;
+    if (o->sgd) {
+        for (int64_t j = j0; j < j1; j++) bad |= nonfinite(o->w2[j] = o->w[j] * o->decay - o->sgd_a * o->g[j]);
+    } else {
+        bad = adam_range(j0, j1, o->w, o->m, o->v, o->g, o->w2, o->m2, o->v2, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
+    }
+    if (bad) atomic_store(&o->bad, 1); /* chunks run on the pool's threads */
+}
+
+/* The fp32 update on the unscaled gradient (so its moments do not depend on the loss
+ * scale), split over the trainer's threads. It writes the new state to t->next;
+ * host_commit swaps it in. Returns whether the new state is finite. */
+static bool host_update(af_trainer *t, int i, const float *g, int64_t step, float gfactor) {
+    int64_t n = t->count[i];
+    float lr = tr_lr_at(&t->o, step);
+    host_opt o = { t->master[i], t->m[i], t->v[i], g, t->next[i][0], t->next[i][1], t->next[i][2], t->o.beta1,
+                   t->o.beta2, 0.0f, t->o.eps, 1.0f - lr * t->o.weight_decay, lr / t->scale * gfactor,
+                   gfactor / t->scale, t->o.optimizer == AF_OPT_SGD, 0 }; /* bad: set below (atomic_init) */
+    if (!o.sgd) o.lr_t = tr_lr_t(t, step);
+    struct cpu_pool *pool = tr_pool(t);
+    atomic_init(&o.bad, 0);
+    cpu_pool_for(pool, n, 32768, host_opt_range, &o);
+    t->host_flops += (o.sgd ? 3 : 14) * n;
+    return !atomic_load(&o.bad);
+}
+
+static void host_commit(af_trainer *t) {
+    for (int i = 0; i < t->np; i++) {
+        float **cur[3] = { &t->master[i], &t->m[i], &t->v[i] };
+        for (int k = 0; k < 3; k++) {
+            if (!t->next[i][k]) continue;
+            float *old = *cur[k];
+            *cur[k] = t->next[i][k];
+            t->next[i][k] = old;
+        }
+    }
+}
+
+/* grad += g (the step's batches summed). */
+static void add_into(float *restrict sum, const float *restrict g, int64_t n) {
+    for (int64_t j = 0; j < n; j++) sum[j] += g[j];
+}
+
+/* The factor the update applies to the (loss-scaled) gradients beyond unscaling: the
+ * mean over grad_accum batches, then grad_clip on the global L2 norm. The norm is summed
+ * in double; a non-finite norm leaves the factor alone (the update is then not finite
+ * and the step is skipped, as without clipping). */
+static float grad_factor(af_trainer *t, float *const *g, af_step_info *info) {
+    float f = 1.0f / (float)t->o.grad_accum;
+    if (t->o.grad_clip <= 0) return f;
+    double ss = 0;
+    for (int i = 0; i < t->np; i++) {
+        const float *gi = g[i];
+        double s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < t->count[i]; j++) s += (double)gi[j] * gi[j];
+        ss += s;
+        t->host_flops += 2 * t->count[i];
+    }
+    double norm = sqrt(ss) * f / t->scale;
+    info->grad_norm = (float)norm;
+    if (isfinite(norm) && norm > t->o.grad_clip) f = (float)(f * (t->o.grad_clip / norm));
+    return f;
+}
+
+af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_step_info *info) {
+    af_status st;
+    int nb = t->o.grad_accum;
+    float *const *grad = nb > 1 ? t->gsum : t->grad;
+    double loss = 0, acc = 0;
+    for (int b = 0; b < nb; b++) { /* grad_accum batches: gradients summed into gsum */
+        if ((st = t->plan->grads(t, x + (int64_t)b * t->x_count, y + (int64_t)b * t->y_count, info))) return st;
+        loss += info->loss / nb;
+        acc += info->accuracy / nb;
+        for (int i = 0; nb > 1 && i < t->np; i++) {
+            if (b == 0) memcpy(t->gsum[i], t->grad[i], (size_t)t->count[i] * sizeof(float));
+            else add_into(t->gsum[i], t->grad[i], t->count[i]);
+        }
+    }
+    info->loss = loss;
+    info->accuracy = acc;
+    /* The update finds a non-finite gradient itself (its new state is then not finite):
+     * no separate pass over the gradients for it. */
+    for (int i = 0; i < t->np; i++) t->host_flops += t->count[i] * nb;
+    info->lr = tr_lr_at(&t->o, t->step);
+    info->loss_scale = t->scale;
+    /* The whole new state is computed aside and taken only when all of it is finite. */
+    double t2 = tr_now_s();
+    float gfactor = grad_factor(t, grad, info);
+    bool ok = true;
+    for (int i = 0; ok && i < t->np; i++) ok = host_update(t, i, grad[i], t->step, gfactor);
+    if (ok) host_commit(t);
+    t->phase_s[TR_PHASE_OPTIMIZER] += tr_now_s() - t2;
+    tr_after_step(t, ok, info->loss_scale, info->loss);
+    info->skipped_now = !ok;
+    return AF_OK;
+}

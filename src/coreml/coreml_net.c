@@ -24,9 +24,10 @@ af_status af_coreml_export_net(const af_net *net, int batch, const float *const 
         w[i] = params[i];
         if (!weights) continue;
         if (!weights[i]) { st = ir_fail(AF_ERR_INVALID, "af_coreml_export_net: weights[%d] is NULL", i); break; }
-        char name[64];
-        snprintf(name, sizeof name, "%s", af_tensor_name(params[i]) ? af_tensor_name(params[i]) : "w");
-        w[i] = af_const(g, name, params[i]->shape, weights[i]);
+        /* the trained values become the parameters' masters, which the emitter bakes
+         * (a conv weight must stay an af_conv_param, so no fresh constant) */
+        if (!params[i]->data) { st = ir_fail(AF_ERR_INVALID, "af_coreml_export_net: param %d holds no values", i); break; }
+        memcpy(params[i]->data, weights[i], sizeof(float) * (size_t)af_shape_count(params[i]->shape));
     }
     af_shape xs = { .rank = net->sample.rank + 1 };
     xs.dim[0] = batch;
@@ -34,6 +35,12 @@ af_status af_coreml_export_net(const af_net *net, int batch, const float *const 
     af_tensor *x = st ? NULL : af_input(g, "input", AF_F16, xs);
     af_tensor *y = x ? net->forward(net->ctx, x, w) : NULL;
     if (!st && (!y || g->error)) st = ir_fail(AF_ERR_INVALID, "af_coreml_export_net: building the forward failed: %s", g->error ? g->error : af_error_message());
+    /* With the forward built, the parameters are frozen into constants: a package holds
+     * weights, not trainable inputs (the emitter bakes constants only). */
+    for (int i = 0; !st && i < n; i++) {
+        params[i]->op = IR_OP_CONST;
+        params[i]->flags &= ~(unsigned)IR_TF_PARAM;
+    }
     if (!st) {
         char *name = ir_strdup("output"); /* the output feature's name */
         if (!name) st = ir_fail(AF_ERR_NOMEM, "af_coreml_export_net: out of memory");

@@ -73,7 +73,7 @@ static bool value_type(dec *d, const pb_field *vf, ptype *t, const char *what) {
     pb_rd r = pb_sub(vf);
     pb_field f;
     bool more, seen = false;
-    int64_t rank = -1;
+    int64_t rank = 0; /* proto3 leaves a zero rank out */
     while (next(d, &r, &f, &more, what) && more) {
         if (f.field >= 2 && f.field <= 5) {
             static const char *kinds[] = { "", "", "a list", "a tuple", "a dictionary", "a state" };

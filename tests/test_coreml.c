@@ -1,0 +1,357 @@
+/* Core ML packages (src/coreml): an MLP exported with trained weights and read back runs
+ * equal to a naive double loop; a built-in program survives export -> import bit for
+ * bit (against the MIL round trip); hand-built protobufs in proto3's sparse form (a
+ * rank-0 type with its rank left out) import; and bad packages are refused with the
+ * status and message that name the problem: an existing target, a garbage or escaping
+ * manifest, truncated protobufs, a neural-network model, flexible shapes, control flow.
+ * coremltools' own view of these packages is tests/coreml/check_coremltools.py. */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
+#include "aneforge.h"
+#include "aneforge_coreml.h"
+#include "coreml/coreml.h"
+#include "mil/mil.h"
+#include "support/check.h"
+#include "support/milrun.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmp[64];
+
+static char *path_in(const char *name) {
+    static char p[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", tmp, name);
+    return p[k];
+}
+
+static void write_bytes(const char *path, const void *d, size_t n) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(d, 1, n, f) == n && !fclose(f), "write %s", path);
+}
+
+/* Runs a graph's out from in on the CPU in fp32 (the program's fp16 values are exact). */
+static void run_graph(af_graph *g, int nin, af_tensor **in, const float *const *x, int nout, af_tensor **out, float **y) {
+    af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = 1 };
+    af_model *m = af_compile(g, nin, in, nout, out, &o);
+    CHECK(m != NULL, "compile: %s", af_error_message());
+    if (!m) return;
+    af_buffer bi[4], bo[4];
+    for (int i = 0; i < nin; i++) bi[i] = AF_BUF_F32((float *)x[i], af_shape_count(af_tensor_shape(in[i])));
+    for (int i = 0; i < nout; i++) bo[i] = AF_BUF_F32(y[i], af_shape_count(af_tensor_shape(out[i])));
+    CHECK(af_run(m, bi, bo) == AF_OK, "run: %s", af_error_message());
+    af_model_free(m);
+}
+
+static float h(float v) { return af_f16_to_f32(af_f32_to_f16(v)); }
+
+static void test_mlp_export(void) {
+    enum { IN = 6, HID = 5, CLS = 3, B = 2 };
+    af_net net = af_net_mlp(AF_SHAPE(IN), HID, CLS, 1);
+    test_rng r = { 42 };
+    float w1[HID * IN], b1[HID], w2[CLS * HID], b2[CLS], x[B * IN];
+    test_fill_uniform(&r, w1, HID * IN, -1, 1);
+    test_fill_uniform(&r, b1, HID, -1, 1);
+    test_fill_uniform(&r, w2, CLS * HID, -1, 1);
+    test_fill_uniform(&r, b2, CLS, -1, 1);
+    test_fill_uniform(&r, x, B * IN, -1, 1);
+    const float *w[4] = { w1, b1, w2, b2 };
+    af_coreml_opts o = { .author = "tests", .license = "MIT", .version = "1.0", .description = "a tiny MLP" };
+    const char *pkg = path_in("mlp.mlpackage");
+    CHECK(af_coreml_export_net(&net, B, w, &o, pkg) == AF_OK, "export: %s", af_error_message());
+    af_net_free(&net);
+    af_graph *g;
+    int nin, nout;
+    af_tensor **in, **out;
+    CHECK(af_coreml_load(pkg, &g, &nin, &in, &nout, &out) == AF_OK, "load: %s", af_error_message());
+    if (!g) return;
+    CHECK(nin == 1 && nout == 1 && !strcmp(af_tensor_name(in[0]), "input"), "one input called input");
+    af_shape s = af_tensor_shape(out[0]);
+    CHECK(s.rank == 2 && s.dim[0] == B && s.dim[1] == CLS, "output [%d, %d]", B, CLS);
+    float y[B * CLS], *ys[1] = { y };
+    const float *xs[1] = { x };
+    run_graph(g, 1, in, xs, 1, out, ys);
+    af_graph_free(g);
+    /* the reference: the same MLP in doubles on the fp16-rounded weights */
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < CLS; c++) {
+            double acc = h(b2[c]);
+            for (int j = 0; j < HID; j++) {
+                double a = h(b1[j]);
+                for (int i = 0; i < IN; i++) a += (double)h(w1[j * IN + i]) * h(x[b * IN + i]);
+                acc += (double)h(w2[c * HID + j]) * (a > 0 ? a : 0);
+            }
+            CHECK_NEAR(y[b * CLS + c], acc, 2e-2 * (1 + fabs(acc)), "mlp output");
+        }
+    /* the package's files, and no temporary left beside it */
+    struct stat sb;
+    CHECK(!stat(path_in("mlp.mlpackage/Manifest.json"), &sb), "Manifest.json");
+    CHECK(!stat(path_in("mlp.mlpackage/Data/com.apple.CoreML/model.mlmodel"), &sb), "model.mlmodel");
+    CHECK(!stat(path_in("mlp.mlpackage/Data/com.apple.CoreML/weights/weight.bin"), &sb), "weight.bin");
+    /* a second export to the same path is refused, and says how to proceed */
+    net = af_net_mlp(AF_SHAPE(IN), HID, CLS, 1);
+    CHECK(af_coreml_export_net(&net, B, w, NULL, pkg) == AF_ERR_IO && strstr(af_error_message(), "already exists; remove it"),
+          "existing target: %s", af_error_message());
+    af_net_free(&net);
+}
+
+static void test_sample_roundtrip(void) {
+    const char *names[] = { "conv", "attention" };
+    for (int k = 0; k < 2; k++) {
+        mil_sample s;
+        CHECK(mil_sample_build(names[k], &s) == AF_OK, "sample %s", names[k]);
+        const char *pkg = path_in(k ? "attention.mlpackage" : "conv.mlpackage");
+        CHECK(af_coreml_export(s.g, s.nin, s.in, s.nout, s.out, NULL, pkg) == AF_OK, "export %s: %s", names[k], af_error_message());
+        mil_module a, b;
+        CHECK(mil_roundtrip(s.g, s.nin, s.in, s.nout, s.out, &a) == AF_OK, "roundtrip");
+        CHECK(coreml_load_module(pkg, NULL, &b) == AF_OK, "load %s: %s", names[k], af_error_message());
+        if (!a.g || !b.g) return;
+        CHECK(a.nin == b.nin && a.nout == b.nout && a.nin <= 4 && a.nout <= 4, "same interface");
+        test_rng r = { 7 };
+        float *x[4] = { 0 }, *ya[4] = { 0 }, *yb[4] = { 0 };
+        for (int i = 0; i < a.nin; i++) {
+            /* b's arguments come in MIL (alphabetical) order, as a's do after the round trip's reorder: match by name */
+            int64_t n = af_shape_count(a.in[i]->shape);
+            x[i] = malloc(sizeof(float) * (size_t)n);
+            test_fill_uniform(&r, x[i], n, -1, 1);
+            CHECK(!strcmp(a.in_names[i], b.in_names[i]) || a.nin == 1, "argument %d: %s vs %s", i, a.in_names[i], b.in_names[i]);
+        }
+        for (int i = 0; i < a.nout; i++) {
+            int64_t n = af_shape_count(a.out[i]->shape);
+            ya[i] = malloc(sizeof(float) * (size_t)n);
+            yb[i] = malloc(sizeof(float) * (size_t)n);
+        }
+        test_mil_run(&a, (const float *const *)x, ya);
+        test_mil_run(&b, (const float *const *)x, yb);
+        for (int i = 0; i < a.nout; i++)
+            CHECK(!memcmp(ya[i], yb[i], sizeof(float) * (size_t)af_shape_count(a.out[i]->shape)), "%s output %d equal bit for bit", names[k], i);
+        for (int i = 0; i < 4; i++) free(x[i]), free(ya[i]), free(yb[i]);
+        af_graph_free(a.g);
+        af_graph_free(b.g);
+        af_graph_free(s.g);
+    }
+}
+
+/* ---------------------------------------------------------------- hand-built protobufs */
+
+/* ValueType for a static tensor; rank_field false leaves rank out as proto3 does for 0. */
+static void vtype(pb_buf *b, int field, int dt, int rank, const int64_t *dims, bool rank_field, bool unknown) {
+    pb_buf tt = { 0 }, vt = { 0 };
+    pb_uint(&tt, 1, (uint64_t)dt);
+    if (rank_field) pb_uint(&tt, 2, (uint64_t)rank);
+    for (int i = 0; i < rank; i++) {
+        pb_buf c = { 0 }, d = { 0 };
+        if (unknown) { pb_uint(&c, 1, 0); pb_msg(&d, 2, &c); }
+        else { pb_uint(&c, 1, (uint64_t)dims[i]); pb_msg(&d, 1, &c); }
+        pb_msg(&tt, 3, &d);
+    }
+    pb_msg(&vt, 1, &tt);
+    pb_msg(b, field, &vt);
+}
+
+static void entry_value_str(pb_buf *op, const char *k, const char *v) {
+    pb_buf e = { 0 }, val = { 0 }, iv = { 0 }, tv = { 0 }, rep = { 0 };
+    pb_str(&e, 1, k);
+    vtype(&val, 2, 2, 0, NULL, false, false);
+    pb_str(&rep, 1, v);
+    pb_msg(&tv, 4, &rep);
+    pb_msg(&iv, 1, &tv);
+    pb_msg(&val, 3, &iv);
+    pb_msg(&e, 2, &val);
+    pb_msg(op, 5, &e);
+}
+
+/* main(fp32 [2] x) { three = const 3.0 (rank left out); y = mul(x, three) } -> y.
+ * flexible: x's dimension unknown; blocks: the mul carries a nested block. */
+static void model(pb_buf *m, bool flexible, bool blocks, int type_field) {
+    int64_t two = 2;
+    pb_buf blk = { 0 }, c = { 0 }, mul = { 0 };
+    pb_str(&c, 1, "const");
+    pb_buf nv = { 0 };
+    pb_str(&nv, 1, "three");
+    vtype(&nv, 2, 11, 0, NULL, false, false);
+    pb_msg(&c, 3, &nv);
+    entry_value_str(&c, "name", "three");
+    pb_buf e = { 0 }, val = { 0 }, iv = { 0 }, tv = { 0 }, rep = { 0 }, packed = { 0 };
+    float three = 3.0f;
+    pb_raw(&packed, &three, 4);
+    pb_msg(&rep, 1, &packed);
+    pb_msg(&tv, 1, &rep);
+    pb_msg(&iv, 1, &tv);
+    vtype(&val, 2, 11, 0, NULL, false, false);
+    pb_msg(&val, 3, &iv);
+    pb_str(&e, 1, "val");
+    pb_msg(&e, 2, &val);
+    pb_msg(&c, 5, &e);
+    pb_msg(&blk, 3, &c);
+    pb_str(&mul, 1, "mul");
+    const char *in[2][2] = { { "x", "x" }, { "y", "three" } };
+    for (int i = 0; i < 2; i++) {
+        pb_buf ent = { 0 }, arg = { 0 }, bd = { 0 };
+        pb_str(&ent, 1, in[i][0]);
+        pb_str(&bd, 1, in[i][1]);
+        pb_msg(&arg, 1, &bd);
+        pb_msg(&ent, 2, &arg);
+        pb_msg(&mul, 2, &ent);
+    }
+    pb_buf o = { 0 };
+    pb_str(&o, 1, "y");
+    vtype(&o, 2, 11, 1, &two, true, false);
+    pb_msg(&mul, 3, &o);
+    if (blocks) { pb_buf inner = { 0 }; pb_str(&inner, 2, "y"); pb_msg(&mul, 4, &inner); }
+    entry_value_str(&mul, "name", "y");
+    pb_msg(&blk, 3, &mul);
+    pb_str(&blk, 2, "y");
+    pb_buf fn = { 0 }, arg = { 0 };
+    pb_str(&arg, 1, "x");
+    vtype(&arg, 2, 11, 1, &two, true, flexible);
+    pb_msg(&fn, 1, &arg);
+    pb_str(&fn, 2, "CoreML6");
+    pb_buf spec = { 0 };
+    pb_str(&spec, 1, "CoreML6");
+    pb_msg(&spec, 2, &blk);
+    pb_msg(&fn, 3, &spec);
+    pb_buf prog = { 0 }, fe = { 0 };
+    pb_uint(&prog, 1, 1);
+    pb_str(&fe, 1, "main");
+    pb_msg(&fe, 2, &fn);
+    pb_msg(&prog, 2, &fe);
+    pb_uint(m, 1, 7);
+    pb_msg(m, type_field, &prog);
+}
+
+static af_status decode_run(const pb_buf *m, float *y) {
+    pb_buf text;
+    af_status st = coreml_decode(m->p, m->n, "hand.mlmodel", &text);
+    if (st) return st;
+    mil_module mod;
+    st = mil_parse((const char *)text.p, text.n, NULL, &mod);
+    pb_free(&text);
+    if (st) return st;
+    float x[2] = { 1.5f, -2.0f };
+    const float *xs[1] = { x };
+    float *ys[1] = { y };
+    test_mil_run(&mod, xs, ys);
+    af_graph_free(mod.g);
+    return AF_OK;
+}
+
+static void test_hand_built(void) {
+    pb_buf m = { 0 };
+    model(&m, false, false, 502);
+    float y[2] = { 0, 0 };
+    CHECK(decode_run(&m, y) == AF_OK, "proto3 defaults: %s", af_error_message());
+    CHECK(y[0] == 4.5f && y[1] == -6.0f, "x * 3: %g %g", y[0], y[1]);
+    /* every prefix is refused or read, never crashes; a cut inside a field is corruption */
+    int refused = 0;
+    for (size_t n = 0; n < m.n; n++) {
+        pb_buf t;
+        af_status st = coreml_decode(m.p, n, "cut.mlmodel", &t);
+        if (st) {
+            refused++;
+            CHECK(st == AF_ERR_CORRUPT || st == AF_ERR_UNSUPPORTED, "prefix %zu: status %d", n, (int)st);
+            CHECK(!strncmp(af_error_message(), "cut.mlmodel: ", 13), "prefix %zu names the file: %s", n, af_error_message());
+        } else pb_free(&t);
+    }
+    CHECK(refused > (int)m.n / 2, "most prefixes refused (%d of %zu)", refused, m.n);
+    pb_buf t;
+    CHECK(coreml_decode(m.p, m.n - 1, "cut.mlmodel", &t) == AF_ERR_CORRUPT && strstr(af_error_message(), "malformed protobuf"),
+          "cut model: %s", af_error_message());
+    pb_free(&m);
+
+    m = (pb_buf){ 0 };
+    model(&m, false, false, 500);
+    CHECK(coreml_decode(m.p, m.n, "nn.mlmodel", &t) == AF_ERR_UNSUPPORTED && strstr(af_error_message(), "convert_to=\"mlprogram\""),
+          "neural network: %s", af_error_message());
+    pb_free(&m);
+    model(&m, true, false, 502);
+    CHECK(coreml_decode(m.p, m.n, "flex.mlmodel", &t) == AF_ERR_UNSUPPORTED && strstr(af_error_message(), "flexible (unknown) dimension"),
+          "flexible: %s", af_error_message());
+    pb_free(&m);
+    model(&m, false, true, 502);
+    CHECK(coreml_decode(m.p, m.n, "cf.mlmodel", &t) == AF_ERR_UNSUPPORTED && strstr(af_error_message(), "nested blocks (control flow)"),
+          "control flow: %s", af_error_message());
+    pb_free(&m);
+    const uint8_t group[] = { 0x0b, 0x0c };
+    CHECK(coreml_decode(group, 2, "g.mlmodel", &t) == AF_ERR_CORRUPT && strstr(af_error_message(), "group or unknown wire type"),
+          "group: %s", af_error_message());
+    const uint8_t bigvar[] = { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
+    CHECK(coreml_decode(bigvar, sizeof bigvar, "v.mlmodel", &t) == AF_ERR_CORRUPT && strstr(af_error_message(), "over 10 bytes"),
+          "varint: %s", af_error_message());
+}
+
+static void test_manifests(void) {
+    char p[1024];
+    const char *ok = "{\"fileFormatVersion\": \"1.0.0\", \"itemInfoEntries\": {\"A\": {\"path\": \"com.apple.CoreML/model.mlmodel\", "
+                     "\"x\": [1, 2.5e3, true, null]}}, \"rootModelIdentifier\": \"A\"}";
+    CHECK(coreml_manifest_root(ok, strlen(ok), "M", p, sizeof p) == AF_OK && !strcmp(p, "com.apple.CoreML/model.mlmodel"), "manifest: %s", af_error_message());
+    const char *noroot = "{\"itemInfoEntries\": {}}";
+    CHECK(coreml_manifest_root(noroot, strlen(noroot), "M", p, sizeof p) == AF_ERR_CORRUPT && strstr(af_error_message(), "no rootModelIdentifier"),
+          "no root: %s", af_error_message());
+    const char *dangling = "{\"itemInfoEntries\": {\"B\": {\"path\": \"x\"}}, \"rootModelIdentifier\": \"A\"}";
+    CHECK(coreml_manifest_root(dangling, strlen(dangling), "M", p, sizeof p) == AF_ERR_CORRUPT && strstr(af_error_message(), "has no entry"),
+          "dangling root: %s", af_error_message());
+    for (size_t n = 0; n < strlen(ok); n++) /* every prefix of a manifest is refused */
+        CHECK(coreml_manifest_root(ok, n, "M", p, sizeof p) == AF_ERR_CORRUPT, "prefix %zu", n);
+    char deep[200];
+    memset(deep, '[', sizeof deep);
+    deep[0] = '{';
+    CHECK(coreml_manifest_root(deep, sizeof deep, "M", p, sizeof p) == AF_ERR_CORRUPT, "deep nesting refused");
+
+    /* a package whose manifest sends the model outside it */
+    const char *pkg = path_in("evil.mlpackage");
+    mkdir(pkg, 0777);
+    const char *evil = "{\"itemInfoEntries\": {\"A\": {\"path\": \"../../etc/passwd\"}}, \"rootModelIdentifier\": \"A\"}";
+    write_bytes(path_in("evil.mlpackage/Manifest.json"), evil, strlen(evil));
+    af_graph *g = (af_graph *)1;
+    CHECK(af_coreml_load(pkg, &g, NULL, NULL, NULL, NULL) == AF_ERR_CORRUPT && strstr(af_error_message(), "leaves the package") && !g,
+          "escaping manifest: %s", af_error_message());
+    write_bytes(path_in("evil.mlpackage/Manifest.json"), "not json", 8);
+    CHECK(af_coreml_load(pkg, &g, NULL, NULL, NULL, NULL) == AF_ERR_CORRUPT && strstr(af_error_message(), "not a valid manifest"),
+          "garbage manifest: %s", af_error_message());
+    CHECK(af_coreml_load(path_in("none.mlpackage"), &g, NULL, NULL, NULL, NULL) == AF_ERR_IO && strstr(af_error_message(), "cannot open"),
+          "missing: %s", af_error_message());
+    remove(path_in("evil.mlpackage/Manifest.json"));
+    rmdir(pkg);
+    /* an export that cannot create its folder leaves nothing behind */
+    mil_sample s;
+    CHECK(mil_sample_build("conv", &s) == AF_OK, "sample");
+    CHECK(af_coreml_export(s.g, s.nin, s.in, s.nout, s.out, NULL, path_in("no/such/dir/M.mlpackage")) == AF_ERR_IO &&
+          strstr(af_error_message(), "cannot create a folder beside"), "no folder: %s", af_error_message());
+    af_graph_free(s.g);
+}
+
+static void rm_rf(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) { remove(dir); return; }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        rm_rf(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+int main(void) {
+    strcpy(tmp, "/tmp/af_coreml_XXXXXX");
+    if (!mkdtemp(tmp)) return 1;
+    test_mlp_export();
+    test_sample_roundtrip();
+    test_hand_built();
+    test_manifests();
+    /* nothing but the packages themselves: no .part- folder left */
+    DIR *d = opendir(tmp);
+    struct dirent *e;
+    while (d && (e = readdir(d))) CHECK(!strstr(e->d_name, ".part-"), "temporary %s left behind", e->d_name);
+    if (d) closedir(d);
+    rm_rf(tmp);
+    return check_finish("coreml");
+}

@@ -146,7 +146,7 @@ af_status coreml_manifest_root(const char *json, size_t len, const char *source,
 }
 
 static void uuid(const uint8_t *d, char out[37]) {
-    static const char hex[] = "0123456789ABCDEF";
+    static const char hex[] = "0123456789abcdef"; /* as coremltools writes them */
     int k = 0;
     for (int i = 0; i < 16; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10) out[k++] = '-';

@@ -47,6 +47,17 @@ AF_API af_status af_coreml_export_net(const af_net *net, int batch, const float 
 AF_API af_status af_coreml_load(const char *path, af_graph **g, int *nin, af_tensor ***in, int *nout,
                                 af_tensor ***out);
 
+/* Fine-tuning an imported model: turns the float weight constants of g (at least two
+ * elements; integer values such as shapes and axes never) whose names match the glob
+ * `pattern` (fnmatch; NULL or "" = all) into parameters with fp32 masters, writes them
+ * to params (at most max) and returns how many. Train them as any af_parameter (feed
+ * them to af_compile, af_backward for gradients); -1 with a message listing the
+ * constants' names when none matches. */
+AF_API int af_coreml_params(af_graph *g, const char *pattern, af_tensor **params, int max);
+/* Freezes params (from af_coreml_params) back into constants holding values[i] (NULL:
+ * the values they hold), so the graph exports with af_coreml_export again. */
+AF_API af_status af_coreml_freeze(int n, af_tensor *const *params, const float *const *values);
+
 #ifdef __cplusplus
 }
 #endif

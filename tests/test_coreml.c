@@ -100,6 +100,72 @@ static void test_mlp_export(void) {
     af_net_free(&net);
 }
 
+/* The exported MLP imported again, its weights made parameters, fine-tuned for a few SGD
+ * steps on ane-sim against a fixed target, frozen and exported again: the loss falls,
+ * and the re-exported package computes the tuned model. */
+static void test_finetune(void) {
+    enum { B = 2, CLS = 3, STEPS = 40 };
+    af_graph *g;
+    int nin, nout;
+    af_tensor **in, **out;
+    CHECK(af_coreml_load(path_in("mlp.mlpackage"), &g, &nin, &in, &nout, &out) == AF_OK, "load: %s", af_error_message());
+    if (!g) return;
+    af_tensor *p[8];
+    CHECK(af_coreml_params(g, "nothing*", p, 8) == -1 && strstr(af_error_message(), "no weight constant is named like 'nothing*'"),
+          "no match: %s", af_error_message());
+    int np = af_coreml_params(g, "*", p, 8);
+    CHECK(np == 4, "4 weight constants become parameters, not %d: %s", np, af_error_message());
+    if (np != 4) { af_graph_free(g); return; }
+    af_tensor *target = af_input(g, "target", AF_F16, AF_SHAPE(B, CLS));
+    af_loss *loss = af_mse(out[0], target);
+    af_tensor *grads[4], *ins[6] = { in[0], target, p[0], p[1], p[2], p[3] }, *outs[5];
+    CHECK(af_backward(loss, 4, p, grads, NULL) == AF_OK, "backward: %s", af_error_message());
+    outs[0] = af_loss_value(loss);
+    for (int i = 0; i < 4; i++) outs[i + 1] = grads[i];
+    af_compile_opts o = { .target = AF_TARGET_ANE_SIM, .threads = 1 };
+    af_model *m = af_compile(g, 6, ins, 5, outs, &o);
+    CHECK(m != NULL, "compile on ane-sim: %s", af_error_message());
+    if (!m) { af_graph_free(g); return; }
+    test_rng r = { 5 };
+    float x[B * 6], t[B * CLS], *w[4], *gw[4], l = 0, first = 0;
+    test_fill_uniform(&r, x, B * 6, -1, 1);
+    test_fill_uniform(&r, t, B * CLS, -1, 1);
+    int64_t cnt[4];
+    af_buffer bi[6] = { AF_BUF_F32(x, B * 6), AF_BUF_F32(t, B * CLS) }, bo[5] = { AF_BUF_F32(&l, 1) };
+    for (int i = 0; i < 4; i++) {
+        cnt[i] = af_shape_count(af_tensor_shape(p[i]));
+        w[i] = malloc(sizeof(float) * (size_t)cnt[i]);
+        gw[i] = malloc(sizeof(float) * (size_t)cnt[i]);
+        memcpy(w[i], p[i]->data, sizeof(float) * (size_t)cnt[i]); /* the imported weights */
+        bi[i + 2] = AF_BUF_F32(w[i], cnt[i]);
+        bo[i + 1] = AF_BUF_F32(gw[i], cnt[i]);
+    }
+    for (int s = 0; s < STEPS; s++) {
+        CHECK(af_run(m, bi, bo) == AF_OK, "step %d: %s", s, af_error_message());
+        if (!s) first = l;
+        for (int i = 0; i < 4; i++)
+            for (int64_t k = 0; k < cnt[i]; k++) w[i][k] -= 0.2f * gw[i][k];
+    }
+    CHECK(af_run(m, bi, bo) == AF_OK, "last: %s", af_error_message());
+    CHECK(l < 0.5f * first, "fine-tuning lowers the loss: %g -> %g", first, l);
+    af_model_free(m);
+    CHECK(af_coreml_freeze(4, p, (const float *const *)w) == AF_OK, "freeze: %s", af_error_message());
+    CHECK(af_coreml_freeze(1, &in[0], NULL) == AF_ERR_INVALID && strstr(af_error_message(), "is not a parameter"), "freeze an input");
+    CHECK(af_coreml_export(g, 1, in, 1, out, NULL, path_in("tuned.mlpackage")) == AF_OK, "export again: %s", af_error_message());
+    af_graph_free(g);
+    CHECK(af_coreml_load(path_in("tuned.mlpackage"), &g, &nin, &in, &nout, &out) == AF_OK, "load tuned: %s", af_error_message());
+    if (g) {
+        float y[B * CLS], *ys[1] = { y };
+        const float *xs[1] = { x };
+        run_graph(g, 1, in, xs, 1, out, ys);
+        double mse = 0;
+        for (int k = 0; k < B * CLS; k++) mse += (double)(y[k] - t[k]) * (y[k] - t[k]) / (B * CLS);
+        CHECK(fabs(mse - l) <= 0.02 * (l + 1e-3) + 1e-3, "the tuned package's loss %g is the trained one %g", mse, (double)l);
+        af_graph_free(g);
+    }
+    for (int i = 0; i < 4; i++) free(w[i]), free(gw[i]);
+}
+
 static void test_sample_roundtrip(void) {
     const char *names[] = { "conv", "attention" };
     for (int k = 0; k < 2; k++) {
@@ -344,6 +410,7 @@ int main(void) {
     strcpy(tmp, "/tmp/af_coreml_XXXXXX");
     if (!mkdtemp(tmp)) return 1;
     test_mlp_export();
+    test_finetune();
     test_sample_roundtrip();
     test_hand_built();
     test_manifests();

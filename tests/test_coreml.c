@@ -20,6 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifndef AF_SOURCE_DIR
+#define AF_SOURCE_DIR "."
+#endif
+
 static char tmp[64];
 
 static char *path_in(const char *name) {
@@ -164,6 +168,41 @@ static void test_finetune(void) {
         af_graph_free(g);
     }
     for (int i = 0; i < 4; i++) free(w[i]), free(gw[i]);
+}
+
+/* A tiny llama (tests/fixtures/llama, model a) exported as the stateless forward over its
+ * 16 tokens: the package's logits equal llama2.c's reference logits within fp16. */
+static void test_llama_export(void) {
+    af_llama_weights *w = af_llama_load(AF_SOURCE_DIR "/tests/fixtures/llama/model_a_v0.bin", NULL);
+    CHECK(w != NULL, "model a: %s", af_error_message());
+    if (!w) return;
+    af_net net = af_net_llama(w, 16);
+    CHECK(af_coreml_export_net(&net, 1, NULL, NULL, path_in("llama.mlpackage")) == AF_OK, "export: %s", af_error_message());
+    af_net_free(&net);
+    af_llama_weights_free(w);
+    int rank;
+    int64_t dims[AF_MAX_RANK];
+    float *tok = NULL, *ref = NULL;
+    CHECK(af_npy_read(AF_SOURCE_DIR "/tests/fixtures/llama/model_a_tokens.npy", &tok, &rank, dims) == AF_OK, "tokens");
+    CHECK(af_npy_read(AF_SOURCE_DIR "/tests/fixtures/llama/model_a_logits.npy", &ref, &rank, dims) == AF_OK && dims[0] * dims[1] == 16 * 37, "logits");
+    af_graph *g;
+    af_tensor **in, **out;
+    int nin, nout;
+    CHECK(af_coreml_load(path_in("llama.mlpackage"), &g, &nin, &in, &nout, &out) == AF_OK, "load: %s", af_error_message());
+    if (g && tok && ref) {
+        float y[16 * 37], *ys[1] = { y };
+        const float *xs[1] = { tok };
+        run_graph(g, 1, in, xs, 1, out, ys);
+        double worst = 0, top = 0;
+        for (int i = 0; i < 16 * 37; i++) {
+            worst = fmax(worst, fabs(y[i] - ref[i]));
+            top = fmax(top, fabs(ref[i]));
+        }
+        CHECK(worst <= 2e-2 * top, "llama logits: worst %g of %g", worst, top);
+    }
+    af_graph_free(g);
+    free(tok);
+    free(ref);
 }
 
 static void test_sample_roundtrip(void) {
@@ -411,6 +450,7 @@ int main(void) {
     if (!mkdtemp(tmp)) return 1;
     test_mlp_export();
     test_finetune();
+    test_llama_export();
     test_sample_roundtrip();
     test_hand_built();
     test_manifests();

@@ -1,5 +1,6 @@
 /* aneforge export --format coreml: a Core ML package from a 'train --save' checkpoint of
- * the mlp or cnn, a MIL program, or a built-in MIL program. */
+ * the mlp or cnn, a llama (checkpoint or llama2.c file), a MIL program, or a built-in
+ * MIL program. */
 #include "cli.h"
 #include "cli_args.h"
 #include "aneforge.h"
@@ -8,6 +9,7 @@
 #include "ir/ir.h"
 #include "train/ckpt.h"
 #include "train/trainer_io.h"
+#include "llama_ckpt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +17,34 @@
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge export", fmt, a); }
 
+/* A llama (a 'train llama --save' checkpoint or a llama2.c model file): the stateless
+ * forward over seq token ids (fp16 inputs: exact only up to 2048), logits [1, seq*vocab]. */
+static af_status from_llama(const char *path, int seq, int batch, const af_coreml_opts *o, const char *out) {
+    af_llama_weights *w = llama_model_load(path);
+    if (!w) return ir_fail(AF_ERR_INVALID, "%s", af_error_message());
+    const af_llama_config *c = af_llama_weights_config(w);
+    af_status st = AF_OK;
+    if (c->vocab_size > 2048)
+        st = ir_fail(AF_ERR_UNSUPPORTED, "%s: vocabulary %d: the package's fp16 token input holds ids up to 2048 exactly", path, c->vocab_size);
+    else if (seq > c->seq_len)
+        st = ir_fail(AF_ERR_INVALID, "--seq %d is longer than the model's %d", seq, c->seq_len);
+    if (!st) {
+        af_net net = af_net_llama(w, seq ? seq : c->seq_len);
+        st = net.forward ? af_coreml_export_net(&net, batch, NULL, o, out) : ir_fail(AF_ERR_INVALID, "%s", af_error_message());
+        af_net_free(&net);
+    }
+    af_llama_weights_free(w);
+    return st;
+}
+
 /* The checkpoint's model rebuilt, its trained weights read back, and exported. */
-static af_status from_ckpt(const char *path, int batch, const af_coreml_opts *o, const char *out) {
+static af_status from_ckpt(const char *path, int seq, int batch, const af_coreml_opts *o, const char *out) {
     ckpt *c = NULL;
     af_status st = ckpt_load(path, &c);
-    if (st) return st;
+    if (st || !ckpt_get_str(c, "cli.model")) { /* not a 'train mlp|cnn' checkpoint: a llama? */
+        ckpt_free(c);
+        return from_llama(path, seq, batch, o, out);
+    }
     const char *model = ckpt_get_str(c, "cli.model"), *data = ckpt_get_str(c, "cli.data");
     if (!model || !data || (strcmp(model, "mlp") && strcmp(model, "cnn")) ||
         (strcmp(data, "mnist") && strcmp(data, "fashion") && strcmp(data, "cifar10"))) {
@@ -56,7 +81,7 @@ static af_status from_ckpt(const char *path, int batch, const af_coreml_opts *o,
 
 int cmd_export_coreml(int argc, char **argv) {
     const char *ckpt = NULL, *mil = NULL, *sample = NULL, *out = NULL;
-    long batch = 1;
+    long batch = 1, seq = 0;
     af_coreml_opts o = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -69,6 +94,7 @@ int cmd_export_coreml(int argc, char **argv) {
         else if (!strcmp(k, "--sample")) sample = v;
         else if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;
         else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &batch)) return bad("--batch is 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 1 << 20, &seq)) return bad("--seq is a positive length, not '%s'", v); }
         else if (!strcmp(k, "--author")) o.author = v;
         else if (!strcmp(k, "--license")) o.license = v;
         else if (!strcmp(k, "--model-version")) o.version = v;
@@ -78,7 +104,7 @@ int cmd_export_coreml(int argc, char **argv) {
     if (!out) return bad("%s", "-o is required: the package to write, e.g. Model.mlpackage");
     if (!!ckpt + !!mil + !!sample != 1) return bad("%s", "give exactly one of --ckpt, --mil and --sample");
     af_status st;
-    if (ckpt) st = from_ckpt(ckpt, (int)batch, &o, out);
+    if (ckpt) st = from_ckpt(ckpt, (int)seq, (int)batch, &o, out);
     else if (mil) {
         af_graph *g;
         int nin, nout;

@@ -4,8 +4,8 @@
    ct.convert to an mlprogram .mlpackage in fp32 and in fp16 compute precision, run by
    `aneforge run` on seeded inputs and compared with its NumPy reference (relative
    error 1e-4 in fp32, 2e-2 in fp16). Prints how many import and run, and which fail.
-2. Export: packages `aneforge export --format coreml` writes (the built-in programs, and
-   an MLP and a CNN trained for a few steps) load with coremltools.utils.load_spec and
+2. Export: packages `aneforge export --format coreml` writes (the built-in programs, an
+   MLP and a CNN trained for a few steps, the llama fixture's stateless forward) load with coremltools.utils.load_spec and
    MLModel(skip_model_load=True); coremltools' own milproto loader reads the program
    back, and its op types and constants equal those of the MIL text aneforge emits for
    the same model (weights read from that text's weight.bin with NumPy).
@@ -162,9 +162,32 @@ def export_cases():
             failures.append(f"export {model}: bad package")
 
 
+def export_llama():
+    """The llama fixture's stateless forward: coremltools reads it, aneforge runs it equal
+    to llama2.c's logits within fp16."""
+    fx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "llama")
+    pkg = fresh(os.path.join(WORK, "export_llama.mlpackage"))
+    run("export", "--format", "coreml", "--ckpt", os.path.join(fx, "model_a_v0.bin"), "-o", pkg)
+    spec = ct.utils.load_spec(pkg)
+    ct.models.MLModel(pkg, skip_model_load=True)
+    prog = milproto_load(spec, 9, os.path.join(pkg, "Data", "com.apple.CoreML", "weights"))
+    ops = [op.op_type for op in prog.functions["main"].operations]
+    tok = os.path.join(WORK, "llama_tokens.npy")
+    np.save(tok, np.load(os.path.join(fx, "model_a_tokens.npy")).reshape(1, 16))
+    run("run", pkg, "--in", f"input={tok}", "--out", fresh(os.path.join(WORK, "llama.out")), "--fp32")
+    got = np.load(os.path.join(WORK, "llama.out", "output.npy")).astype(np.float64).reshape(16, 37)
+    want = np.load(os.path.join(fx, "model_a_logits.npy")).astype(np.float64)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    print(f"export llama (model a, 16 tokens): spec {spec.specificationVersion}, {len(ops)} ops "
+          f"({', '.join(sorted(set(o for o in ops if o != 'const')))}), logits within {err:.2g} of llama2.c's")
+    if err > 2e-2:
+        failures.append(f"export llama: logits relative error {err:.3g}, ops {sorted(set(ops))}")
+
+
 os.makedirs(WORK, exist_ok=True)
 try:
     export_cases()
+    export_llama()
     import_cases()
 except Exception as e:  # a crash in the tools is a failure, said plainly
     failures.append(f"{type(e).__name__}: {e}")

@@ -12,13 +12,14 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: aneforge export --ckpt PATH -o model.bin [--version 0|1]\n"
-               "       aneforge export --format coreml -o Model.mlpackage (--ckpt TRAIN.ckpt | --mil MODEL.mil | --sample NAME)\n"
+               "       aneforge export --format coreml -o Model.mlpackage (--ckpt TRAIN.ckpt | --mil MODEL.mil|Model.mlpackage | --sample NAME)\n"
                "                       [--batch N] [--seq S] [--author A] [--license L] [--model-version V] [--description D]\n\n"
                "--format coreml writes a Core ML package (mlProgram, iOS 18 / macOS 15, fp16): from a 'train --save'\n"
                "checkpoint of the mlp or cnn (the forward for --batch inputs, default 1, input \"input\", output \"output\"),\n"
                "from a llama ('train llama --save' checkpoint or llama2.c model file: the stateless forward over --seq\n"
                "token ids, default the model's seq_len, logits [batch, seq * vocab]; vocabularies up to 2048),\n"
-               "from a MIL program, or from one of 'mil emit's built-in programs. See docs/coreml.md.\n\n"
+               "from a MIL program or another Core ML package (imported, then written again), or from one of\n"
+               "'mil emit's built-in programs. See docs/coreml.md.\n\n"
                "Writes the model in a 'train llama --save' checkpoint (or in a llama2.c model file) as a\n"
                "llama2.c model file: version 0 (default; what llama2.c's run.c reads) or version 1\n"
                "(export.py's \"ak42\" header). Pair it with the tokenizer the model was trained with:\n"

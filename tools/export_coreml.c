@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge export", fmt, a); }
 
@@ -109,7 +110,10 @@ int cmd_export_coreml(int argc, char **argv) {
         af_graph *g;
         int nin, nout;
         af_tensor **in, **res;
-        st = af_mil_load(mil, NULL, &g, &nin, &in, &nout, &res);
+        struct stat sb; /* a package (folder) or .mlmodel is imported, else MIL text */
+        size_t k = strlen(mil);
+        bool pkg = (!stat(mil, &sb) && S_ISDIR(sb.st_mode)) || (k > 8 && !strcmp(mil + k - 8, ".mlmodel"));
+        st = pkg ? af_coreml_load(mil, &g, &nin, &in, &nout, &res) : af_mil_load(mil, NULL, &g, &nin, &in, &nout, &res);
         if (!st) st = af_coreml_export(g, nin, in, nout, res, &o, out);
         af_graph_free(g);
     } else {

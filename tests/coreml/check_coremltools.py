@@ -44,40 +44,67 @@ def fresh(path):
     return path
 
 
-def import_cases():
-    imported, missing = 0, {}
-    total = 0
+def all_cases():
+    """(name, precision, converted model, inputs, {output name: reference}) for every case."""
     for name, build in cases.cases():
         for prec in ("fp32", "fp16"):
-            total += 1
             rs = np.random.RandomState(1234)
             prog, inputs, ref = build(rs)
-            pkg = fresh(os.path.join(WORK, f"{name}_{prec}.mlpackage"))
-            m = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS16,
-                           compute_precision=ct.precision.FLOAT32 if prec == "fp32" else ct.precision.FLOAT16,
-                           skip_model_load=True)
-            m.save(pkg)
-            args = ["run", pkg, "--out", fresh(os.path.join(WORK, f"{name}_{prec}.out")), "--fp32"]
-            for k, v in inputs.items():
-                f = os.path.join(WORK, f"{name}_{k}.npy")
-                np.save(f, v)
-                args += ["--in", f"{k}={f}"]
-            p = run(*args, ok=False)
-            if p.returncode:
-                why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "?"
-                op = re.search(r"op '?([a-z_0-9]+)'?", why)
-                missing.setdefault(op.group(1) if op else why, []).append(f"{name}_{prec}")
-                continue
-            tol = 1e-4 if prec == "fp32" else 2e-2
-            for k, want in ref.items():
-                got = np.load(os.path.join(WORK, f"{name}_{prec}.out", f"{k}.npy")).astype(np.float64)
-                err = np.abs(got - want).max() / max(1.0, np.abs(want).max())
-                if got.shape != want.shape or not err <= tol:
-                    failures.append(f"import {name} {prec}: {k} differs from NumPy (relative {err:.3g} > {tol}, shape {got.shape} vs {want.shape})")
-                    break
-            else:
-                imported += 1
-    print(f"import: {imported} of {total} coremltools-made packages import, run and equal NumPy")
+            yield name, prec, lambda p=prog, q=prec: ct.convert(
+                p, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS16, skip_model_load=True,
+                compute_precision=ct.precision.FLOAT32 if q == "fp32" else ct.precision.FLOAT16), inputs, ref
+    try:
+        import cases_torch
+    except ImportError as e:
+        print(f"PyTorch cases: skipped ({e})")
+        return
+    for name, traced, inputs, ref in cases_torch.cases():
+        for prec in ("fp32", "fp16"):
+            def conv(t=traced, x=inputs["x"], q=prec):
+                return ct.convert(t, inputs=[ct.TensorType(name="x", shape=x.shape)], convert_to="mlprogram",
+                                  minimum_deployment_target=ct.target.iOS16, skip_model_load=True,
+                                  compute_precision=ct.precision.FLOAT32 if q == "fp32" else ct.precision.FLOAT16)
+            yield name, prec, conv, inputs, {None: ref.astype(np.float64)}
+
+
+def import_cases():
+    imported, missing, reexported = 0, {}, 0
+    total = 0
+    for name, prec, convert, inputs, ref in all_cases():
+        total += 1
+        pkg = fresh(os.path.join(WORK, f"{name}_{prec}.mlpackage"))
+        m = convert()
+        m.save(pkg)
+        if None in ref:  # PyTorch's outputs are named by the converter
+            ref = {m.get_spec().description.output[0].name: ref[None]}
+        args = ["run", pkg, "--out", fresh(os.path.join(WORK, f"{name}_{prec}.out")), "--fp32"]
+        for k, v in inputs.items():
+            f = os.path.join(WORK, f"{name}_{k}.npy")
+            np.save(f, v)
+            args += ["--in", f"{k}={f}"]
+        p = run(*args, ok=False)
+        if p.returncode:
+            why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "?"
+            op = re.search(r"op '?([a-z_0-9]+)'?", why)
+            missing.setdefault(op.group(1) if op else why, []).append(f"{name}_{prec}")
+            continue
+        tol = 1e-4 if prec == "fp32" else 2e-2
+        for k, want in ref.items():
+            got = np.load(os.path.join(WORK, f"{name}_{prec}.out", f"{k}.npy")).astype(np.float64)
+            err = np.abs(got - want).max() / max(1.0, np.abs(want).max())
+            if got.shape != want.shape or not err <= tol:
+                failures.append(f"import {name} {prec}: {k} differs from its reference (relative {err:.3g} > {tol}, shape {got.shape} vs {want.shape})")
+                break
+        else:
+            imported += 1
+            # and written again by aneforge: coremltools reads the result
+            again = fresh(os.path.join(WORK, f"{name}_{prec}.again.mlpackage"))
+            run("export", "--format", "coreml", "--mil", pkg, "-o", again)
+            spec = ct.utils.load_spec(again)
+            milproto_load(spec, spec.specificationVersion, os.path.join(again, "Data", "com.apple.CoreML", "weights"))
+            reexported += 1
+    print(f"import: {imported} of {total} coremltools-made packages import, run and equal NumPy or PyTorch; "
+          f"{reexported} exported again and read back by coremltools")
     for why, names in sorted(missing.items()):
         print(f"  not imported ({len(names)}): {why}: {', '.join(names)}")
     if imported < 20:
@@ -190,6 +217,8 @@ try:
     export_llama()
     import_cases()
 except Exception as e:  # a crash in the tools is a failure, said plainly
+    import traceback
+    traceback.print_exc()
     failures.append(f"{type(e).__name__}: {e}")
 for f in failures:
     print("FAIL:", f)

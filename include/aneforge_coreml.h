@@ -58,6 +58,12 @@ AF_API int af_coreml_params(af_graph *g, const char *pattern, af_tensor **params
  * the values they hold), so the graph exports with af_coreml_export again. */
 AF_API af_status af_coreml_freeze(int n, af_tensor *const *params, const float *const *values);
 
+/* The engine targets (ane-sim, ane) take fp16 inputs only: declares the fp32 inputs
+ * among in fp16, which is exact for a model coremltools converted in fp16 precision
+ * (each input is cast to fp16 first). AF_ERR_UNSUPPORTED naming the input when it feeds
+ * anything but a cast (an fp32-precision model). */
+AF_API af_status af_coreml_fp16_inputs(af_graph *g, int nin, af_tensor *const *in);
+
 #ifdef __cplusplus
 }
 #endif

@@ -205,6 +205,101 @@ static void test_llama_export(void) {
     free(ref);
 }
 
+/* A package coremltools converted (tests/fixtures/coreml): imported, it computes
+ * softmax(relu(x W0' + b0) W1' + b1) with the weights it holds (a double loop); its four
+ * linear weights fine-tune on ane-sim and the re-exported package holds the tuned model. */
+static double mlp2_ref(af_tensor *const *p, const float *x, const float *t, float *y) {
+    const float *w0 = p[0]->data, *b0 = p[1]->data, *w1 = p[2]->data, *b1 = p[3]->data;
+    double mse = 0;
+    for (int b = 0; b < 2; b++) {
+        double hid[8], z[5], mx = -1e30, sum = 0;
+        for (int j = 0; j < 8; j++) {
+            hid[j] = b0[j];
+            for (int i = 0; i < 6; i++) hid[j] += (double)w0[j * 6 + i] * x[b * 6 + i];
+            hid[j] = hid[j] > 0 ? hid[j] : 0;
+        }
+        for (int c = 0; c < 5; c++) {
+            z[c] = b1[c];
+            for (int j = 0; j < 8; j++) z[c] += (double)w1[c * 8 + j] * hid[j];
+            mx = fmax(mx, z[c]);
+        }
+        for (int c = 0; c < 5; c++) sum += exp(z[c] - mx);
+        for (int c = 0; c < 5; c++) {
+            double v = exp(z[c] - mx) / sum;
+            if (y) y[b * 5 + c] = (float)v;
+            mse += (v - t[b * 5 + c]) * (v - t[b * 5 + c]) / 10;
+        }
+    }
+    return mse;
+}
+
+static void test_finetune_converted(void) {
+    af_graph *g;
+    af_tensor **in, **out, *p[8];
+    int nin, nout;
+    CHECK(af_coreml_load(AF_SOURCE_DIR "/tests/fixtures/coreml/mlp2_fp16.mlpackage", &g, &nin, &in, &nout, &out) == AF_OK,
+          "load: %s", af_error_message());
+    if (!g) return;
+    test_rng r = { 9 };
+    float x[12], t[10] = { 1, 0, 0, 0, 0, 0, 0, 0, 0, 1 }, y[10], *ys[1] = { y };
+    test_fill_uniform(&r, x, 12, -1, 1);
+    const float *xs[1] = { x };
+    run_graph(g, 1, in, xs, 1, out, ys); /* as imported, before any weight is a parameter */
+    int np = af_coreml_params(g, "linear_*", p, 8);
+    CHECK(np == 4, "the 4 linear weights and biases, not %d: %s", np, af_error_message());
+    if (np != 4) { af_graph_free(g); return; }
+    af_tensor *q[4]; /* in the reference's order: weight 0, bias 0, weight 1, bias 1 */
+    for (int i = 0; i < 4; i++) {
+        const char *n = af_tensor_name(p[i]);
+        q[(strstr(n, "linear_1") ? 2 : 0) + (strstr(n, "bias") ? 1 : 0)] = p[i];
+    }
+    float want[10];
+    double first = mlp2_ref(q, x, t, want);
+    for (int i = 0; i < 10; i++) CHECK_NEAR(y[i], want[i], 2e-2 * fabs(want[i]) + 2e-3, "imported mlp2 output");
+    /* the engine takes fp16 inputs: the package's fp32 x is cast to fp16 at once, so declare it fp16 */
+    CHECK(af_coreml_fp16_inputs(g, 1, in) == AF_OK, "fp16 inputs: %s", af_error_message());
+    af_tensor *target = af_input(g, "target", AF_F16, AF_SHAPE(2, 5));
+    af_loss *loss = af_mse(af_cast(out[0], AF_F16), target); /* the package ends in a cast to fp32 */
+    af_tensor *grads[4], *outs[5], *ins[6] = { in[0], target, q[0], q[1], q[2], q[3] };
+    CHECK(af_backward(loss, 4, q, grads, NULL) == AF_OK, "backward: %s", af_error_message());
+    outs[0] = af_loss_value(loss);
+    for (int i = 0; i < 4; i++) outs[i + 1] = grads[i];
+    af_compile_opts o = { .target = AF_TARGET_ANE_SIM, .threads = 1 };
+    af_model *m = af_compile(g, 6, ins, 5, outs, &o);
+    CHECK(m != NULL, "compile on ane-sim: %s", af_error_message());
+    float l = 0, *w[4], *gw[4];
+    int64_t cnt[4];
+    af_buffer bi[6] = { AF_BUF_F32(x, 12), AF_BUF_F32(t, 10) }, bo[5] = { AF_BUF_F32(&l, 1) };
+    for (int i = 0; i < 4; i++) {
+        cnt[i] = af_shape_count(af_tensor_shape(q[i]));
+        w[i] = malloc(sizeof(float) * (size_t)cnt[i]);
+        gw[i] = malloc(sizeof(float) * (size_t)cnt[i]);
+        memcpy(w[i], q[i]->data, sizeof(float) * (size_t)cnt[i]);
+        bi[i + 2] = AF_BUF_F32(w[i], cnt[i]);
+        bo[i + 1] = AF_BUF_F32(gw[i], cnt[i]);
+    }
+    for (int s = 0; m && s < 60; s++) {
+        CHECK(af_run(m, bi, bo) == AF_OK, "step %d: %s", s, af_error_message());
+        for (int i = 0; i < 4; i++)
+            for (int64_t k = 0; k < cnt[i]; k++) w[i][k] -= 2.0f * gw[i][k];
+    }
+    af_model_free(m);
+    CHECK(af_coreml_freeze(4, q, (const float *const *)w) == AF_OK, "freeze: %s", af_error_message());
+    double tuned = mlp2_ref(q, x, t, NULL);
+    CHECK(tuned < 0.5 * first, "fine-tuning the converted model lowers the loss: %g -> %g", first, tuned);
+    CHECK(af_coreml_export(g, 1, in, 1, out, NULL, path_in("mlp2_tuned.mlpackage")) == AF_OK, "export: %s", af_error_message());
+    af_graph_free(g);
+    CHECK(af_coreml_load(path_in("mlp2_tuned.mlpackage"), &g, &nin, &in, &nout, &out) == AF_OK, "reload: %s", af_error_message());
+    if (g) {
+        run_graph(g, 1, in, xs, 1, out, ys);
+        double mse = 0;
+        for (int i = 0; i < 10; i++) mse += (double)(y[i] - t[i]) * (y[i] - t[i]) / 10;
+        CHECK(fabs(mse - tuned) <= 0.05 * tuned + 1e-3, "the re-exported package's loss %g is the tuned %g", mse, tuned);
+        af_graph_free(g);
+    }
+    for (int i = 0; i < 4; i++) free(w[i]), free(gw[i]);
+}
+
 static void test_sample_roundtrip(void) {
     const char *names[] = { "conv", "attention" };
     for (int k = 0; k < 2; k++) {
@@ -451,6 +546,7 @@ int main(void) {
     test_mlp_export();
     test_finetune();
     test_llama_export();
+    test_finetune_converted();
     test_sample_roundtrip();
     test_hand_built();
     test_manifests();

@@ -43,3 +43,23 @@ af_status af_coreml_freeze(int n, af_tensor *const *params, const float *const *
     }
     return AF_OK;
 }
+
+af_status af_coreml_fp16_inputs(af_graph *g, int nin, af_tensor *const *in) {
+    if (!g || nin < 0 || (nin && !in)) return ir_fail(AF_ERR_INVALID, "af_coreml_fp16_inputs: graph or inputs is NULL");
+    for (int i = 0; i < nin; i++) {
+        if (!in[i] || in[i]->op != IR_OP_INPUT || in[i]->g != g)
+            return ir_fail(AF_ERR_INVALID, "af_coreml_fp16_inputs: in[%d] is not an input of the graph", i);
+        if (in[i]->dtype != AF_F32 || (in[i]->flags & (IR_TF_PARAM | IR_TF_EXACT))) continue;
+        /* coremltools' fp16 programs cast each fp32 input first; then the cast simply
+         * becomes fp16 -> fp16. Anything else computes in fp32 and must stay so. */
+        for (int k = 0; k < g->n; k++)
+            for (int j = 0; j < g->t[k]->nsrc; j++)
+                if (g->t[k]->src[j] == in[i] && g->t[k]->op != IR_OP_CAST)
+                    return ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_fp16_inputs: input '%s' feeds %s in fp32 (a model converted with "
+                                   "fp32 compute precision); convert it with compute_precision=ct.precision.FLOAT16 to run it "
+                                   "on the engine targets", in[i]->name ? in[i]->name : "?", ir_ops[g->t[k]->op].name);
+    }
+    for (int i = 0; i < nin; i++)
+        if (in[i]->dtype == AF_F32 && !(in[i]->flags & (IR_TF_PARAM | IR_TF_EXACT))) in[i]->dtype = AF_F16;
+    return AF_OK;
+}

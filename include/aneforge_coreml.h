@@ -18,11 +18,13 @@ typedef struct {
     const char *license;
     const char *version;       /* versionString */
     const char *description;   /* shortDescription */
+    int ios;                   /* deployment target: 17 or 18 (0 = 18), i.e. macOS 14 or 15,
+                                * specification version 8 or 9; earlier ones are refused */
 } af_coreml_opts;
 
 /* Writes the part of g that computes `out` from `in` (af_compile's rules) as the Core ML
  * package `path` (normally ending in .mlpackage): an mlProgram for iOS 18 / macOS 15
- * (specification version 9, opset CoreML8), fp16 inputs, outputs and weights, every op
+ * (specification version 9, opset CoreML8; o->ios = 17 picks iOS 17), fp16 inputs, outputs and weights, every op
  * lowered as af_mil_emit lowers it. Input and output features carry the tensors' names
  * and shapes. The package is built beside `path` and renamed into place: `path` must not
  * exist yet (AF_ERR_IO names it), and a failure leaves nothing behind. o may be NULL. */

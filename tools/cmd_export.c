@@ -13,8 +13,8 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: aneforge export --ckpt PATH -o model.bin [--version 0|1]\n"
                "       aneforge export --format coreml -o Model.mlpackage (--ckpt TRAIN.ckpt | --mil MODEL.mil|Model.mlpackage | --sample NAME)\n"
-               "                       [--batch N] [--seq S] [--author A] [--license L] [--model-version V] [--description D]\n\n"
-               "--format coreml writes a Core ML package (mlProgram, iOS 18 / macOS 15, fp16): from a 'train --save'\n"
+               "                       [--batch N] [--seq S] [--ios 17|18] [--author A] [--license L] [--model-version V] [--description D]\n\n"
+               "--format coreml writes a Core ML package (mlProgram, fp16, for iOS 18 / macOS 15 or --ios 17): from a 'train --save'\n"
                "checkpoint of the mlp or cnn (the forward for --batch inputs, default 1, input \"input\", output \"output\"),\n"
                "from a llama ('train llama --save' checkpoint or llama2.c model file: the stateless forward over --seq\n"
                "token ids, default the model's seq_len, logits [batch, seq * vocab]; vocabularies up to 2048),\n"

@@ -96,7 +96,11 @@ int cmd_export_coreml(int argc, char **argv) {
         else if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;
         else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &batch)) return bad("--batch is 1..65536, not '%s'", v); }
         else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 1 << 20, &seq)) return bad("--seq is a positive length, not '%s'", v); }
-        else if (!strcmp(k, "--author")) o.author = v;
+        else if (!strcmp(k, "--ios")) {
+            long ios;
+            if (cli_parse_long(v, 17, 18, &ios)) return bad("--ios (the deployment target) is 17 or 18, not '%s'", v);
+            o.ios = (int)ios;
+        } else if (!strcmp(k, "--author")) o.author = v;
         else if (!strcmp(k, "--license")) o.license = v;
         else if (!strcmp(k, "--model-version")) o.version = v;
         else if (!strcmp(k, "--description")) o.description = v;

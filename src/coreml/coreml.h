@@ -14,8 +14,8 @@
 #include "coreml/pb.h"
 #include "mil/mil_ast.h"
 
-#define COREML_SPEC_VERSION 9         /* iOS 18 / macOS 15 */
-#define COREML_OPSET "CoreML8"        /* what coremltools calls the iOS 18 opset in protobuf */
+/* Deployment target iOS N: specification version N - 9, opset "CoreML<N - 10>" (iOS 18:
+ * version 9, CoreML8, as coremltools numbers them). */
 #define COREML_MAX_MODEL ((uint64_t)1 << 30)  /* model.mlmodel bytes we read */
 #define COREML_MAX_MANIFEST ((uint64_t)1 << 20)
 #define COREML_DATA "Data"

@@ -160,8 +160,8 @@ static bool tensor_values(dec *d, int kind, const pb_field *rep, const ptype *t,
         return !d->why[0] && (got == 1 || unsup(d, "%s is a string tensor aneforge cannot read", what, NULL));
     }
     bool rank0 = t->rank == 0;
-    pb_printf(o, rank0 ? "%s(" : "", mil_dtype_name(t->dt));
-    if (!rank0) { type_text(o, t); pb_printf(o, "(["); }
+    if (rank0) pb_printf(o, "%s(", mil_dtype_name(t->dt));
+    else { type_text(o, t); pb_printf(o, "(["); }
     pb_rd r = pb_sub(rep);
     pb_field f;
     bool more;
@@ -198,9 +198,7 @@ static bool tensor_values(dec *d, int kind, const pb_field *rep, const ptype *t,
             double v;
             if (wt == PB_VARINT) {
                 pb_rd one_r = vals;
-                pb_field tmp;
                 uint64_t u = 0;
-                /* reuse the field reader's varint: prefix a fake key */
                 int sh = 0;
                 bool done = false;
                 while (one_r.p < one_r.end && sh < 70) {
@@ -209,7 +207,6 @@ static bool tensor_values(dec *d, int kind, const pb_field *rep, const ptype *t,
                     sh += 7;
                     if (!(c & 0x80)) { done = true; break; }
                 }
-                (void)tmp;
                 if (!done) return bad(d, "malformed protobuf: a varint in %s runs past its field", what, NULL);
                 vals = one_r;
                 if (kind == 3) v = u != 0;

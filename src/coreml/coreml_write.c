@@ -172,6 +172,9 @@ static void meta_entry(pb_buf *md, const char *k, const char *v) {
 }
 
 static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *model, char *why, size_t n) {
+    int ios = o && o->ios ? o->ios : 18;
+    char opset[32];
+    snprintf(opset, sizeof opset, "CoreML%d", ios - 10); /* coremltools' names: iOS 16 is CoreML6 */
     pb_buf desc = { 0 }, blk = { 0 }, fn = { 0 };
     bool ok = true;
     for (int i = 0; ok && i < f->nparams; i++) ok = feature(&desc, 1, f->params[i].name, &f->params[i].type, why, n);
@@ -197,9 +200,9 @@ static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
         pb_msg(&fn, 1, &nv);
     }
     if (!ok) { pb_free(&desc), pb_free(&blk), pb_free(&fn); return false; }
-    pb_str(&fn, 2, COREML_OPSET);
+    pb_str(&fn, 2, opset);
     pb_buf spec = { 0 };
-    pb_str(&spec, 1, COREML_OPSET);
+    pb_str(&spec, 1, opset);
     pb_msg(&spec, 2, &blk);
     pb_msg(&fn, 3, &spec);
     pb_buf prog = { 0 }, fent = { 0 };
@@ -207,7 +210,7 @@ static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
     pb_str(&fent, 1, f->name);
     pb_msg(&fent, 2, &fn);
     pb_msg(&prog, 2, &fent);
-    pb_uint(model, 1, COREML_SPEC_VERSION);
+    pb_uint(model, 1, (uint64_t)(ios - 9)); /* iOS 16 is specification 7 */
     pb_msg(model, 2, &desc);
     pb_msg(model, 502, &prog);
     return true;
@@ -220,6 +223,11 @@ af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, p
     mil_program prog;
     af_status st = AF_OK;
     char why[300] = "";
+    /* iOS 16's op set wants fp16 scalars (a layer_norm's epsilon) where the emitter's
+     * iOS 17+ spelling has fp32; iOS 15 has no fp16 input or output features. */
+    if (o && o->ios && (o->ios < 17 || o->ios > 18))
+        return ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: deployment target iOS %d: choose 17 or 18 (the programs use "
+                       "iOS 17 op signatures and fp16 inputs and outputs)", o->ios);
     if (!mil_parse_program(text, len, &arena, &diag, &prog)) st = ir_fail(diag.st, "af_coreml_export: %s", diag.msg);
     else if (prog.nfuncs != 1) st = ir_fail(AF_ERR_INVALID, "af_coreml_export: the emitted program has %d functions, not 1", prog.nfuncs);
     else if (!encode_func(&prog.funcs[0], o, model, why, sizeof why)) st = ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: %s", why);

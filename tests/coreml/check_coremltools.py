@@ -135,10 +135,10 @@ def mil_consts(mil_dir):
     return [op for _, op in ops], consts
 
 
-def check_package(pkg, mil_dir, label):
+def check_package(pkg, mil_dir, label, version=9):
     spec = ct.utils.load_spec(pkg)
     ct.models.MLModel(pkg, skip_model_load=True)
-    if spec.specificationVersion != 9 or spec.WhichOneof("Type") != "mlProgram":
+    if spec.specificationVersion != version or spec.WhichOneof("Type") != "mlProgram":
         failures.append(f"export {label}: spec version {spec.specificationVersion}, type {spec.WhichOneof('Type')}")
         return
     prog = milproto_load(spec, spec.specificationVersion, os.path.join(pkg, "Data", "com.apple.CoreML", "weights"))
@@ -162,16 +162,18 @@ def check_package(pkg, mil_dir, label):
     fin = [i.name for i in fn.inputs.values()] if isinstance(fn.inputs, dict) else list(fn.inputs)
     if sorted(names_in) != sorted(fin):
         failures.append(f"export {label}: inputs {names_in} != program inputs {fin}")
-    print(f"export {label}: spec 9, {len(got_ops)} ops, {len(want_consts)} weights equal, inputs {names_in}, outputs {names_out}")
+    print(f"export {label}: spec {version}, {len(got_ops)} ops, {len(want_consts)} weights equal, inputs {names_in}, outputs {names_out}")
 
 
 def export_cases():
     for sample in ("conv", "attention", "mlp-step"):
-        pkg = fresh(os.path.join(WORK, f"export_{sample}.mlpackage"))
-        run("export", "--format", "coreml", "--sample", sample, "-o", pkg, "--author", "aneforge tests", "--license", "MIT")
         mil = fresh(os.path.join(WORK, f"export_{sample}.mil"))
         run("mil", "emit", sample, "--out", mil)
-        check_package(pkg, mil, sample)
+        for ios in (18, 17):
+            pkg = fresh(os.path.join(WORK, f"export_{sample}_ios{ios}.mlpackage"))
+            run("export", "--format", "coreml", "--sample", sample, "-o", pkg, "--author", "aneforge tests", "--license", "MIT",
+                "--ios", str(ios))
+            check_package(pkg, mil, f"{sample} (iOS {ios})", ios - 9)
     for model in ("mlp", "cnn"):
         ck = os.path.join(WORK, f"{model}.ckpt")
         if os.path.exists(ck):

@@ -1,5 +1,5 @@
 """Small models built with coremltools' MIL builder, each with a NumPy reference: the
-corpus gen_corpus.py converts to .mlpackage and check_coremltools.py imports and runs."""
+corpus check_coremltools.py converts to .mlpackage (fp32 and fp16), imports and runs."""
 import math
 
 import numpy as np

@@ -1,12 +1,15 @@
 #!/bin/sh
-# The shared library exports exactly the functions include/aneforge.h declares with
-# AF_API: nothing internal leaks, nothing public is missing.
-# usage: check_exports.sh HEADER SHARED_LIBRARY
+# The shared library exports exactly the functions the public headers (include/*.h)
+# declare with AF_API: nothing internal leaks, nothing public is missing.
+# usage: check_exports.sh HEADER... SHARED_LIBRARY
 set -eu
-header=$1 lib=$2
+headers=
+while [ $# -gt 1 ]; do headers="$headers $1"; shift; done
+header=$headers lib=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$header" | sort -u >"$tmp/declared"
+# shellcheck disable=SC2086 # the header list splits on spaces
+sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' $headers | sort -u >"$tmp/declared"
 if [ "$(uname)" = Darwin ]; then
     nm -gU "$lib" | awk '{print $3}' | sed 's/^_//' | sort -u >"$tmp/exported"
 else

@@ -14,6 +14,8 @@ int cmd_generate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_export_coreml(int argc, char **argv);
+int cmd_run_package(int argc, char **argv); /* cmd_mil.c: aneforge run = mil run */ /* export_coreml.c: export --format coreml */
 int cmd_tokenizer(int argc, char **argv);
 int cmd_dashboard(int argc, char **argv);
 int cmd_report(int argc, char **argv);

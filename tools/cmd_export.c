@@ -1,6 +1,7 @@
 /* aneforge export: writes a llama2.c model file from a `train llama --save` checkpoint
  * (or converts a llama2.c file between versions 0 and 1), so llama2.c's run.c and
- * export tooling can load what aneforge trained. */
+ * export tooling can load what aneforge trained; with --format coreml, a Core ML
+ * package (export_coreml.c). */
 #include "cli.h"
 #include "cli_args.h"
 #include "llama_ckpt.h"
@@ -10,7 +11,15 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: aneforge export --ckpt PATH -o|--out model.bin [--version 0|1]\n\n"
+    fprintf(f, "usage: aneforge export --ckpt PATH -o|--out model.bin [--version 0|1]\n"
+               "       aneforge export --format coreml -o Model.mlpackage (--ckpt TRAIN.ckpt | --mil MODEL.mil|Model.mlpackage | --sample NAME)\n"
+               "                       [--batch N] [--seq S] [--ios 17|18] [--author A] [--license L] [--model-version V] [--description D]\n\n"
+               "--format coreml writes a Core ML package (mlProgram, fp16, for iOS 18 / macOS 15 or --ios 17): from a 'train --save'\n"
+               "checkpoint of the mlp or cnn (the forward for --batch inputs, default 1, input \"input\", output \"output\"),\n"
+               "from a llama ('train llama --save' checkpoint or llama2.c model file: the stateless forward over --seq\n"
+               "token ids, default the model's seq_len, logits [batch, seq * vocab]; vocabularies up to 2048),\n"
+               "from a MIL program or another Core ML package (imported, then written again), or from one of\n"
+               "'mil emit's built-in programs. See docs/coreml.md.\n\n"
                "Writes the model in a 'train llama --save' checkpoint (or in a llama2.c model file) as a\n"
                "llama2.c model file: version 0 (default; what llama2.c's run.c reads) or version 1\n"
                "(export.py's \"ak42\" header). Pair it with the tokenizer the model was trained with:\n"
@@ -20,6 +29,11 @@ static void usage(FILE *f) {
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge export", fmt, a); }
 
 int cmd_export(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--format")) {
+            if (!strcmp(argv[i + 1], "coreml")) return cmd_export_coreml(argc, argv);
+            if (strcmp(argv[i + 1], "llama2c")) return bad("--format is llama2c (default) or coreml, not '%s'", argv[i + 1]);
+        }
     const char *ckpt = NULL, *out = NULL;
     long version = 0;
     for (int i = 1; i < argc; i++) {
@@ -30,6 +44,7 @@ int cmd_export(int argc, char **argv) {
         i++;
         if (!strcmp(k, "--ckpt")) ckpt = v;
         else if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;
+        else if (!strcmp(k, "--format")) continue; /* llama2c */
         else if (!strcmp(k, "--version")) { if (cli_parse_long(v, 0, 1, &version)) return bad("--version is 0 or 1, not '%s'", v); }
         else return bad("unknown option '%s'", k);
     }

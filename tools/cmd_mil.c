@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "aneforge.h"
 #include "mil/mil.h"
+#include "coreml/coreml.h"
 #include "ir/file.h"
 #include "mil_npy.h"
 
@@ -36,6 +37,8 @@ static void usage(FILE *f) {
                "       (fwdAttn, fwdFFN, ffnBwd, sdpaBwd1, sdpaBwd2, qkvBwd, clsFwd, clsBwd; fp16 [B, C, 1, S] ports,\n"
                "       every weight an argument) for the given shapes (default stories15m's: dim 288, hidden 768,\n"
                "       6 heads, 6 KV heads, seq 256, batch 1, classifier block 16000 rows)\n"
+               "       MODEL may also be a Core ML package (Model.mlpackage) or its model.mlmodel: an mlProgram\n"
+               "       (docs/coreml.md); 'aneforge run' is the same as 'mil run'\n"
                "run    parses a MIL program (program(1)..(1.5), opsets ios15..ios18 and CoreML5..CoreML9) and its weight files,\n"
                "       feeds each function argument from a NumPy .npy file, runs it on the CPU with the\n"
                "       engine's fp16 numerics (--fp32: in fp32) and writes every returned value as\n"
@@ -65,8 +68,20 @@ static char *read_text(const char *path, size_t *len) {
     return t;
 }
 
+/* A Core ML package (a folder) or model file (.mlmodel) rather than MIL text. */
+static bool is_coreml(const char *path) {
+    struct stat sb;
+    size_t n = strlen(path);
+    return (!stat(path, &sb) && S_ISDIR(sb.st_mode)) || (n > 8 && !strcmp(path + n - 8, ".mlmodel"));
+}
+
 /* Parses path; prints the error and returns 1 on failure. */
 static int load(const char *path, const char *weights, const char *function, mil_module *m) {
+    if (is_coreml(path)) {
+        if (weights) { fprintf(stderr, "aneforge mil: --weights does not apply to a Core ML package (its weights are inside)\n"); return 1; }
+        if (coreml_load_module(path, function, m)) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
+        return 0;
+    }
     size_t len;
     char *text = read_text(path, &len);
     if (!text) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
@@ -258,6 +273,14 @@ done:
     af_model_free(model);
     af_graph_free(m.g);
     return rc;
+}
+
+int cmd_run_package(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    return cmd_run(argc, argv);
 }
 
 int cmd_mil(int argc, char **argv) {

@@ -1,0 +1,72 @@
+/* aneforge: Core ML packages (.mlpackage), both ways (src/coreml, docs/coreml.md).
+ *
+ * A package is a folder: Manifest.json, Data/com.apple.CoreML/model.mlmodel (a
+ * CoreML.Specification.Model protobuf whose mlProgram holds the MIL program) and
+ * Data/com.apple.CoreML/weights/weight.bin (MILBlob v2). Kept apart from aneforge.h so
+ * the Core ML surface can grow without touching the core header. */
+#ifndef ANEFORGE_COREML_H
+#define ANEFORGE_COREML_H
+#include "aneforge.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a package says about itself (all optional; NULL leaves the field out). */
+typedef struct {
+    const char *author;
+    const char *license;
+    const char *version;       /* versionString */
+    const char *description;   /* shortDescription */
+    int ios;                   /* deployment target: 17 or 18 (0 = 18), i.e. macOS 14 or 15,
+                                * specification version 8 or 9; earlier ones are refused */
+} af_coreml_opts;
+
+/* Writes the part of g that computes `out` from `in` (af_compile's rules) as the Core ML
+ * package `path` (normally ending in .mlpackage): an mlProgram for iOS 18 / macOS 15
+ * (specification version 9, opset CoreML8; o->ios = 17 picks iOS 17), fp16 inputs, outputs and weights, every op
+ * lowered as af_mil_emit lowers it. Input and output features carry the tensors' names
+ * and shapes. The package is built beside `path` and renamed into place: `path` must not
+ * exist yet (AF_ERR_IO names it), and a failure leaves nothing behind. o may be NULL. */
+AF_API af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
+                                  const af_coreml_opts *o, const char *path);
+
+/* Exports a model given as code (an af_net, e.g. af_net_mlp, af_net_cnn or
+ * af_net_llama) for a fixed batch: the forward from an fp16 input "input"
+ * [batch, sample...] to the output "output" [batch, out_dim], with weights[i] (the
+ * net's make_params order, af_trainer_read_param's values; NULL = the net's initial
+ * values) baked in as constants. Otherwise as af_coreml_export. */
+AF_API af_status af_coreml_export_net(const af_net *net, int batch, const float *const *weights,
+                                      const af_coreml_opts *o, const char *path);
+
+/* Reads the mlProgram of the package `path` (or of a bare model.mlmodel file, whose
+ * weights/ folder sits beside it) into a new graph, like af_mil_load: *in are the main
+ * function's arguments (af_input nodes named as in the program), *out its results, both
+ * owned by *g, which the caller frees with af_graph_free. The files are untrusted: a
+ * malformed manifest or protobuf is AF_ERR_CORRUPT naming the file and the field, an op
+ * or type aneforge cannot express AF_ERR_UNSUPPORTED naming it. Any out pointer except
+ * g may be NULL; on failure *g, *in and *out are NULL and the counts 0. */
+AF_API af_status af_coreml_load(const char *path, af_graph **g, int *nin, af_tensor ***in, int *nout,
+                                af_tensor ***out);
+
+/* Fine-tuning an imported model: turns the float weight constants of g (at least two
+ * elements; integer values such as shapes and axes never) whose names match the glob
+ * `pattern` (fnmatch; NULL or "" = all) into parameters with fp32 masters, writes them
+ * to params (at most max) and returns how many. Train them as any af_parameter (feed
+ * them to af_compile, af_backward for gradients); -1 with a message listing the
+ * constants' names when none matches. */
+AF_API int af_coreml_params(af_graph *g, const char *pattern, af_tensor **params, int max);
+/* Freezes params (from af_coreml_params) back into constants holding values[i] (NULL:
+ * the values they hold), so the graph exports with af_coreml_export again. */
+AF_API af_status af_coreml_freeze(int n, af_tensor *const *params, const float *const *values);
+
+/* The engine targets (ane-sim, ane) take fp16 inputs only: declares the fp32 inputs
+ * among in fp16, which is exact for a model coremltools converted in fp16 precision
+ * (each input is cast to fp16 first). AF_ERR_UNSUPPORTED naming the input when it feeds
+ * anything but a cast (an fp32-precision model). */
+AF_API af_status af_coreml_fp16_inputs(af_graph *g, int nin, af_tensor *const *in);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

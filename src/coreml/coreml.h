@@ -1,0 +1,51 @@
+/* Core ML packages (.mlpackage) both ways; the public calls are in aneforge_coreml.h.
+ *
+ * Export: the graph is emitted to MIL text (src/mil), that text is parsed into the MIL
+ * syntax tree, and the tree is encoded as a CoreML.Specification.Model protobuf
+ * (coreml_write.c) beside the emitter's MILBlob weight file and a Manifest.json.
+ * Import: the protobuf is decoded with every field bounded (coreml_read.c) into MIL
+ * text, which the MIL reader maps onto a graph; the manifest (coreml_manifest.c) names
+ * the model file. Both directions thus share one op mapping, the MIL reader's.
+ * Field numbers are those of coremltools' published Model.proto, MIL.proto and
+ * FeatureTypes.proto (docs/coreml.md lists the ones used). */
+#ifndef AF_COREML_H
+#define AF_COREML_H
+#include "aneforge_coreml.h"
+#include "coreml/pb.h"
+#include "mil/mil_ast.h"
+
+/* Deployment target iOS N: specification version N - 9, opset "CoreML<N - 10>" (iOS 18:
+ * version 9, CoreML8, as coremltools numbers them). */
+#define COREML_MAX_MODEL ((uint64_t)1 << 30)  /* model.mlmodel bytes we read */
+#define COREML_MAX_MANIFEST ((uint64_t)1 << 20)
+#define COREML_DATA "Data"
+#define COREML_ITEM_DIR "com.apple.CoreML"
+
+/* MIL.proto's DataType for a MIL dtype, 0 when it has none; and back (MIL_DT_NONE). */
+int coreml_proto_dtype(mil_dtype dt);
+mil_dtype coreml_mil_dtype(int proto);
+
+/* ArrayFeatureType.ArrayDataType for a MIL dtype (0: not a multiarray element type). */
+int coreml_array_dtype(mil_dtype dt);
+
+/* Encodes the program text (as mil_emit_mem writes it) as a Model protobuf in *model
+ * (the caller frees it with pb_free). AF_ERR_* with the message set on failure. */
+af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, pb_buf *model);
+
+/* Decodes a Model protobuf (untrusted) into MIL text in *text (NUL-terminated, the caller
+ * frees it with pb_free); source names the file in messages. */
+af_status coreml_decode(const uint8_t *bytes, size_t n, const char *source, pb_buf *text);
+
+/* Reads Manifest.json (untrusted): the root model item's path relative to Data/, copied
+ * into path (size n). AF_ERR_CORRUPT naming source and the problem on failure. */
+af_status coreml_manifest_root(const char *json, size_t len, const char *source, char *path, size_t n);
+
+/* Writes Manifest.json for a package whose model bytes are `model` (the item
+ * identifiers are derived from them, so the same model gives the same manifest). */
+af_status coreml_manifest_write(const pb_buf *model, pb_buf *json);
+
+/* Reads the package (or bare model file) at path into m, as mil_parse does; function
+ * NULL = "main" or the only one. */
+af_status coreml_load_module(const char *path, const char *function, mil_module *m);
+
+#endif

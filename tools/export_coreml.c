@@ -1,0 +1,135 @@
+/* aneforge export --format coreml: a Core ML package from a 'train --save' checkpoint of
+ * the mlp or cnn, a llama (checkpoint or llama2.c file), a MIL program, or a built-in
+ * MIL program. */
+#include "cli.h"
+#include "cli_args.h"
+#include "aneforge.h"
+#include "aneforge_coreml.h"
+#include "mil/mil.h"
+#include "ir/ir.h"
+#include "train/ckpt.h"
+#include "train/trainer_io.h"
+#include "llama_ckpt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge export", fmt, a); }
+
+/* A llama (a 'train llama --save' checkpoint or a llama2.c model file): the stateless
+ * forward over seq token ids (fp16 inputs: exact only up to 2048), logits [1, seq*vocab]. */
+static af_status from_llama(const char *path, int seq, int batch, const af_coreml_opts *o, const char *out) {
+    af_llama_weights *w = llama_model_load(path);
+    if (!w) return ir_fail(AF_ERR_INVALID, "%s", af_error_message());
+    const af_llama_config *c = af_llama_weights_config(w);
+    af_status st = AF_OK;
+    if (c->vocab_size > 2048)
+        st = ir_fail(AF_ERR_UNSUPPORTED, "%s: vocabulary %d: the package's fp16 token input holds ids up to 2048 exactly", path, c->vocab_size);
+    else if (seq > c->seq_len)
+        st = ir_fail(AF_ERR_INVALID, "--seq %d is longer than the model's %d", seq, c->seq_len);
+    if (!st) {
+        af_net net = af_net_llama(w, seq ? seq : c->seq_len);
+        st = net.forward ? af_coreml_export_net(&net, batch, NULL, o, out) : ir_fail(AF_ERR_INVALID, "%s", af_error_message());
+        af_net_free(&net);
+    }
+    af_llama_weights_free(w);
+    return st;
+}
+
+/* The checkpoint's model rebuilt, its trained weights read back, and exported. */
+static af_status from_ckpt(const char *path, int seq, int batch, const af_coreml_opts *o, const char *out) {
+    ckpt *c = NULL;
+    af_status st = ckpt_load(path, &c);
+    if (st || !ckpt_get_str(c, "cli.model")) { /* not a 'train mlp|cnn' checkpoint: a llama? */
+        ckpt_free(c);
+        return from_llama(path, seq, batch, o, out);
+    }
+    const char *model = ckpt_get_str(c, "cli.model"), *data = ckpt_get_str(c, "cli.data");
+    if (!model || !data || (strcmp(model, "mlp") && strcmp(model, "cnn")) ||
+        (strcmp(data, "mnist") && strcmp(data, "fashion") && strcmp(data, "cifar10"))) {
+        ckpt_free(c);
+        return ir_fail(AF_ERR_INVALID, "%s is not a 'train mlp|cnn --save' checkpoint (for a llama checkpoint use --format llama2c)", path);
+    }
+    bool cifar = !strcmp(data, "cifar10");
+    af_shape sample = cifar ? AF_SHAPE(3, 32, 32) : AF_SHAPE(1, 28, 28);
+    af_net net = !strcmp(model, "mlp") ? af_net_mlp(sample, 128, 10, 1) : af_net_cnn(sample, 10, 1);
+    af_net_set_input_norm(&net, !strcmp(data, "mnist") ? 0.1307f : !strcmp(data, "fashion") ? 0.2860f : 0.4734f,
+                          !strcmp(data, "mnist") ? 0.3081f : !strcmp(data, "fashion") ? 0.3530f : 0.2516f);
+    af_train_opts to = af_train_defaults();
+    af_trainer *t = af_trainer_new(&net, &to);
+    st = t ? tr_import(t, c) : ir_fail(AF_ERR_INVALID, "%s", af_error_message());
+    ckpt_free(c);
+    int n = t ? af_trainer_num_params(t) : 0;
+    float **w = calloc((size_t)n + 1, sizeof *w);
+    if (!st && !w) st = AF_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        af_tensor *p = af_trainer_param(t, i);
+        int64_t k = 1;
+        af_shape s = af_tensor_shape(p);
+        for (int d = 0; d < s.rank; d++) k *= s.dim[d];
+        if (!(w[i] = malloc(sizeof(float) * (size_t)k))) st = AF_ERR_NOMEM;
+        else st = af_trainer_read_param(t, i, w[i]);
+    }
+    if (!st) st = af_coreml_export_net(&net, batch, (const float *const *)w, o, out);
+    for (int i = 0; w && i < n; i++) free(w[i]);
+    free(w);
+    af_trainer_free(t);
+    af_net_free(&net);
+    return st;
+}
+
+int cmd_export_coreml(int argc, char **argv) {
+    const char *ckpt = NULL, *mil = NULL, *sample = NULL, *out = NULL;
+    long batch = 1, seq = 0;
+    af_coreml_opts o = { 0 };
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (k[0] != '-') return bad("unexpected argument '%s'", k);
+        if (!v) return bad("%s needs a value", k);
+        i++;
+        if (!strcmp(k, "--format")) continue;
+        else if (!strcmp(k, "--ckpt")) ckpt = v;
+        else if (!strcmp(k, "--mil")) mil = v;
+        else if (!strcmp(k, "--sample")) sample = v;
+        else if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;
+        else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &batch)) return bad("--batch is 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 1 << 20, &seq)) return bad("--seq is a positive length, not '%s'", v); }
+        else if (!strcmp(k, "--ios")) {
+            long ios;
+            if (cli_parse_long(v, 17, 18, &ios)) return bad("--ios (the deployment target) is 17 or 18, not '%s'", v);
+            o.ios = (int)ios;
+        } else if (!strcmp(k, "--author")) o.author = v;
+        else if (!strcmp(k, "--license")) o.license = v;
+        else if (!strcmp(k, "--model-version")) o.version = v;
+        else if (!strcmp(k, "--description")) o.description = v;
+        else return bad("unknown option '%s'", k);
+    }
+    if (!out) return bad("%s", "-o is required: the package to write, e.g. Model.mlpackage");
+    if (!!ckpt + !!mil + !!sample != 1) return bad("%s", "give exactly one of --ckpt, --mil and --sample");
+    af_status st;
+    if (ckpt) st = from_ckpt(ckpt, (int)seq, (int)batch, &o, out);
+    else if (mil) {
+        af_graph *g;
+        int nin, nout;
+        af_tensor **in, **res;
+        struct stat sb; /* a package (folder) or .mlmodel is imported, else MIL text */
+        size_t k = strlen(mil);
+        bool pkg = (!stat(mil, &sb) && S_ISDIR(sb.st_mode)) || (k > 8 && !strcmp(mil + k - 8, ".mlmodel"));
+        st = pkg ? af_coreml_load(mil, &g, &nin, &in, &nout, &res) : af_mil_load(mil, NULL, &g, &nin, &in, &nout, &res);
+        if (!st) st = af_coreml_export(g, nin, in, nout, res, &o, out);
+        af_graph_free(g);
+    } else {
+        mil_sample s = { 0 };
+        st = mil_sample_build(sample, &s);
+        if (!st) st = af_coreml_export(s.g, s.nin, s.in, s.nout, s.out, &o, out);
+        af_graph_free(s.g);
+    }
+    if (st) {
+        fprintf(stderr, "aneforge export: %s\n", af_error_message());
+        return 1;
+    }
+    printf("wrote %s (Manifest.json, Data/com.apple.CoreML/model.mlmodel, Data/com.apple.CoreML/weights/weight.bin)\n", out);
+    return 0;
+}

@@ -17,4 +17,5 @@ int cmd_export(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 int cmd_dashboard(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_hf(int argc, char **argv);
 #endif

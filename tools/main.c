@@ -27,6 +27,7 @@ static const struct {
     { "cost", cmd_cost, "estimate on-device ms per training step on M1..M5 for each plan (cost llama)" },
     { "generate", cmd_generate, "sample from a llama2.c model file (KV cache, run.c's sampler)" },
     { "eval", cmd_eval, "mean loss of a model over a token file (eval llama)" },
+    { "hf", cmd_hf, "Hugging Face model folders: info, forward (logits and gradients), train, convert" },
     { "export", cmd_export, "write a llama2.c model file from a train llama checkpoint" },
     { "demo", cmd_demo, "build, compile and run a small example model" },
     { "doctor", cmd_doctor, "check the Neural Engine: chip, framework, compile and run a one-op program" },

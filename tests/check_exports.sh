@@ -6,7 +6,10 @@ set -eu
 header=$1 lib=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$header" | sort -u >"$tmp/declared"
+# the header and its companions beside it (aneforge_hf.h, ...)
+set -- "$header"
+for h in "$(dirname "$header")"/aneforge_*.h; do [ -f "$h" ] && set -- "$@" "$h"; done
+sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$@" | sort -u >"$tmp/declared"
 if [ "$(uname)" = Darwin ]; then
     nm -gU "$lib" | awk '{print $3}' | sed 's/^_//' | sort -u >"$tmp/exported"
 else

@@ -7,6 +7,7 @@
 #include "ir/fp16.h"
 #include "ir/ir.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,41 +196,63 @@ void st_read_f32(const st_file *f, const st_tensor *t, float *dst) {
     }
 }
 
-/* A JSON string for name: quotes, backslashes and control bytes escaped. */
-static void put_json_string(FILE *f, const char *s) {
-    fputc('"', f);
+/* The header is built in memory first (its length leads the file). */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) { b->oom = true; return; }
+        if (b->p && b->len + (size_t)n < b->cap) { b->len += (size_t)n; return; }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+        char *q = realloc(b->p, cap);
+        if (!q) { b->oom = true; return; }
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+/* name as a JSON string: quotes, backslashes and control bytes escaped */
+static void sb_json_string(sbuf *b, const char *s) {
+    sb_put(b, "\"");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\') sb_put(b, "\\%c", c);
+        else if (c < 0x20) sb_put(b, "\\u%04x", c);
+        else sb_put(b, "%c", c);
     }
-    fputc('"', f);
+    sb_put(b, "\"");
 }
 
 af_status st_write(const char *path, int n, const st_out *t) {
-    /* the header is written to memory first: its length leads the file */
-    char *hdr = NULL;
-    size_t hlen = 0;
-    FILE *h = open_memstream(&hdr, &hlen);
-    if (!h) return ir_fail(AF_ERR_NOMEM, "%s: out of memory for the header", path);
-    fputs("{\"__metadata__\":{\"format\":\"pt\"}", h);
+    sbuf h = { 0 };
+    sb_put(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
         int64_t count = 1;
-        fputc(',', h);
-        put_json_string(h, t[i].name);
-        fputs(":{\"dtype\":\"F32\",\"shape\":[", h);
+        sb_put(&h, ",");
+        sb_json_string(&h, t[i].name);
+        sb_put(&h, ":{\"dtype\":\"F32\",\"shape\":[");
         for (int r = 0; r < t[i].rank; r++) {
-            fprintf(h, "%s%lld", r ? "," : "", (long long)t[i].shape[r]);
+            sb_put(&h, "%s%lld", r ? "," : "", (long long)t[i].shape[r]);
             count *= t[i].shape[r];
         }
-        fprintf(h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + 4 * (uint64_t)count));
+        sb_put(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + 4 * (uint64_t)count));
         off += 4 * (uint64_t)count;
     }
-    fputc('}', h);
-    while ((ftell(h) & 7) != 0) fputc(' ', h); /* the data starts 8-byte aligned */
-    if (fclose(h)) { free(hdr); return ir_fail(AF_ERR_NOMEM, "%s: out of memory for the header", path); }
+    sb_put(&h, "}");
+    while (!h.oom && (h.len & 7) != 0) sb_put(&h, " "); /* the data starts 8-byte aligned */
+    if (h.oom) { free(h.p); return ir_fail(AF_ERR_NOMEM, "%s: out of memory for the header", path); }
+    char *hdr = h.p;
+    size_t hlen = h.len;
     FILE *f = ir_open_write(path);
     if (!f) { free(hdr); return AF_ERR_IO; }
     uint8_t len8[8];

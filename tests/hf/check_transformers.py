@@ -125,4 +125,38 @@ for tag, cls, cfg in configs():
     except (AssertionError, subprocess.CalledProcessError) as e:
         failures += 1
         print(f"{tag}: FAILED: {e}")
+# llama2.c's layout: a Llama-2-shaped model into llama2.c's file (interleaved RoPE pairs),
+# greedy generation by aneforge generate's KV-cache forward against transformers', then
+# back to a Hugging Face folder (aneforge export --format hf) that transformers loads.
+try:
+    common = dict(vocab_size=100, hidden_size=64, intermediate_size=96, num_hidden_layers=2, max_position_embeddings=64)
+    cfg = transformers.LlamaConfig(num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
+                                   tie_word_embeddings=False, **common)
+    m = make(transformers.LlamaForCausalLM, cfg, seed=3)
+    folder = os.path.join(WORK, "llama2c_src")
+    m.save_pretrained(folder, safe_serialization=True)
+    binf = os.path.join(WORK, "llama2c.bin")
+    subprocess.run([BIN, "hf", "convert", "--to-llama", folder, "-o", binf], check=True)
+    import json
+    m.generation_config.eos_token_id = None
+    m.generation_config.pad_token_id = 0
+    compared = 0
+    for prompt in ([5, 7, 9], [11, 3, 60], [42], [17, 18, 19, 20]):  # run.c stops at BOS (1): several prompts
+        out = subprocess.run([BIN, "generate", "--model", binf, "--tokens", ",".join(map(str, prompt)), "--steps", "24",
+                              "--temperature", "0", "--json", "--threads", "1"], check=True, capture_output=True, text=True)
+        ours_tok = json.loads(out.stdout.strip().splitlines()[-1])["tokens"]
+        ref = m.generate(torch.tensor([prompt]), max_new_tokens=24 - len(prompt), do_sample=False)[0].tolist()
+        k = min(len(ours_tok), len(ref))
+        assert ours_tok[:k] == ref[:k] and (k == len(ref) or ref[k] == 1), f"greedy tokens differ: ours {ours_tok}, transformers {ref}"
+        compared += k - len(prompt)
+    assert compared >= 20, f"only {compared} generated tokens compared"
+    back = os.path.join(WORK, "llama2c_back")
+    subprocess.run([BIN, "export", "--ckpt", binf, "--format", "hf", "-o", back], check=True)
+    logits = theirs(m)[0]
+    again = transformers.LlamaForCausalLM.from_pretrained(back).float().eval()
+    e = close(theirs(again)[0], logits, 1e-6, "llama2.c round trip logits")
+    print(f"llama2c: ok ({compared} greedy tokens equal through llama2.c's layout; export back {e:.2g})")
+except (AssertionError, subprocess.CalledProcessError, KeyError, ValueError) as e:
+    failures += 1
+    print(f"llama2c: FAILED: {e}")
 sys.exit(1 if failures else 0)

@@ -26,6 +26,9 @@ AF_API int          af_hf_vocab_size(const af_hf_model *m);
 AF_API int          af_hf_param_count(const af_hf_model *m);
 AF_API const char  *af_hf_param_name(const af_hf_model *m, int i);
 AF_API af_shape     af_hf_param_shape(const af_hf_model *m, int i);
+/* The model's own fp32 values of tensor i (count(af_hf_param_shape) floats), to read or
+ * write in place; NULL when i is out of range. */
+AF_API float       *af_hf_param_data(af_hf_model *m, int i);
 /* Makes the model's parameters in g from its current weights (at most max); -1 on error. */
 AF_API int          af_hf_params_new(af_graph *g, const af_hf_model *m, af_tensor **params, int max);
 /* Logits [B, T, vocab] for token ids [B, T] (floats), built from public ops with

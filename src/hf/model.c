@@ -247,6 +247,8 @@ af_shape af_hf_param_shape(const af_hf_model *m, int i) {
     return s->rank == 2 ? AF_SHAPE(s->shape[0], s->shape[1]) : AF_SHAPE(s->shape[0]);
 }
 
+float *af_hf_param_data(af_hf_model *m, int i) { return m && i >= 0 && i < m->n ? m->w[i] : NULL; }
+
 int af_hf_params_new(af_graph *g, const af_hf_model *m, af_tensor **params, int max) {
     if (!g || !m || !params) { ir_fail(AF_ERR_INVALID, "af_hf_params_new: graph, model and params must not be NULL"); return -1; }
     if (m->n > max) { ir_fail(AF_ERR_INVALID, "af_hf_params_new: room for %d params, the model has %d", max, m->n); return -1; }

@@ -4,7 +4,7 @@
  *
  *   make fuzz            (builds build-fuzz/fuzz_hf_config; seeds in tests/corpus/hf_config) */
 #include "hf/hf.h"
-#include "hf/json.h"
+#include "ir/json.h"
 #include "aneforge.h"
 #include "fuzz_util.h"
 
@@ -15,9 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!copy) return 0;
     memcpy(copy, data, size);
     char err[256];
-    json_doc *d = json_parse(copy, size, err, sizeof err);
+    json_doc *d = ir_json_parse(copy, size, err, sizeof err);
     REQUIRE(d != NULL || err[0]);
-    json_free(d);
+    ir_json_free(d);
     hf_config c, c2;
     if (hf_config_parse(copy, size, "fuzz", &c) != AF_OK) {
         REQUIRE(af_error_message()[0] != 0);

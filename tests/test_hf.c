@@ -9,7 +9,7 @@
 #include "aneforge.h"
 #include "aneforge_hf.h"
 #include "hf/hf.h"
-#include "hf/json.h"
+#include "ir/json.h"
 #include "hf/safetensors.h"
 #include "support/check.h"
 
@@ -23,22 +23,22 @@ static char tmpdir[64];
 
 static void json_bad(const char *text, const char *want) {
     char err[256];
-    json_doc *d = json_parse(text, strlen(text), err, sizeof err);
+    json_doc *d = ir_json_parse(text, strlen(text), err, sizeof err);
     CHECK(!d && strstr(err, want), "json \"%s\": %s (want \"%s\")", text, d ? "accepted" : err, want);
-    json_free(d);
+    ir_json_free(d);
 }
 
 static void test_json(void) {
     const char *ok = "{\"a\": [1, -2.5e3, true, false, null], \"s\": \"x\\u00e9\\ud83d\\ude00\\n\", \"o\": {}}";
     char err[256];
-    json_doc *d = json_parse(ok, strlen(ok), err, sizeof err);
+    json_doc *d = ir_json_parse(ok, strlen(ok), err, sizeof err);
     CHECK(d != NULL, "valid document refused: %s", err);
     if (d) {
-        int a = json_get(d, 0, "a"), s = json_get(d, 0, "s");
+        int a = ir_json_get(d, 0, "a"), s = ir_json_get(d, 0, "s");
         CHECK(d->n[a].count == 5 && d->n[d->n[a].child].integer, "array of 5, first an integer");
         CHECK(d->n[d->n[d->n[a].child].next].num == -2500.0, "-2.5e3");
-        CHECK(!strcmp(json_str(d, s), "x\xc3\xa9\xf0\x9f\x98\x80\n"), "escapes and surrogate pair decoded: %s", json_str(d, s));
-        json_free(d);
+        CHECK(!strcmp(ir_json_str(d, s), "x\xc3\xa9\xf0\x9f\x98\x80\n"), "escapes and surrogate pair decoded: %s", ir_json_str(d, s));
+        ir_json_free(d);
     }
     json_bad("{\"a\": 1, \"a\": 2}", "duplicate key");
     json_bad("{} x", "bytes after the document");

@@ -5,7 +5,7 @@
  * a checkpoint whose config asks for math we do not do is never loaded silently wrong. */
 #include "hf/hf.h"
 
-#include "hf/json.h"
+#include "ir/json.h"
 #include "ir/ir.h"
 
 #include <math.h>
@@ -38,13 +38,13 @@ static af_status bad(const ctx *x, const char *field, const char *rule) {
 }
 
 static af_status get_int(const ctx *x, int obj, const char *field, int lo, int hi, bool required, int *out) {
-    int i = json_get(x->d, obj, field);
+    int i = ir_json_get(x->d, obj, field);
     if (i < 0 || x->d->n[i].type == JSON_NULL) {
         if (required) return ir_fail(AF_ERR_INVALID, "%s: \"%s\" is missing (a whole number is required)", x->what, field);
         return AF_OK;
     }
     int64_t v;
-    if (!json_int(x->d, i, lo, hi, &v)) {
+    if (!ir_json_int(x->d, i, lo, hi, &v)) {
         char rule[96];
         snprintf(rule, sizeof rule, "must be a whole number in %d..%d", lo, hi);
         return bad(x, field, rule);
@@ -54,7 +54,7 @@ static af_status get_int(const ctx *x, int obj, const char *field, int lo, int h
 }
 
 static af_status get_num(const ctx *x, int obj, const char *field, double lo, double hi, double *out) {
-    int i = json_get(x->d, obj, field);
+    int i = ir_json_get(x->d, obj, field);
     if (i < 0 || x->d->n[i].type == JSON_NULL) return AF_OK;
     if (x->d->n[i].type != JSON_NUM || !(x->d->n[i].num > lo && x->d->n[i].num <= hi)) {
         char rule[96];
@@ -66,7 +66,7 @@ static af_status get_num(const ctx *x, int obj, const char *field, double lo, do
 }
 
 static af_status get_bool(const ctx *x, int obj, const char *field, bool *out) {
-    int i = json_get(x->d, obj, field);
+    int i = ir_json_get(x->d, obj, field);
     if (i < 0 || x->d->n[i].type == JSON_NULL) return AF_OK;
     if (x->d->n[i].type != JSON_BOOL) return bad(x, field, "must be true or false");
     *out = x->d->n[i].boolean;
@@ -75,14 +75,14 @@ static af_status get_bool(const ctx *x, int obj, const char *field, bool *out) {
 
 /* bos/eos: an id, a list of ids, or null. */
 static af_status get_ids(const ctx *x, const char *field, int64_t *ids, int *n) {
-    int i = json_get(x->d, 0, field);
+    int i = ir_json_get(x->d, 0, field);
     *n = 0;
     if (i < 0 || x->d->n[i].type == JSON_NULL) return AF_OK;
     int64_t v;
-    if (json_int(x->d, i, 0, INT32_MAX, &v)) { ids[(*n)++] = v; return AF_OK; }
+    if (ir_json_int(x->d, i, 0, INT32_MAX, &v)) { ids[(*n)++] = v; return AF_OK; }
     if (x->d->n[i].type != JSON_ARR || x->d->n[i].count > 8) return bad(x, field, "must be a token id or a list of at most 8");
     for (int m = x->d->n[i].child; m >= 0; m = x->d->n[m].next) {
-        if (!json_int(x->d, m, 0, INT32_MAX, &v)) return bad(x, field, "must hold token ids (whole numbers >= 0)");
+        if (!ir_json_int(x->d, m, 0, INT32_MAX, &v)) return bad(x, field, "must hold token ids (whole numbers >= 0)");
         ids[(*n)++] = v;
     }
     return AF_OK;
@@ -97,15 +97,15 @@ static af_status parse_rope(const ctx *x, int r, const char *field, hf_config *c
                                          "high_freq_factor", "original_max_position_embeddings" };
     for (int m = d->n[r].child; m >= 0; m = d->n[m].next) {
         bool known = false;
-        for (size_t k = 0; k < sizeof KNOWN / sizeof *KNOWN; k++) known |= !strcmp(json_key(d, m), KNOWN[k]);
+        for (size_t k = 0; k < sizeof KNOWN / sizeof *KNOWN; k++) known |= !strcmp(ir_json_key(d, m), KNOWN[k]);
         if (!known)
             return ir_fail(AF_ERR_UNSUPPORTED, "%s: \"%s.%s\" is not supported by aneforge (it reads rope_type default "
                                                "or llama3 with factor, low_freq_factor, high_freq_factor, "
-                                               "original_max_position_embeddings)", x->what, field, json_key(d, m));
+                                               "original_max_position_embeddings)", x->what, field, ir_json_key(d, m));
     }
-    int t = json_get(d, r, "rope_type");
-    if (t < 0) t = json_get(d, r, "type");
-    const char *type = t >= 0 && json_is_text(d, t) ? json_str(d, t) : t < 0 ? "default" : NULL;
+    int t = ir_json_get(d, r, "rope_type");
+    if (t < 0) t = ir_json_get(d, r, "type");
+    const char *type = t >= 0 && ir_json_is_text(d, t) ? ir_json_str(d, t) : t < 0 ? "default" : NULL;
     if (!type) return bad(x, field, "has a rope_type that is not a string");
     af_status st = get_num(x, r, "rope_theta", 0, 1e12, &c->theta);
     if (st != AF_OK) return st;
@@ -136,7 +136,7 @@ static af_status check_fields(const ctx *x, hf_config *c) {
         "layer_types", "rope_interleaved",
     };
     for (int m = d->n[0].child; m >= 0; m = d->n[m].next) {
-        const char *k = json_key(d, m);
+        const char *k = ir_json_key(d, m);
         bool known = false;
         for (size_t i = 0; !known && i < sizeof READ / sizeof *READ; i++) known = !strcmp(k, READ[i]);
         for (size_t i = 0; !known && i < sizeof IGNORED / sizeof *IGNORED; i++) known = !strcmp(k, IGNORED[i]);
@@ -145,8 +145,8 @@ static af_status check_fields(const ctx *x, hf_config *c) {
                                                "the model in a way aneforge does not implement; docs/hf.md lists the "
                                                "fields read)", x->what, k, ARCH[c->arch]);
     }
-    int i = json_get(d, 0, "hidden_act");
-    if (i >= 0 && (!json_is_text(d, i) || strcmp(json_str(d, i), "silu")))
+    int i = ir_json_get(d, 0, "hidden_act");
+    if (i >= 0 && (!ir_json_is_text(d, i) || strcmp(ir_json_str(d, i), "silu")))
         return ir_fail(AF_ERR_UNSUPPORTED, "%s: \"hidden_act\" must be \"silu\" (aneforge's FFN is SwiGLU)", x->what);
     bool flag = false;
     af_status st;
@@ -159,16 +159,16 @@ static af_status check_fields(const ctx *x, hf_config *c) {
     if ((st = get_bool(x, 0, "rope_interleaved", &flag)) != AF_OK) return st;
     if (flag) return ir_fail(AF_ERR_UNSUPPORTED, "%s: \"rope_interleaved\": true is not supported (Hugging Face's half-split RoPE only)", x->what);
     double drop = 0;
-    if ((i = json_get(d, 0, "attention_dropout")) >= 0 && (d->n[i].type != JSON_NUM || d->n[i].num != 0))
+    if ((i = ir_json_get(d, 0, "attention_dropout")) >= 0 && (d->n[i].type != JSON_NUM || d->n[i].num != 0))
         return ir_fail(AF_ERR_UNSUPPORTED, "%s: \"attention_dropout\" must be 0 (aneforge has no dropout)", x->what);
     (void)drop;
     int tp = 1;
     if ((st = get_int(x, 0, "pretraining_tp", 1, 1, false, &tp)) != AF_OK)
         return ir_fail(AF_ERR_UNSUPPORTED, "%s: \"pretraining_tp\" must be 1 (sliced projections are not supported)", x->what);
-    if ((i = json_get(d, 0, "layer_types")) >= 0) {
+    if ((i = ir_json_get(d, 0, "layer_types")) >= 0) {
         if (d->n[i].type != JSON_ARR) return bad(x, "layer_types", "must be a list");
         for (int m = d->n[i].child; m >= 0; m = d->n[m].next)
-            if (!json_is_text(d, m) || strcmp(json_str(d, m), "full_attention"))
+            if (!ir_json_is_text(d, m) || strcmp(ir_json_str(d, m), "full_attention"))
                 return ir_fail(AF_ERR_UNSUPPORTED, "%s: \"layer_types\" may hold only \"full_attention\" (sliding-window "
                                                    "layers are not supported)", x->what);
     }
@@ -177,15 +177,15 @@ static af_status check_fields(const ctx *x, hf_config *c) {
 
 af_status hf_config_parse(const char *text, size_t len, const char *what, hf_config *c) {
     char err[256];
-    json_doc *d = json_parse(text, len, err, sizeof err);
+    json_doc *d = ir_json_parse(text, len, err, sizeof err);
     if (!d) return ir_fail(AF_ERR_CORRUPT, "%s: not valid JSON: %s", what, err);
     ctx x = { d, what };
     memset(c, 0, sizeof *c);
     af_status st = AF_OK;
     if (d->n[0].type != JSON_OBJ) { st = ir_fail(AF_ERR_CORRUPT, "%s: not a JSON object", what); goto out; }
-    int a = json_get(d, 0, "architectures");
-    const char *arch = a >= 0 && d->n[a].type == JSON_ARR && d->n[a].count == 1 && json_is_text(d, d->n[a].child)
-                           ? json_str(d, d->n[a].child) : NULL;
+    int a = ir_json_get(d, 0, "architectures");
+    const char *arch = a >= 0 && d->n[a].type == JSON_ARR && d->n[a].count == 1 && ir_json_is_text(d, d->n[a].child)
+                           ? ir_json_str(d, d->n[a].child) : NULL;
     int which = -1;
     for (int i = 0; arch && i < 3; i++)
         if (!strcmp(arch, ARCH[i])) which = i;
@@ -196,8 +196,8 @@ af_status hf_config_parse(const char *text, size_t len, const char *what, hf_con
         goto out;
     }
     c->arch = (hf_arch)which;
-    int mt = json_get(d, 0, "model_type");
-    if (mt >= 0 && (!json_is_text(d, mt) || strcmp(json_str(d, mt), MODEL_TYPE[which]))) {
+    int mt = ir_json_get(d, 0, "model_type");
+    if (mt >= 0 && (!ir_json_is_text(d, mt) || strcmp(ir_json_str(d, mt), MODEL_TYPE[which]))) {
         st = ir_fail(AF_ERR_INVALID, "%s: \"model_type\" must be \"%s\" for %s", what, MODEL_TYPE[which], ARCH[which]);
         goto out;
     }
@@ -231,8 +231,8 @@ af_status hf_config_parse(const char *text, size_t len, const char *what, hf_con
     c->qkv_bias = c->arch == HF_QWEN2 || ab;
     c->o_bias = c->arch != HF_QWEN2 && ab;
     c->qk_norm = c->arch == HF_QWEN3;
-    if ((st = parse_rope(&x, json_get(d, 0, "rope_scaling"), "rope_scaling", c)) != AF_OK ||
-        (st = parse_rope(&x, json_get(d, 0, "rope_parameters"), "rope_parameters", c)) != AF_OK)
+    if ((st = parse_rope(&x, ir_json_get(d, 0, "rope_scaling"), "rope_scaling", c)) != AF_OK ||
+        (st = parse_rope(&x, ir_json_get(d, 0, "rope_parameters"), "rope_parameters", c)) != AF_OK)
         goto out;
     if ((st = get_ids(&x, "bos_token_id", c->bos, &c->n_bos)) != AF_OK ||
         (st = get_ids(&x, "eos_token_id", c->eos, &c->n_eos)) != AF_OK)
@@ -241,7 +241,7 @@ af_status hf_config_parse(const char *text, size_t len, const char *what, hf_con
     if ((int64_t)c->vocab * c->hidden > ((int64_t)1 << 40) || (int64_t)c->heads * c->head_dim > (1 << 20))
         st = bad(&x, "vocab_size", "times hidden_size is too large");
 out:
-    json_free(d);
+    ir_json_free(d);
     return st;
 }
 

@@ -5,7 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "hf/hf.h"
 
-#include "hf/json.h"
+#include "ir/json.h"
 #include "hf/safetensors.h"
 #include "ir/file.h"
 #include "ir/ir.h"
@@ -110,19 +110,19 @@ static af_status open_shards(const char *dir, shards *sh, json_doc **index_out) 
     char *text = read_small(path, "safetensors index", HF_MAX_INDEX, &len);
     if (!text) { free(path); return AF_ERR_IO; }
     char err[256];
-    json_doc *d = json_parse(text, len, err, sizeof err);
+    json_doc *d = ir_json_parse(text, len, err, sizeof err);
     free(text);
     if (!d) { st = ir_fail(AF_ERR_CORRUPT, "%s: not valid JSON: %s", path, err); free(path); return st; }
-    int wm = json_get(d, 0, "weight_map");
+    int wm = ir_json_get(d, 0, "weight_map");
     if (wm < 0 || d->n[wm].type != JSON_OBJ) {
         st = ir_fail(AF_ERR_CORRUPT, "%s: no \"weight_map\" object {tensor: file}", path);
         goto fail;
     }
     for (int m = d->n[wm].child; m >= 0; m = d->n[m].next) {
-        const char *file = json_is_text(d, m) ? json_str(d, m) : NULL;
+        const char *file = ir_json_is_text(d, m) ? ir_json_str(d, m) : NULL;
         if (!file || !plain_name(file)) {
             st = ir_fail(AF_ERR_CORRUPT, "%s: tensor \"%.80s\" maps to a file that is not a plain name in the folder", path,
-                         json_key(d, m));
+                         ir_json_key(d, m));
             goto fail;
         }
         bool seen = false;
@@ -141,7 +141,7 @@ static af_status open_shards(const char *dir, shards *sh, json_doc **index_out) 
     return AF_OK;
 fail:
     free(path);
-    json_free(d);
+    ir_json_free(d);
     return st;
 }
 
@@ -151,12 +151,12 @@ static void close_shards(shards *sh) {
 
 /* Fills m from the shards; with an index, each tensor must be in the file it names. */
 static af_status fill(af_hf_model *m, shards *sh, const json_doc *index, const char *dir) {
-    int wm = index ? json_get(index, 0, "weight_map") : -1;
+    int wm = index ? ir_json_get(index, 0, "weight_map") : -1;
     for (int i = 0; i < m->n; i++) {
         const hf_slot *s = &m->slot[i];
         int fi = -1;
         if (index) {
-            const char *file = json_str(index, json_get(index, wm, s->name));
+            const char *file = ir_json_str(index, ir_json_get(index, wm, s->name));
             for (int j = 0; file && j < sh->n; j++)
                 if (!strcmp(sh->name[j], file)) fi = j;
         } else
@@ -206,7 +206,7 @@ af_hf_model *af_hf_load(const char *dir) {
     if (st == AF_OK) st = fill(m, sh, index, dir);
     if (sh) close_shards(sh);
     free(sh);
-    json_free(index);
+    ir_json_free(index);
     if (st != AF_OK) { af_hf_free(m); return NULL; }
     return m;
 }

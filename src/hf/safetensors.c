@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "hf/safetensors.h"
 
-#include "hf/json.h"
+#include "ir/json.h"
 #include "ir/file.h"
 #include "ir/fp16.h"
 #include "ir/ir.h"
@@ -38,21 +38,21 @@ static int by_begin(const void *a, const void *b) {
 
 /* One header entry, checked field by field. */
 static af_status parse_entry(const json_doc *d, int e, const char *what, uint64_t data_len, st_tensor *t) {
-    const char *name = json_key(d, e);
+    const char *name = ir_json_key(d, e);
     if (d->n[e].keylen > ST_MAX_NAME || strlen(name) != d->n[e].keylen)
         return ir_fail(AF_ERR_CORRUPT, "%s: a tensor name is longer than %d bytes or holds a NUL byte", what, ST_MAX_NAME);
     if (d->n[e].type != JSON_OBJ)
         return ir_fail(AF_ERR_CORRUPT, "%s: tensor \"%s\" is not an object {dtype, shape, data_offsets}", what, name);
     for (int m = d->n[e].child; m >= 0; m = d->n[m].next) {
-        const char *k = json_key(d, m);
+        const char *k = ir_json_key(d, m);
         if (strcmp(k, "dtype") && strcmp(k, "shape") && strcmp(k, "data_offsets"))
             return ir_fail(AF_ERR_CORRUPT, "%s: tensor \"%s\" has an unknown field \"%.60s\"", what, name, k);
     }
-    int dt = json_get(d, e, "dtype"), sh = json_get(d, e, "shape"), off = json_get(d, e, "data_offsets");
+    int dt = ir_json_get(d, e, "dtype"), sh = ir_json_get(d, e, "shape"), off = ir_json_get(d, e, "data_offsets");
     if (dt < 0 || sh < 0 || off < 0)
         return ir_fail(AF_ERR_CORRUPT, "%s: tensor \"%s\" lacks %s", what, name,
                        dt < 0 ? "\"dtype\"" : sh < 0 ? "\"shape\"" : "\"data_offsets\"");
-    const char *ds = json_is_text(d, dt) ? json_str(d, dt) : NULL;
+    const char *ds = ir_json_is_text(d, dt) ? ir_json_str(d, dt) : NULL;
     int which = -1;
     for (int i = 0; ds && i < 3; i++)
         if (!strcmp(ds, DTYPE_NAMES[i])) which = i;
@@ -71,7 +71,7 @@ static af_status parse_entry(const json_doc *d, int e, const char *what, uint64_
     int i = 0;
     for (int m = d->n[sh].child; m >= 0; m = d->n[m].next, i++) {
         int64_t v;
-        if (!json_int(d, m, 0, (int64_t)1 << 53, &v))
+        if (!ir_json_int(d, m, 0, (int64_t)1 << 53, &v))
             return ir_fail(AF_ERR_CORRUPT, "%s: tensor \"%s\": dim %d is not a whole number in 0..2^53", what, name, i);
         t->shape[i] = v;
         if (v && count > UINT64_MAX / 8 / (uint64_t)v)
@@ -79,8 +79,8 @@ static af_status parse_entry(const json_doc *d, int e, const char *what, uint64_
         count *= (uint64_t)v;
     }
     int64_t b, en;
-    if (d->n[off].type != JSON_ARR || d->n[off].count != 2 || !json_int(d, d->n[off].child, 0, (int64_t)1 << 53, &b) ||
-        !json_int(d, d->n[d->n[off].child].next, 0, (int64_t)1 << 53, &en) || en < b)
+    if (d->n[off].type != JSON_ARR || d->n[off].count != 2 || !ir_json_int(d, d->n[off].child, 0, (int64_t)1 << 53, &b) ||
+        !ir_json_int(d, d->n[d->n[off].child].next, 0, (int64_t)1 << 53, &en) || en < b)
         return ir_fail(AF_ERR_CORRUPT, "%s: tensor \"%s\": data_offsets must be [begin, end] with 0 <= begin <= end", what, name);
     if ((uint64_t)en > data_len)
         return ir_fail(AF_ERR_CORRUPT, "%s: tensor \"%s\" ends at byte %lld of the data, which holds %llu (file cut short?)",
@@ -110,29 +110,29 @@ af_status st_parse(const uint8_t *bytes, size_t size, const char *what, st_file 
         return ir_fail(AF_ERR_CORRUPT, "%s: the header is not a JSON object (not a safetensors file?)", what);
     char err[256];
     /* the writer pads the header with spaces, which JSON's whitespace covers */
-    json_doc *d = json_parse((const char *)bytes + 8, (size_t)hl, err, sizeof err);
+    json_doc *d = ir_json_parse((const char *)bytes + 8, (size_t)hl, err, sizeof err);
     if (!d) return ir_fail(AF_ERR_CORRUPT, "%s: header JSON: %s", what, err);
     st_file *f = calloc(1, sizeof *f);
     af_status st = AF_OK;
     if (!f || !(f->t = calloc((size_t)d->n[0].count + 1, sizeof *f->t))) {
         free(f);
-        json_free(d);
+        ir_json_free(d);
         return ir_fail(AF_ERR_NOMEM, "%s: out of memory", what);
     }
     f->data = bytes + 8 + hl;
     f->data_len = size - 8 - hl;
     for (int e = d->n[0].child; e >= 0 && st == AF_OK; e = d->n[e].next) {
-        if (!strcmp(json_key(d, e), "__metadata__")) {
+        if (!strcmp(ir_json_key(d, e), "__metadata__")) {
             if (d->n[e].type != JSON_OBJ) st = ir_fail(AF_ERR_CORRUPT, "%s: __metadata__ is not an object", what);
             for (int m = d->n[e].child; st == AF_OK && m >= 0; m = d->n[m].next)
                 if (d->n[m].type != JSON_STR)
-                    st = ir_fail(AF_ERR_CORRUPT, "%s: __metadata__ value \"%.60s\" is not a string", what, json_key(d, m));
+                    st = ir_fail(AF_ERR_CORRUPT, "%s: __metadata__ value \"%.60s\" is not a string", what, ir_json_key(d, m));
             continue;
         }
         st = parse_entry(d, e, what, f->data_len, &f->t[f->n]);
         if (st == AF_OK) f->n++;
     }
-    json_free(d);
+    ir_json_free(d);
     if (st == AF_OK && f->n) {
         st_tensor **order = malloc(sizeof *order * (size_t)f->n);
         if (!order) st = ir_fail(AF_ERR_NOMEM, "%s: out of memory", what);

@@ -1,6 +1,6 @@
 /* The strict JSON reader (json.h). Recursive descent with an explicit depth bound; nodes
  * live in one growing array addressed by index, so growth never invalidates a parent. */
-#include "hf/json.h"
+#include "ir/json.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -263,14 +263,14 @@ static int parse_value(parser *ps, int depth) {
     }
 }
 
-json_doc *json_parse(const char *text, size_t len, char *err, size_t cap) {
+json_doc *ir_json_parse(const char *text, size_t len, char *err, size_t cap) {
     if (err && cap) err[0] = 0;
     json_doc *d = calloc(1, sizeof *d);
     /* decoded strings never outgrow their source; +1 for each terminator is within len */
     if (d) d->strings = malloc(len + 1);
     if (!d || !d->strings) {
         if (err && cap) snprintf(err, cap, "out of memory for a %zu-byte document", len);
-        json_free(d);
+        ir_json_free(d);
         return NULL;
     }
     parser ps = { (const unsigned char *)text, (const unsigned char *)text, (const unsigned char *)text + len,
@@ -280,18 +280,18 @@ json_doc *json_parse(const char *text, size_t len, char *err, size_t cap) {
         skip_ws(&ps);
         if (ps.p != ps.end) fail(&ps, "bytes after the document");
     }
-    if (ps.failed) { json_free(d); return NULL; }
+    if (ps.failed) { ir_json_free(d); return NULL; }
     return d;
 }
 
-void json_free(json_doc *d) {
+void ir_json_free(json_doc *d) {
     if (!d) return;
     free(d->n);
     free(d->strings);
     free(d);
 }
 
-int json_get(const json_doc *d, int obj, const char *key) {
+int ir_json_get(const json_doc *d, int obj, const char *key) {
     if (obj < 0 || d->n[obj].type != JSON_OBJ) return -1;
     size_t kl = strlen(key);
     for (int m = d->n[obj].child; m >= 0; m = d->n[m].next)
@@ -299,14 +299,14 @@ int json_get(const json_doc *d, int obj, const char *key) {
     return -1;
 }
 
-const char *json_str(const json_doc *d, int i) { return i >= 0 && d->n[i].type == JSON_STR ? d->strings + d->n[i].str : NULL; }
-const char *json_key(const json_doc *d, int i) { return d->strings + d->n[i].key; }
+const char *ir_json_str(const json_doc *d, int i) { return i >= 0 && d->n[i].type == JSON_STR ? d->strings + d->n[i].str : NULL; }
+const char *ir_json_key(const json_doc *d, int i) { return d->strings + d->n[i].key; }
 
-bool json_is_text(const json_doc *d, int i) {
+bool ir_json_is_text(const json_doc *d, int i) {
     return i >= 0 && d->n[i].type == JSON_STR && strlen(d->strings + d->n[i].str) == d->n[i].len;
 }
 
-bool json_int(const json_doc *d, int i, int64_t lo, int64_t hi, int64_t *out) {
+bool ir_json_int(const json_doc *d, int i, int64_t lo, int64_t hi, int64_t *out) {
     if (i < 0 || d->n[i].type != JSON_NUM) return false;
     double v = d->n[i].num;
     if (v != floor(v) || v < (double)lo || v > (double)hi || fabs(v) > 9007199254740992.0) return false;

@@ -4,8 +4,8 @@
  * "JSON"). Bounded: nesting depth JSON_MAX_DEPTH, at most JSON_MAX_VALUES values, strings decoded
  * into one buffer no larger than the input. Refused: duplicate keys, trailing bytes,
  * invalid UTF-8, lone surrogates, control characters in strings, leading zeros, NaN. */
-#ifndef AF_HF_JSON_H
-#define AF_HF_JSON_H
+#ifndef AF_IR_JSON_H
+#define AF_IR_JSON_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,18 +33,16 @@ typedef struct {
 } json_doc;
 
 /* Parses len bytes; NULL on failure with why written into err ("line L col C: ..."). */
-json_doc *json_parse(const char *text, size_t len, char *err, size_t cap);
-void json_free(json_doc *d);
+json_doc *ir_json_parse(const char *text, size_t len, char *err, size_t cap);
+void ir_json_free(json_doc *d);
 
-/* The root is node 0. */
-static inline const json_node *json_at(const json_doc *d, int i) { return i >= 0 ? &d->n[i] : NULL; }
 /* The member of object node `obj` named key, or -1. */
-int json_get(const json_doc *d, int obj, const char *key);
+int ir_json_get(const json_doc *d, int obj, const char *key);
 /* NUL-terminated views (the decoded strings are stored with a terminating NUL). */
-const char *json_str(const json_doc *d, int i);
-const char *json_key(const json_doc *d, int i);
+const char *ir_json_str(const json_doc *d, int i);
+const char *ir_json_key(const json_doc *d, int i);
 /* True when node i is a string holding no NUL byte (so json_str is the whole string). */
-bool json_is_text(const json_doc *d, int i);
+bool ir_json_is_text(const json_doc *d, int i);
 /* A whole number in [lo, hi] held by node i (integer or an exact float value). */
-bool json_int(const json_doc *d, int i, int64_t lo, int64_t hi, int64_t *out);
+bool ir_json_int(const json_doc *d, int i, int64_t lo, int64_t hi, int64_t *out);
 #endif

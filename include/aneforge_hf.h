@@ -42,6 +42,23 @@ AF_API af_net       af_net_hf(const af_hf_model *m, int seq);
 /* Writes dir/config.json and dir/model.safetensors (F32), creating dir if needed, so
  * transformers' from_pretrained(dir) loads it. */
 AF_API af_status    af_hf_save(const af_hf_model *m, const char *dir);
+/* LoRA in PEFT's layout: adapters A [rank, in] and B [out, rank] on the projections named
+ * in targets ("q,k,v,o,gate,up,down", or PEFT's "q_proj,..."; "all" for the seven), so
+ * that a projection gives x W^T + (alpha / rank) (x A^T) B^T. Once a model has adapters
+ * its params (af_hf_param_*, af_hf_params_new, af_net_hf, af_hf_set_params) are the
+ * adapters alone and the base weights are constants: frozen, no gradient, no optimizer
+ * state. lora_add draws A as PEFT does (uniform in +-1/sqrt(in), from seed) and sets B
+ * to zero, so training starts at the base model. */
+AF_API af_status af_hf_lora_add(af_hf_model *m, int rank, float alpha, const char *targets, uint64_t seed);
+/* Reads a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors); a config
+ * asking for what aneforge does not do (DoRA, rsLoRA, rank patterns, biases, ...) is
+ * refused by name. */
+AF_API af_status af_hf_lora_load(af_hf_model *m, const char *dir);
+/* Writes the adapters alone as a PEFT folder that peft's PeftModel.from_pretrained reads. */
+AF_API af_status af_hf_lora_save(const af_hf_model *m, const char *dir);
+/* Folds the adapters into the weights (W += alpha / rank * B A) and drops them. */
+AF_API af_status af_hf_lora_merge(af_hf_model *m);
+
 /* llama2.c <-> Hugging Face Llama: q and k rows permuted between llama2.c's interleaved
  * RoPE pairs and Hugging Face's half-split ones. to_llama refuses a model af_llama
  * cannot express (biases, q/k norms, rope_theta other than 10000, rope_scaling, eps

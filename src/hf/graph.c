@@ -49,6 +49,22 @@ static af_tensor *linear(af_tensor *x, af_tensor *w, af_tensor *b) {
     return b ? af_add(y, b) : y;
 }
 
+/* The adapters of one layer, walked in HF_Q.. order as the projections are built. */
+typedef struct {
+    const hf_lora_cfg *lora;
+    af_tensor *const *ad;
+    int k;
+} lora_walk;
+
+/* linear(), plus (alpha / rank) (x A^T) B^T when projection `proj` is targeted */
+static af_tensor *proj_linear(lora_walk *lw, int proj, af_tensor *x, af_tensor *w, af_tensor *b) {
+    af_tensor *y = linear(x, w, b);
+    if (!lw->lora || lw->lora->rank <= 0 || !(lw->lora->targets >> proj & 1u)) return y;
+    af_tensor *A = lw->ad[lw->k++], *B = lw->ad[lw->k++];
+    af_tensor *d = af_matmul(af_matmul(x, A, 0, 1), B, 0, 1);
+    return af_add(y, af_muls(d, (float)(lw->lora->alpha / lw->lora->rank)));
+}
+
 static af_tensor *embed(af_graph *g, af_tensor *table, af_tensor *ids, int64_t n, int vocab, int dim) {
     /* as af_llama: a gather on the CPU, a one-hot matmul where ids are exact in fp16 */
     if (g->cpu_only || vocab > 2048) return af_reshape(af_embedding(table, ids), AF_SHAPE(n, dim));
@@ -60,7 +76,9 @@ static af_tensor *embed(af_graph *g, af_tensor *table, af_tensor *ids, int64_t n
     return af_matmul(af_equal(af_reshape(ids, AF_SHAPE(n, 1)), row), table, 0, 0);
 }
 
-af_tensor *hf_forward(const hf_config *c, af_tensor *tokens, af_tensor *const *p) {
+af_tensor *hf_forward(const hf_config *c, const hf_lora_cfg *lora, af_tensor *tokens, af_tensor *const *p,
+                      af_tensor *const *ad) {
+    lora_walk lw = { lora, ad, 0 };
     af_graph *g = af_tensor_graph(tokens);
     af_shape ts = af_tensor_shape(tokens);
     if (ts.rank != 2) { ir_graph_fail(g, "af_hf_forward: tokens must be [batch, seq] (token ids as floats)"); return NULL; }
@@ -88,9 +106,9 @@ af_tensor *hf_forward(const hf_config *c, af_tensor *tokens, af_tensor *const *p
         af_tensor *wo = p[k++], *bo = c->o_bias ? p[k++] : NULL, *post = p[k++];
         af_tensor *wg = p[k++], *wu = p[k++], *wd = p[k++];
         af_tensor *h = af_rms_norm(x, in_norm, eps);
-        af_tensor *q = af_reshape(linear(h, wq, bq), AF_SHAPE(B, T, H, hd));
-        af_tensor *kk = af_reshape(linear(h, wk, bk), AF_SHAPE(B, T, KV, hd));
-        af_tensor *v = af_reshape(linear(h, wv, bv), AF_SHAPE(B, T, KV, hd));
+        af_tensor *q = af_reshape(proj_linear(&lw, HF_Q, h, wq, bq), AF_SHAPE(B, T, H, hd));
+        af_tensor *kk = af_reshape(proj_linear(&lw, HF_K, h, wk, bk), AF_SHAPE(B, T, KV, hd));
+        af_tensor *v = af_reshape(proj_linear(&lw, HF_V, h, wv, bv), AF_SHAPE(B, T, KV, hd));
         if (qn) { q = af_rms_norm(q, qn, eps); kk = af_rms_norm(kk, kn, eps); }
         q = rope_half(q, cos_t, sin_t, half);
         kk = rope_half(kk, cos_t, sin_t, half);
@@ -98,11 +116,11 @@ af_tensor *hf_forward(const hf_config *c, af_tensor *tokens, af_tensor *const *p
         af_tensor *att = af_causal_attention(af_transpose(q, to_heads), af_transpose(kk, to_heads), af_transpose(v, to_heads),
                                              1.0f / sqrtf((float)hd));
         att = af_reshape(af_transpose(att, to_heads), AF_SHAPE(B * T, H * hd));
-        x = af_add(x, linear(att, wo, bo));
+        x = af_add(x, proj_linear(&lw, HF_O, att, wo, bo));
         h = af_rms_norm(x, post, eps);
-        af_tensor *a = linear(h, wg, NULL), *u = linear(h, wu, NULL);
+        af_tensor *a = proj_linear(&lw, HF_GATE, h, wg, NULL), *u = proj_linear(&lw, HF_UP, h, wu, NULL);
         af_tensor *gate = a && u && g->cpu_only ? ir_swiglu(a, u) : af_mul(af_silu(a), u);
-        x = af_add(x, linear(gate, wd, NULL));
+        x = af_add(x, proj_linear(&lw, HF_DOWN, gate, wd, NULL));
     }
     x = af_rms_norm(x, p[k++], eps);
     af_tensor *head = c->tie ? emb : p[k++];

@@ -41,16 +41,38 @@ typedef struct {
 int hf_slot_count(const hf_config *c);
 int hf_slots(const hf_config *c, hf_slot *slots);
 
+/* LoRA (Hu et al. 2021; PEFT's layout): y = x W^T + (alpha / rank) (x A^T) B^T on the
+ * targeted projections, A [rank, in], B [out, rank], W frozen. */
+enum { HF_Q = 0, HF_K, HF_V, HF_O, HF_GATE, HF_UP, HF_DOWN, HF_NPROJ };
+typedef struct {
+    int rank;        /* 0: no adapters */
+    double alpha;
+    unsigned targets; /* bit HF_Q.. */
+} hf_lora_cfg;
+
 struct af_hf_model {
     hf_config c;
     int n;
     hf_slot *slot;
-    float **w; /* one array per slot */
+    float **w;       /* one array per slot */
+    hf_lora_cfg lora;
+    int na;          /* adapters: per layer, per target in HF_Q.. order, A then B */
+    hf_slot *aslot;
+    float **a;
 };
 
+extern const char *const HF_PROJ_NAME[HF_NPROJ]; /* "q_proj", ... */
+/* Adapter slots of c and lora (NULL slots: just the count). */
+int hf_lora_slots(const hf_config *c, const hf_lora_cfg *lora, hf_slot *slots);
+/* Allocates m's adapters for lora (A, B left uninitialised). */
+af_status hf_lora_alloc(af_hf_model *m, const hf_lora_cfg *lora);
+void hf_lora_drop(af_hf_model *m);
+
 af_hf_model *hf_model_alloc(const hf_config *c);
-/* The logits graph of config c over params (in slot order). */
-af_tensor *hf_forward(const hf_config *c, af_tensor *tokens, af_tensor *const *p);
+/* The logits graph of config c over the base weights p (in slot order) and, when
+ * lora->rank > 0, the adapters ad (in adapter slot order). */
+af_tensor *hf_forward(const hf_config *c, const hf_lora_cfg *lora, af_tensor *tokens, af_tensor *const *p,
+                      af_tensor *const *ad);
 /* HF's RoPE angles for head_dim hd and positions [0, T): cos and sin [T][hd / 2]. */
 void hf_rope_table(const hf_config *c, int T, float *cos_out, float *sin_out);
 #endif

@@ -38,6 +38,7 @@ af_hf_model *hf_model_alloc(const hf_config *c) {
 
 void af_hf_free(af_hf_model *m) {
     if (!m) return;
+    hf_lora_drop(m);
     for (int i = 0; m->w && i < m->n; i++) free(m->w[i]);
     free(m->w);
     free(m->slot);
@@ -236,50 +237,65 @@ af_status af_hf_save(const af_hf_model *m, const char *dir) {
     return st;
 }
 
+/* The trainable tensors: the adapters when the model has them, else every weight. */
+static int ntrain(const af_hf_model *m) { return m->lora.rank > 0 ? m->na : m->n; }
+static const hf_slot *tslot(const af_hf_model *m, int i) { return m->lora.rank > 0 ? &m->aslot[i] : &m->slot[i]; }
+static float *tdata(const af_hf_model *m, int i) { return m->lora.rank > 0 ? m->a[i] : m->w[i]; }
+
 const char *af_hf_architecture(const af_hf_model *m) { return m ? hf_arch_name(m->c.arch) : NULL; }
 int af_hf_vocab_size(const af_hf_model *m) { return m ? m->c.vocab : -1; }
-int af_hf_param_count(const af_hf_model *m) { return m ? m->n : -1; }
-const char *af_hf_param_name(const af_hf_model *m, int i) { return m && i >= 0 && i < m->n ? m->slot[i].name : NULL; }
+int af_hf_param_count(const af_hf_model *m) { return m ? ntrain(m) : -1; }
+const char *af_hf_param_name(const af_hf_model *m, int i) { return m && i >= 0 && i < ntrain(m) ? tslot(m, i)->name : NULL; }
 
 af_shape af_hf_param_shape(const af_hf_model *m, int i) {
-    if (!m || i < 0 || i >= m->n) return (af_shape){ 0 };
-    const hf_slot *s = &m->slot[i];
+    if (!m || i < 0 || i >= ntrain(m)) return (af_shape){ 0 };
+    const hf_slot *s = tslot(m, i);
     return s->rank == 2 ? AF_SHAPE(s->shape[0], s->shape[1]) : AF_SHAPE(s->shape[0]);
 }
 
-float *af_hf_param_data(af_hf_model *m, int i) { return m && i >= 0 && i < m->n ? m->w[i] : NULL; }
+float *af_hf_param_data(af_hf_model *m, int i) { return m && i >= 0 && i < ntrain(m) ? tdata(m, i) : NULL; }
 
 int af_hf_params_new(af_graph *g, const af_hf_model *m, af_tensor **params, int max) {
     if (!g || !m || !params) { ir_fail(AF_ERR_INVALID, "af_hf_params_new: graph, model and params must not be NULL"); return -1; }
-    if (m->n > max) { ir_fail(AF_ERR_INVALID, "af_hf_params_new: room for %d params, the model has %d", max, m->n); return -1; }
-    for (int i = 0; i < m->n; i++)
-        if (!(params[i] = af_parameter(g, m->slot[i].name, af_hf_param_shape(m, i), m->w[i]))) return -1;
-    return m->n;
+    int n = ntrain(m);
+    if (n > max) { ir_fail(AF_ERR_INVALID, "af_hf_params_new: room for %d params, the model has %d", max, n); return -1; }
+    for (int i = 0; i < n; i++)
+        if (!(params[i] = af_parameter(g, tslot(m, i)->name, af_hf_param_shape(m, i), tdata(m, i)))) return -1;
+    return n;
 }
 
 af_tensor *af_hf_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *const *params) {
     if (!m || !tokens || !params) { ir_fail(AF_ERR_INVALID, "af_hf_forward: model, tokens and params must not be NULL"); return NULL; }
     af_graph *g = af_tensor_graph(tokens);
-    for (int i = 0; i < m->n; i++) {
+    for (int i = 0; i < ntrain(m); i++) {
         af_shape s = params[i] ? af_tensor_shape(params[i]) : (af_shape){ 0 }, want = af_hf_param_shape(m, i);
         if (!params[i] || af_tensor_graph(params[i]) != g || s.rank != want.rank || s.dim[0] != want.dim[0] ||
             (want.rank == 2 && s.dim[1] != want.dim[1])) {
             ir_graph_fail(g, "af_hf_forward: param %d (%s) is NULL, in another graph, or not of its shape (make them with "
-                             "af_hf_params_new)", i, m->slot[i].name);
+                             "af_hf_params_new)", i, tslot(m, i)->name);
             return NULL;
         }
     }
-    return hf_forward(&m->c, tokens, params);
+    if (m->lora.rank <= 0) return hf_forward(&m->c, NULL, tokens, params, NULL);
+    /* LoRA: the base weights are constants (frozen: no gradient, no optimizer state) */
+    af_tensor **base = malloc(sizeof *base * (size_t)m->n);
+    if (!base) { ir_graph_fail(g, "af_hf_forward: out of memory"); return NULL; }
+    for (int i = 0; i < m->n; i++)
+        base[i] = af_const(g, m->slot[i].name, m->slot[i].rank == 2 ? AF_SHAPE(m->slot[i].shape[0], m->slot[i].shape[1])
+                                                                    : AF_SHAPE(m->slot[i].shape[0]), m->w[i]);
+    af_tensor *y = hf_forward(&m->c, &m->lora, tokens, base, params);
+    free(base);
+    return y;
 }
 
 af_status af_hf_set_params(af_hf_model *m, af_tensor *const *params, int n) {
     if (!m || !params) return ir_fail(AF_ERR_INVALID, "af_hf_set_params: model and params must not be NULL");
-    if (n != m->n) return ir_fail(AF_ERR_INVALID, "af_hf_set_params: %d params, the model has %d", n, m->n);
+    if (n != ntrain(m)) return ir_fail(AF_ERR_INVALID, "af_hf_set_params: %d params, the model has %d", n, ntrain(m));
     for (int i = 0; i < n; i++) {
         float *v = params[i] ? af_tensor_value(params[i]) : NULL;
-        if (!v || af_shape_count(af_tensor_shape(params[i])) != slot_count(&m->slot[i]))
-            return ir_fail(AF_ERR_INVALID, "af_hf_set_params: param %d (%s) is not a parameter of its shape", i, m->slot[i].name);
-        memcpy(m->w[i], v, sizeof(float) * (size_t)slot_count(&m->slot[i]));
+        if (!v || af_shape_count(af_tensor_shape(params[i])) != slot_count(tslot(m, i)))
+            return ir_fail(AF_ERR_INVALID, "af_hf_set_params: param %d (%s) is not a parameter of its shape", i, tslot(m, i)->name);
+        memcpy(tdata(m, i), v, sizeof(float) * (size_t)slot_count(tslot(m, i)));
     }
     return AF_OK;
 }

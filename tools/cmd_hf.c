@@ -25,11 +25,16 @@ static void usage(FILE *f) {
     fprintf(f, "usage: aneforge hf info DIR\n"
                "       aneforge hf forward DIR --tokens 1,2,3;4,5,6 -o OUT.safetensors [--target cpu|ane-sim]\n"
                "       aneforge hf train DIR --data train.bin -o OUTDIR [--steps N] [--seq T] [train options]\n"
+               "                [--lora-rank R [--lora-alpha A] [--lora-targets q,k,v,o,gate,up,down] | --adapter ADIR]\n"
+               "                [--merge]\n"
                "       aneforge hf convert --from-llama model.bin -o DIR | --to-llama DIR -o model.bin\n\n"
                "DIR is a Hugging Face model folder (config.json, model.safetensors or shards) of\n"
                "LlamaForCausalLM (Llama 2/3, SmolLM), Qwen2ForCausalLM or Qwen3ForCausalLM. forward\n"
                "writes logits [B, T-1, V] of each row's first T-1 tokens, the mean next-token loss and\n"
-               "the gradient of every tensor (grad.<name>). docs/hf.md has the details.\n");
+               "the gradient of every tensor (grad.<name>; with --adapter ADIR, a PEFT LoRA folder, of the\n"
+               "adapters). train with --lora-rank trains LoRA adapters over frozen weights (alpha default\n"
+               "2 x rank, targets default q,v) and writes them as a PEFT folder, or with --merge the merged\n"
+               "model. docs/hf.md has the details.\n");
 }
 
 static af_hf_model *load(const char *dir) {
@@ -87,7 +92,7 @@ static int parse_tokens(const char *s, int vocab, float **out, int *rows, int *c
 }
 
 static int forward(int argc, char **argv) {
-    const char *dir = NULL, *tokens = NULL, *out = NULL, *target = "cpu";
+    const char *dir = NULL, *tokens = NULL, *out = NULL, *target = "cpu", *adapter = NULL;
     for (int i = 2; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (k[0] != '-') { if (dir) return bad("unexpected argument '%s'", k); dir = k; continue; }
@@ -96,6 +101,7 @@ static int forward(int argc, char **argv) {
         if (!strcmp(k, "--tokens")) tokens = v;
         else if (!strcmp(k, "-o")) out = v;
         else if (!strcmp(k, "--target")) target = v;
+        else if (!strcmp(k, "--adapter")) adapter = v;
         else return bad("unknown option '%s'", k);
     }
     if (!dir || !tokens || !out) return bad("%s", "forward needs DIR, --tokens and -o");
@@ -103,6 +109,11 @@ static int forward(int argc, char **argv) {
     if (af_target_parse(target, &co.target, &co.family)) return bad("unknown --target '%s'", target);
     af_hf_model *m = load(dir);
     if (!m) return 1;
+    if (adapter && af_hf_lora_load(m, adapter)) {
+        fprintf(stderr, "aneforge hf: --adapter: %s\n", af_error_message());
+        af_hf_free(m);
+        return 1;
+    }
     int V = af_hf_vocab_size(m), B, T1, rc = 1, n = af_hf_param_count(m);
     float *ids = NULL;
     if (parse_tokens(tokens, V, &ids, &B, &T1)) { af_hf_free(m); return bad("--tokens: rows of at least 2 ids below the vocab size, '%s'", tokens); }
@@ -172,8 +183,10 @@ done:
 }
 
 static int train(int argc, char **argv) {
-    const char *dir = NULL, *data = NULL, *out = NULL;
-    long steps = 20, seq = 32, seed = 1;
+    const char *dir = NULL, *data = NULL, *out = NULL, *targets = NULL, *adapter = NULL;
+    long steps = 20, seq = 32, seed = 1, rank = 0;
+    float alpha = 0;
+    bool merge = false;
     af_train_opts o = af_train_defaults();
     o.objective = AF_OBJ_CUSTOM;
     o.batch = 4;
@@ -183,6 +196,7 @@ static int train(int argc, char **argv) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (k[0] != '-') { if (dir) return bad("unexpected argument '%s'", k); dir = k; continue; }
         if (train_opt_flag(k, &o)) continue;
+        if (!strcmp(k, "--merge")) { merge = true; continue; }
         if (!v) return bad("%s needs a value", k);
         int r = train_opt_parse(k, v, &o, &fl, "aneforge hf train");
         if (r < 0) return 2;
@@ -192,14 +206,28 @@ static int train(int argc, char **argv) {
         else if (!strcmp(k, "-o")) out = v;
         else if (!strcmp(k, "--steps")) { if (cli_parse_long(v, 1, 100000000, &steps)) return bad("--steps: a count >= 1, not '%s'", v); }
         else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 1 << 20, &seq)) return bad("--seq: a length >= 1, not '%s'", v); }
+        else if (!strcmp(k, "--lora-rank")) { if (cli_parse_long(v, 1, 4096, &rank)) return bad("--lora-rank: 1..4096, not '%s'", v); }
+        else if (!strcmp(k, "--lora-alpha")) { if (cli_parse_float(v, &alpha) || !(alpha > 0)) return bad("--lora-alpha: a positive number, not '%s'", v); }
+        else if (!strcmp(k, "--lora-targets")) targets = v;
+        else if (!strcmp(k, "--adapter")) adapter = v;
         else if (!strcmp(k, "--seed")) { if (cli_parse_long(v, 0, 1L << 30, &seed)) return bad("--seed: a number, not '%s'", v); }
         else return bad("unknown option '%s'", k);
     }
     if (!dir || !data || !out) return bad("%s", "train needs DIR, --data (a uint16 token file) and -o OUTDIR");
+    if ((targets || alpha > 0) && !rank) return bad("%s", "--lora-targets and --lora-alpha need --lora-rank");
+    if (adapter && rank) return bad("%s", "give --adapter (continue a PEFT adapter) or --lora-rank (new adapters), not both");
+    if (merge && !rank && !adapter) return bad("%s", "--merge folds LoRA adapters: give --lora-rank or --adapter");
     if (train_opt_finish(&o, &fl, "aneforge hf train")) return 2;
     o.objective = AF_OBJ_CUSTOM;
     af_hf_model *m = load(dir);
     if (!m) return 1;
+    if ((rank && af_hf_lora_add(m, (int)rank, alpha > 0 ? alpha : 2.0f * (float)rank, targets ? targets : "q,v", (uint64_t)seed)) ||
+        (adapter && af_hf_lora_load(m, adapter))) {
+        fprintf(stderr, "aneforge hf train: %s\n", af_error_message());
+        af_hf_free(m);
+        return 1;
+    }
+    bool lora = rank || adapter;
     int V = af_hf_vocab_size(m), T = (int)seq, B = o.batch, rc = 1;
     uint16_t *tokens = NULL;
     int64_t ntok = 0;
@@ -242,7 +270,8 @@ static int train(int argc, char **argv) {
     }
     af_status st = af_hf_set_params(m, p, n);
     free(p);
-    if (st == AF_OK) st = af_hf_save(m, out);
+    if (st == AF_OK && lora && merge) st = af_hf_lora_merge(m);
+    if (st == AF_OK) st = lora && !merge ? af_hf_lora_save(m, out) : af_hf_save(m, out);
     if (st) { fprintf(stderr, "aneforge hf train: %s\n", af_error_message()); goto done; }
     fprintf(stderr, "hf train: loss %.4f -> %.4f; wrote %s\n", first, last, out);
     rc = 0;

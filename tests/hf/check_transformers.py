@@ -61,11 +61,15 @@ def make(cls, cfg, seed=0):
     return m
 
 
-def ours(folder, tag):
+def ours_with(folder, tag, extra):
     out = os.path.join(WORK, tag + ".safetensors")
     rows = ";".join(",".join(map(str, r)) for r in TOKENS)
-    subprocess.run([BIN, "hf", "forward", folder, "--tokens", rows, "-o", out], check=True)
+    subprocess.run([BIN, "hf", "forward", folder, "--tokens", rows, "-o", out] + extra, check=True)
     return load_file(out)
+
+
+def ours(folder, tag):
+    return ours_with(folder, tag, [])
 
 
 def theirs(m):
@@ -73,8 +77,9 @@ def theirs(m):
     m.zero_grad()
     logits = m(ids[:, :-1]).logits
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
-    loss.backward()
-    grads = {n: p.grad.detach().numpy() for n, p in m.named_parameters()}
+    if loss.requires_grad:  # a peft model loaded for inference has nothing to differentiate
+        loss.backward()
+    grads = {n: p.grad.detach().numpy() for n, p in m.named_parameters() if p.grad is not None}
     return logits.detach().numpy(), loss.item(), grads
 
 
@@ -159,4 +164,52 @@ try:
 except (AssertionError, subprocess.CalledProcessError, KeyError, ValueError) as e:
     failures += 1
     print(f"llama2c: FAILED: {e}")
+# LoRA against peft: the gradients of every adapter for one batch, adapters trained by
+# aneforge read by PeftModel.from_pretrained with equal logits, and --merge equal to
+# peft's merge_and_unload.
+try:
+    import peft
+except ImportError:
+    peft = None
+    print("lora: skipped: peft is not installed")
+for tag in ("qwen3", "llama3") if peft else ():
+    try:
+        cls, cfg = {t: (c, g) for t, c, g in configs()}[tag]
+        folder = os.path.join(WORK, tag)
+        base = make(cls, cfg)
+        lc = peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, init_lora_weights=False,
+                             target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+        torch.manual_seed(5)
+        pm = peft.get_peft_model(copy.deepcopy(base), lc).eval()
+        adir = os.path.join(WORK, tag + "_adapter")
+        pm.save_pretrained(adir)
+        got = ours_with(folder, tag + "_lora", ["--adapter", adir])
+        logits, loss, grads = theirs(pm)
+        e1 = close(got["logits"], logits, 1e-4, f"{tag} LoRA logits")
+        worst, n = 0, 0
+        for name, g in grads.items():
+            if "lora_" in name:
+                key = "grad." + name.replace(".default", "")
+                worst = max(worst, close(got[key], g, 1e-4, f"{tag} gradient of {name}"))
+                n += 1
+        assert n == 2 * 7 * cfg.num_hidden_layers, f"{n} adapter gradients compared"
+        data = os.path.join(WORK, "tokens.bin")
+        tuned = adir + "_tuned"
+        train = [BIN, "hf", "train", folder, "--data", data, "--steps", "3", "--seq", "8", "--batch", "2", "--lr", "0.01"]
+        subprocess.run(train + ["--adapter", adir, "-o", tuned], check=True)
+        back = peft.PeftModel.from_pretrained(copy.deepcopy(base), tuned).eval()
+        e2 = close(ours_with(folder, tag + "_lora_tuned", ["--adapter", tuned])["logits"], theirs(back)[0], 1e-4,
+                   f"{tag} trained adapter in peft")
+        new = train + ["--lora-rank", "4", "--lora-alpha", "16", "--lora-targets", "q,k,v,o,gate,up,down"]
+        subprocess.run(new + ["-o", adir + "_new"], check=True)
+        subprocess.run(new + ["--merge", "-o", folder + "_merged"], check=True)
+        merged = peft.PeftModel.from_pretrained(copy.deepcopy(base), adir + "_new").merge_and_unload().eval()
+        loaded = cls.from_pretrained(folder + "_merged").float().eval()
+        ml = theirs(merged)[0]
+        e3 = close(theirs(loaded)[0], ml, 1e-5, f"{tag} --merge against peft's merge_and_unload")
+        assert np.abs(ml - theirs(base)[0]).max() > 1e-3, f"{tag}: LoRA training changed nothing"
+        print(f"lora {tag}: ok (logits {e1:.2g}, {n} adapter gradients {worst:.2g}, trained in peft {e2:.2g}, merged {e3:.2g})")
+    except (AssertionError, subprocess.CalledProcessError, KeyError) as e:
+        failures += 1
+        print(f"lora {tag}: FAILED: {e}")
 sys.exit(1 if failures else 0)

@@ -143,7 +143,9 @@ static af_llama_weights *from_ckpt(const char *path) {
 af_llama_weights *llama_model_load(const char *path) {
     if (!path) { ir_fail(AF_ERR_INVALID, "no model path"); return NULL; }
     struct stat st;
-    if (!stat(path, &st) && S_ISDIR(st.st_mode)) { /* a Hugging Face folder of a Llama-2-shaped model */
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    if (!stat(path, &st) && S_ISDIR(st.st_mode) && !stat(cfg, &st)) { /* a Hugging Face folder of a Llama-2-shaped model */
         af_hf_model *m = af_hf_load(path);
         af_llama_weights *w = m ? af_hf_to_llama(m) : NULL;
         af_hf_free(m);

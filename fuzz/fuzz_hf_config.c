@@ -1,6 +1,8 @@
-/* libFuzzer target for config.json (src/hf/config.c) and the strict JSON reader under
- * it: arbitrary bytes are refused with a message or give a config whose sizes are in
- * range and which, written back (hf_config_json), reads to the same config.
+/* libFuzzer target for config.json (src/hf/config.c), PEFT's adapter_config.json
+ * (src/hf/lora.c) and the strict JSON reader under both: arbitrary bytes are refused with
+ * a message or give a config whose sizes are in range and which, written back
+ * (hf_config_json), reads to the same config; an adapter config gives a rank in range
+ * and at least one target.
  *
  *   make fuzz            (builds build-fuzz/fuzz_hf_config; seeds in tests/corpus/hf_config) */
 #include "hf/hf.h"
@@ -18,6 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_doc *d = ir_json_parse(copy, size, err, sizeof err);
     REQUIRE(d != NULL || err[0]);
     ir_json_free(d);
+    hf_lora_cfg lc;
+    if (hf_lora_parse_config(copy, size, "fuzz", &lc) == AF_OK)
+        REQUIRE(lc.rank >= 1 && lc.rank <= 4096 && lc.alpha > 0 && lc.targets && lc.targets < (1u << HF_NPROJ));
+    else
+        REQUIRE(af_error_message()[0] != 0);
     hf_config c, c2;
     if (hf_config_parse(copy, size, "fuzz", &c) != AF_OK) {
         REQUIRE(af_error_message()[0] != 0);

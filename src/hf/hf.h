@@ -67,6 +67,8 @@ int hf_lora_slots(const hf_config *c, const hf_lora_cfg *lora, hf_slot *slots);
 /* Allocates m's adapters for lora (A, B left uninitialised). */
 af_status hf_lora_alloc(af_hf_model *m, const hf_lora_cfg *lora);
 void hf_lora_drop(af_hf_model *m);
+/* Parses a PEFT adapter_config.json (plain LoRA only; anything else refused by name). */
+af_status hf_lora_parse_config(const char *text, size_t len, const char *what, hf_lora_cfg *lc);
 
 af_hf_model *hf_model_alloc(const hf_config *c);
 /* The logits graph of config c over the base weights p (in slot order) and, when

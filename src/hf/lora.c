@@ -201,7 +201,7 @@ af_status af_hf_lora_save(const af_hf_model *m, const char *dir) {
 /* adapter_config.json: what changes the math is read or checked; any other field must
  * be off (null, false, {} or []) or bookkeeping, else it is refused by name, so a newer
  * PEFT feature is never applied silently wrong. */
-static af_status parse_adapter_config(const char *text, size_t len, const char *what, hf_lora_cfg *lc) {
+af_status hf_lora_parse_config(const char *text, size_t len, const char *what, hf_lora_cfg *lc) {
     char err[256];
     json_doc *d = ir_json_parse(text, len, err, sizeof err);
     if (!d) return ir_fail(AF_ERR_CORRUPT, "%s: not valid JSON: %s", what, err);
@@ -275,7 +275,7 @@ af_status af_hf_lora_load(af_hf_model *m, const char *dir) {
     size_t got = text ? fread(text, 1, (size_t)size, fp) : 0;
     fclose(fp);
     if (!text || got != size) { st = ir_fail(AF_ERR_IO, "%s: cannot read it whole", pc); goto out; }
-    if ((st = parse_adapter_config(text, (size_t)size, pc, &lc)) != AF_OK) goto out;
+    if ((st = hf_lora_parse_config(text, (size_t)size, pc, &lc)) != AF_OK) goto out;
     if ((st = st_open(pw, &f)) != AF_OK) goto out;
     if ((st = hf_lora_alloc(m, &lc)) != AF_OK) goto out;
     for (int i = 0; i < m->na; i++) {

@@ -6,6 +6,10 @@ next-token loss and every gradient, which must equal PyTorch's (fp32: logits 1e-
 relative, gradients 1e-4 of each tensor's largest). Then `aneforge hf train` fine-tunes
 it for a few steps and writes a folder that transformers' from_pretrained must load with
 logits equal to ours. Also read: a bf16 checkpoint and a sharded one (index.json).
+A Llama-2-shaped model goes through llama2.c's file (interleaved RoPE): greedy tokens of
+`aneforge generate` equal transformers' generate, `train llama --plan pipeline` trains it
+and `export --format hf` brings it back. Where peft is installed, LoRA's logits, adapter
+gradients, trained adapters and --merge are checked against peft.
 
 usage: check_transformers.py ANEFORGE_BIN WORKDIR
 Exit 77 (ctest's skip) when torch, transformers or safetensors is missing.
@@ -160,6 +164,16 @@ try:
     logits = theirs(m)[0]
     again = transformers.LlamaForCausalLM.from_pretrained(back).float().eval()
     e = close(theirs(again)[0], logits, 1e-6, "llama2.c round trip logits")
+    # a Llama-2-shaped folder trains with train llama on the pipeline plan (af_net_llama's own)
+    tuned_bin = os.path.join(WORK, "llama2c_pipeline.bin")
+    subprocess.run([BIN, "train", "llama", "--init", folder, "--data", os.path.join(WORK, "tokens.bin"), "--steps", "3",
+                    "--seq", "8", "--batch", "2", "--plan", "pipeline", "--export", tuned_bin], check=True,
+                   capture_output=True)
+    piped = os.path.join(WORK, "llama2c_pipeline")
+    subprocess.run([BIN, "export", "--ckpt", tuned_bin, "--format", "hf", "-o", piped], check=True)
+    pl = theirs(transformers.LlamaForCausalLM.from_pretrained(piped).float().eval())[0]
+    close(ours(piped, "llama2c_pipeline")["logits"], pl, 1e-4, "pipeline-trained model in transformers")
+    assert np.abs(pl - logits).max() > 1e-3, "the pipeline plan changed nothing"
     print(f"llama2c: ok ({compared} greedy tokens equal through llama2.c's layout; export back {e:.2g})")
 except (AssertionError, subprocess.CalledProcessError, KeyError, ValueError) as e:
     failures += 1

@@ -11,6 +11,7 @@
 #include "llama/llama.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* rows of w [heads * hd, cols]: interleaved -> half-split (to_hf) or back */
@@ -71,15 +72,17 @@ af_hf_model *af_hf_from_llama(const af_llama_weights *w) {
 af_llama_weights *af_hf_to_llama(const af_hf_model *m) {
     if (!m) { ir_fail(AF_ERR_INVALID, "af_hf_to_llama: model is NULL"); return NULL; }
     const hf_config *c = &m->c;
-    const char *why = c->arch != HF_LLAMA ? "the architecture (only LlamaForCausalLM)"
-                    : c->qkv_bias || c->o_bias ? "attention_bias"
-                    : c->rope_llama3 ? "rope_scaling"
-                    : c->theta != 10000 ? "rope_theta (llama2.c uses 10000)"
-                    : fabs(c->eps - 1e-5) > 1e-12 ? "rms_norm_eps (llama2.c uses 1e-5)"
-                    : c->head_dim * c->heads != c->hidden ? "head_dim (must be hidden_size / num_attention_heads)" : NULL;
-    if (why) {
-        ir_fail(AF_ERR_UNSUPPORTED, "af_hf_to_llama: the model's %s cannot be expressed in llama2.c's format; train it as a "
-                                    "Hugging Face model (af_net_hf) instead", why);
+    char why[160] = "";
+    if (c->arch != HF_LLAMA) snprintf(why, sizeof why, "architecture %s (it holds LlamaForCausalLM only)", hf_arch_name(c->arch));
+    else if (c->qkv_bias || c->o_bias) snprintf(why, sizeof why, "attention_bias (it has no biases)");
+    else if (c->rope_llama3) snprintf(why, sizeof why, "rope_scaling (it has plain RoPE)");
+    else if (c->theta != 10000) snprintf(why, sizeof why, "rope_theta %g (it uses 10000)", c->theta);
+    else if (fabs(c->eps - 1e-5) > 1e-12) snprintf(why, sizeof why, "rms_norm_eps %g (it uses 1e-5)", c->eps);
+    else if (c->head_dim * c->heads != c->hidden)
+        snprintf(why, sizeof why, "head_dim %d (it uses hidden_size / num_attention_heads = %d)", c->head_dim, c->hidden / c->heads);
+    if (why[0]) {
+        ir_fail(AF_ERR_UNSUPPORTED, "af_hf_to_llama: llama2.c's format cannot hold this model's %s; train it as a Hugging "
+                                    "Face model instead (aneforge hf train, af_net_hf)", why);
         return NULL;
     }
     af_llama_config lc = { 0 };

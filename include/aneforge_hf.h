@@ -66,6 +66,21 @@ AF_API af_status af_hf_lora_merge(af_hf_model *m);
 AF_API af_hf_model *af_hf_from_llama(const af_llama_weights *w);
 AF_API af_llama_weights *af_hf_to_llama(const af_hf_model *m);
 
+/* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the split pattern
+ * of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges, added and special tokens).
+ * A file asking for anything else (a normalizer, byte_fallback, another pattern) is
+ * refused by name. Encoding is tokenizers' encode(text, add_special_tokens=False). */
+typedef struct af_hf_tokenizer af_hf_tokenizer;
+AF_API af_hf_tokenizer *af_hf_tokenizer_load(const char *path);
+/* The same from bytes in memory (what names them in messages). */
+AF_API af_hf_tokenizer *af_hf_tokenizer_parse(const char *json, size_t len, const char *what);
+AF_API void             af_hf_tokenizer_free(af_hf_tokenizer *t);
+AF_API int              af_hf_tokenizer_vocab_size(const af_hf_tokenizer *t);
+/* The ids of text[0..len) (UTF-8; an invalid byte is encoded as itself), malloc'd into
+ * *ids (free with free()), *n of them. */
+AF_API af_status        af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                               int64_t *n);
+
 #ifdef __cplusplus
 }
 #endif

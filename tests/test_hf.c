@@ -423,6 +423,48 @@ static void test_lora(void) {
     af_hf_free(m);
 }
 
+/* tokenizer.json: a hand-built Llama-3-style file encodes as the tokenizers package does
+ * (worked by hand: " it's" splits into " it" and "'s"; "12345" into "123" and "45"), and
+ * what it does not implement is refused by name. */
+#define TOK_HEAD "{\"normalizer\": null, \"added_tokens\": [{\"id\": 9, \"content\": \"<|eot|>\", \"special\": true}], " \
+    "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": " \
+    "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|" \
+    "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false}, " \
+    "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}, "
+static void test_tokenizer(void) {
+    const char *ok = TOK_HEAD "\"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"vocab\": {\"\u0120\": 0, \"i\": 1, "
+                     "\"t\": 2, \"'\": 3, \"s\": 4, \"\u0120i\": 5, \"\u0120it\": 6, \"'s\": 7, \"1\": 10, \"2\": 11, \"3\": 12, "
+                     "\"4\": 13, \"5\": 14, \"123\": 15, \"12\": 16}, \"merges\": [\"\u0120 i\", [\"\u0120i\", \"t\"], [\"'\", \"s\"], "
+                     "[\"1\", \"2\"], [\"12\", \"3\"]]}}";
+    af_hf_tokenizer *t = af_hf_tokenizer_parse(ok, strlen(ok), "tok.json");
+    CHECK(t != NULL, "tokenizer: %s", af_error_message());
+    if (t) {
+        int32_t *ids = NULL;
+        int64_t n = 0;
+        const char *text = " it's12345<|eot|>";
+        CHECK(af_hf_tokenizer_encode(t, text, strlen(text), &ids, &n) == AF_OK, "%s", af_error_message());
+        const int32_t want[] = { 6, 7, 15, 13, 14, 9 };
+        CHECK(n == 6 && !memcmp(ids, want, sizeof want), "ids: %lld of them, first %d", (long long)n, n ? ids[0] : -1);
+        free(ids);
+        CHECK(af_hf_tokenizer_encode(t, "x", 1, &ids, &n) == AF_ERR_UNSUPPORTED && strstr(af_error_message(), "byte 0x78 has no token"),
+              "a byte missing from the vocab: %s", af_error_message());
+        af_hf_tokenizer_free(t);
+    }
+    const char *nfc = "{\"normalizer\": {\"type\": \"NFC\"}}";
+    t = af_hf_tokenizer_parse(nfc, strlen(nfc), "tok.json");
+    CHECK(!t && strstr(af_error_message(), "normalizer \"NFC\" is not supported"), "NFC: %s", af_error_message());
+    const char *bf = TOK_HEAD "\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {}, \"merges\": []}}";
+    t = af_hf_tokenizer_parse(bf, strlen(bf), "tok.json");
+    CHECK(!t && strstr(af_error_message(), "model.byte_fallback is set"), "byte_fallback: %s", af_error_message());
+    const char *pat = "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+                      "{\"Regex\": \"\\\\w+\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\"}]}}";
+    t = af_hf_tokenizer_parse(pat, strlen(pat), "tok.json");
+    CHECK(!t && strstr(af_error_message(), "split pattern \\w+ is not one aneforge implements"), "pattern: %s", af_error_message());
+    const char *merge = TOK_HEAD "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}}";
+    t = af_hf_tokenizer_parse(merge, strlen(merge), "tok.json");
+    CHECK(!t && strstr(af_error_message(), "merge 0 (a + b) has a part or result that is not in the vocab"), "merge: %s", af_error_message());
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/af_test_hf_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
@@ -433,6 +475,7 @@ int main(void) {
     test_llama_conversion();
     test_train_plans();
     test_lora();
+    test_tokenizer();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -27,7 +27,8 @@ static void usage(FILE *f) {
                "       aneforge hf train DIR --data train.bin -o OUTDIR [--steps N] [--seq T] [train options]\n"
                "                [--lora-rank R [--lora-alpha A] [--lora-targets q,k,v,o,gate,up,down] | --adapter ADIR]\n"
                "                [--merge]\n"
-               "       aneforge hf convert --from-llama model.bin -o DIR | --to-llama DIR -o model.bin\n\n"
+               "       aneforge hf convert --from-llama model.bin -o DIR | --to-llama DIR -o model.bin\n"
+               "       aneforge hf encode tokenizer.json TEXT | --file F   (F: texts separated by NUL bytes)\n\n"
                "DIR is a Hugging Face model folder (config.json, model.safetensors or shards) of\n"
                "LlamaForCausalLM (Llama 2/3, SmolLM), Qwen2ForCausalLM or Qwen3ForCausalLM. forward\n"
                "writes logits [B, T-1, V] of each row's first T-1 tokens, the mean next-token loss and\n"
@@ -312,11 +313,53 @@ static int convert(int argc, char **argv) {
     return st ? 1 : 0;
 }
 
+/* hf encode tokenizer.json TEXT | --file F (texts separated by NUL bytes): one line of ids per text */
+static int encode(int argc, char **argv) {
+    if (argc != 4 && !(argc == 5 && !strcmp(argv[3], "--file"))) return bad("%s", "encode takes tokenizer.json and TEXT or --file F");
+    af_hf_tokenizer *t = af_hf_tokenizer_load(argv[2]);
+    if (!t) { fprintf(stderr, "aneforge hf encode: %s\n", af_error_message()); return 1; }
+    char *buf = NULL;
+    size_t len = 0;
+    if (argc == 5) {
+        FILE *f = fopen(argv[4], "rb");
+        if (!f) { fprintf(stderr, "aneforge hf encode: cannot open %s\n", argv[4]); af_hf_tokenizer_free(t); return 1; }
+        size_t cap = 1 << 16;
+        buf = malloc(cap);
+        for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
+            len += got;
+            if (len == cap) { char *b = realloc(buf, cap *= 2); if (!b) { free(buf); buf = NULL; } else buf = b; }
+        }
+        fclose(f);
+        if (!buf) { fprintf(stderr, "aneforge hf encode: out of memory\n"); af_hf_tokenizer_free(t); return 1; }
+    } else {
+        len = strlen(argv[3]);
+        buf = malloc(len + 1);
+        if (buf) memcpy(buf, argv[3], len);
+    }
+    int rc = 0;
+    for (size_t at = 0; buf && at <= len && !rc;) {
+        size_t end = at;
+        while (end < len && buf[end]) end++;
+        int32_t *ids;
+        int64_t n;
+        if (af_hf_tokenizer_encode(t, buf + at, end - at, &ids, &n)) { fprintf(stderr, "aneforge hf encode: %s\n", af_error_message()); rc = 1; break; }
+        for (int64_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+        printf("\n");
+        free(ids);
+        at = end + 1;
+        if (argc == 4) break;
+    }
+    free(buf);
+    af_hf_tokenizer_free(t);
+    return rc;
+}
+
 int cmd_hf(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { usage(argc < 2 ? stderr : stdout); return argc < 2 ? 2 : 0; }
     if (!strcmp(argv[1], "info")) return argc == 3 ? info(argv[2]) : bad("%s", "info takes one DIR");
     if (!strcmp(argv[1], "forward")) return forward(argc, argv);
     if (!strcmp(argv[1], "train")) return train(argc, argv);
     if (!strcmp(argv[1], "convert")) return convert(argc, argv);
-    return bad("unknown verb '%s' (info, forward, train, convert)", argv[1]);
+    if (!strcmp(argv[1], "encode")) return encode(argc, argv);
+    return bad("unknown verb '%s' (info, forward, train, convert, encode)", argv[1]);
 }

@@ -8,8 +8,11 @@ while [ $# -gt 1 ]; do headers="$headers $1"; shift; done
 header=$headers lib=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# shellcheck disable=SC2086 # the header list splits on spaces
-sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' $headers | sort -u >"$tmp/declared"
+# the headers named, and every companion beside the first (aneforge_hf.h, ...)
+first=${headers# }; first=${first%% *}
+set --
+for h in $headers "$(dirname "$first")"/aneforge_*.h; do [ -f "$h" ] && set -- "$@" "$h"; done
+sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$@" | sort -u >"$tmp/declared"
 if [ "$(uname)" = Darwin ]; then
     nm -gU "$lib" | awk '{print $3}' | sed 's/^_//' | sort -u >"$tmp/exported"
 else

@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-LAYERS = "ir data text grad nn compile cpu llama engine mil coreml netplist ane sim model train".split()
+LAYERS = "ir data text grad nn compile cpu llama hf engine mil coreml netplist ane sim model train".split()
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 

@@ -19,4 +19,5 @@ int cmd_run_package(int argc, char **argv); /* cmd_mil.c: aneforge run = mil run
 int cmd_tokenizer(int argc, char **argv);
 int cmd_dashboard(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_hf(int argc, char **argv);
 #endif

@@ -6,12 +6,14 @@
 #include "cli_args.h"
 #include "llama_ckpt.h"
 #include "aneforge.h"
+#include "aneforge_hf.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static void usage(FILE *f) {
     fprintf(f, "usage: aneforge export --ckpt PATH -o|--out model.bin [--version 0|1]\n"
+               "       aneforge export --ckpt PATH --format hf -o DIR\n"
                "       aneforge export --format coreml -o Model.mlpackage (--ckpt TRAIN.ckpt | --mil MODEL.mil|Model.mlpackage | --sample NAME)\n"
                "                       [--batch N] [--seq S] [--ios 17|18] [--author A] [--license L] [--model-version V] [--description D]\n\n"
                "--format coreml writes a Core ML package (mlProgram, fp16, for iOS 18 / macOS 15 or --ios 17): from a 'train --save'\n"
@@ -23,7 +25,10 @@ static void usage(FILE *f) {
                "Writes the model in a 'train llama --save' checkpoint (or in a llama2.c model file) as a\n"
                "llama2.c model file: version 0 (default; what llama2.c's run.c reads) or version 1\n"
                "(export.py's \"ak42\" header). Pair it with the tokenizer the model was trained with:\n"
-               "  run model.bin -z tok.bin\n");
+               "  run model.bin -z tok.bin\n"
+               "--format hf writes a Hugging Face folder instead (config.json, model.safetensors in F32) that\n"
+               "transformers' LlamaForCausalLM.from_pretrained(DIR) loads; q and k are permuted from\n"
+               "llama2.c's interleaved RoPE pairs to Hugging Face's half-split ones (docs/hf.md).\n");
 }
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge export", fmt, a); }
@@ -32,9 +37,10 @@ int cmd_export(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--format")) {
             if (!strcmp(argv[i + 1], "coreml")) return cmd_export_coreml(argc, argv);
-            if (strcmp(argv[i + 1], "llama2c")) return bad("--format is llama2c (default) or coreml, not '%s'", argv[i + 1]);
+            if (strcmp(argv[i + 1], "llama2c") && strcmp(argv[i + 1], "hf"))
+                return bad("--format is llama2c (default), hf or coreml, not '%s'", argv[i + 1]);
         }
-    const char *ckpt = NULL, *out = NULL;
+    const char *ckpt = NULL, *out = NULL, *format = "llama2c";
     long version = 0;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -44,8 +50,10 @@ int cmd_export(int argc, char **argv) {
         i++;
         if (!strcmp(k, "--ckpt")) ckpt = v;
         else if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;
-        else if (!strcmp(k, "--format")) continue; /* llama2c */
-        else if (!strcmp(k, "--version")) { if (cli_parse_long(v, 0, 1, &version)) return bad("--version is 0 or 1, not '%s'", v); }
+        else if (!strcmp(k, "--format")) {
+            if (strcmp(v, "llama2c") && strcmp(v, "hf")) return bad("--format is llama2c or hf, not '%s'", v);
+            format = v;
+        } else if (!strcmp(k, "--version")) { if (cli_parse_long(v, 0, 1, &version)) return bad("--version is 0 or 1, not '%s'", v); }
         else return bad("unknown option '%s'", k);
     }
     if (!ckpt) return bad("%s", "--ckpt is required: a 'train llama --save' checkpoint or a llama2.c model file");
@@ -56,7 +64,15 @@ int cmd_export(int argc, char **argv) {
         return 2;
     }
     int rc = 0;
-    if (af_llama_save(w, out, (int)version)) {
+    if (!strcmp(format, "hf")) {
+        af_hf_model *m = af_hf_from_llama(w);
+        if (!m || af_hf_save(m, out)) {
+            fprintf(stderr, "aneforge export: %s\n", af_error_message());
+            rc = 1;
+        } else
+            fprintf(stderr, "export: %s: Hugging Face LlamaForCausalLM folder (config.json, model.safetensors)\n", out);
+        af_hf_free(m);
+    } else if (af_llama_save(w, out, (int)version)) {
         fprintf(stderr, "aneforge export: %s\n", af_error_message());
         rc = 1;
     } else {

@@ -38,7 +38,8 @@ static void usage(FILE *f) {
             "batches of random windows of --seq + 1 tokens, and reports the loss in nats per token.\n\n"
             "options:\n"
             "  --config NAME         tiny, stories15m, stories42m or stories110m (random weights, seeded)\n"
-            "  --init PATH           start from a llama2.c model file instead (its config and vocab)\n"
+            "  --init PATH           start from a llama2.c model file or a Hugging Face Llama folder instead\n"
+            "                        (its config and vocab; other architectures: aneforge hf train)\n"
             "  --data PATH           training tokens\n"
             "  --val PATH            validation tokens: the mean loss over the file in windows of --seq\n"
             "  --tokenizer PATH      its vocab size sets the model's (else --init's, else max id + 1)\n"
@@ -163,7 +164,7 @@ static af_llama_weights *make_weights(const llama_args *a, const uint16_t *token
     } else if (!a->init)
         for (int64_t i = 0; i < n; i++) vocab = tokens[i] + 1 > vocab ? tokens[i] + 1 : vocab;
     if (a->init) {
-        af_llama_weights *w = af_llama_load(a->init, NULL);
+        af_llama_weights *w = llama_model_load(a->init); /* a llama2.c file or a Hugging Face folder */
         if (!w) fprintf(stderr, "aneforge train llama: --init: %s\n", af_error_message());
         else if (vocab && af_llama_weights_config(w)->vocab_size != vocab) {
             fprintf(stderr, "aneforge train llama: %s has a vocab of %d but the tokenizer %d: give the model's own tokenizer\n",

@@ -1,6 +1,7 @@
 /* train llama's checkpoints (see llama_ckpt.h): tr_export's records plus "llama.*"
  * (the config, one int64 record per field) and "cli.*" (data path, run position). */
 #include "llama_ckpt.h"
+#include "aneforge_hf.h"
 #include "ir/file.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const FIELD[8] = { "llama.dim", "llama.hidden_dim", "llama.n_layers", "llama.n_heads",
                                       "llama.n_kv_heads", "llama.vocab_size", "llama.seq_len", "llama.shared_classifier" };
@@ -140,6 +142,15 @@ static af_llama_weights *from_ckpt(const char *path) {
 
 af_llama_weights *llama_model_load(const char *path) {
     if (!path) { ir_fail(AF_ERR_INVALID, "no model path"); return NULL; }
+    struct stat st;
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    if (!stat(path, &st) && S_ISDIR(st.st_mode) && !stat(cfg, &st)) { /* a Hugging Face folder of a Llama-2-shaped model */
+        af_hf_model *m = af_hf_load(path);
+        af_llama_weights *w = m ? af_hf_to_llama(m) : NULL;
+        af_hf_free(m);
+        return w;
+    }
     FILE *f = ir_fopen_regular(path, "model", 0, NULL);
     if (!f) return NULL;
     char magic[8] = { 0 };

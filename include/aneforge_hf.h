@@ -1,0 +1,87 @@
+/* Hugging Face checkpoints: a folder with config.json and model.safetensors (or shards
+ * named by model.safetensors.index.json) for LlamaForCausalLM (Llama 2, Llama 3 with
+ * rope_scaling "llama3", SmolLM), Qwen2ForCausalLM (q, k, v biases) and Qwen3ForCausalLM
+ * (per-head RMSNorm on q and k). docs/hf.md says what is read, what is refused and how
+ * the two RoPE conventions are converted. */
+#ifndef ANEFORGE_HF_H
+#define ANEFORGE_HF_H
+#include "aneforge.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct af_hf_model af_hf_model;
+
+/* Reads dir/config.json and the weights (any of F32, F16, BF16; held as fp32). NULL on
+ * failure; af_error_message names the file, the field or tensor, and the fix. A
+ * config.json field aneforge does not implement is refused by name. */
+AF_API af_hf_model *af_hf_load(const char *dir);
+AF_API void         af_hf_free(af_hf_model *m);
+/* "LlamaForCausalLM", "Qwen2ForCausalLM" or "Qwen3ForCausalLM". */
+AF_API const char  *af_hf_architecture(const af_hf_model *m);
+AF_API int          af_hf_vocab_size(const af_hf_model *m);
+/* Tensors in the model's fixed order (embedding, per layer, final norm, lm_head when
+ * separate): their Hugging Face names and shapes. */
+AF_API int          af_hf_param_count(const af_hf_model *m);
+AF_API const char  *af_hf_param_name(const af_hf_model *m, int i);
+AF_API af_shape     af_hf_param_shape(const af_hf_model *m, int i);
+/* The model's own fp32 values of tensor i (count(af_hf_param_shape) floats), to read or
+ * write in place; NULL when i is out of range. */
+AF_API float       *af_hf_param_data(af_hf_model *m, int i);
+/* Makes the model's parameters in g from its current weights (at most max); -1 on error. */
+AF_API int          af_hf_params_new(af_graph *g, const af_hf_model *m, af_tensor **params, int max);
+/* Logits [B, T, vocab] for token ids [B, T] (floats), built from public ops with
+ * Hugging Face's half-split RoPE. */
+AF_API af_tensor   *af_hf_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *const *params);
+/* Copies the values of n params (af_tensor_value, e.g. trained ones) into the model. */
+AF_API af_status    af_hf_set_params(af_hf_model *m, af_tensor *const *params, int n);
+/* The model as a trainer's net: x [B, seq] ids, next-token cross entropy (AF_OBJ_CUSTOM),
+ * one-hot targets [B, seq * vocab]; seq <= max_position_embeddings. Free with af_net_free. */
+AF_API af_net       af_net_hf(const af_hf_model *m, int seq);
+/* Writes dir/config.json and dir/model.safetensors (F32), creating dir if needed, so
+ * transformers' from_pretrained(dir) loads it. */
+AF_API af_status    af_hf_save(const af_hf_model *m, const char *dir);
+/* LoRA in PEFT's layout: adapters A [rank, in] and B [out, rank] on the projections named
+ * in targets ("q,k,v,o,gate,up,down", or PEFT's "q_proj,..."; "all" for the seven), so
+ * that a projection gives x W^T + (alpha / rank) (x A^T) B^T. Once a model has adapters
+ * its params (af_hf_param_*, af_hf_params_new, af_net_hf, af_hf_set_params) are the
+ * adapters alone and the base weights are constants: frozen, no gradient, no optimizer
+ * state. lora_add draws A as PEFT does (uniform in +-1/sqrt(in), from seed) and sets B
+ * to zero, so training starts at the base model. */
+AF_API af_status af_hf_lora_add(af_hf_model *m, int rank, float alpha, const char *targets, uint64_t seed);
+/* Reads a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors); a config
+ * asking for what aneforge does not do (DoRA, rsLoRA, rank patterns, biases, ...) is
+ * refused by name. */
+AF_API af_status af_hf_lora_load(af_hf_model *m, const char *dir);
+/* Writes the adapters alone as a PEFT folder that peft's PeftModel.from_pretrained reads. */
+AF_API af_status af_hf_lora_save(const af_hf_model *m, const char *dir);
+/* Folds the adapters into the weights (W += alpha / rank * B A) and drops them. */
+AF_API af_status af_hf_lora_merge(af_hf_model *m);
+
+/* llama2.c <-> Hugging Face Llama: q and k rows permuted between llama2.c's interleaved
+ * RoPE pairs and Hugging Face's half-split ones. to_llama refuses a model af_llama
+ * cannot express (biases, q/k norms, rope_theta other than 10000, rope_scaling, eps
+ * other than 1e-5, head_dim other than hidden / heads), naming the field. */
+AF_API af_hf_model *af_hf_from_llama(const af_llama_weights *w);
+AF_API af_llama_weights *af_hf_to_llama(const af_hf_model *m);
+
+/* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the split pattern
+ * of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges, added and special tokens).
+ * A file asking for anything else (a normalizer, byte_fallback, another pattern) is
+ * refused by name. Encoding is tokenizers' encode(text, add_special_tokens=False). */
+typedef struct af_hf_tokenizer af_hf_tokenizer;
+AF_API af_hf_tokenizer *af_hf_tokenizer_load(const char *path);
+/* The same from bytes in memory (what names them in messages). */
+AF_API af_hf_tokenizer *af_hf_tokenizer_parse(const char *json, size_t len, const char *what);
+AF_API void             af_hf_tokenizer_free(af_hf_tokenizer *t);
+AF_API int              af_hf_tokenizer_vocab_size(const af_hf_tokenizer *t);
+/* The ids of text[0..len) (UTF-8; an invalid byte is encoded as itself), malloc'd into
+ * *ids (free with free()), *n of them. */
+AF_API af_status        af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                               int64_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

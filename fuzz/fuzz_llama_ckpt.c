@@ -6,6 +6,7 @@
  *
  *   make fuzz            (builds build-fuzz/fuzz_llama_ckpt; seeds in tests/corpus/llama_ckpt) */
 #include "../tools/llama_ckpt.c"
+#include "aneforge_llama.h"
 #include "data/sha256.h"
 #include "fuzz_util.h"
 

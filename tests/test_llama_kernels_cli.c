@@ -6,6 +6,7 @@
  * graph's own fp16 result bit for bit. Bad kernel names and shapes fail with a message. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_mil.c"
+#include "aneforge_data.h"
 #include "../tools/mil_npy.c"
 
 #include "support/check.h"

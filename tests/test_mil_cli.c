@@ -10,6 +10,7 @@
  *     subcommands fail with an exit code instead of crashing. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_mil.c"
+#include "aneforge_data.h"
 #include "../tools/mil_npy.c"
 
 #include "support/check.h"

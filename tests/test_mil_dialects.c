@@ -28,6 +28,7 @@
  * Malformed variants of each new spelling fail with their line and column. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_mil.c"
+#include "aneforge_data.h"
 #include "../tools/mil_npy.c"
 
 #include "support/check.h"

@@ -4,6 +4,7 @@
  * ops, sources and attributes fail with an exit code and no crash; --help works. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_op.c"
+#include "aneforge_data.h"
 #include "../tools/cli_args.c"
 #include "../tools/cli_env.c"
 #include "../tools/mil_npy.c"

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "aneforge.h"
+#include "aneforge_llama.h"
 #include "ane/cost_llama.h"
 
 #include <stdio.h>

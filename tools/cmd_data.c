@@ -5,6 +5,7 @@
  * zlib; npm and tar run through fork/exec with argument vectors, never a shell. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "aneforge_data.h"
 #include "cli_env.h"
 #include "data_find.h"
 #include "data_text.h"

@@ -5,6 +5,7 @@
 #include "cli_args.h"
 #include "llama_ckpt.h"
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <stdio.h>
 #include <string.h>

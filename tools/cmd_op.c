@@ -9,6 +9,7 @@
 #include "cli_env.h"
 #include "mil_npy.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "ir/ir.h"
 
 #include <errno.h>

@@ -13,6 +13,7 @@
 #include "train_watch.h"
 #include "dash_term.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"
 #include "train/trainer_io.h"

@@ -1,6 +1,7 @@
 /* Finding the dataset files: see data_find.h. */
 #define _XOPEN_SOURCE 700
 #include "data_find.h"
+#include "aneforge_data.h"
 #include "data/data.h"
 
 #include <limits.h>

@@ -1,6 +1,7 @@
 /* train llama's checkpoints (see llama_ckpt.h): tr_export's records plus "llama.*"
  * (the config, one int64 record per field) and "cli.*" (data path, run position). */
 #include "llama_ckpt.h"
+#include "aneforge_llama.h"
 #include "ir/file.h"
 #include "ir/ir.h"
 #include "train/ckpt.h"

@@ -6,6 +6,7 @@
 #ifndef AF_TOOLS_LLAMA_CKPT_H
 #define AF_TOOLS_LLAMA_CKPT_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <stdint.h>
 

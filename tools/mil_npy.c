@@ -5,6 +5,7 @@
  * each result with its declared dtype. */
 #include "mil_npy.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "ir/ir.h"
 
 #include <math.h>
@@ -50,19 +51,19 @@ int mil_npy_read(const char *path, const char *dt, float **data, int *rank, int6
     int64_t n = 1;
     for (int i = 0; i < *rank; i++) n *= dims[i]; /* the reader matched it to the file's bytes */
     *data = malloc(sizeof(float) * (size_t)(n + 1));
-    if (!*data) { free(v); snprintf(err, errlen, "out of memory reading %s", path); return 1; }
+    if (!*data) { af_free(v); snprintf(err, errlen, "out of memory reading %s", path); return 1; }
     for (int64_t i = 0; i < n; i++) {
         char why[80];
         if (!fits(dt, v[i], why, sizeof why)) {
             snprintf(err, errlen, "%s: element %lld (%g) %s, the range of the %s argument", path, (long long)i, v[i], why, dt);
-            free(v);
+            af_free(v);
             free(*data);
             *data = NULL;
             return 1;
         }
         (*data)[i] = (float)v[i];
     }
-    free(v);
+    af_free(v);
     return 0;
 }
 

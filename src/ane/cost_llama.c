@@ -8,6 +8,7 @@
  * prediction from these rates. M2 has no published figure: its rates are the geometric
  * mean of M1's and M3's. */
 #include "ane/cost_llama.h"
+#include "aneforge_llama.h"
 #include "ane/cost.h"
 
 #include <math.h>

@@ -14,6 +14,7 @@
 #ifndef AF_ANE_COST_LLAMA_H
 #define AF_ANE_COST_LLAMA_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <stdbool.h>
 

@@ -19,6 +19,7 @@
  * (nn/optim.h). Predictions go through a second program with the same forward, fed the
  * groups' state. */
 #include "engine/family.h"
+#include "aneforge_llama.h"
 #include "grad/grad.h"
 #include "llama/llama.h"
 #include "nn/llama_graph.h"

@@ -96,6 +96,13 @@ typedef struct af_model  af_model;
 
 /* Why the last failing call on this thread failed ("" when none did). */
 AF_API const char *af_error_message(void);
+/* Records a message (printf-style) as this thread's last error and returns st, for code
+ * that reports through the same channel as the library: an af_net callback that fails,
+ * an application's own reader (`return af_fail(AF_ERR_CORRUPT, "%s: ...", path);`). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+AF_API af_status af_fail(af_status st, const char *fmt, ...);
 
 /* Warnings and notes (a skipped step, an engine guard, the precision check) go to the
  * log function, never to a stream of the library's choosing; none is set at start, so
@@ -670,6 +677,46 @@ AF_API af_status   af_trainer_save(af_trainer *t, const char *path);
 AF_API af_status   af_trainer_load(af_trainer *t, const char *path);
 /* Costs accumulated over all steps so far (compiles include the initial ones). */
 AF_API void        af_trainer_stats(const af_trainer *t, af_stats *out);
+/* Where the trainer's wall time went, in seconds over all calls so far:
+ * AF_PHASE_STEP the step programs (forward and backward; on the resident and unrolled
+ * plans the one step program, optimizer included), AF_PHASE_OPTIMIZER the update (host
+ * update or update programs), AF_PHASE_COMPILE compiling. */
+enum { AF_PHASE_STEP = 0, AF_PHASE_OPTIMIZER = 1, AF_PHASE_COMPILE = 2, AF_NPHASES = 3 };
+AF_API void        af_trainer_phase_seconds(const af_trainer *t, double out[AF_NPHASES]);
+/* The loss scale the next step uses (the dynamic scale as it stands). */
+AF_API float       af_trainer_loss_scale(const af_trainer *t);
+/* Where this trainer's steps compute loss and accuracy (af_step_info.metric_source). */
+AF_API af_metric_source af_trainer_metric_source(const af_trainer *t);
+
+/* Checkpoints with records of the caller's own. af_trainer_save writes the trainer's
+ * records (weights, optimizer state, step, loss scale) as one checkpoint file: named
+ * records, checksummed, written whole or not at all. To keep records of its own beside
+ * them (where its data loader stands, its generator's state), an application builds the
+ * checkpoint itself: af_checkpoint_new, af_trainer_export, its own records under a
+ * prefix of its own (e.g. "app."), af_checkpoint_save; and back: af_checkpoint_load, its
+ * records, af_trainer_import. Files are untrusted: loading checks the checksum and every
+ * record's bounds, and import checks every array against the trainer's shapes. */
+typedef struct af_checkpoint af_checkpoint;
+AF_API af_checkpoint *af_checkpoint_new(void);                    /* NULL when out of memory */
+AF_API void        af_checkpoint_free(af_checkpoint *c);          /* NULL is fine */
+AF_API af_status   af_checkpoint_save(const af_checkpoint *c, const char *path);
+AF_API af_status   af_checkpoint_load(const char *path, af_checkpoint **out); /* *out: free with af_checkpoint_free */
+/* Records: a name (a non-empty string of at most 255 bytes, unique in the checkpoint)
+ * and bytes, copied. */
+AF_API af_status   af_checkpoint_put(af_checkpoint *c, const char *name, const void *data, int64_t bytes);
+AF_API af_status   af_checkpoint_put_i64(af_checkpoint *c, const char *name, int64_t v);
+AF_API af_status   af_checkpoint_put_str(af_checkpoint *c, const char *name, const char *s);
+/* A record's bytes (owned by c; *bytes, may be NULL, gets their count), or NULL with
+ * the error set when c has none by that name. */
+AF_API const void *af_checkpoint_get(const af_checkpoint *c, const char *name, int64_t *bytes);
+/* AF_ERR_CORRUPT naming the record when it is missing or not one int64. */
+AF_API af_status   af_checkpoint_get_i64(const af_checkpoint *c, const char *name, int64_t *v);
+/* A string record (owned by c), or NULL when missing or not a string. */
+AF_API const char *af_checkpoint_get_str(const af_checkpoint *c, const char *name);
+/* The trainer's records into c / its state from c's records (what af_trainer_save and
+ * af_trainer_load write and read). */
+AF_API af_status   af_trainer_export(af_trainer *t, af_checkpoint *c);
+AF_API af_status   af_trainer_import(af_trainer *t, const af_checkpoint *c);
 AF_API const char *af_plan_name(af_plan p);
 
 /* ---------------------------------------------------------------- optimizer graphs

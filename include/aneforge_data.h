@@ -47,6 +47,47 @@ AF_API af_status af_dataset_batch(const af_dataset *d, int n, const int64_t *idx
 AF_API void af_dataset_free(af_dataset *d);                                  /* NULL is fine */
 
 
+/* ---------------------------------------------------------------- files
+ * How the library opens and writes files, for applications (the CLI) that read and
+ * write the same way: only regular files are read (a directory, device, FIFO or socket
+ * is refused before a byte is read, so a pipe cannot make a reader run forever), sizes
+ * are capped, and a file is written whole or left as it was. */
+
+/* The largest file read whole when max_bytes is 0: 64 GiB. */
+#define AF_FILE_MAX_BYTES ((int64_t)64 << 30)
+/* Opens path read-only (a POSIX file descriptor) when it is a regular file of at most
+ * max_bytes (0: AF_FILE_MAX_BYTES) and sets *size (may be NULL). -1 on failure, with the
+ * message "<what> <path>: ..." naming the problem (missing, a directory, not a regular
+ * file, too large and the limit); errno is kept. */
+AF_API int af_open_regular(const char *path, const char *what, uint64_t max_bytes, uint64_t *size);
+/* The whole regular file at path as *len bytes (*data is non-NULL even for an empty
+ * file; free it with af_free). A missing file fails with AF_ERR_IO naming path, and
+ * `hint` (may be NULL) is appended to that message, e.g. the command that makes it. */
+AF_API af_status af_read_file(const char *path, const char *hint, uint8_t **data, size_t *len);
+/* Whole-file writes: af_write_open opens a temporary beside path (path + ".partial"; a
+ * device or a pipe is written in place) and returns it as a stdio FILE * (NULL on
+ * failure, the error set); af_write_close closes it and, when the writes (ok != 0) and
+ * the close worked, renames it over path, else removes it and fails with AF_ERR_IO
+ * naming path and the cause. path ends up written whole or as it was. */
+AF_API void     *af_write_open(const char *path);
+AF_API af_status af_write_close(void *file, const char *path, int ok);
+
+/* ---------------------------------------------------------------- digests and gzip */
+
+/* SHA-256 of len bytes, as 64 lowercase hex digits and a NUL. */
+AF_API void      af_sha256(const void *data, size_t len, char hex[65]);
+/* SHA-256 of the file at path, streamed (any size). */
+AF_API af_status af_sha256_file(const char *path, char hex[65]);
+/* Decompresses a whole gzip file held in memory (`path` names it in messages;
+ * concatenated members are joined) into *out_len bytes at *out (free with af_free),
+ * refusing output past cap bytes, a bad CRC or length, truncation and trailing bytes. */
+AF_API af_status af_gunzip(const char *path, const uint8_t *in, size_t len, size_t cap, uint8_t **out,
+                           size_t *out_len);
+/* MNIST and Fashion-MNIST files: file 0..3 is train images, train labels, test images,
+ * test labels. *name (e.g. "train-images-idx3-ubyte") and *sha256 (the digest of the
+ * uncompressed file as published) may be NULL; AF_ERR_INVALID for another kind or file. */
+AF_API af_status af_dataset_file(af_dataset_kind kind, int file, const char **name, const char **sha256);
+
 /* ---------------------------------------------------------------- npy
  * NumPy .npy v1.0 / v2.0, little-endian C order, descr '<f4' or '<f2' (read) and '<f4'
  * (write). The header dict must hold exactly descr, fortran_order: False and a shape

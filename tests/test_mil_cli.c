@@ -12,6 +12,7 @@
 #include "../tools/cmd_mil.c"
 #include "aneforge_data.h"
 #include "../tools/mil_npy.c"
+#include "../tools/cli_file.c"
 
 #include "support/check.h"
 

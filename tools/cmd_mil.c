@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "aneforge.h"
 #include "mil/mil.h"
-#include "ir/file.h"
+#include "cli_file.h"
 #include "mil_npy.h"
 
 #include <errno.h>
@@ -46,20 +46,20 @@ static void usage(FILE *f) {
                "check  parses a program and lists its arguments and results\n");
 }
 
-static void shape_text(af_shape s, char *buf, size_t n) { ir_shape_str(s, buf, n); }
+static void shape_text(af_shape s, char *buf, size_t n) { cli_shape_str(s, buf, n); }
 
 /* The whole of a regular file of at most AF_MIL_MAX_TEXT bytes; NULL with the error set. */
 static char *read_text(const char *path, size_t *len) {
     uint64_t size = 0;
-    FILE *f = ir_fopen_regular(path, "MIL file", AF_MIL_MAX_TEXT, &size);
+    FILE *f = cli_fopen_regular(path, "MIL file", AF_MIL_MAX_TEXT, &size);
     if (!f) return NULL;
     char *t = malloc((size_t)size + 1);
     if (t && fread(t, 1, (size_t)size, f) != (size_t)size) {
         free(t);
         t = NULL;
-        ir_fail(AF_ERR_IO, "cannot read MIL file %s (changed while read?)", path);
+        af_fail(AF_ERR_IO, "cannot read MIL file %s (changed while read?)", path);
     } else if (!t)
-        ir_fail(AF_ERR_NOMEM, "MIL file %s: out of memory", path);
+        af_fail(AF_ERR_NOMEM, "MIL file %s: out of memory", path);
     fclose(f);
     *len = (size_t)size;
     return t;
@@ -70,7 +70,7 @@ static int load(const char *path, const char *weights, const char *function, mil
     size_t len;
     char *text = read_text(path, &len);
     if (!text) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
-    char *dir = ir_strdup(path);
+    char *dir = cli_strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = 0;
     mil_read_opts o = { .source_name = path, .model_dir = slash ? dir : ".", .weights_dir = weights, .function = function };

@@ -6,7 +6,6 @@
 #include "text_cli.h"
 #include "aneforge.h"
 #include "aneforge_data.h"
-#include "data/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -173,7 +172,7 @@ int data_fetch_text(int argc, char **argv, const char *data_dir) {
     printf("text: %d fortune files from %s\n", nfiles, from);
     for (int s = 0; s < 2; s++) {
         char hex[65] = "?";
-        data_sha256_file(out[s].path, hex);
+        af_sha256_file(out[s].path, hex);
         printf("  %-9s %6lld fortunes %9lld bytes  sha256 %s\n", s ? "val.txt" : "train.txt", (long long)out[s].docs,
                (long long)out[s].bytes, hex);
     }

@@ -745,6 +745,46 @@ AF_API af_status af_adam_step(int n, af_tensor *const *w, af_tensor *const *grad
  * its bias correction folded in. */
 AF_API float af_adam_lr_t(float lr, float beta1, float beta2, int64_t t);
 
+/* ---------------------------------------------------------------- the CPU backend's machine (src/cpu)
+ * What the CPU backend found on this machine, and its GEMM and thread pool called
+ * directly: for benchmarks that compare the executor with the machine's peak, and for
+ * bug reports (`aneforge --version`). */
+typedef struct {
+    const char *model;       /* the CPU's model name, or "unknown" */
+    const char *features;    /* the vector features present, space-separated ("avx512f avx2 fma"), or "none" */
+    int cores;               /* what "one thread per core" means here */
+    const char *gemm_path;   /* what a product runs on: "avx512", "avx2", "neon", "portable", "accelerate"
+                              * or "openblas" with the core it picked ("openblas Cooperlake") */
+    const char *gemm_kernel; /* the packed micro-kernel chosen from the CPU's features */
+    int gemm_mr, gemm_nr;    /* its register tile, rows x columns */
+    const char *blas;        /* the BLAS library this build may send products to ("openblas",
+                              * "accelerate"), or NULL */
+    int blas_available;      /* 1 when that library is present (OpenBLAS is opened at run time) */
+} af_cpu_info;
+/* Fills *out; the strings are the library's, valid for the program's life. */
+AF_API void af_cpu_info_get(af_cpu_info *out);
+
+/* A pool of worker threads (threads <= 0: one per core); NULL when out of memory. */
+typedef struct af_thread_pool af_thread_pool;
+typedef void (*af_range_fn)(void *ctx, int64_t begin, int64_t end);
+AF_API af_thread_pool *af_thread_pool_new(int threads);
+AF_API void af_thread_pool_free(af_thread_pool *p); /* NULL is fine */
+/* Splits [0, n) into ranges of at least min_chunk and runs fn on them over the pool (on
+ * the calling thread alone when p is NULL); returns when all are done. */
+AF_API void af_thread_pool_for(af_thread_pool *p, int64_t n, int64_t min_chunk, af_range_fn fn, void *ctx);
+
+/* Row-major C = alpha * op(A) @ op(B) + beta * C, op(A) [M, K], op(B) [K, N], C [M, N],
+ * op transposing when ta / tb is set, split over p (NULL: the calling thread).
+ * AF_GEMM_KERNEL runs the packed micro-kernel af_cpu_info names; AF_GEMM_BLAS the linked
+ * BLAS (AF_ERR_UNSUPPORTED when there is none or the sizes exceed its ints). */
+typedef enum { AF_GEMM_KERNEL = 0, AF_GEMM_BLAS = 1 } af_gemm_impl;
+AF_API af_status af_sgemm(af_gemm_impl impl, af_thread_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                          int64_t ldc);
+/* Tells the BLAS library how many threads to use (nothing without one); af_compile sets
+ * it from af_compile_opts.threads. */
+AF_API void af_blas_set_threads(int threads);
+
 /* ---------------------------------------------------------------- fp16 helpers */
 
 AF_API uint16_t af_f32_to_f16(float f);   /* round to nearest even; overflow gives +-inf */

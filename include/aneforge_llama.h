@@ -144,6 +144,54 @@ AF_API af_status af_llama_weights_from_params(af_llama_weights *w, af_tensor *co
  * (row t: the token after position t). Starts from a copy of init; release with af_net_free. */
 AF_API af_net af_net_llama(const af_llama_weights *init, int seq);
 
+/* ---------------------------------------------------------------- what a training step costs on the engine
+ * A model of one training step of a llama2.c-architecture model on each Apple chip's
+ * Neural Engine, counted from the config and calibrated on published measurements of a
+ * static pipeline training Stories110M (seq 256, batch 1). Per step: dispatches x the
+ * per-dispatch overhead + engine FLOPs / the chip's effective kernel rate + host FLOPs /
+ * its host rate + bytes / host<->engine bandwidth, plus compiles amortised over the steps
+ * between them. Three plans:
+ *   AF_LLAMA_COST_BAKED     six kernels per layer with the weights baked in, so 72
+ *                           programs are recompiled (and the process restarted) every 10
+ *                           steps; classifier, loss, dW, RMSNorm backward and Adam on the host
+ *   AF_LLAMA_COST_PIPELINE  the same kernels compiled once with weights as inputs
+ *                           (AF_PLAN_PIPELINE; final norm and classifier on the engine)
+ *   AF_LLAMA_COST_RESIDENT  everything on the engine, Adam included, parameters and
+ *                           moments resident, one program per step (AF_PLAN_RESIDENT) */
+typedef enum {
+    AF_LLAMA_COST_BAKED = 0, AF_LLAMA_COST_PIPELINE = 1, AF_LLAMA_COST_RESIDENT = 2, AF_LLAMA_COST_NPLANS = 3
+} af_llama_cost_plan;
+/* One chip and the published static-pipeline measurement of Stories110M on it, if any. */
+typedef struct {
+    const char *chip;     /* "M1 Pro" ... */
+    af_family_id family;
+    int published;        /* 1: the three figures below were measured; 0: interpolated */
+    double ms_step;       /* static pipeline ms per step, compiles excluded */
+    double ane_ms;        /* of which in engine evaluations */
+    double compile_s;     /* seconds to compile its 72 programs (every 10 steps) */
+} af_llama_chip;
+/* The counts of one step (batch windows of seq tokens). */
+typedef struct {
+    double engine_flops, host_flops, bytes, dispatches;
+    int programs;         /* distinct programs compiled (per 10 steps when baked) */
+} af_llama_counts;
+typedef struct {
+    af_llama_counts n;
+    double engine_ms, host_ms, io_ms, dispatch_ms; /* the step's terms */
+    double step_ms;       /* their sum: comparable to a published ms per step */
+    double compile_ms;    /* compiles amortised per step (baked: every 10 steps; others: once per run) */
+    double total_ms;      /* step_ms + compile_ms */
+} af_llama_cost;
+AF_API int af_llama_chip_count(void);
+AF_API const af_llama_chip *af_llama_chip_at(int i);                /* NULL out of range; the library's */
+AF_API const char *af_llama_cost_plan_name(af_llama_cost_plan p);   /* "baked", "pipeline", "resident", "?" */
+/* The estimate for chip i under plan p, for batch windows of seq tokens. layers_only: a
+ * bare stack of layers (no embedding, final norm or classifier). run_steps spreads the
+ * pipeline's and resident plan's one-time compiles. AF_ERR_INVALID for a bad config,
+ * chip or plan, with a message. */
+AF_API af_status af_llama_cost_estimate(const af_llama_config *c, int seq, int batch, af_llama_cost_plan p,
+                                        int layers_only, int chip, int64_t run_steps, af_llama_cost *out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

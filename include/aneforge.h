@@ -745,6 +745,28 @@ AF_API af_status af_adam_step(int n, af_tensor *const *w, af_tensor *const *grad
  * its bias correction folded in. */
 AF_API float af_adam_lr_t(float lr, float beta1, float beta2, int64_t t);
 
+/* ---------------------------------------------------------------- the Neural Engine runtime (src/ane/darwin)
+ * Diagnostics for AF_TARGET_ANE (what `aneforge doctor` checks): which framework is
+ * loaded, what the machine says about its engine, and the compile budget. A model on
+ * the ane target loads the framework by itself (af_compile_opts.ane_framework). */
+
+/* The AppleNeuralEngine framework binary loaded when none is named. */
+AF_API const char *af_ane_system_framework(void);
+/* Loads the framework (path, or NULL for the system's) once per process; a failure
+ * names the path and why it would not load (missing, not macOS, a symbol it lacks). */
+AF_API af_status af_ane_open(const char *framework_path);
+typedef struct {
+    char chip[128];           /* the CPU brand ("Apple M1 Pro"); "" where there is none */
+    char model[64];           /* the machine model ("MacBookPro18,3"); "" where there is none */
+    char subtype[32];         /* the engine's subtype ("h13", "h16"); "" when unknown or before af_ane_open */
+    af_family_id family;      /* from the subtype, else from the chip; AF_FAMILY_DEFAULT if neither tells */
+    const char *family_chips; /* the chips of that family ("M1"), or NULL when the family is unknown */
+    int64_t compiles;         /* real compiles in this process so far */
+    int64_t compile_budget;   /* the most this process compiles before refusing (below the daemon's limit) */
+} af_ane_device;
+/* Fills *out. Works without af_ane_open (subtype then stays ""). */
+AF_API af_status af_ane_device_info(af_ane_device *out);
+
 /* ---------------------------------------------------------------- the CPU backend's machine (src/cpu)
  * What the CPU backend found on this machine, and its GEMM and thread pool called
  * directly: for benchmarks that compare the executor with the machine's peak, and for

@@ -867,6 +867,45 @@ AF_API af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nou
 AF_API af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
                       int *nout, af_tensor ***out);
 
+/* A MIL program read with everything a runner needs beside its graph: the function to
+ * read (NULL: main, or the only one), each argument's and result's MIL name and declared
+ * dtype ("fp16", "int32", "bool", ...), and the gather/scatter indices known only at run
+ * time. The graph treats an index outside its axis as no position (a row of zeros, a
+ * dropped update), so a runner checks those values: compile the check's tensor as an
+ * extra output (or, when it is an argument, take the fed values) and pass them to
+ * af_mil_check_indices. Files are untrusted, as for af_mil_load. On failure *out is NULL.
+ * Close with af_mil_close, which drops the program's reference to its graph: models
+ * compiled from it keep working. */
+typedef struct af_mil_program af_mil_program;
+AF_API af_status af_mil_open(const char *mil_path, const char *weights_dir, const char *function, af_mil_program **out);
+AF_API void      af_mil_close(af_mil_program *p); /* NULL is fine */
+AF_API af_graph *af_mil_graph(const af_mil_program *p);
+AF_API int       af_mil_num_args(const af_mil_program *p);
+AF_API int       af_mil_num_results(const af_mil_program *p);
+/* Argument / result i (NULL when out of range) with its MIL name and declared dtype
+ * (owned by the program; either out pointer may be NULL). */
+AF_API af_tensor *af_mil_arg(const af_mil_program *p, int i, const char **name, const char **dtype);
+AF_API af_tensor *af_mil_result(const af_mil_program *p, int i, const char **name, const char **dtype);
+/* The run-time index checks: how many, check i's indices tensor (in the program's graph),
+ * and the check of the count(shape) values those indices took in a run: AF_ERR_INVALID
+ * naming the file, line, op and the first index outside its range. */
+AF_API int        af_mil_num_index_checks(const af_mil_program *p);
+AF_API af_tensor *af_mil_index_tensor(const af_mil_program *p, int i);
+AF_API af_status  af_mil_check_indices(const af_mil_program *p, int i, const float *values);
+
+/* Built-in programs (what `aneforge mil emit NAME` writes and the golden tests pin): a
+ * graph with its inputs and outputs; the caller frees g with af_graph_free. */
+#define AF_MIL_SAMPLE_MAX_PORTS 16
+typedef struct {
+    af_graph *g;
+    int nin, nout;
+    af_tensor *in[AF_MIL_SAMPLE_MAX_PORTS], *out[AF_MIL_SAMPLE_MAX_PORTS];
+} af_mil_sample;
+/* Sample i's name ("mlp-step", "conv", "attention", "llama-fwdAttn", ...); NULL past the last. */
+AF_API const char *af_mil_sample_name(int i);
+/* Builds the sample called name into *out; AF_ERR_INVALID, listing the names, for another. */
+AF_API af_status   af_mil_sample_build(const char *name, af_mil_sample *out);
+
 /* ---------------------------------------------------------------- ane-sim (src/sim)
  * The simulated Neural Engine, AF_TARGET_ANE_SIM: the CPU kernels in fp16 storage plus
  * each family's compiler walls (af_compile fails with a message naming the wall and its

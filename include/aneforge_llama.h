@@ -192,6 +192,17 @@ AF_API const char *af_llama_cost_plan_name(af_llama_cost_plan p);   /* "baked", 
 AF_API af_status af_llama_cost_estimate(const af_llama_config *c, int seq, int batch, af_llama_cost_plan p,
                                         int layers_only, int chip, int64_t run_steps, af_llama_cost *out);
 
+/* ---------------------------------------------------------------- the pipeline plan's kernels
+ * AF_PLAN_PIPELINE runs each layer as six programs compiled once with the weights as
+ * inputs ("fwdAttn", "fwdFFN", "ffnBwd", "sdpaBwd1", "sdpaBwd2", "qkvBwd") plus the
+ * blocked classifier ("clsFwd", "clsBwd"). af_mil_llama_kernel builds one of them, fp16
+ * ports, for the shapes below, e.g. to write it as MIL with af_mil_emit. */
+typedef struct {
+    int dim, hidden, heads, kv_heads, seq, batch;
+    int vocab_block;      /* classifier rows per clsFwd / clsBwd run */
+} af_llama_kernel_shape;
+AF_API af_status af_mil_llama_kernel(const char *kernel, const af_llama_kernel_shape *shape, af_mil_sample *out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

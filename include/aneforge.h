@@ -843,6 +843,32 @@ typedef struct {
 } af_op_desc;
 /* Fills *out with row op (0 .. af_op_count() - 1); AF_ERR_INVALID for another op. */
 AF_API af_status   af_op_info(int op, af_op_desc *out);
+/* The row called name, or -1. */
+AF_API int         af_op_find(const char *name);
+/* The name of op's source k, as af_op_desc.ports spells it: a variadic op's last port
+ * numbered ("x0", "x1", ...), an optional one without its "?". Written to buf (n bytes);
+ * NULL when op has no source k. */
+AF_API const char *af_op_port(int op, int k, char *buf, size_t n);
+/* Builds one node of op (not a leaf) in the sources' graph from nsrc sources and
+ * attributes written as text, each "key=value" in the type af_op_desc gives it (lists
+ * comma-separated; the rest take their defaults), with the op's builder's own defaults
+ * (af_sdpa's scale 0 = 1/sqrt(d), af_dynamic_slice's start read exactly). A bad
+ * attribute (unknown key, value not of its type) is AF_ERR_INVALID with *bad_attr (may
+ * be NULL) set to its index and the message saying why; a node the builder refuses (a
+ * shape, a source count) is AF_ERR_INVALID with the graph's error (af_graph_error) as the
+ * message, *bad_attr -1. *out is the node, or NULL. */
+AF_API af_status   af_op_build(int op, int nsrc, af_tensor *const *src, int nattrs, const char *const *attrs,
+                               af_tensor **out, int *bad_attr);
+/* What each layer of the library provides for op (as `aneforge ops` prints it). */
+typedef struct {
+    int cpu_kernel;          /* the CPU backend has its kernel (fp32 and fp16 storage), or it is a leaf */
+    const char *vjp;         /* its gradient: "yes", "zero" (piecewise constant), "none" (made only in
+                              * backward graphs), "leaf", or "MISSING" */
+    const char *mil;         /* how it lowers to MIL, or NULL */
+    const char *bridge_unit; /* a bridge op's net.plist unit Type, or NULL */
+    const char *engine_restrictions; /* what the engine targets refuse of it, or NULL */
+} af_op_support;
+AF_API af_status   af_op_support_info(int op, af_op_support *out);
 
 /* ---------------------------------------------------------------- MIL (src/mil)
  * Apple's Model Intermediate Language: the program text the Neural Engine compiler
@@ -892,6 +918,10 @@ AF_API af_tensor *af_mil_result(const af_mil_program *p, int i, const char **nam
 AF_API int        af_mil_num_index_checks(const af_mil_program *p);
 AF_API af_tensor *af_mil_index_tensor(const af_mil_program *p, int i);
 AF_API af_status  af_mil_check_indices(const af_mil_program *p, int i, const float *values);
+
+/* Core ML's MIL op set (iOS 15..18): op i's name, NULL past the last; *read (may be
+ * NULL) says whether af_mil_load and af_mil_open read it. */
+AF_API const char *af_mil_coreml_op(int i, int *read);
 
 /* Built-in programs (what `aneforge mil emit NAME` writes and the golden tests pin): a
  * graph with its inputs and outputs; the caller frees g with af_graph_free. */

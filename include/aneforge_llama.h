@@ -182,6 +182,7 @@ typedef struct {
     double compile_ms;    /* compiles amortised per step (baked: every 10 steps; others: once per run) */
     double total_ms;      /* step_ms + compile_ms */
 } af_llama_cost;
+/* The chips the cost model knows: how many, and chip i (0 .. count - 1). */
 AF_API int af_llama_chip_count(void);
 AF_API const af_llama_chip *af_llama_chip_at(int i);                /* NULL out of range; the library's */
 AF_API const char *af_llama_cost_plan_name(af_llama_cost_plan p);   /* "baked", "pipeline", "resident", "?" */

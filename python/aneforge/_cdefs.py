@@ -26,7 +26,13 @@ CONSTANTS = {
     'AF_FAMILY_DEFAULT': 0,
     'AF_GELU_EXACT': 0,
     'AF_GELU_TANH': 1,
+    'AF_GEMM_BLAS': 1,
+    'AF_GEMM_KERNEL': 0,
     'AF_LLAMA_CLASSIFIER': 11,
+    'AF_LLAMA_COST_BAKED': 0,
+    'AF_LLAMA_COST_NPLANS': 3,
+    'AF_LLAMA_COST_PIPELINE': 1,
+    'AF_LLAMA_COST_RESIDENT': 2,
     'AF_LLAMA_RMS_ATT': 1,
     'AF_LLAMA_RMS_FFN': 6,
     'AF_LLAMA_RMS_FINAL': 10,
@@ -47,6 +53,8 @@ CONSTANTS = {
     'AF_METRIC_GRAPH_FP16': 2,
     'AF_METRIC_GRAPH_FP32': 1,
     'AF_METRIC_HOST_FP32': 0,
+    'AF_MIL_SAMPLE_MAX_PORTS': 16,
+    'AF_NPHASES': 3,
     'AF_NPY_BOOL': 3,
     'AF_NPY_F16': 1,
     'AF_NPY_F32': 0,
@@ -68,6 +76,9 @@ CONSTANTS = {
     'AF_OPT_ADAM': 0,
     'AF_OPT_SGD': 1,
     'AF_OP_MAX_ATTRS': 8,
+    'AF_PHASE_COMPILE': 2,
+    'AF_PHASE_OPTIMIZER': 1,
+    'AF_PHASE_STEP': 0,
     'AF_PLAN_DEVICE': 1,
     'AF_PLAN_HOST': 0,
     'AF_PLAN_PIPELINE': 4,
@@ -114,6 +125,17 @@ class af_ane_budget_info(Structure):
         ('evictions', c_int),
     ]
 
+class af_ane_device(Structure):
+    _fields_ = [
+        ('chip', c_char * 128),
+        ('model', c_char * 64),
+        ('subtype', c_char * 32),
+        ('family', c_int),
+        ('family_chips', c_void_p),
+        ('compiles', c_int64),
+        ('compile_budget', c_int64),
+    ]
+
 class af_backward_opts(Structure):
     _fields_ = [
         ('loss_scale', c_float),
@@ -140,6 +162,29 @@ class af_compile_opts(Structure):
         ('ane_framework', c_void_p),
     ]
 
+class af_cpu_info(Structure):
+    _fields_ = [
+        ('model', c_void_p),
+        ('features', c_void_p),
+        ('cores', c_int),
+        ('gemm_path', c_void_p),
+        ('gemm_kernel', c_void_p),
+        ('gemm_mr', c_int),
+        ('gemm_nr', c_int),
+        ('blas', c_void_p),
+        ('blas_available', c_int),
+    ]
+
+class af_llama_chip(Structure):
+    _fields_ = [
+        ('chip', c_void_p),
+        ('family', c_int),
+        ('published', c_int),
+        ('ms_step', c_double),
+        ('ane_ms', c_double),
+        ('compile_s', c_double),
+    ]
+
 class af_llama_config(Structure):
     _fields_ = [
         ('dim', c_int),
@@ -150,6 +195,35 @@ class af_llama_config(Structure):
         ('vocab_size', c_int),
         ('seq_len', c_int),
         ('shared_classifier', c_int),
+    ]
+
+class af_llama_counts(Structure):
+    _fields_ = [
+        ('engine_flops', c_double),
+        ('host_flops', c_double),
+        ('bytes', c_double),
+        ('dispatches', c_double),
+        ('programs', c_int),
+    ]
+
+class af_llama_kernel_shape(Structure):
+    _fields_ = [
+        ('dim', c_int),
+        ('hidden', c_int),
+        ('heads', c_int),
+        ('kv_heads', c_int),
+        ('seq', c_int),
+        ('batch', c_int),
+        ('vocab_block', c_int),
+    ]
+
+class af_mil_sample(Structure):
+    _fields_ = [
+        ('g', c_void_p),
+        ('nin', c_int),
+        ('nout', c_int),
+        ('in', c_void_p * 16),
+        ('out', c_void_p * 16),
     ]
 
 class af_op_attr(Structure):
@@ -172,6 +246,15 @@ class af_op_desc(Structure):
         ('cpu_only', c_int),
         ('nattrs', c_int),
         ('attrs', af_op_attr * 8),
+    ]
+
+class af_op_support(Structure):
+    _fields_ = [
+        ('cpu_kernel', c_int),
+        ('vjp', c_void_p),
+        ('mil', c_void_p),
+        ('bridge_unit', c_void_p),
+        ('engine_restrictions', c_void_p),
     ]
 
 class af_shape(Structure):
@@ -233,6 +316,18 @@ class af_train_opts(Structure):
         ('grad_accum', c_int),
     ]
 
+class af_llama_cost(Structure):
+    _fields_ = [
+        ('n', af_llama_counts),
+        ('engine_ms', c_double),
+        ('host_ms', c_double),
+        ('io_ms', c_double),
+        ('dispatch_ms', c_double),
+        ('step_ms', c_double),
+        ('compile_ms', c_double),
+        ('total_ms', c_double),
+    ]
+
 class af_net(Structure):
     _fields_ = [
         ('ctx', c_void_p),
@@ -254,19 +349,33 @@ FUNCTIONS = {
     'af_ane_budget': (None, [c_void_p, c_void_p], [('const af_sim_engine *', 'e'), ('af_ane_budget_info *', 'out')], "The engine's per-process budgets. Its compiler fails after about 119 compiles per\nprocess and at most 128 programs can be loaded; ane-sim keeps a program cache keyed\nby program content (ops, shapes, attributes, fp16 constant bytes, family), so\ncompiling the same program again costs no compile, and loads beyond 128 evict the\nleast recently used program, which reloads on its next run. A compile that would\nexceed the budget fails (as on the engine).\nThe cache and budget belong to an af_sim_engine: one simulated engine as one process\nsees it. NULL (in af_compile_opts.sim_engine and below) is the default engine every\nane-sim model shares unless told otherwise; af_sim_engine_new makes a separate one (a\nfresh process's worth of budget, e.g. one per test or per worker). Models keep their\nengine alive: af_sim_engine_free may come first. Thread-safe.", 'void'),
     'af_ane_budget_reset': (None, [c_void_p], [('af_sim_engine *', 'e')], 'Forgets every cached program and zeroes the counters, as a process restart would;\nmodels compiled earlier keep working.', 'void'),
     'af_ane_budget_set_limits': (None, [c_void_p, c_int, c_int], [('af_sim_engine *', 'e'), ('int', 'compile_limit'), ('int', 'load_limit')], 'Sets the limits (<= 0 restores 119 / 128); for tests and long sweeps.', 'void'),
+    'af_ane_device_info': (c_int, [c_void_p], [('af_ane_device *', 'out')], 'Fills *out. Works without af_ane_open (subtype then stays "").', 'af_status'),
     'af_ane_estimate_us': (c_double, [c_int, c_void_p], [('af_family_id', 'fam'), ('const af_stats *', 's')], "Estimated on-device microseconds for the work in s (sum a step's af_model_stats over\nits programs): dispatches * per-dispatch cost + engine_flops / throughput + bytes /\nbandwidth, from published calibrations (M1: 3.25 TFLOP/s, 9 GB/s, 220 us; M5: 8.9\nTFLOP/s, 57 GB/s, 110 us; A14/A15 interpolated). host_flops are not included.", 'double'),
+    'af_ane_open': (c_int, [c_void_p], [('const char *', 'framework_path')], "Loads the framework (path, or NULL for the system's) once per process; a failure\nnames the path and why it would not load (missing, not macOS, a symbol it lacks).", 'af_status'),
     'af_ane_precision_flags': (c_int64, [], [], "User subtractions of near-equal values flagged so far by the run-time precision\ncheck (once per node, also reported through the log; off with precision_check = AF_OFF).\nThe library's own vouched training kernels are not checked.", 'int64_t'),
+    'af_ane_system_framework': (c_void_p, [], [], 'The AppleNeuralEngine framework binary loaded when none is named.', 'const char *'),
     'af_arg_min_max': (c_void_p, [c_void_p, c_int, c_int], [('af_tensor *', 'x'), ('int', 'channel'), ('int', 'max')], "x [..., C, H, W]. channel = 0 (spatial): the flattened h * W + w index of each\nchannel's max (max = 1) or min (max = 0), shape [..., C, 1, 1]; channel = 1: the\nchannel index at each position, shape [..., 1, H, W]. The first extreme wins ties.", 'af_tensor *'),
     'af_avg_pool': (c_void_p, [c_void_p, c_void_p, c_void_p, c_void_p], [('af_tensor *', 'x'), ('const int *', 'kernel'), ('const int *', 'stride'), ('const int *', 'pad')], "Pools over the last two axes of [N, C, H, W]; kernel/stride/pad are {h, w}.\navg_pool counts padded cells in its divisor (PyTorch's default).", 'af_tensor *'),
     'af_backward': (c_int, [c_void_p, c_int, c_void_p, c_void_p, c_void_p], [('af_loss *', 'loss'), ('int', 'n'), ('af_tensor *const *', 'params'), ('af_tensor **', 'grads'), ('const af_backward_opts *', 'opts')], 'Writes to grads[i] the gradient of the loss with respect to params[i] (same shape;\na tensor of zeros when the loss does not depend on it; like every node, it belongs to\nthe graph). opts may be NULL.', 'af_status'),
     'af_backward_from': (c_int, [c_void_p, c_void_p, c_int, c_void_p, c_void_p, c_void_p], [('af_tensor *', 'seed'), ('af_tensor *', 'root'), ('int', 'n'), ('af_tensor *const *', 'params'), ('af_tensor **', 'grads'), ('const af_backward_opts *', 'opts')], "The same from an explicit seed (the gradient arriving at root, root's shape), with\nthe same options as af_backward: the seed is multiplied by loss_scale (0 means 1, and\nthen no node is added), stop is the detach frontier (default: the params). opts may\nbe NULL.", 'af_status'),
     'af_batch_to_space': (c_void_p, [c_void_p, c_int, c_int], [('af_tensor *', 'x'), ('int', 'fy'), ('int', 'fx')], "Rearrange, on x [N, C, H, W] with factors fy (along H) and fx (along W); the engines\ntake N = 1 only. pixel_shuffle [N, C*fy*fx, H, W] -> [N, C, H*fy, W*fx] in PyTorch's\nchannel-major order: y[n, c, h*fy + i, w*fx + j] = x[n, (c*fy + i)*fx + j, h, w];\npixel_unshuffle is its inverse. channel_to_space / space_to_channel are TensorFlow's\ndepth_to_space / space_to_depth (block-major): y[n, c, h*fy + i, w*fx + j] =\nx[n, (i*fx + j)*C + c, h, w]. space_to_batch [N, C, H, W] -> [fy*fx*N, C, H/fy, W/fx]\nwith y[(i*fx + j)*N + n, c, h, w] = x[n, c, h*fy + i, w*fx + j] (TensorFlow's order;\nH and W must divide); batch_to_space is its inverse (the batch must divide by fy*fx).", 'af_tensor *'),
+    'af_blas_set_threads': (None, [c_int], [('int', 'threads')], 'Tells the BLAS library how many threads to use (nothing without one); af_compile sets\nit from af_compile_opts.threads.', 'void'),
     'af_broadcast': (c_void_p, [c_void_p, c_int, c_int64], [('af_tensor *', 'x'), ('int', 'axis'), ('int64_t', 'size')], 'x with its length-1 axis `axis` repeated `size` times.', 'af_tensor *'),
     'af_cast': (c_void_p, [c_void_p, c_int], [('af_tensor *', 'x'), ('af_dtype', 'to')], 'Transposed convolution, w [Cin, Cout, kH, kW].', 'af_tensor *'),
     'af_causal_attention': (c_void_p, [c_void_p, c_void_p, c_void_p, c_float], [('af_tensor *', 'q'), ('af_tensor *', 'k'), ('af_tensor *', 'v'), ('float', 'scale')], 'Causal softmax attention, softmax(causal_mask(q k^T * scale)) v, for q, k, v of one\nshape [B, heads, seq, d] (repeat grouped KV heads first); scale 0 means 1/sqrt(d). On\na graph targeted at the CPU (af_graph_set_target) it is one node whose kernel skips\nthe masked half, forward and backward; elsewhere the same attention from matmul,\naf_causal_mask and softmax, which the engines lower.', 'af_tensor *'),
     'af_causal_mask': (c_void_p, [c_void_p, c_int64], [('af_tensor *', 'scores'), ('int64_t', 'offset')], "Causal mask on attention scores [..., queries, keys] before softmax: query i (at\nposition offset + i) sees keys 0 .. offset + i; the rest get -1e4 added (finite in\nfp16, and exp of it is exactly 0 after softmax's max subtraction).", 'af_tensor *'),
     'af_channel_layer_norm': (c_void_p, [c_void_p, c_void_p, c_void_p, c_float], [('af_tensor *', 'x'), ('af_tensor *', 'gamma'), ('af_tensor *', 'beta'), ('float', 'eps')], 'Norms. gamma/beta may be NULL (ones/zeros). rms_norm and layer_norm normalize the\nlast axis (gamma/beta [D]); channel_layer_norm normalizes axis 1 of [N,C,...]\n(gamma/beta [C]); group_norm normalizes `groups` channel groups of [N,C,...].', 'af_tensor *'),
     'af_channel_to_space': (c_void_p, [c_void_p, c_int, c_int], [('af_tensor *', 'x'), ('int', 'fy'), ('int', 'fx')], "Rearrange, on x [N, C, H, W] with factors fy (along H) and fx (along W); the engines\ntake N = 1 only. pixel_shuffle [N, C*fy*fx, H, W] -> [N, C, H*fy, W*fx] in PyTorch's\nchannel-major order: y[n, c, h*fy + i, w*fx + j] = x[n, (c*fy + i)*fx + j, h, w];\npixel_unshuffle is its inverse. channel_to_space / space_to_channel are TensorFlow's\ndepth_to_space / space_to_depth (block-major): y[n, c, h*fy + i, w*fx + j] =\nx[n, (i*fx + j)*C + c, h, w]. space_to_batch [N, C, H, W] -> [fy*fx*N, C, H/fy, W/fx]\nwith y[(i*fx + j)*N + n, c, h, w] = x[n, c, h*fy + i, w*fx + j] (TensorFlow's order;\nH and W must divide); batch_to_space is its inverse (the batch must divide by fy*fx).", 'af_tensor *'),
+    'af_checkpoint_free': (None, [c_void_p], [('af_checkpoint *', 'c')], 'Checkpoints with records of the caller\'s own. af_trainer_save writes the trainer\'s\nrecords (weights, optimizer state, step, loss scale) as one checkpoint file: named\nrecords, checksummed, written whole or not at all. To keep records of its own beside\nthem (where its data loader stands, its generator\'s state), an application builds the\ncheckpoint itself: af_checkpoint_new, af_trainer_export, its own records under a\nprefix of its own (e.g. "app."), af_checkpoint_save; and back: af_checkpoint_load, its\nrecords, af_trainer_import. Files are untrusted: loading checks the checksum and every\nrecord\'s bounds, and import checks every array against the trainer\'s shapes.\nNULL is fine', 'void'),
+    'af_checkpoint_get': (c_void_p, [c_void_p, c_void_p, c_void_p], [('const af_checkpoint *', 'c'), ('const char *', 'name'), ('int64_t *', 'bytes')], "A record's bytes (owned by c; *bytes, may be NULL, gets their count), or NULL with\nthe error set when c has none by that name.", 'const void *'),
+    'af_checkpoint_get_i64': (c_int, [c_void_p, c_void_p, c_void_p], [('const af_checkpoint *', 'c'), ('const char *', 'name'), ('int64_t *', 'v')], 'AF_ERR_CORRUPT naming the record when it is missing or not one int64.', 'af_status'),
+    'af_checkpoint_get_str': (c_void_p, [c_void_p, c_void_p], [('const af_checkpoint *', 'c'), ('const char *', 'name')], 'A string record (owned by c), or NULL when missing or not a string.', 'const char *'),
+    'af_checkpoint_load': (c_int, [c_void_p, c_void_p], [('const char *', 'path'), ('af_checkpoint **', 'out')], 'Checkpoints with records of the caller\'s own. af_trainer_save writes the trainer\'s\nrecords (weights, optimizer state, step, loss scale) as one checkpoint file: named\nrecords, checksummed, written whole or not at all. To keep records of its own beside\nthem (where its data loader stands, its generator\'s state), an application builds the\ncheckpoint itself: af_checkpoint_new, af_trainer_export, its own records under a\nprefix of its own (e.g. "app."), af_checkpoint_save; and back: af_checkpoint_load, its\nrecords, af_trainer_import. Files are untrusted: loading checks the checksum and every\nrecord\'s bounds, and import checks every array against the trainer\'s shapes.\nout: free with af_checkpoint_free', 'af_status'),
+    'af_checkpoint_new': (c_void_p, [], [], 'Checkpoints with records of the caller\'s own. af_trainer_save writes the trainer\'s\nrecords (weights, optimizer state, step, loss scale) as one checkpoint file: named\nrecords, checksummed, written whole or not at all. To keep records of its own beside\nthem (where its data loader stands, its generator\'s state), an application builds the\ncheckpoint itself: af_checkpoint_new, af_trainer_export, its own records under a\nprefix of its own (e.g. "app."), af_checkpoint_save; and back: af_checkpoint_load, its\nrecords, af_trainer_import. Files are untrusted: loading checks the checksum and every\nrecord\'s bounds, and import checks every array against the trainer\'s shapes.\nNULL when out of memory', 'af_checkpoint *'),
+    'af_checkpoint_put': (c_int, [c_void_p, c_void_p, c_void_p, c_int64], [('af_checkpoint *', 'c'), ('const char *', 'name'), ('const void *', 'data'), ('int64_t', 'bytes')], 'Records: a name (a non-empty string of at most 255 bytes, unique in the checkpoint)\nand bytes, copied.', 'af_status'),
+    'af_checkpoint_put_i64': (c_int, [c_void_p, c_void_p, c_int64], [('af_checkpoint *', 'c'), ('const char *', 'name'), ('int64_t', 'v')], 'Records: a name (a non-empty string of at most 255 bytes, unique in the checkpoint)\nand bytes, copied.', 'af_status'),
+    'af_checkpoint_put_str': (c_int, [c_void_p, c_void_p, c_void_p], [('af_checkpoint *', 'c'), ('const char *', 'name'), ('const char *', 's')], 'Records: a name (a non-empty string of at most 255 bytes, unique in the checkpoint)\nand bytes, copied.', 'af_status'),
+    'af_checkpoint_save': (c_int, [c_void_p, c_void_p], [('const af_checkpoint *', 'c'), ('const char *', 'path')], 'Checkpoints with records of the caller\'s own. af_trainer_save writes the trainer\'s\nrecords (weights, optimizer state, step, loss scale) as one checkpoint file: named\nrecords, checksummed, written whole or not at all. To keep records of its own beside\nthem (where its data loader stands, its generator\'s state), an application builds the\ncheckpoint itself: af_checkpoint_new, af_trainer_export, its own records under a\nprefix of its own (e.g. "app."), af_checkpoint_save; and back: af_checkpoint_load, its\nrecords, af_trainer_import. Files are untrusted: loading checks the checksum and every\nrecord\'s bounds, and import checks every array against the trainer\'s shapes.', 'af_status'),
     'af_compile': (c_void_p, [c_void_p, c_int, c_void_p, c_int, c_void_p, c_void_p], [('af_graph *', 'g'), ('int', 'nin'), ('af_tensor *const *', 'in'), ('int', 'nout'), ('af_tensor *const *', 'out'), ('const af_compile_opts *', 'opts')], "Compiles the part of g that computes `out` from `in`. Every input, parameter or\nother leaf that the outputs depend on must be listed in `in` (constants are baked).\nReturns NULL on error (af_error_message says why). The caller frees the model with\naf_model_free. The model copies the constants' values (rounded to fp16 in fp16\nmodels) and holds a reference to g, so g may be freed (af_graph_free) before the\nmodel; the model does not keep in/out or opts, and caller buffers are only read or\nwritten during af_run.", 'af_model *'),
     'af_compile_family': (c_int, [c_void_p, c_void_p], [('const af_compile_opts *', 'o'), ('af_family_id *', 'out')], "The family af_compile compiles for under o (NULL: the defaults): AF_FAMILY_DEFAULT on\nthe cpu target; on ane the device's (loading the framework; a family o names must be\nthe device's); on ane-sim o's family resolved. Resolve it once and pass it on, so\neverything sized for a family sizes for the one the backend checks.", 'af_status'),
     'af_concat': (c_void_p, [c_int, c_void_p, c_int], [('int', 'n'), ('af_tensor *const *', 'xs'), ('int', 'axis')], 'size[i] == -1 means "to the end of axis i".', 'af_tensor *'),
@@ -278,11 +387,13 @@ FUNCTIONS = {
     'af_conv_transpose': (c_void_p, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p], [('af_tensor *', 'x'), ('af_tensor *', 'w'), ('const int *', 'stride'), ('const int *', 'pad'), ('const int *', 'dilation')], 'Transposed convolution, w [Cin, Cout, kH, kW].', 'af_tensor *'),
     'af_cos': (c_void_p, [c_void_p], [('af_tensor *', 'x')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.', 'af_tensor *'),
     'af_cost_volume': (c_void_p, [c_void_p, c_void_p, c_int], [('af_tensor *', 'aux'), ('af_tensor *', 'ref'), ('int', 'max_disparity')], 'Geometry. cross_product: a x b over the last axis (extent 3) of two equal shapes,\nnumpy.cross. cross_correlation: x [H, W] with tmpl [Th, Tw], valid and not flipped:\ny[i, j] = sum_{u,v} x[i+u, j+v] tmpl[u, v], [H-Th+1, W-Tw+1]. cost_volume: aux [Wa],\nref [Wr] with Wr >= Wa + max_disparity: y[d, x] = |aux[x] - ref[x + d]|, [max_disparity\n+ 1, Wa].', 'af_tensor *'),
+    'af_cpu_info_get': (None, [c_void_p], [('af_cpu_info *', 'out')], "Fills *out; the strings are the library's, valid for the program's life.", 'void'),
     'af_cross_correlation': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'x'), ('af_tensor *', 'tmpl')], 'Geometry. cross_product: a x b over the last axis (extent 3) of two equal shapes,\nnumpy.cross. cross_correlation: x [H, W] with tmpl [Th, Tw], valid and not flipped:\ny[i, j] = sum_{u,v} x[i+u, j+v] tmpl[u, v], [H-Th+1, W-Tw+1]. cost_volume: aux [Wa],\nref [Wr] with Wr >= Wa + max_disparity: y[d, x] = |aux[x] - ref[x + d]|, [max_disparity\n+ 1, Wa].', 'af_tensor *'),
     'af_cross_product': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'a'), ('af_tensor *', 'b')], 'Geometry. cross_product: a x b over the last axis (extent 3) of two equal shapes,\nnumpy.cross. cross_correlation: x [H, W] with tmpl [Th, Tw], valid and not flipped:\ny[i, j] = sum_{u,v} x[i+u, j+v] tmpl[u, v], [H-Th+1, W-Tw+1]. cost_volume: aux [Wa],\nref [Wr] with Wr >= Wa + max_disparity: y[d, x] = |aux[x] - ref[x + d]|, [max_disparity\n+ 1, Wa].', 'af_tensor *'),
     'af_dataset_batch': (c_int, [c_void_p, c_int, c_void_p, c_void_p, c_void_p], [('const af_dataset *', 'd'), ('int', 'n'), ('const int64_t *', 'idx'), ('float *', 'x'), ('float *', 'onehot')], 'Writes samples idx[0..n) as floats scaled to [0,1] (pixel / 255, CHW order) into x\n([n, c*h*w]) and one-hot rows [n, classes] into onehot; either may be NULL. n = 0 does\nnothing. AF_ERR_INVALID (af_error_message says why) for a NULL dataset or idx with\nn > 0, a negative n, or an idx outside [0, count): every other row is still written,\nand each out-of-range row is all zeros.', 'af_status'),
     'af_dataset_classes': (c_int, [c_void_p], [('const af_dataset *', 'd')], 'From CIFAR-10 binary files, concatenated in order: each record is 1 label byte then\n3072 pixel bytes (R, G, B planes of 32x32). Each file must hold >= 1 whole record.\n10', 'int'),
     'af_dataset_count': (c_int64, [c_void_p], [('const af_dataset *', 'd')], 'From CIFAR-10 binary files, concatenated in order: each record is 1 label byte then\n3072 pixel bytes (R, G, B planes of 32x32). Each file must hold >= 1 whole record.\nsamples; 0 for NULL', 'int64_t'),
+    'af_dataset_file': (c_int, [c_int, c_int, c_void_p, c_void_p], [('af_dataset_kind', 'kind'), ('int', 'file'), ('const char **', 'name'), ('const char **', 'sha256')], 'MNIST and Fashion-MNIST files: file 0..3 is train images, train labels, test images,\ntest labels. *name (e.g. "train-images-idx3-ubyte") and *sha256 (the digest of the\nuncompressed file as published) may be NULL; AF_ERR_INVALID for another kind or file.', 'af_status'),
     'af_dataset_free': (None, [c_void_p], [('af_dataset *', 'd')], 'Writes samples idx[0..n) as floats scaled to [0,1] (pixel / 255, CHW order) into x\n([n, c*h*w]) and one-hot rows [n, classes] into onehot; either may be NULL. n = 0 does\nnothing. AF_ERR_INVALID (af_error_message says why) for a NULL dataset or idx with\nn > 0, a negative n, or an idx outside [0, count): every other row is still written,\nand each out-of-range row is all zeros.\nNULL is fine', 'void'),
     'af_dataset_labels': (c_void_p, [c_void_p], [('const af_dataset *', 'd')], 'From CIFAR-10 binary files, concatenated in order: each record is 1 label byte then\n3072 pixel bytes (R, G, B planes of 32x32). Each file must hold >= 1 whole record.\ncount entries, owned by d', 'const uint8_t *'),
     'af_dataset_load': (c_void_p, [c_int, c_void_p, c_int], [('af_dataset_kind', 'kind'), ('const char *', 'dir'), ('int', 'train')], 'Loads the train (train != 0) or test split of `kind` from dir (NULL = "./data").\nFiles are looked up in <dir>/mnist/, <dir>/fashion/ or <dir>/cifar10/ (MNIST names\ntrain-images-idx3-ubyte ...; CIFAR data_batch_1..5.bin / test_batch.bin). Also checks\nthe sizes (at most 60000/10000 at 28x28: a subset is fine; 50000/10000 at 3x32x32). NULL on error; a\nmissing file\'s message says which `aneforge data fetch` to run.', 'af_dataset *'),
@@ -315,6 +426,7 @@ FUNCTIONS = {
     'af_graph_size': (c_int, [c_void_p], [('const af_graph *', 'g')], 'The first error recorded in the graph, or NULL.\nnumber of tensors built', 'int'),
     'af_greater': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'a'), ('af_tensor *', 'b')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.\n1.0 where a > b, else 0.0', 'af_tensor *'),
     'af_group_norm': (c_void_p, [c_void_p, c_int, c_void_p, c_void_p, c_float], [('af_tensor *', 'x'), ('int', 'groups'), ('af_tensor *', 'gamma'), ('af_tensor *', 'beta'), ('float', 'eps')], 'Norms. gamma/beta may be NULL (ones/zeros). rms_norm and layer_norm normalize the\nlast axis (gamma/beta [D]); channel_layer_norm normalizes axis 1 of [N,C,...]\n(gamma/beta [C]); group_norm normalizes `groups` channel groups of [N,C,...].', 'af_tensor *'),
+    'af_gunzip': (c_int, [c_void_p, c_void_p, c_size_t, c_size_t, c_void_p, c_void_p], [('const char *', 'path'), ('const uint8_t *', 'in'), ('size_t', 'len'), ('size_t', 'cap'), ('uint8_t **', 'out'), ('size_t *', 'out_len')], 'Decompresses a whole gzip file held in memory (`path` names it in messages;\nconcatenated members are joined) into *out_len bytes at *out (free with af_free),\nrefusing output past cap bytes, a bad CRC or length, truncation and trailing bytes.', 'af_status'),
     'af_input': (c_void_p, [c_void_p, c_void_p, c_int, af_shape], [('af_graph *', 'g'), ('const char *', 'name'), ('af_dtype', 'dt'), ('af_shape', 's')], 'Leaves. Names and data are copied; the tensors belong to g (as does every tensor a\nbuilder below returns) and live as long as g.', 'af_tensor *'),
     'af_input_view': (c_void_p, [c_void_p, c_int64, c_int64], [('af_tensor *', 'x'), ('int64_t', 'offset'), ('int64_t', 'size')], "The contiguous view [offset, offset + size) of x's values flattened: [size].", 'af_tensor *'),
     'af_inverse': (c_void_p, [c_void_p], [('af_tensor *', 'x')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.\n1 / x', 'af_tensor *'),
@@ -322,7 +434,11 @@ FUNCTIONS = {
     'af_less': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'a'), ('af_tensor *', 'b')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.', 'af_tensor *'),
     'af_linear': (c_void_p, [c_void_p, c_void_p, c_void_p], [('af_tensor *', 'x'), ('af_tensor *', 'w'), ('af_tensor *', 'b')], 'y = x @ w^T + b with x [..., K], w [N, K] (PyTorch layout), b [N] or NULL.', 'af_tensor *'),
     'af_llama': (c_void_p, [c_void_p, c_void_p, c_void_p], [('const af_llama_config *', 'c'), ('af_tensor *', 'tokens'), ('af_tensor *const *', 'params')], "Logits [B, T, vocab] for token ids tokens [B, T] (whole numbers as floats, T <= seq_len\nis the caller's business) from the af_llama_param_count params (in tokens' graph).", 'af_tensor *'),
+    'af_llama_chip_at': (c_void_p, [c_int], [('int', 'i')], "The chips the cost model knows: how many, and chip i (0 .. count - 1).\nNULL out of range; the library's", 'const af_llama_chip *'),
+    'af_llama_chip_count': (c_int, [], [], 'The chips the cost model knows: how many, and chip i (0 .. count - 1).', 'int'),
     'af_llama_config_check': (c_int, [c_void_p], [('const af_llama_config *', 'c')], 'AF_OK, or AF_ERR_INVALID with a message naming the bad field and the rule it breaks.', 'af_status'),
+    'af_llama_cost_estimate': (c_int, [c_void_p, c_int, c_int, c_int, c_int, c_int, c_int64, c_void_p], [('const af_llama_config *', 'c'), ('int', 'seq'), ('int', 'batch'), ('af_llama_cost_plan', 'p'), ('int', 'layers_only'), ('int', 'chip'), ('int64_t', 'run_steps'), ('af_llama_cost *', 'out')], "The estimate for chip i under plan p, for batch windows of seq tokens. layers_only: a\nbare stack of layers (no embedding, final norm or classifier). run_steps spreads the\npipeline's and resident plan's one-time compiles. AF_ERR_INVALID for a bad config,\nchip or plan, with a message.", 'af_status'),
+    'af_llama_cost_plan_name': (c_void_p, [c_int], [('af_llama_cost_plan', 'p')], 'The chips the cost model knows: how many, and chip i (0 .. count - 1).\n"baked", "pipeline", "resident", "?"', 'const char *'),
     'af_llama_gen_feed': (c_int, [c_void_p, c_int32], [('af_llama_gen *', 'g'), ('int32_t', 'token')], 'Runs token at the next position (0, 1, ... up to seq_len - 1) and keeps its keys and\nvalues; a token outside [0, vocab) or a full cache is AF_ERR_INVALID.', 'af_status'),
     'af_llama_gen_free': (None, [c_void_p], [('af_llama_gen *', 'g')], "A generator: the forward pass of run.c (RMSNorm eps 1e-5, RoPE on pairs (2i, 2i+1) with\ntheta 10000, grouped KV heads, SwiGLU) one token at a time with a KV cache, in fp32 on\nthe host, with run.c's arithmetic in run.c's order: its logits are run.c's bit for bit\n(where the two are compiled alike), so with the sampler below a seed gives run.c's\ntokens. The thread count never changes a result. It borrows w, which must outlive it;\nthreads 0 = one per core. Used by one thread at a time.\nNULL is fine", 'void'),
     'af_llama_gen_logits': (c_void_p, [c_void_p], [('const af_llama_gen *', 'g')], 'The vocab_size logits for the next token after the last feed (NULL before any); owned\nby g, valid until the next feed or reset.', 'const float *'),
@@ -359,8 +475,22 @@ FUNCTIONS = {
     'af_maximum': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'a'), ('af_tensor *', 'b')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.', 'af_tensor *'),
     'af_metric_source_name': (c_void_p, [c_int], [('af_metric_source', 's')], 'Where a step\'s loss and accuracy were computed.\n"host_fp32", "graph_fp32", "graph_fp16"', 'const char *'),
     'af_mha': (c_void_p, [c_void_p, c_int, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int], [('af_tensor *', 'x'), ('int', 'heads'), ('af_tensor *', 'wq'), ('af_tensor *', 'wk'), ('af_tensor *', 'wv'), ('af_tensor *', 'wo'), ('af_tensor *', 'bq'), ('af_tensor *', 'bk'), ('af_tensor *', 'bv'), ('af_tensor *', 'bo'), ('int', 'causal')], 'Multi-head self-attention on x [B, T, D] with weights [D, D] (PyTorch layout) and\noptional biases [D] (NULL for none); causal masks future positions.', 'af_tensor *'),
+    'af_mil_arg': (c_void_p, [c_void_p, c_int, c_void_p, c_void_p], [('const af_mil_program *', 'p'), ('int', 'i'), ('const char **', 'name'), ('const char **', 'dtype')], 'Argument / result i (NULL when out of range) with its MIL name and declared dtype\n(owned by the program; either out pointer may be NULL).', 'af_tensor *'),
+    'af_mil_check_indices': (c_int, [c_void_p, c_int, c_void_p], [('const af_mil_program *', 'p'), ('int', 'i'), ('const float *', 'values')], "The run-time index checks: how many, check i's indices tensor (in the program's graph),\nand the check of the count(shape) values those indices took in a run: AF_ERR_INVALID\nnaming the file, line, op and the first index outside its range.", 'af_status'),
+    'af_mil_close': (None, [c_void_p], [('af_mil_program *', 'p')], 'A MIL program read with everything a runner needs beside its graph: the function to\nread (NULL: main, or the only one), each argument\'s and result\'s MIL name and declared\ndtype ("fp16", "int32", "bool", ...), and the gather/scatter indices known only at run\ntime. The graph treats an index outside its axis as no position (a row of zeros, a\ndropped update), so a runner checks those values: compile the check\'s tensor as an\nextra output (or, when it is an argument, take the fed values) and pass them to\naf_mil_check_indices. Files are untrusted, as for af_mil_load. On failure *out is NULL.\nClose with af_mil_close, which drops the program\'s reference to its graph: models\ncompiled from it keep working.\nNULL is fine', 'void'),
+    'af_mil_coreml_op': (c_void_p, [c_int, c_void_p], [('int', 'i'), ('int *', 'read')], "Core ML's MIL op set (iOS 15..18): op i's name, NULL past the last; *read (may be\nNULL) says whether af_mil_load and af_mil_open read it.", 'const char *'),
     'af_mil_emit': (c_int, [c_void_p, c_int, c_void_p, c_int, c_void_p, c_void_p], [('af_graph *', 'g'), ('int', 'nin'), ('af_tensor *const *', 'in'), ('int', 'nout'), ('af_tensor *const *', 'out'), ('const char *', 'dir')], 'Writes the part of g that computes `out` from `in` (the same rules as af_compile) as\n<dir>/model.mil (program(1.3), func main<ios18>, fp16 throughout, arguments in\nalphabetical order) and <dir>/weights/weight.bin, creating the directories.', 'af_status'),
+    'af_mil_graph': (c_void_p, [c_void_p], [('const af_mil_program *', 'p')], 'A MIL program read with everything a runner needs beside its graph: the function to\nread (NULL: main, or the only one), each argument\'s and result\'s MIL name and declared\ndtype ("fp16", "int32", "bool", ...), and the gather/scatter indices known only at run\ntime. The graph treats an index outside its axis as no position (a row of zeros, a\ndropped update), so a runner checks those values: compile the check\'s tensor as an\nextra output (or, when it is an argument, take the fed values) and pass them to\naf_mil_check_indices. Files are untrusted, as for af_mil_load. On failure *out is NULL.\nClose with af_mil_close, which drops the program\'s reference to its graph: models\ncompiled from it keep working.', 'af_graph *'),
+    'af_mil_index_tensor': (c_void_p, [c_void_p, c_int], [('const af_mil_program *', 'p'), ('int', 'i')], "The run-time index checks: how many, check i's indices tensor (in the program's graph),\nand the check of the count(shape) values those indices took in a run: AF_ERR_INVALID\nnaming the file, line, op and the first index outside its range.", 'af_tensor *'),
+    'af_mil_llama_kernel': (c_int, [c_void_p, c_void_p, c_void_p], [('const char *', 'kernel'), ('const af_llama_kernel_shape *', 'shape'), ('af_mil_sample *', 'out')], 'AF_PLAN_PIPELINE runs each layer as six programs compiled once with the weights as\ninputs ("fwdAttn", "fwdFFN", "ffnBwd", "sdpaBwd1", "sdpaBwd2", "qkvBwd") plus the\nblocked classifier ("clsFwd", "clsBwd"). af_mil_llama_kernel builds one of them, fp16\nports, for the shapes below, e.g. to write it as MIL with af_mil_emit.', 'af_status'),
     'af_mil_load': (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p], [('const char *', 'mil_path'), ('const char *', 'weights_dir'), ('af_graph **', 'g'), ('int *', 'nin'), ('af_tensor ***', 'in'), ('int *', 'nout'), ('af_tensor ***', 'out')], "Reads a MIL program (program(1) .. program(1.5); functions main<ios15..ios18> and\nmain<CoreML5..CoreML9>; `main`, or the only function) and the weight\nfiles it cites into a new graph: *in are its function arguments in order (af_input\nnodes named as in the MIL), *out its returned values. BLOBFILE paths starting with\n@model_path/weights/ are looked up in weights_dir (NULL = the weights/ folder beside\nmil_path), other @model_path/ paths beside mil_path. The caller frees *g with\naf_graph_free. *in and *out (nin and nout entries) belong to *g, like its tensors:\nnever free them; they stay valid, unchanged, while the graph is built on and models\nare compiled from it, until the caller's af_graph_free(*g). Files are untrusted:\nerrors name the line and column. Any out pointer except g may be NULL; on failure\n*g, *in and *out are NULL and *nin and *nout 0.", 'af_status'),
+    'af_mil_num_args': (c_int, [c_void_p], [('const af_mil_program *', 'p')], 'A MIL program read with everything a runner needs beside its graph: the function to\nread (NULL: main, or the only one), each argument\'s and result\'s MIL name and declared\ndtype ("fp16", "int32", "bool", ...), and the gather/scatter indices known only at run\ntime. The graph treats an index outside its axis as no position (a row of zeros, a\ndropped update), so a runner checks those values: compile the check\'s tensor as an\nextra output (or, when it is an argument, take the fed values) and pass them to\naf_mil_check_indices. Files are untrusted, as for af_mil_load. On failure *out is NULL.\nClose with af_mil_close, which drops the program\'s reference to its graph: models\ncompiled from it keep working.', 'int'),
+    'af_mil_num_index_checks': (c_int, [c_void_p], [('const af_mil_program *', 'p')], "The run-time index checks: how many, check i's indices tensor (in the program's graph),\nand the check of the count(shape) values those indices took in a run: AF_ERR_INVALID\nnaming the file, line, op and the first index outside its range.", 'int'),
+    'af_mil_num_results': (c_int, [c_void_p], [('const af_mil_program *', 'p')], 'A MIL program read with everything a runner needs beside its graph: the function to\nread (NULL: main, or the only one), each argument\'s and result\'s MIL name and declared\ndtype ("fp16", "int32", "bool", ...), and the gather/scatter indices known only at run\ntime. The graph treats an index outside its axis as no position (a row of zeros, a\ndropped update), so a runner checks those values: compile the check\'s tensor as an\nextra output (or, when it is an argument, take the fed values) and pass them to\naf_mil_check_indices. Files are untrusted, as for af_mil_load. On failure *out is NULL.\nClose with af_mil_close, which drops the program\'s reference to its graph: models\ncompiled from it keep working.', 'int'),
+    'af_mil_open': (c_int, [c_void_p, c_void_p, c_void_p, c_void_p], [('const char *', 'mil_path'), ('const char *', 'weights_dir'), ('const char *', 'function'), ('af_mil_program **', 'out')], 'A MIL program read with everything a runner needs beside its graph: the function to\nread (NULL: main, or the only one), each argument\'s and result\'s MIL name and declared\ndtype ("fp16", "int32", "bool", ...), and the gather/scatter indices known only at run\ntime. The graph treats an index outside its axis as no position (a row of zeros, a\ndropped update), so a runner checks those values: compile the check\'s tensor as an\nextra output (or, when it is an argument, take the fed values) and pass them to\naf_mil_check_indices. Files are untrusted, as for af_mil_load. On failure *out is NULL.\nClose with af_mil_close, which drops the program\'s reference to its graph: models\ncompiled from it keep working.', 'af_status'),
+    'af_mil_result': (c_void_p, [c_void_p, c_int, c_void_p, c_void_p], [('const af_mil_program *', 'p'), ('int', 'i'), ('const char **', 'name'), ('const char **', 'dtype')], 'Argument / result i (NULL when out of range) with its MIL name and declared dtype\n(owned by the program; either out pointer may be NULL).', 'af_tensor *'),
+    'af_mil_sample_build': (c_int, [c_void_p, c_void_p], [('const char *', 'name'), ('af_mil_sample *', 'out')], 'Builds the sample called name into *out; AF_ERR_INVALID, listing the names, for another.', 'af_status'),
+    'af_mil_sample_name': (c_void_p, [c_int], [('int', 'i')], 'Sample i\'s name ("mlp-step", "conv", "attention", "llama-fwdAttn", ...); NULL past the last.', 'const char *'),
     'af_minimum': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'a'), ('af_tensor *', 'b')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.', 'af_tensor *'),
     'af_minmax_norm': (c_void_p, [c_void_p, c_int, c_float], [('af_tensor *', 'x'), ('int', 'axis'), ('float', 'eps')], "y = (x - min) / (max - min + eps), min and max over axis -1 (W) or -2 (H) of x; the\nchannel axis is refused, as by the engine's compiler (transpose it to W first).", 'af_tensor *'),
     'af_model_arena_bytes': (c_size_t, [c_void_p], [('const af_model *', 'm')], "Resident state: after every run the model copies output `out_index` onto input\n`in_index` internally, so that input keeps its value across runs without the host\nfeeding it (its af_buffer in af_run is ignored). Within a run every node reads the\npre-run value; the copy happens last. The state starts as `init` (count(shape) floats,\ncopied: like read_state's dst and write_state's src, the caller keeps ownership).\nintermediate memory it holds", 'size_t'),
@@ -384,16 +514,22 @@ FUNCTIONS = {
     'af_npy_read': (c_int, [c_void_p, c_void_p, c_void_p, c_void_p], [('const char *', 'path'), ('float **', 'data'), ('int *', 'rank'), ('int64_t *', 'dims')], 'On success *data is an array of prod(dims) floats (fp16 widened exactly); free it\nwith af_free. *rank and dims[0..rank) describe it (rank 0 = scalar),\nso af_shape_make(*rank, dims) is its shape. On failure *data is NULL and *rank 0.', 'af_status'),
     'af_npy_read_typed': (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p], [('const char *', 'path'), ('double **', 'data'), ('int *', 'rank'), ('int64_t *', 'dims'), ('af_npy_dtype *', 'dtype')], "As af_npy_read, with the same strict header rules, for any of those element types:\n*data is an array of prod(dims) doubles (exact for every type except 64-bit integers\nbeyond 2^53, which round; free it with af_free), *dtype the file's type. A bool byte other than 0\nor 1 is AF_ERR_CORRUPT.", 'af_status'),
     'af_npy_write': (c_int, [c_void_p, c_void_p, c_int, c_void_p], [('const char *', 'path'), ('const float *', 'data'), ('int', 'rank'), ('const int64_t *', 'dims')], "Writes a v1.0 '<f4' file; rank 0..AF_MAX_RANK, dims >= 0. A failed write removes the\nfile.", 'af_status'),
+    'af_op_build': (c_int, [c_int, c_int, c_void_p, c_int, c_void_p, c_void_p, c_void_p], [('int', 'op'), ('int', 'nsrc'), ('af_tensor *const *', 'src'), ('int', 'nattrs'), ('const char *const *', 'attrs'), ('af_tensor **', 'out'), ('int *', 'bad_attr')], 'Builds one node of op (not a leaf) in the sources\' graph from nsrc sources and\nattributes written as text, each "key=value" in the type af_op_desc gives it (lists\ncomma-separated; the rest take their defaults), with the op\'s builder\'s own defaults\n(af_sdpa\'s scale 0 = 1/sqrt(d), af_dynamic_slice\'s start read exactly). A bad\nattribute (unknown key, value not of its type) is AF_ERR_INVALID with *bad_attr (may\nbe NULL) set to its index and the message saying why; a node the builder refuses (a\nshape, a source count) is AF_ERR_INVALID with the graph\'s error (af_graph_error) as the\nmessage, *bad_attr -1. *out is the node, or NULL.', 'af_status'),
     'af_op_count': (c_int, [], [], '', 'int'),
+    'af_op_find': (c_int, [c_void_p], [('const char *', 'name')], 'The row called name, or -1.', 'int'),
     'af_op_has_vjp': (c_int, [c_int], [('int', 'op')], '1 when op (an af_op_name index) has a VJP rule or needs none (leaves, comparisons).', 'int'),
     'af_op_info': (c_int, [c_int, c_void_p], [('int', 'op'), ('af_op_desc *', 'out')], 'Fills *out with row op (0 .. af_op_count() - 1); AF_ERR_INVALID for another op.', 'af_status'),
     'af_op_name': (c_void_p, [c_int], [('int', 'op')], '', 'const char *'),
+    'af_op_port': (c_void_p, [c_int, c_int, c_void_p, c_size_t], [('int', 'op'), ('int', 'k'), ('char *', 'buf'), ('size_t', 'n')], 'The name of op\'s source k, as af_op_desc.ports spells it: a variadic op\'s last port\nnumbered ("x0", "x1", ...), an optional one without its "?". Written to buf (n bytes);\nNULL when op has no source k.', 'const char *'),
+    'af_op_support_info': (c_int, [c_int, c_void_p], [('int', 'op'), ('af_op_support *', 'out')], 'What each layer of the library provides for op (as `aneforge ops` prints it).', 'af_status'),
+    'af_open_regular': (c_int, [c_void_p, c_void_p, c_uint64, c_void_p], [('const char *', 'path'), ('const char *', 'what'), ('uint64_t', 'max_bytes'), ('uint64_t *', 'size')], 'Opens path read-only (a POSIX file descriptor) when it is a regular file of at most\nmax_bytes (0: AF_FILE_MAX_BYTES) and sets *size (may be NULL). -1 on failure, with the\nmessage "<what> <path>: ..." naming the problem (missing, a directory, not a regular\nfile, too large and the limit); errno is kept.', 'int'),
     'af_parameter': (c_void_p, [c_void_p, c_void_p, af_shape, c_void_p], [('af_graph *', 'g'), ('const char *', 'name'), ('af_shape', 's'), ('const float *', 'init')], 'A trainable input carrying its fp32 master value (copied; NULL = zeros).', 'af_tensor *'),
     'af_pixel_shuffle': (c_void_p, [c_void_p, c_int, c_int], [('af_tensor *', 'x'), ('int', 'fy'), ('int', 'fx')], "Rearrange, on x [N, C, H, W] with factors fy (along H) and fx (along W); the engines\ntake N = 1 only. pixel_shuffle [N, C*fy*fx, H, W] -> [N, C, H*fy, W*fx] in PyTorch's\nchannel-major order: y[n, c, h*fy + i, w*fx + j] = x[n, (c*fy + i)*fx + j, h, w];\npixel_unshuffle is its inverse. channel_to_space / space_to_channel are TensorFlow's\ndepth_to_space / space_to_depth (block-major): y[n, c, h*fy + i, w*fx + j] =\nx[n, (i*fx + j)*C + c, h, w]. space_to_batch [N, C, H, W] -> [fy*fx*N, C, H/fy, W/fx]\nwith y[(i*fx + j)*N + n, c, h, w] = x[n, c, h*fy + i, w*fx + j] (TensorFlow's order;\nH and W must divide); batch_to_space is its inverse (the batch must divide by fy*fx).", 'af_tensor *'),
     'af_pixel_unshuffle': (c_void_p, [c_void_p, c_int, c_int], [('af_tensor *', 'x'), ('int', 'fy'), ('int', 'fx')], "Rearrange, on x [N, C, H, W] with factors fy (along H) and fx (along W); the engines\ntake N = 1 only. pixel_shuffle [N, C*fy*fx, H, W] -> [N, C, H*fy, W*fx] in PyTorch's\nchannel-major order: y[n, c, h*fy + i, w*fx + j] = x[n, (c*fy + i)*fx + j, h, w];\npixel_unshuffle is its inverse. channel_to_space / space_to_channel are TensorFlow's\ndepth_to_space / space_to_depth (block-major): y[n, c, h*fy + i, w*fx + j] =\nx[n, (i*fx + j)*C + c, h, w]. space_to_batch [N, C, H, W] -> [fy*fx*N, C, H/fy, W/fx]\nwith y[(i*fx + j)*N + n, c, h, w] = x[n, c, h*fy + i, w*fx + j] (TensorFlow's order;\nH and W must divide); batch_to_space is its inverse (the batch must divide by fy*fx).", 'af_tensor *'),
-    'af_plan_name': (c_void_p, [c_int], [('af_plan', 'p')], 'Costs accumulated over all steps so far (compiles include the initial ones).', 'const char *'),
+    'af_plan_name': (c_void_p, [c_int], [('af_plan', 'p')], "The trainer's records into c / its state from c's records (what af_trainer_save and\naf_trainer_load write and read).", 'const char *'),
     'af_pow': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'a'), ('af_tensor *', 'b')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.', 'af_tensor *'),
     'af_radius_search': (c_void_p, [c_void_p, c_void_p, c_float], [('af_tensor *', 'points'), ('af_tensor *', 'centroids'), ('float', 'radius')], 'Ball-query membership: y[i, j] = 1 when |points[i] - centroids[j]| <= radius (L2),\nelse 0; points [N, 3], centroids [M, 3], y [N, M] (the engine writes it as uint8).', 'af_tensor *'),
+    'af_read_file': (c_int, [c_void_p, c_void_p, c_void_p, c_void_p], [('const char *', 'path'), ('const char *', 'hint'), ('uint8_t **', 'data'), ('size_t *', 'len')], 'The whole regular file at path as *len bytes (*data is non-NULL even for an empty\nfile; free it with af_free). A missing file fails with AF_ERR_IO naming path, and\n`hint` (may be NULL) is appended to that message, e.g. the command that makes it.', 'af_status'),
     'af_reduce_max': (c_void_p, [c_void_p, c_int, c_void_p, c_int], [('af_tensor *', 'x'), ('int', 'naxes'), ('const int *', 'axes'), ('int', 'keep_dims')], 'Reductions over `naxes` axes (negative axes count from the end).', 'af_tensor *'),
     'af_reduce_mean': (c_void_p, [c_void_p, c_int, c_void_p, c_int], [('af_tensor *', 'x'), ('int', 'naxes'), ('const int *', 'axes'), ('int', 'keep_dims')], 'Reductions over `naxes` axes (negative axes count from the end).', 'af_tensor *'),
     'af_reduce_min': (c_void_p, [c_void_p, c_int, c_void_p, c_int], [('af_tensor *', 'x'), ('int', 'naxes'), ('const int *', 'axes'), ('int', 'keep_dims')], 'Reductions over `naxes` axes (negative axes count from the end).', 'af_tensor *'),
@@ -410,6 +546,9 @@ FUNCTIONS = {
     'af_sdpa': (c_void_p, [c_void_p, c_void_p, c_void_p, c_void_p, c_float], [('af_tensor *', 'q'), ('af_tensor *', 'k'), ('af_tensor *', 'v'), ('af_tensor *', 'mask'), ('float', 'scale')], "Bridge ops: native engine layers Apple's MIL frontend never emits. On the\nCPU they are ordinary kernels; on ane-sim and ane the graph is cut around each one and\nit runs as its own net.plist program (af_stats.segments counts the programs).\n\naf_sdpa: softmax(q k^T * scale + mask) v for q [B, heads, Sq, d], k [B, heads, Skv, d],\nv [B, heads, Skv, dv] -> [B, heads, Sq, dv]; mask NULL or additive [Sq, 1, Skv]\n(shared by batch and heads); scale 0 means 1/sqrt(d). Sq != Skv is KV-cache decoding.\nThe native layer is used within its reliability bounds, max(Sq, Skv) <=\nAF_SDPA_NATIVE_MAX_SEQ and min(Sq, Skv) < AF_SDPA_NATIVE_MIN_BOTH; outside them the\nsame attention is built from ordinary ops (matmul, softmax).", 'af_tensor *'),
     'af_select': (c_void_p, [c_void_p, c_void_p, c_void_p], [('af_tensor *', 'cond'), ('af_tensor *', 'a'), ('af_tensor *', 'b')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.\ncond != 0 ? a : b', 'af_tensor *'),
     'af_set_log': (None, [c_int, c_void_p], [('af_log_fn', 'fn'), ('void *', 'user')], "Warnings and notes (a skipped step, an engine guard, the precision check) go to the\nlog function, never to a stream of the library's choosing; none is set at start, so\nthe library is silent until one is. The CLI points it at stderr. Process-wide; the\nfunction may be called from any thread that runs the library, one call at a time.\nfn NULL: silent", 'void'),
+    'af_sgemm': (c_int, [c_int, c_void_p, c_int, c_int, c_int64, c_int64, c_int64, c_float, c_void_p, c_int64, c_void_p, c_int64, c_float, c_void_p, c_int64], [('af_gemm_impl', 'impl'), ('af_thread_pool *', 'p'), ('int', 'ta'), ('int', 'tb'), ('int64_t', 'M'), ('int64_t', 'N'), ('int64_t', 'K'), ('float', 'alpha'), ('const float *', 'A'), ('int64_t', 'lda'), ('const float *', 'B'), ('int64_t', 'ldb'), ('float', 'beta'), ('float *', 'C'), ('int64_t', 'ldc')], 'Row-major C = alpha * op(A) @ op(B) + beta * C, op(A) [M, K], op(B) [K, N], C [M, N],\nop transposing when ta / tb is set, split over p (NULL: the calling thread).\nAF_GEMM_KERNEL runs the packed micro-kernel af_cpu_info names; AF_GEMM_BLAS the linked\nBLAS (AF_ERR_UNSUPPORTED when there is none or the sizes exceed its ints).', 'af_status'),
+    'af_sha256': (None, [c_void_p, c_size_t, c_void_p], [('const void *', 'data'), ('size_t', 'len'), ('char *', 'hex')], 'SHA-256 of len bytes, as 64 lowercase hex digits and a NUL.', 'void'),
+    'af_sha256_file': (c_int, [c_void_p, c_void_p], [('const char *', 'path'), ('char *', 'hex')], 'SHA-256 of the file at path, streamed (any size).', 'af_status'),
     'af_shape_count': (c_int64, [af_shape], [('af_shape', 's')], 'The number of elements: the product of the dims (0 when a dim is 0), or 0 for an\ninvalid shape: rank outside 0..AF_MAX_RANK, a negative dim, or a product beyond\nAF_MAX_ELEMENTS (an int64 overflow included: the product is checked, never wrapped).', 'int64_t'),
     'af_shape_make': (af_shape, [c_int, c_void_p], [('int', 'rank'), ('const int64_t *', 'dims')], 'AF_SHAPE(128, 784) builds an af_shape (in C and in C++); more than AF_MAX_RANK dims\ngives rank -1, which every builder rejects.', 'af_shape'),
     'af_sigmoid': (c_void_p, [c_void_p], [('af_tensor *', 'x')], 'Binary ops broadcast like NumPy. Results take the dtype of the first operand.', 'af_tensor *'),
@@ -437,6 +576,9 @@ FUNCTIONS = {
     'af_tensor_op': (c_void_p, [c_void_p], [('const af_tensor *', 't')], 'Tensor facts.', 'const char *'),
     'af_tensor_shape': (af_shape, [c_void_p], [('const af_tensor *', 't')], 'Tensor facts.', 'af_shape'),
     'af_tensor_value': (c_void_p, [c_void_p], [('af_tensor *', 't')], 'The fp32 master value of a parameter or constant (count(shape) floats), or NULL; it\nbelongs to the graph. Writing it changes what later af_compile calls bake: models\nalready compiled keep the values they were compiled with (fp32 and fp16 alike).', 'float *'),
+    'af_thread_pool_for': (None, [c_void_p, c_int64, c_int64, c_int, c_void_p], [('af_thread_pool *', 'p'), ('int64_t', 'n'), ('int64_t', 'min_chunk'), ('af_range_fn', 'fn'), ('void *', 'ctx')], 'Splits [0, n) into ranges of at least min_chunk and runs fn on them over the pool (on\nthe calling thread alone when p is NULL); returns when all are done.', 'void'),
+    'af_thread_pool_free': (None, [c_void_p], [('af_thread_pool *', 'p')], 'A pool of worker threads (threads <= 0: one per core); NULL when out of memory.\nNULL is fine', 'void'),
+    'af_thread_pool_new': (c_void_p, [c_int], [('int', 'threads')], 'A pool of worker threads (threads <= 0: one per core); NULL when out of memory.', 'af_thread_pool *'),
     'af_tokenizer_byte_level': (c_void_p, [], [], '259 tokens: the specials and one per byte (printable ASCII spelled as itself, the rest\n<0xXX>); byte b encodes as b + 3 whichever way it is spelled.', 'af_tokenizer *'),
     'af_tokenizer_decode': (c_int, [c_void_p, c_void_p, c_int64, c_void_p, c_void_p], [('const af_tokenizer *', 't'), ('const int32_t *', 'tokens'), ('int64_t', 'n'), ('char **', 'text'), ('size_t *', 'len')], 'Decodes n ids into a NUL-terminated string of *len bytes (free it with af_free):\neach id\'s piece after the id before it; BOS and EOS add nothing. decode(encode(text,\nAF_ENCODE_BOS)) gives text back, unless text spells a token\'s name ("<0x41>") that\nmerges whole: run.c\'s format cannot tell that token from the byte.', 'af_status'),
     'af_tokenizer_decode_piece': (c_void_p, [c_void_p, c_int32, c_int32, c_void_p], [('const af_tokenizer *', 't'), ('int32_t', 'prev'), ('int32_t', 'token'), ('size_t *', 'len')], "run.c's decode of one token that follows `prev` (-1: none): its bytes (*len of them,\nowned by t), or NULL for an id out of range. A byte token gives its one byte (even\n0x00, which run.c, printing C strings, drops).", 'const char *'),
@@ -452,12 +594,17 @@ FUNCTIONS = {
     'af_top_k': (c_void_p, [c_void_p, c_int, c_int, c_int, c_int], [('af_tensor *', 'x'), ('int', 'k'), ('int', 'key_lane'), ('int', 'largest'), ('int', 'indices')], 'Rank. x is [..., C, W]: every channel row of a batch is permuted by the order of row\nkey_lane (0 <= key_lane < C) along W. Ties keep the lower index first (a stable\nsort). With indices = 0 the result is the permuted x ([..., C, W] for sort,\n[..., C, k] for top_k); with indices = 1 it is the order itself ([..., W] or\n[..., k]). top_k keeps the k largest (largest = 1, descending) or smallest (0,\nascending) keys; the engines reject k = 3 and k = 4 as the compiler does.', 'af_tensor *'),
     'af_train_defaults': (af_train_opts, [], [], 'The host and pipeline plans (the optimizer runs on the host there; the others\nrefuse these):', 'af_train_opts'),
     'af_trainer_batches_per_call': (c_int, [c_void_p], [('const af_trainer *', 't')], 'Steps per call: 1, or K for the unrolled plan. Batches per call: steps per call times\ngrad_accum. x holds that many batches back to back ([batches * batch, sample...]);\ntarget the one-hot rows (CE) or values (MSE).', 'int'),
+    'af_trainer_export': (c_int, [c_void_p, c_void_p], [('af_trainer *', 't'), ('af_checkpoint *', 'c')], "The trainer's records into c / its state from c's records (what af_trainer_save and\naf_trainer_load write and read).", 'af_status'),
     'af_trainer_family': (c_int, [c_void_p], [('const af_trainer *', 't')], "The engine family the trainer's programs are compiled for, resolved once at creation\n(af_compile_family); AF_FAMILY_DEFAULT on the cpu target.", 'af_family_id'),
     'af_trainer_free': (None, [c_void_p], [('af_trainer *', 't')], "A trainer, freed with af_trainer_free. It calls net's functions only inside\naf_trainer_new (the evaluation graph is built there too and compiled on first use),\nand copies *net and *opts: both, and net->ctx, may be freed as soon as it returns. It\nowns its graph, programs, weights and optimizer state; af_trainer_param's tensors\nbelong to it.", 'void'),
+    'af_trainer_import': (c_int, [c_void_p, c_void_p], [('af_trainer *', 't'), ('const af_checkpoint *', 'c')], "The trainer's records into c / its state from c's records (what af_trainer_save and\naf_trainer_load write and read).", 'af_status'),
     'af_trainer_load': (c_int, [c_void_p, c_void_p], [('af_trainer *', 't'), ('const char *', 'path')], 'Checkpoint of weights, optimizer state, step and loss scale (atomic, checksummed).', 'af_status'),
+    'af_trainer_loss_scale': (c_float, [c_void_p], [('const af_trainer *', 't')], 'The loss scale the next step uses (the dynamic scale as it stands).', 'float'),
+    'af_trainer_metric_source': (c_int, [c_void_p], [('const af_trainer *', 't')], "Where this trainer's steps compute loss and accuracy (af_step_info.metric_source).", 'af_metric_source'),
     'af_trainer_new': (c_void_p, [c_void_p, c_void_p], [('const af_net *', 'net'), ('const af_train_opts *', 'opts')], "A trainer, freed with af_trainer_free. It calls net's functions only inside\naf_trainer_new (the evaluation graph is built there too and compiled on first use),\nand copies *net and *opts: both, and net->ctx, may be freed as soon as it returns. It\nowns its graph, programs, weights and optimizer state; af_trainer_param's tensors\nbelong to it.", 'af_trainer *'),
     'af_trainer_num_params': (c_int, [c_void_p], [('const af_trainer *', 't')], 'Runs the evaluation program (its own weight inputs, fed the current masters) on n\nsamples; out gets [n, out_dim].', 'int'),
     'af_trainer_param': (c_void_p, [c_void_p, c_int], [('const af_trainer *', 't'), ('int', 'i')], "The engine family the trainer's programs are compiled for, resolved once at creation\n(af_compile_family); AF_FAMILY_DEFAULT on the cpu target.", 'af_tensor *'),
+    'af_trainer_phase_seconds': (None, [c_void_p, c_void_p], [('const af_trainer *', 't'), ('double *', 'out')], "Where the trainer's wall time went, in seconds over all calls so far:\nAF_PHASE_STEP the step programs (forward and backward; on the resident and unrolled\nplans the one step program, optimizer included), AF_PHASE_OPTIMIZER the update (host\nupdate or update programs), AF_PHASE_COMPILE compiling.", 'void'),
     'af_trainer_predict': (c_int, [c_void_p, c_int64, c_void_p, c_void_p], [('af_trainer *', 't'), ('int64_t', 'n'), ('const float *', 'x'), ('float *', 'out')], 'Runs the evaluation program (its own weight inputs, fed the current masters) on n\nsamples; out gets [n, out_dim].', 'af_status'),
     'af_trainer_read_param': (c_int, [c_void_p, c_int, c_void_p], [('af_trainer *', 't'), ('int', 'i'), ('float *', 'dst')], 'Current values of param i (reads resident state back when needed).', 'af_status'),
     'af_trainer_save': (c_int, [c_void_p, c_void_p], [('af_trainer *', 't'), ('const char *', 'path')], 'Checkpoint of weights, optimizer state, step and loss scale (atomic, checksummed).', 'af_status'),
@@ -466,6 +613,8 @@ FUNCTIONS = {
     'af_trainer_steps_per_call': (c_int, [c_void_p], [('const af_trainer *', 't')], 'Steps per call: 1, or K for the unrolled plan. Batches per call: steps per call times\ngrad_accum. x holds that many batches back to back ([batches * batch, sample...]);\ntarget the one-hot rows (CE) or values (MSE).', 'int'),
     'af_transpose': (c_void_p, [c_void_p, c_void_p], [('af_tensor *', 'x'), ('const int *', 'perm')], 'Reductions over `naxes` axes (negative axes count from the end).\nrank entries', 'af_tensor *'),
     'af_version': (c_void_p, [], [], "The library's version; af_version() says which one a program actually loaded.", '__declspec(dllexport) #elif defined(__GNUC__) || defined(__clang__) #define AF_API __attribute__((visibility("default"))) #else #define AF_API #endif #define AF_VERSION_MAJOR 0 #define AF_VERSION_MINOR 2 #define AF_VERSION_PATCH 0 #define AF_VERSION_STR_(x) #x #define AF_VERSION_STR(x) AF_VERSION_STR_(x) #define AF_VERSION AF_VERSION_STR(AF_VERSION_MAJOR) "." AF_VERSION_STR(AF_VERSION_MINOR) "." AF_VERSION_STR(AF_VERSION_PATCH) AF_API const char *'),
+    'af_write_close': (c_int, [c_void_p, c_void_p, c_int], [('void *', 'file'), ('const char *', 'path'), ('int', 'ok')], 'Whole-file writes: af_write_open opens a temporary beside path (path + ".partial"; a\ndevice or a pipe is written in place) and returns it as a stdio FILE * (NULL on\nfailure, the error set); af_write_close closes it and, when the writes (ok != 0) and\nthe close worked, renames it over path, else removes it and fails with AF_ERR_IO\nnaming path and the cause. path ends up written whole or as it was.', 'af_status'),
+    'af_write_open': (c_void_p, [c_void_p], [('const char *', 'path')], 'Whole-file writes: af_write_open opens a temporary beside path (path + ".partial"; a\ndevice or a pipe is written in place) and returns it as a stdio FILE * (NULL on\nfailure, the error set); af_write_close closes it and, when the writes (ok != 0) and\nthe close worked, renames it over path, else removes it and fails with AF_ERR_IO\nnaming path and the cause. path ends up written whole or as it was.', 'void *'),
 }
 
-STRUCTS = ['af_adam_opts', 'af_ane_budget_info', 'af_backward_opts', 'af_buffer', 'af_compile_opts', 'af_llama_config', 'af_op_attr', 'af_op_desc', 'af_shape', 'af_stats', 'af_step_info', 'af_train_opts', 'af_net']
+STRUCTS = ['af_adam_opts', 'af_ane_budget_info', 'af_ane_device', 'af_backward_opts', 'af_buffer', 'af_compile_opts', 'af_cpu_info', 'af_llama_chip', 'af_llama_config', 'af_llama_counts', 'af_llama_kernel_shape', 'af_mil_sample', 'af_op_attr', 'af_op_desc', 'af_op_support', 'af_shape', 'af_stats', 'af_step_info', 'af_train_opts', 'af_llama_cost', 'af_net']

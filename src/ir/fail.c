@@ -5,10 +5,12 @@
 #include <stdio.h>
 
 af_status af_fail(af_status st, const char *fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt ? fmt : "", ap);
-    va_end(ap);
+    char buf[1024] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+    }
     return ir_fail(st, "%s", buf);
 }

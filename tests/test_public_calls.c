@@ -240,6 +240,7 @@ static void test_op_by_name(void) {
 static void test_mil_program(void) {
     af_mil_sample s;
     CHECK(af_mil_sample_name(0) && af_mil_sample_build("conv", &s) == AF_OK, "sample: %s", af_error_message());
+    af_graph_free(s.g);
     CHECK(af_mil_sample_build("nope", &s) == AF_ERR_INVALID && has("nope"), "unknown sample: %s", af_error_message());
     CHECK(af_mil_sample_build("conv", &s) == AF_OK && af_mil_emit(s.g, s.nin, s.in, s.nout, s.out, tpath("conv")) == AF_OK,
           "emit: %s", af_error_message());

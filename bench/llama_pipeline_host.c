@@ -12,6 +12,7 @@
  *   build/bench_llama_pipeline_host 768 12 12 2048 512 256 1 5 1 15     (stories110m's shape) */
 #define _POSIX_C_SOURCE 200809L
 #include "aneforge.h"
+#include "aneforge_llama.h"
 #include "cpu/norm_bwd.h"
 #include "nn/llama_kernels.h"
 

@@ -9,6 +9,7 @@
  *   build/bench_llama_profile 288 6 6 6 768 512 256 4 3 2 */
 #define _POSIX_C_SOURCE 200809L
 #include "aneforge.h"
+#include "aneforge_llama.h"
 #include "compile/plan.h"
 #include "cpu/cpu_exec.h"
 #include "ir/ir.h"

@@ -6,6 +6,7 @@
  * The model is given to the trainer as code (an af_net): make_params creates the
  * weights, forward builds the output from a batch and the current weights. */
 #include <aneforge.h>
+#include <aneforge_data.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

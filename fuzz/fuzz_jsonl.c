@@ -5,6 +5,7 @@
  * crash, every kept string inside its line's text, and every curve point finite.
  *
  *   make fuzz            (builds build-fuzz/fuzz_jsonl; seeds in tests/corpus/jsonl) */
+#include "../tools/cli_file.c" /* first: it asks for POSIX before stdio is included */
 #include "../tools/dash_json.c"
 #include "../tools/dash_run.c"
 #include "fuzz_util.h"

@@ -8,6 +8,7 @@
  * Built with -DAF_LLAMA_GEN_CORPUS (and no -fsanitize=fuzzer) it is instead the program
  * that wrote the seed files: ./gen tests/corpus/llama */
 #include "llama/llama.h"
+#include "aneforge_llama.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -5,14 +5,17 @@
  * reach the config and record checks. Weights that load must have the config's params.
  *
  *   make fuzz            (builds build-fuzz/fuzz_llama_ckpt; seeds in tests/corpus/llama_ckpt) */
+#include "../tools/cli_file.c" /* first: it asks for POSIX before stdio is included */
 #include "../tools/llama_ckpt.c"
+#include "train/ckpt.h" /* the container's in-memory loader: the fuzzer feeds bytes, not files */
+#include "aneforge_llama.h"
 #include "data/sha256.h"
 #include "fuzz_util.h"
 
 static void try_load(const uint8_t *data, size_t size) {
     ckpt *c = NULL;
     if (ckpt_load_bytes(data, size, "fuzz.ckpt", &c) == AF_OK) {
-        af_llama_weights *w = llama_weights_from_ckpt(c, "fuzz.ckpt");
+        af_llama_weights *w = llama_weights_from_ckpt((const af_checkpoint *)(void *)c, "fuzz.ckpt");
         if (w) {
             const af_llama_config *cfg = af_llama_weights_config(w);
             REQUIRE(cfg && af_llama_config_check(cfg) == AF_OK);

@@ -8,6 +8,7 @@
  *
  *   make fuzz            (builds build-fuzz/fuzz_npy; seeds in tests/corpus/npy) */
 #include "data/data.h"
+#include "aneforge_data.h"
 #include "ir/fp16.h"
 #include "fuzz_util.h"
 

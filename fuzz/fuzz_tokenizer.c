@@ -14,6 +14,7 @@
  *                 tests/corpus/tokenizer)
  */
 #include "text/text.h"
+#include "aneforge_data.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -35,8 +36,8 @@ static void check_encoding(const af_tokenizer *t, const uint8_t *text, size_t le
     char *back;
     size_t blen;
     REQUIRE(af_tokenizer_decode(t, ids, n, &back, &blen) == AF_OK && back[blen] == 0);
-    free(back);
-    free(ids);
+    af_free(back);
+    af_free(ids);
 }
 
 static void check_tokenizer(const uint8_t *data, size_t size) {
@@ -58,7 +59,7 @@ static void check_tokenizer(const uint8_t *data, size_t size) {
 
 static void check_tokens(const uint8_t *data, size_t size) {
     int vocab = size ? 1 + data[0] * 256 : 0;
-    uint16_t *ids;
+    int32_t *ids;
     int64_t n;
     if (txt_tokens_parse(data, size, vocab, "fuzz", &ids, &n) != AF_OK) {
         REQUIRE(ids == NULL && n == 0);
@@ -66,7 +67,7 @@ static void check_tokens(const uint8_t *data, size_t size) {
     }
     REQUIRE(size % 2 == 0 && (size_t)n == size / 2);
     for (int64_t i = 0; i < n; i++) REQUIRE(vocab == 0 || ids[i] < vocab);
-    free(ids);
+    af_free(ids);
 }
 
 typedef struct {
@@ -81,7 +82,7 @@ static void replay_chunk(const uint8_t *chunk, size_t len, int64_t count, const 
     REQUIRE(count > 0);
     REQUIRE(af_tokenizer_encode(r->t, (const char *)chunk, len, AF_ENCODE_NO_PREFIX, &got, &ng) == AF_OK);
     REQUIRE(ng == n && !memcmp(got, ids, (size_t)n * sizeof *ids));
-    free(got);
+    af_free(got);
 }
 
 static void check_training(const uint8_t *data, size_t size) {
@@ -110,8 +111,8 @@ static void check_training(const uint8_t *data, size_t size) {
         REQUIRE(af_tokenizer_encode(t, docs[d], lens[d], AF_ENCODE_BOS, &ids, &n) == AF_OK);
         REQUIRE(af_tokenizer_decode(t, ids, n, &back, &blen) == AF_OK);
         REQUIRE(blen == lens[d] && !memcmp(back, docs[d], blen));
-        free(back);
-        free(ids);
+        af_free(back);
+        af_free(ids);
     }
     af_tokenizer_free(again);
     af_tokenizer_free(t);

@@ -7,6 +7,7 @@
  * directories are inputs the fuzzers found, merged in with libFuzzer's -merge=1. */
 #define _POSIX_C_SOURCE 200809L
 #include "train/ckpt.h"
+#include "aneforge_data.h"
 #include "train/trainer_io.h"
 #include "fuzz_trainer.h"
 

@@ -96,6 +96,13 @@ typedef struct af_model  af_model;
 
 /* Why the last failing call on this thread failed ("" when none did). */
 AF_API const char *af_error_message(void);
+/* Records a message (printf-style) as this thread's last error and returns st, for code
+ * that reports through the same channel as the library: an af_net callback that fails,
+ * an application's own reader (`return af_fail(AF_ERR_CORRUPT, "%s: ...", path);`). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+AF_API af_status af_fail(af_status st, const char *fmt, ...);
 
 /* Warnings and notes (a skipped step, an engine guard, the precision check) go to the
  * log function, never to a stream of the library's choosing; none is set at start, so
@@ -105,6 +112,13 @@ typedef enum { AF_LOG_INFO = 0, AF_LOG_WARN = 1 } af_log_level;
 typedef void (*af_log_fn)(af_log_level level, const char *message, void *user);
 AF_API void af_set_log(af_log_fn fn, void *user); /* fn NULL: silent */
 AF_API const char *af_status_name(af_status s);
+
+/* Memory rule: an array the library hands to the caller (its doc says "free it with
+ * af_free": .npy data, token ids, decoded text, ...) is freed with af_free, never with
+ * libc's free, so that a program whose allocator differs from the library's (another C
+ * runtime, a binding) frees it where it was allocated. NULL is fine. Objects with their
+ * own constructor are freed by their own *_free function. */
+AF_API void af_free(void *p);
 
 /* ---------------------------------------------------------------- graph */
 
@@ -249,7 +263,7 @@ AF_API af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, 
 AF_API af_tensor *af_repeat_kv_heads(af_tensor *x, int n_rep);
 
 /* ---------------------------------------------------------------- bridge ops
- * Hardware layers Apple's MIL frontend never emits (seed 004; src/ir/ops.def, the
+ * Hardware layers Apple's MIL frontend never emits (src/ir/ops.def, the
  * "bridge ops" blocks). On the CPU they are ordinary kernels; an engine target reaches
  * each through a hand-written net.plist unit, and refuses at compile time what the
  * engine's compiler refuses (the message names the limit and the fix). Index results
@@ -330,11 +344,11 @@ AF_API af_tensor *af_scaled_elementwise(af_tensor *x, af_tensor *z, af_sew_op op
  * a-z and A-Z, no repeated letter within an operand, no "..."): "ij,jk->ik", "bhqd,bhkd->bhqk",
  * "ij->ji", "ij->". The engine's native layer "nchw,nwhu->nchu" (a [N,C,H,W], b [N,W,H,U]
  * -> [N,C,H,U], in any letters of that pattern) becomes one einsum node, which lowers
- * to MIL's einsum (a single hardware layer, seed 004; not a net.plist bridge); every
+ * to MIL's einsum (a single hardware layer; not a net.plist bridge); every
  * other equation becomes reduce_sum, transpose, reshape and matmul nodes. g
  * receives the error when an operand is NULL. */
 AF_API af_tensor *af_einsum(af_graph *g, const char *equation, int n, af_tensor *const *operands);
-/* Bridge ops (seed 004): native engine layers Apple's MIL frontend never emits. On the
+/* Bridge ops: native engine layers Apple's MIL frontend never emits. On the
  * CPU they are ordinary kernels; on ane-sim and ane the graph is cut around each one and
  * it runs as its own net.plist program (af_stats.segments counts the programs).
  *
@@ -411,7 +425,9 @@ AF_API af_tensor *af_conv2d(af_tensor *x, af_tensor *w, int stride, int pad);
 AF_API af_tensor *af_mha(af_tensor *x, int heads, af_tensor *wq, af_tensor *wk, af_tensor *wv, af_tensor *wo,
                   af_tensor *bq, af_tensor *bk, af_tensor *bv, af_tensor *bo, int causal);
 
-/* ---------------------------------------------------------------- compile and run */
+/* ---------------------------------------------------------------- targets and families
+ * Where a model runs (af_compile_opts.target) and, on the engine targets, which Neural
+ * Engine family it is compiled for. */
 
 typedef enum { AF_TARGET_CPU = 0, AF_TARGET_ANE_SIM = 1, AF_TARGET_ANE = 2 } af_target;
 typedef enum { AF_PRECISION_DEFAULT = 0, AF_PRECISION_FP32 = 1, AF_PRECISION_FP16 = 2 } af_precision;
@@ -425,15 +441,32 @@ typedef enum {
     AF_FAMILY_A16 = 16     /* M4, M5 */
 } af_family_id;
 
+/* Parses "cpu", "ane-sim", "ane-sim:FAM" or "ane[:FAM]", FAM one of m1..m5 or a13..a16
+ * (case-insensitive; m4 and m5 are A16). *fam is AF_FAMILY_DEFAULT when the spec names
+ * no family. Either out pointer may be NULL. (The CLI reads $ANEFORGE_TARGET with it.) */
+AF_API af_status    af_target_parse(const char *spec, af_target *t, af_family_id *fam);
+/* The family fam stands for: itself, or for AF_FAMILY_DEFAULT the family in
+ * the hardware's (Apple Silicon), else A16. */
+AF_API af_status    af_family_resolve(af_family_id fam, af_family_id *out);
+AF_API const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
+
+/* ---------------------------------------------------------------- compile and run */
+
+
+enum { AF_DEFAULT = 0, AF_ON = 1, AF_OFF = -1 }; /* the three values of an on/off switch */
 typedef struct {
     af_target target;       /* default CPU */
     af_precision precision; /* default: fp32 on CPU, fp16 on ANE targets */
     int threads;            /* 0 = one per core */
     af_family_id family;    /* ANE targets only */
-    int via_mil;            /* ane-sim: 1 runs the program as the engine would receive it
-                             * (emitted to MIL text + weights, parsed back, executed);
-                             * 0 or -1: not (the CLI sets 1 for $ANEFORGE_SIM_VIA_MIL=1) */
-    int precision_check_off;/* ane-sim: 1 turns the near-equal subtraction check off */
+    /* On/off switches are ints with three values, so that a zeroed struct means the
+     * defaults: AF_DEFAULT (0), AF_ON (1) or AF_OFF (-1). */
+    int via_mil;            /* ane-sim: AF_ON runs the program as the engine would receive
+                             * it (emitted to MIL text + weights, parsed back, executed);
+                             * default off (the CLI sets AF_ON for $ANEFORGE_SIM_VIA_MIL=1) */
+    int precision_check;    /* ane-sim: the run-time check that flags a user subtraction of
+                             * near-equal values (af_ane_precision_flags); default on,
+                             * AF_OFF turns it off */
     struct af_sim_engine *sim_engine; /* ane-sim: the simulated engine whose program cache
                                        * and compile budget it uses; NULL = the default */
     const char *ane_framework; /* AF_TARGET_ANE: the AppleNeuralEngine framework binary to
@@ -546,7 +579,8 @@ typedef enum {
     AF_PLAN_DEVICE = 1,   /* per-param update programs; state shuttled by the host */
     AF_PLAN_RESIDENT = 2, /* one program per step; params and moments stay in the backend */
     AF_PLAN_UNROLLED = 3, /* K steps unrolled into one resident program */
-    AF_PLAN_PIPELINE = 4  /* af_net_llama only: seed 002's six kernels per layer, compiled once with
+    AF_PLAN_PIPELINE = 4  /* af_net_llama only: six kernels per layer (the attention and FFN
+                           * halves, forward and backward), compiled once with
                            * weights as inputs; embedding, RMSNorm backward, dW and Adam on the host */
 } af_plan;
 
@@ -567,7 +601,7 @@ typedef struct {
     int unroll;              /* K for AF_PLAN_UNROLLED (default 8) */
     int shuttle_state;       /* AF_PLAN_UNROLLED (and AF_PLAN_RESIDENT, its K = 1 case): 1 feeds
                               * params and moments in and reads them
-                              * back around every K-step block (seed 000's resident=False);
+                              * back around every K-step block;
                               * 0 keeps them resident in the program (default) */
     int batch;               /* minibatch size (default 128) */
     int eval_batch;          /* batch of the evaluation program (default 500) */
@@ -655,6 +689,47 @@ AF_API af_status   af_trainer_save(af_trainer *t, const char *path);
 AF_API af_status   af_trainer_load(af_trainer *t, const char *path);
 /* Costs accumulated over all steps so far (compiles include the initial ones). */
 AF_API void        af_trainer_stats(const af_trainer *t, af_stats *out);
+/* Where the trainer's wall time went, in seconds over all calls so far:
+ * AF_PHASE_STEP the step programs (forward and backward; on the resident and unrolled
+ * plans the one step program, optimizer included), AF_PHASE_OPTIMIZER the update (host
+ * update or update programs), AF_PHASE_COMPILE compiling. */
+enum { AF_PHASE_STEP = 0, AF_PHASE_OPTIMIZER = 1, AF_PHASE_COMPILE = 2, AF_NPHASES = 3 };
+AF_API void        af_trainer_phase_seconds(const af_trainer *t, double out[AF_NPHASES]);
+/* The loss scale the next step uses (the dynamic scale as it stands). */
+AF_API float       af_trainer_loss_scale(const af_trainer *t);
+/* Where this trainer's steps compute loss and accuracy (af_step_info.metric_source). */
+AF_API af_metric_source af_trainer_metric_source(const af_trainer *t);
+
+/* Checkpoints with records of the caller's own. af_trainer_save writes the trainer's
+ * records (weights, optimizer state, step, loss scale) as one checkpoint file: named
+ * records, checksummed, written whole or not at all. To keep records of its own beside
+ * them (where its data loader stands, its generator's state), an application builds the
+ * checkpoint itself: af_checkpoint_new, af_trainer_export, its own records under a
+ * prefix of its own (e.g. "app."), af_checkpoint_save; and back: af_checkpoint_load, its
+ * records, af_trainer_import. Files are untrusted: loading checks the checksum and every
+ * record's bounds, and import checks every array against the trainer's shapes. */
+typedef struct af_checkpoint af_checkpoint;
+AF_API af_checkpoint *af_checkpoint_new(void);                    /* NULL when out of memory */
+AF_API void        af_checkpoint_free(af_checkpoint *c);          /* NULL is fine */
+AF_API af_status   af_checkpoint_save(const af_checkpoint *c, const char *path);
+AF_API af_status   af_checkpoint_load(const char *path, af_checkpoint **out); /* *out: free with af_checkpoint_free */
+/* Records: a name (a non-empty string of at most 255 bytes, unique in the checkpoint)
+ * and bytes, copied. */
+AF_API af_status   af_checkpoint_put(af_checkpoint *c, const char *name, const void *data, int64_t bytes);
+AF_API af_status   af_checkpoint_put_i64(af_checkpoint *c, const char *name, int64_t v);
+AF_API af_status   af_checkpoint_put_str(af_checkpoint *c, const char *name, const char *s);
+/* A record's bytes (owned by c; *bytes, may be NULL, gets their count), or NULL with
+ * the error set when c has none by that name. */
+AF_API const void *af_checkpoint_get(const af_checkpoint *c, const char *name, int64_t *bytes);
+/* AF_ERR_CORRUPT naming the record when it is missing or not one int64. */
+AF_API af_status   af_checkpoint_get_i64(const af_checkpoint *c, const char *name, int64_t *v);
+/* A string record (owned by c), or NULL when missing or not a string. */
+AF_API const char *af_checkpoint_get_str(const af_checkpoint *c, const char *name);
+/* The trainer's records into c / its state from c's records (what af_trainer_save and
+ * af_trainer_load write and read). */
+AF_API af_status   af_trainer_export(af_trainer *t, af_checkpoint *c);
+AF_API af_status   af_trainer_import(af_trainer *t, const af_checkpoint *c);
+
 /* The plans by name, as the library's registry lists them: af_plan_name spells one
  * ("host", "device", ...; "?" for no plan); af_plan_parse reads one into *out, or
  * returns AF_ERR_INVALID naming the plans there are. */
@@ -692,123 +767,67 @@ AF_API af_status af_adam_step(int n, af_tensor *const *w, af_tensor *const *grad
  * its bias correction folded in. */
 AF_API float af_adam_lr_t(float lr, float beta1, float beta2, int64_t t);
 
-/* ---------------------------------------------------------------- data (src/data) */
+/* ---------------------------------------------------------------- the Neural Engine runtime (src/ane/darwin)
+ * Diagnostics for AF_TARGET_ANE (what `aneforge doctor` checks): which framework is
+ * loaded, what the machine says about its engine, and the compile budget. A model on
+ * the ane target loads the framework by itself (af_compile_opts.ane_framework). */
 
-/* A dataset holds its samples in memory (the files are read whole and closed): the
- * caller frees it with af_dataset_free; arrays it returns live as long as it. */
-typedef struct af_dataset af_dataset;
-typedef enum { AF_DATA_MNIST, AF_DATA_FASHION, AF_DATA_CIFAR10 } af_dataset_kind;
+/* The AppleNeuralEngine framework binary loaded when none is named. */
+AF_API const char *af_ane_system_framework(void);
+/* Loads the framework (path, or NULL for the system's) once per process; a failure
+ * names the path and why it would not load (missing, not macOS, a symbol it lacks). */
+AF_API af_status af_ane_open(const char *framework_path);
+typedef struct {
+    char chip[128];           /* the CPU brand ("Apple M1 Pro"); "" where there is none */
+    char model[64];           /* the machine model ("MacBookPro18,3"); "" where there is none */
+    char subtype[32];         /* the engine's subtype ("h13", "h16"); "" when unknown or before af_ane_open */
+    af_family_id family;      /* from the subtype, else from the chip; AF_FAMILY_DEFAULT if neither tells */
+    const char *family_chips; /* the chips of that family ("M1"), or NULL when the family is unknown */
+    int64_t compiles;         /* real compiles in this process so far */
+    int64_t compile_budget;   /* the most this process compiles before refusing (below the daemon's limit) */
+} af_ane_device;
+/* Fills *out. Works without af_ane_open (subtype then stays ""). */
+AF_API af_status af_ane_device_info(af_ane_device *out);
 
-/* Loads the train (train != 0) or test split of `kind` from dir (NULL = "./data").
- * Files are looked up in <dir>/mnist/, <dir>/fashion/ or <dir>/cifar10/ (MNIST names
- * train-images-idx3-ubyte ...; CIFAR data_batch_1..5.bin / test_batch.bin). Also checks
- * the sizes (at most 60000/10000 at 28x28: a subset is fine; 50000/10000 at 3x32x32). NULL on error; a
- * missing file's message says which `aneforge data fetch` to run. */
-AF_API af_dataset *af_dataset_load(af_dataset_kind kind, const char *dir, int train);
-/* From explicit files: IDX images (magic 0x803, [n,h,w] ubyte) and labels (0x801, [n]).
- * Any n > 0 and h, w > 0; counts must match and labels must be < 10. */
-AF_API af_dataset *af_dataset_load_idx(const char *images_path, const char *labels_path);
-/* From CIFAR-10 binary files, concatenated in order: each record is 1 label byte then
- * 3072 pixel bytes (R, G, B planes of 32x32). Each file must hold >= 1 whole record. */
-AF_API af_dataset *af_dataset_load_cifar(int nfiles, const char *const *paths);
+/* ---------------------------------------------------------------- the CPU backend's machine (src/cpu)
+ * What the CPU backend found on this machine, and its GEMM and thread pool called
+ * directly: for benchmarks that compare the executor with the machine's peak, and for
+ * bug reports (`aneforge --version`). */
+typedef struct {
+    const char *model;       /* the CPU's model name, or "unknown" */
+    const char *features;    /* the vector features present, space-separated ("avx512f avx2 fma"), or "none" */
+    int cores;               /* what "one thread per core" means here */
+    const char *gemm_path;   /* what a product runs on: "avx512", "avx2", "neon", "portable", "accelerate"
+                              * or "openblas" with the core it picked ("openblas Cooperlake") */
+    const char *gemm_kernel; /* the packed micro-kernel chosen from the CPU's features */
+    int gemm_mr, gemm_nr;    /* its register tile, rows x columns */
+    const char *blas;        /* the BLAS library this build may send products to ("openblas",
+                              * "accelerate"), or NULL */
+    int blas_available;      /* 1 when that library is present (OpenBLAS is opened at run time) */
+} af_cpu_info;
+/* Fills *out; the strings are the library's, valid for the program's life. */
+AF_API void af_cpu_info_get(af_cpu_info *out);
 
-AF_API int64_t af_dataset_count(const af_dataset *d);                        /* samples; 0 for NULL */
-AF_API void    af_dataset_sample_shape(const af_dataset *d, int *c, int *h, int *w); /* 1x28x28, 3x32x32 */
-AF_API int     af_dataset_classes(const af_dataset *d);                      /* 10 */
-AF_API const uint8_t *af_dataset_labels(const af_dataset *d);                /* count entries, owned by d */
-/* Writes samples idx[0..n) as floats scaled to [0,1] (pixel / 255, CHW order) into x
- * ([n, c*h*w]) and one-hot rows [n, classes] into onehot; either may be NULL. n = 0 does
- * nothing. AF_ERR_INVALID (af_error_message says why) for a NULL dataset or idx with
- * n > 0, a negative n, or an idx outside [0, count): every other row is still written,
- * and each out-of-range row is all zeros. */
-AF_API af_status af_dataset_batch(const af_dataset *d, int n, const int64_t *idx, float *x, float *onehot);
-AF_API void af_dataset_free(af_dataset *d);                                  /* NULL is fine */
+/* A pool of worker threads (threads <= 0: one per core); NULL when out of memory. */
+typedef struct af_thread_pool af_thread_pool;
+typedef void (*af_range_fn)(void *ctx, int64_t begin, int64_t end);
+AF_API af_thread_pool *af_thread_pool_new(int threads);
+AF_API void af_thread_pool_free(af_thread_pool *p); /* NULL is fine */
+/* Splits [0, n) into ranges of at least min_chunk and runs fn on them over the pool (on
+ * the calling thread alone when p is NULL); returns when all are done. */
+AF_API void af_thread_pool_for(af_thread_pool *p, int64_t n, int64_t min_chunk, af_range_fn fn, void *ctx);
 
-
-/* ---------------------------------------------------------------- npy
- * NumPy .npy v1.0 / v2.0, little-endian C order, descr '<f4' or '<f2' (read) and '<f4'
- * (write). The header dict must hold exactly descr, fortran_order: False and a shape
- * tuple of rank <= AF_MAX_RANK, like every af_shape (a file of higher rank is rejected
- * with AF_ERR_UNSUPPORTED: reshape it in NumPy first); anything else is rejected with a
- * message. */
-
-/* On success *data is a malloc'd array of prod(dims) floats (fp16 widened exactly) that
- * the caller frees with free(); *rank and dims[0..rank) describe it (rank 0 = scalar),
- * so af_shape_make(*rank, dims) is its shape. On failure *data is NULL and *rank 0. */
-AF_API af_status af_npy_read(const char *path, float **data, int *rank, int64_t dims[AF_MAX_RANK]);
-/* The element types af_npy_read_typed reads: descrs '<f4', '<f2', '<f8', '|b1', '|i1',
- * '|u1', '<i2', '<u2', '<i4', '<u4', '<i8', '<u8' (one-byte ones also as '<b1' ...). */
-typedef enum {
-    AF_NPY_F32, AF_NPY_F16, AF_NPY_F64, AF_NPY_BOOL, AF_NPY_I8, AF_NPY_U8,
-    AF_NPY_I16, AF_NPY_U16, AF_NPY_I32, AF_NPY_U32, AF_NPY_I64, AF_NPY_U64
-} af_npy_dtype;
-/* As af_npy_read, with the same strict header rules, for any of those element types:
- * *data is a malloc'd array of prod(dims) doubles (exact for every type except 64-bit
- * integers beyond 2^53, which round), *dtype the file's type. A bool byte other than 0
- * or 1 is AF_ERR_CORRUPT. */
-AF_API af_status af_npy_read_typed(const char *path, double **data, int *rank, int64_t dims[AF_MAX_RANK],
-                                   af_npy_dtype *dtype);
-/* Writes a v1.0 '<f4' file; rank 0..AF_MAX_RANK, dims >= 0. A failed write removes the
- * file. */
-AF_API af_status af_npy_write(const char *path, const float *data, int rank, const int64_t *dims);
-
-/* ---------------------------------------------------------------- text and tokens (src/text)
- * Tokenizers in llama2.c's tokenizer.bin format: int32 max_token_length, then per token
- * a float32 score, an int32 length and the bytes (little-endian; the file ends after the
- * last token). Ids 0, 1, 2 are <unk>, <s> (BOS) and </s> (EOS); 3..258 the byte tokens
- * <0x00>..<0xFF>. Any llama2.c tokenizer.bin loads, Llama 2's own included.
- *
- * Encoding is llama2.c run.c's: an optional BOS; a " " token before non-empty text (the
- * dummy prefix); each UTF-8 code point as its token, or as byte tokens (byte + 3) when it
- * has none; then, repeatedly, the adjacent pair whose concatenation is the token with
- * the highest score (above -1e10; the leftmost on ties) becomes that token; an optional
- * EOS. Decoding a token after BOS drops its leading space, and a "<0xXX>" token is the
- * byte XX. A tokenizer is read-only once made: any number of threads may use one. */
-typedef struct af_tokenizer af_tokenizer;
-enum { AF_TOKEN_UNK = 0, AF_TOKEN_BOS = 1, AF_TOKEN_EOS = 2 };
-enum {
-    AF_ENCODE_BOS = 1,       /* start with BOS */
-    AF_ENCODE_EOS = 2,       /* end with EOS */
-    AF_ENCODE_NO_PREFIX = 4  /* no dummy-prefix " " (run.c always adds it) */
-};
-
-/* NULL on error (af_error_message says what is wrong with the file). Free with
- * af_tokenizer_free. */
-AF_API af_tokenizer *af_tokenizer_load(const char *path);
-AF_API af_status     af_tokenizer_save(const af_tokenizer *t, const char *path);
-/* 259 tokens: the specials and one per byte (printable ASCII spelled as itself, the rest
- * <0xXX>); byte b encodes as b + 3 whichever way it is spelled. */
-AF_API af_tokenizer *af_tokenizer_byte_level(void);
-/* Learns a BPE vocabulary of at most vocab_size tokens (260..65536) from ndocs documents
- * (docs[i] is lens[i] bytes, any bytes): the specials and byte tokens, the learnt merges
- * scored -1, -2, ... in the order learnt, then the documents' characters, so that
- * encoding replays the merges. Training stops early when no pair occurs twice. */
-AF_API af_tokenizer *af_tokenizer_train(int64_t ndocs, const char *const *docs, const size_t *lens, int vocab_size);
-AF_API int           af_tokenizer_vocab_size(const af_tokenizer *t);   /* 0 for NULL */
-/* Token id's bytes (NUL-terminated, owned by t), its length and score; NULL when id is
- * out of range. */
-AF_API const char   *af_tokenizer_token(const af_tokenizer *t, int id, size_t *len, float *score);
-/* Encodes text[0..len) (any bytes) into a malloc'd array of *n ids the caller frees with
- * free(). flags: AF_ENCODE_*. */
-AF_API af_status     af_tokenizer_encode(const af_tokenizer *t, const char *text, size_t len, unsigned flags,
-                                         int32_t **tokens, int64_t *n);
-/* run.c's decode of one token that follows `prev` (-1: none): its bytes (*len of them,
- * owned by t), or NULL for an id out of range. A byte token gives its one byte (even
- * 0x00, which run.c, printing C strings, drops). */
-AF_API const char   *af_tokenizer_decode_piece(const af_tokenizer *t, int prev, int token, size_t *len);
-/* Decodes n ids into a malloc'd, NUL-terminated string of *len bytes (free with free()):
- * each id's piece after the id before it; BOS and EOS add nothing. decode(encode(text,
- * AF_ENCODE_BOS)) gives text back, unless text spells a token's name ("<0x41>") that
- * merges whole: run.c's format cannot tell that token from the byte. */
-AF_API af_status     af_tokenizer_decode(const af_tokenizer *t, const int32_t *tokens, int64_t n, char **text,
-                                         size_t *len);
-AF_API void          af_tokenizer_free(af_tokenizer *t);                /* NULL is fine */
-
-/* Token files (llama2.c's and TinyStories' .bin): uint16 ids, little-endian, no header.
- * Reading gives a malloc'd array of *n ids (free with free()); vocab_size > 0 rejects any
- * id >= vocab_size. A failed write removes the file. */
-AF_API af_status af_tokens_read(const char *path, int vocab_size, uint16_t **tokens, int64_t *n);
-AF_API af_status af_tokens_write(const char *path, const uint16_t *tokens, int64_t n);
+/* Row-major C = alpha * op(A) @ op(B) + beta * C, op(A) [M, K], op(B) [K, N], C [M, N],
+ * op transposing when ta / tb is set, split over p (NULL: the calling thread).
+ * AF_GEMM_KERNEL runs the packed micro-kernel af_cpu_info names; AF_GEMM_BLAS the linked
+ * BLAS (AF_ERR_UNSUPPORTED when there is none or the sizes exceed its ints). */
+typedef enum { AF_GEMM_KERNEL = 0, AF_GEMM_BLAS = 1 } af_gemm_impl;
+AF_API af_status af_sgemm(af_gemm_impl impl, af_thread_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                          int64_t ldc);
+/* Tells the BLAS library how many threads to use (nothing without one); af_compile sets
+ * it from af_compile_opts.threads. */
+AF_API void af_blas_set_threads(int threads);
 
 /* ---------------------------------------------------------------- fp16 helpers */
 
@@ -846,8 +865,34 @@ typedef struct {
 } af_op_desc;
 /* Fills *out with row op (0 .. af_op_count() - 1); AF_ERR_INVALID for another op. */
 AF_API af_status   af_op_info(int op, af_op_desc *out);
+/* The row called name, or -1. */
+AF_API int         af_op_find(const char *name);
+/* The name of op's source k, as af_op_desc.ports spells it: a variadic op's last port
+ * numbered ("x0", "x1", ...), an optional one without its "?". Written to buf (n bytes);
+ * NULL when op has no source k. */
+AF_API const char *af_op_port(int op, int k, char *buf, size_t n);
+/* Builds one node of op (not a leaf) in the sources' graph from nsrc sources and
+ * attributes written as text, each "key=value" in the type af_op_desc gives it (lists
+ * comma-separated; the rest take their defaults), with the op's builder's own defaults
+ * (af_sdpa's scale 0 = 1/sqrt(d), af_dynamic_slice's start read exactly). A bad
+ * attribute (unknown key, value not of its type) is AF_ERR_INVALID with *bad_attr (may
+ * be NULL) set to its index and the message saying why; a node the builder refuses (a
+ * shape, a source count) is AF_ERR_INVALID with the graph's error (af_graph_error) as the
+ * message, *bad_attr -1. *out is the node, or NULL. */
+AF_API af_status   af_op_build(int op, int nsrc, af_tensor *const *src, int nattrs, const char *const *attrs,
+                               af_tensor **out, int *bad_attr);
+/* What each layer of the library provides for op (as `aneforge ops` prints it). */
+typedef struct {
+    int cpu_kernel;          /* the CPU backend has its kernel (fp32 and fp16 storage), or it is a leaf */
+    const char *vjp;         /* its gradient: "yes", "zero" (piecewise constant), "none" (made only in
+                              * backward graphs), "leaf", or "MISSING" */
+    const char *mil;         /* how it lowers to MIL, or NULL */
+    const char *bridge_unit; /* a bridge op's net.plist unit Type, or NULL */
+    const char *engine_restrictions; /* what the engine targets refuse of it, or NULL */
+} af_op_support;
+AF_API af_status   af_op_support_info(int op, af_op_support *out);
 
-/* ---------------------------------------------------------------- MIL (src/ane)
+/* ---------------------------------------------------------------- MIL (src/mil)
  * Apple's Model Intermediate Language: the program text the Neural Engine compiler
  * takes, plus its MILBlob weight file. */
 
@@ -870,7 +915,50 @@ AF_API af_status af_mil_emit(af_graph *g, int nin, af_tensor *const *in, int nou
 AF_API af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
                       int *nout, af_tensor ***out);
 
-/* ---------------------------------------------------------------- ane-sim (src/ane)
+/* A MIL program read with everything a runner needs beside its graph: the function to
+ * read (NULL: main, or the only one), each argument's and result's MIL name and declared
+ * dtype ("fp16", "int32", "bool", ...), and the gather/scatter indices known only at run
+ * time. The graph treats an index outside its axis as no position (a row of zeros, a
+ * dropped update), so a runner checks those values: compile the check's tensor as an
+ * extra output (or, when it is an argument, take the fed values) and pass them to
+ * af_mil_check_indices. Files are untrusted, as for af_mil_load. On failure *out is NULL.
+ * Close with af_mil_close, which drops the program's reference to its graph: models
+ * compiled from it keep working. */
+typedef struct af_mil_program af_mil_program;
+AF_API af_status af_mil_open(const char *mil_path, const char *weights_dir, const char *function, af_mil_program **out);
+AF_API void      af_mil_close(af_mil_program *p); /* NULL is fine */
+AF_API af_graph *af_mil_graph(const af_mil_program *p);
+AF_API int       af_mil_num_args(const af_mil_program *p);
+AF_API int       af_mil_num_results(const af_mil_program *p);
+/* Argument / result i (NULL when out of range) with its MIL name and declared dtype
+ * (owned by the program; either out pointer may be NULL). */
+AF_API af_tensor *af_mil_arg(const af_mil_program *p, int i, const char **name, const char **dtype);
+AF_API af_tensor *af_mil_result(const af_mil_program *p, int i, const char **name, const char **dtype);
+/* The run-time index checks: how many, check i's indices tensor (in the program's graph),
+ * and the check of the count(shape) values those indices took in a run: AF_ERR_INVALID
+ * naming the file, line, op and the first index outside its range. */
+AF_API int        af_mil_num_index_checks(const af_mil_program *p);
+AF_API af_tensor *af_mil_index_tensor(const af_mil_program *p, int i);
+AF_API af_status  af_mil_check_indices(const af_mil_program *p, int i, const float *values);
+
+/* Core ML's MIL op set (iOS 15..18): op i's name, NULL past the last; *read (may be
+ * NULL) says whether af_mil_load and af_mil_open read it. */
+AF_API const char *af_mil_coreml_op(int i, int *read);
+
+/* Built-in programs (what `aneforge mil emit NAME` writes and the golden tests pin): a
+ * graph with its inputs and outputs; the caller frees g with af_graph_free. */
+#define AF_MIL_SAMPLE_MAX_PORTS 16
+typedef struct {
+    af_graph *g;
+    int nin, nout;
+    af_tensor *in[AF_MIL_SAMPLE_MAX_PORTS], *out[AF_MIL_SAMPLE_MAX_PORTS];
+} af_mil_sample;
+/* Sample i's name ("mlp-step", "conv", "attention", "llama-fwdAttn", ...); NULL past the last. */
+AF_API const char *af_mil_sample_name(int i);
+/* Builds the sample called name into *out; AF_ERR_INVALID, listing the names, for another. */
+AF_API af_status   af_mil_sample_build(const char *name, af_mil_sample *out);
+
+/* ---------------------------------------------------------------- ane-sim (src/sim)
  * The simulated Neural Engine, AF_TARGET_ANE_SIM: the CPU kernels in fp16 storage plus
  * each family's compiler walls (af_compile fails with a message naming the wall and its
  * remedy), limits and numerics (matmul/conv +-inf beyond +-32752, fp16 reduce_sum, the
@@ -879,14 +967,6 @@ AF_API af_status af_mil_load(const char *mil_path, const char *weights_dir, af_g
  * still accepts fp32 host buffers and rounds them, and parameters keep their fp32
  * master on the host and are fed as fp16. */
 
-/* Parses "cpu", "ane-sim", "ane-sim:FAM" or "ane[:FAM]", FAM one of m1..m5 or a13..a16
- * (case-insensitive; m4 and m5 are A16). *fam is AF_FAMILY_DEFAULT when the spec names
- * no family. Either out pointer may be NULL. (The CLI reads $ANEFORGE_TARGET with it.) */
-AF_API af_status    af_target_parse(const char *spec, af_target *t, af_family_id *fam);
-/* The family fam stands for: itself, or for AF_FAMILY_DEFAULT the family in
- * the hardware's (Apple Silicon), else A16. */
-AF_API af_status    af_family_resolve(af_family_id fam, af_family_id *out);
-AF_API const char  *af_family_name_of(af_family_id fam);        /* "A13".."A16" (DEFAULT resolved), "?" */
 /* The family af_compile compiles for under o (NULL: the defaults): AF_FAMILY_DEFAULT on
  * the cpu target; on ane the device's (loading the framework; a family o names must be
  * the device's); on ane-sim o's family resolved. Resolve it once and pass it on, so
@@ -926,7 +1006,7 @@ AF_API void af_ane_budget_set_limits(af_sim_engine *e, int compile_limit, int lo
 AF_API void af_ane_budget_reset(af_sim_engine *e);
 
 /* User subtractions of near-equal values flagged so far by the run-time precision
- * check (once per node, also reported through the log; off with precision_check_off).
+ * check (once per node, also reported through the log; off with precision_check = AF_OFF).
  * The library's own vouched training kernels are not checked. */
 AF_API int64_t af_ane_precision_flags(void);
 
@@ -935,136 +1015,6 @@ AF_API int64_t af_ane_precision_flags(void);
  * bandwidth, from published calibrations (M1: 3.25 TFLOP/s, 9 GB/s, 220 us; M5: 8.9
  * TFLOP/s, 57 GB/s, 110 us; A14/A15 interpolated). host_flops are not included. */
 AF_API double af_ane_estimate_us(af_family_id fam, const af_stats *s);
-
-/* ---------------------------------------------------------------- llama2.c models (src/llama)
- * Llama 2 models in the layout of Karpathy's llama2.c: its config, its weight order, its
- * model files (export.py's version 0 and version 1, fp32), an fp32 host forward with a
- * KV cache and run.c's sampler, so a seed gives run.c's choices. */
-
-typedef struct {
-    int dim;               /* model width; n_heads * head size (head size even) */
-    int hidden_dim;        /* SwiGLU FFN width */
-    int n_layers;
-    int n_heads;           /* query heads */
-    int n_kv_heads;        /* key/value heads; each serves n_heads / n_kv_heads consecutive query heads */
-    int vocab_size;
-    int seq_len;           /* the longest sequence (KV cache positions) */
-    int shared_classifier; /* 1: the classifier is the token embedding (tied) */
-} af_llama_config;
-
-/* Fills *out with a preset ("tiny": 64 wide, 2 layers, 4 heads, 2 KV heads, hidden 172,
- * seq 128; "stories15m": 288, 6, 6, 768, 256; "stories42m": 512, 8, 8, 1376, 1024;
- * "stories110m": 768, 12, 12, 2048, 1024; KV heads = heads unless said), the given vocab
- * size (from the tokenizer) and a shared classifier. */
-AF_API af_status af_llama_preset(const char *name, int vocab_size, af_llama_config *out);
-/* AF_OK, or AF_ERR_INVALID with a message naming the bad field and the rule it breaks. */
-AF_API af_status af_llama_config_check(const af_llama_config *c);
-/* Floats in the weights of c (the classifier counted only when not shared); -1 if c is invalid. */
-AF_API int64_t af_llama_weight_count(const af_llama_config *c);
-
-/* The weights are one float array in llama2.c's (run.c's) order, each tensor [rows, cols]
- * row-major as PyTorch's nn.Linear keeps it ([out, in]), the per-layer tensors stacked
- * over layers: token embedding [vocab, dim], rms_att [L][dim], wq [L][dim, dim],
- * wk [L][kv_dim, dim], wv [L][kv_dim, dim], wo [L][dim, dim], rms_ffn [L][dim],
- * w1 [L][hidden, dim], w2 [L][dim, hidden], w3 [L][hidden, dim], rms_final [dim], then
- * the classifier [vocab, dim] unless shared (kv_dim = dim * n_kv_heads / n_heads). */
-typedef enum {
-    AF_LLAMA_TOKEN_EMBEDDING = 0, AF_LLAMA_RMS_ATT, AF_LLAMA_WQ, AF_LLAMA_WK, AF_LLAMA_WV, AF_LLAMA_WO,
-    AF_LLAMA_RMS_FFN, AF_LLAMA_W1, AF_LLAMA_W2, AF_LLAMA_W3, AF_LLAMA_RMS_FINAL, AF_LLAMA_CLASSIFIER
-} af_llama_tensor;
-/* Where tensor t of `layer` (ignored for the three unlayered ones) lies in the array:
- * *offset in floats and its [*rows, *cols]. A shared classifier is the embedding. Any
- * out pointer may be NULL. */
-AF_API af_status af_llama_tensor_at(const af_llama_config *c, af_llama_tensor t, int layer, int64_t *offset,
-                                    int *rows, int *cols);
-AF_API const char *af_llama_tensor_name(af_llama_tensor t); /* "wq", ...; "?" when out of range */
-
-/* A config and its weights; the caller frees it with af_llama_weights_free. */
-typedef struct af_llama_weights af_llama_weights;
-/* Zero weights for c (NULL with a message if c is invalid or memory runs out). */
-AF_API af_llama_weights *af_llama_weights_new(const af_llama_config *c);
-AF_API void af_llama_weights_free(af_llama_weights *w); /* NULL is fine */
-AF_API const af_llama_config *af_llama_weights_config(const af_llama_weights *w);
-/* The af_llama_weight_count floats, in the order above; owned by w. */
-AF_API float *af_llama_weights_data(af_llama_weights *w);
-
-/* Reads a llama2.c model file written by its export.py: version 0 (a 7-int header, a
- * negative vocab size for an unshared classifier, fp32 weights, the legacy freq_cis
- * blocks, which are skipped) or version 1 (magic "ak42", version, the 7 ints and a shared
- * flag in a 256-byte header, fp32 weights). *version (may be NULL) says which it was.
- * Files are untrusted: every field, the file size and the weights' finiteness are
- * checked, and a failure names what is wrong. NULL on error. */
-AF_API af_llama_weights *af_llama_load(const char *path, int *version);
-/* Writes w as version 0 (what llama2.c's run.c reads; the freq_cis blocks hold cos and
- * sin of RoPE's angles) or version 1. The file is written beside path and renamed into
- * place, so a failed write leaves no partial file. */
-AF_API af_status af_llama_save(const af_llama_weights *w, const char *path, int version);
-
-/* A generator: the forward pass of run.c (RMSNorm eps 1e-5, RoPE on pairs (2i, 2i+1) with
- * theta 10000, grouped KV heads, SwiGLU) one token at a time with a KV cache, in fp32 on
- * the host, with run.c's arithmetic in run.c's order: its logits are run.c's bit for bit
- * (where the two are compiled alike), so with the sampler below a seed gives run.c's
- * tokens. The thread count never changes a result. It borrows w, which must outlive it;
- * threads 0 = one per core. Used by one thread at a time. */
-typedef struct af_llama_gen af_llama_gen;
-AF_API af_llama_gen *af_llama_gen_new(const af_llama_weights *w, int threads);
-AF_API void af_llama_gen_free(af_llama_gen *g); /* NULL is fine */
-/* Runs token at the next position (0, 1, ... up to seq_len - 1) and keeps its keys and
- * values; a token outside [0, vocab) or a full cache is AF_ERR_INVALID. */
-AF_API af_status af_llama_gen_feed(af_llama_gen *g, int token);
-/* The vocab_size logits for the next token after the last feed (NULL before any); owned
- * by g, valid until the next feed or reset. */
-AF_API const float *af_llama_gen_logits(const af_llama_gen *g);
-AF_API int af_llama_gen_pos(const af_llama_gen *g);  /* tokens fed since the start or reset */
-AF_API void af_llama_gen_reset(af_llama_gen *g);     /* forget the sequence; back to position 0 */
-
-/* run.c's sampler: temperature 0 takes the argmax (the first on ties); otherwise softmax
- * of logits / temperature, then with 0 < top_p < 1 nucleus sampling by run.c's rule
- * (candidates >= (1 - top_p) / (n - 1), sorted by probability, ties by lower id, cut
- * where the sum first exceeds top_p), else sampling from all; the coin is run.c's xorshift
- * random_f32, so a seed gives run.c's tokens. seed must not be 0 (xorshift's fixed
- * point); temperature >= 0; top_p in [0, 1]. Used by one thread at a time. */
-typedef struct af_llama_sampler af_llama_sampler;
-AF_API af_llama_sampler *af_llama_sampler_new(int vocab_size, float temperature, float top_p, uint64_t seed);
-AF_API void af_llama_sampler_free(af_llama_sampler *s); /* NULL is fine */
-/* The next token for vocab_size logits (not modified); -1 with AF_ERR_NUMERIC on a
- * non-finite logit, AF_ERR_INVALID on NULL. */
-AF_API int af_llama_sample(af_llama_sampler *s, const float *logits);
-
-/* ---------------------------------------------------------------- the trainable llama model
- * llama2.c's model.py as a graph (src/nn/llama.c): token embedding; per layer RMSNorm
- * (eps 1e-5), q, k, v projections, RoPE (af_rope, theta 10000), grouped KV heads, causal
- * softmax attention scaled by 1/sqrt(head_size), the output projection and a residual,
- * then RMSNorm, the SwiGLU FFN w2(silu(w1 x) * w3 x) and a residual; a final RMSNorm and
- * the classifier (the token embedding when shared). Its params are llama2.c's tensors,
- * one per layer, in llama2.c's order: token_embedding, rms_att[0..L-1], wq[..], wk[..],
- * wv[..], wo[..], rms_ffn[..], w1[..], w2[..], w3[..], rms_final, then the classifier
- * unless shared; matrices [out, in] as in the file, norms [dim]. The embedding is a gather
- * on a graph told it runs on the CPU (af_graph_set_target; trainers tell theirs), else a
- * one-hot matmul for a vocab <= 2048 (the engine has no scatter for the gather's
- * gradient; ids beyond 2048 are not exact in fp16, so a larger vocab keeps the gather). */
-
-/* 9 * n_layers + 2 (+ 1 for a separate classifier), or -1 when c is NULL or has no layers. */
-AF_API int af_llama_param_count(const af_llama_config *c);
-/* Logits [B, T, vocab] for token ids tokens [B, T] (whole numbers as floats, T <= seq_len
- * is the caller's business) from the af_llama_param_count params (in tokens' graph). */
-AF_API af_tensor *af_llama(const af_llama_config *c, af_tensor *tokens, af_tensor *const *params);
-/* Param i: where its values lie in af_llama_weights_data (*offset, floats), its shape
- * and its tensor's name ("wq", ...). Out pointers may be NULL. */
-AF_API af_status af_llama_param_at(const af_llama_config *c, int i, int64_t *offset, af_shape *shape, const char **name);
-/* Creates the params in g initialised from w ("token_embedding", "layers.<l>.wq", ...),
- * writes them to params (room for max) and returns how many, or -1. */
-AF_API int af_llama_params_new(af_graph *g, const af_llama_weights *w, af_tensor **params, int max);
-/* Copies param i's values (count(shape) floats) into w, e.g. from af_trainer_read_param,
- * so trained models export with af_llama_save. */
-AF_API af_status af_llama_weights_set_param(af_llama_weights *w, int i, const float *values);
-/* Copies the master values (af_tensor_value) of all n params into w. */
-AF_API af_status af_llama_weights_from_params(af_llama_weights *w, af_tensor *const *params, int n);
-/* af_llama for the trainer (objective AF_OBJ_CUSTOM): samples are seq token ids
- * (seq <= the config's seq_len), the output is the logits flattened to [B, seq * vocab],
- * and the loss is the mean cross-entropy per token against one-hot targets [B, seq * vocab]
- * (row t: the token after position t). Starts from a copy of init; release with af_net_free. */
-AF_API af_net af_net_llama(const af_llama_weights *init, int seq);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -39,6 +39,10 @@ AF_API af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, in
 AF_API af_status af_coreml_export_net(const af_net *net, int batch, const float *const *weights,
                                       const af_coreml_opts *o, const char *path);
 
+/* A Core ML package (or .mlmodel) read as a MIL program (aneforge.h's af_mil_open
+ * family: its graph, named arguments and results, run-time index checks); function NULL
+ * = "main" or the only one. *out: close with af_mil_close. */
+AF_API af_status af_coreml_open(const char *path, const char *function, af_mil_program **out);
 /* Reads the mlProgram of the package `path` (or of a bare model.mlmodel file, whose
  * weights/ folder sits beside it) into a new graph, like af_mil_load: *in are the main
  * function's arguments (af_input nodes named as in the program), *out its results, both

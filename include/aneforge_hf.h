@@ -6,6 +6,7 @@
 #ifndef ANEFORGE_HF_H
 #define ANEFORGE_HF_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,17 @@ AF_API af_net       af_net_hf(const af_hf_model *m, int seq);
 /* Writes dir/config.json and dir/model.safetensors (F32), creating dir if needed, so
  * transformers' from_pretrained(dir) loads it. */
 AF_API af_status    af_hf_save(const af_hf_model *m, const char *dir);
+
+/* One tensor for af_safetensors_write: fp32 values in row-major order, rank 0..8. */
+typedef struct {
+    const char *name;
+    int rank;
+    int64_t shape[8];
+    const float *data;
+} af_safetensor;
+/* Writes n tensors as one safetensors file of F32 tensors (written whole: a temporary,
+ * then renamed), with __metadata__ {"format": "pt"}. */
+AF_API af_status    af_safetensors_write(const char *path, int n, const af_safetensor *t);
 /* LoRA in PEFT's layout: adapters A [rank, in] and B [out, rank] on the projections named
  * in targets ("q,k,v,o,gate,up,down", or PEFT's "q_proj,..."; "all" for the seven), so
  * that a projection gives x W^T + (alpha / rank) (x A^T) B^T. Once a model has adapters
@@ -77,7 +89,7 @@ AF_API af_hf_tokenizer *af_hf_tokenizer_parse(const char *json, size_t len, cons
 AF_API void             af_hf_tokenizer_free(af_hf_tokenizer *t);
 AF_API int              af_hf_tokenizer_vocab_size(const af_hf_tokenizer *t);
 /* The ids of text[0..len) (UTF-8; an invalid byte is encoded as itself), malloc'd into
- * *ids (free with free()), *n of them. */
+ * *ids (free with af_free), *n of them. */
 AF_API af_status        af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids,
                                                int64_t *n);
 

@@ -1,18 +1,14 @@
 #!/bin/sh
-# The shared library exports exactly the functions the public headers (include/*.h)
-# declare with AF_API: nothing internal leaks, nothing public is missing.
-# usage: check_exports.sh HEADER... SHARED_LIBRARY
+# The shared library exports exactly the functions the public headers (aneforge.h,
+# aneforge_data.h, aneforge_llama.h) declare with AF_API: nothing internal leaks,
+# nothing public is missing.
+# usage: check_exports.sh INCLUDE_DIR SHARED_LIBRARY
 set -eu
-headers=
-while [ $# -gt 1 ]; do headers="$headers $1"; shift; done
-header=$headers lib=$1
+dir=$1 lib=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# the headers named, and every companion beside the first (aneforge_hf.h, ...)
-first=${headers# }; first=${first%% *}
-set --
-for h in $headers "$(dirname "$first")"/aneforge_*.h; do [ -f "$h" ] && set -- "$@" "$h"; done
-sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$@" | sort -u >"$tmp/declared"
+header="$dir/aneforge*.h"
+sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' $dir/aneforge*.h | sort -u >"$tmp/declared"
 if [ "$(uname)" = Darwin ]; then
     nm -gU "$lib" | awk '{print $3}' | sed 's/^_//' | sort -u >"$tmp/exported"
 else
@@ -27,4 +23,4 @@ missing=$(comm -23 "$tmp/declared" "$tmp/exported")
 [ -z "$extra" ] || { echo "exported but not declared in the header:"; echo "$extra"; }
 [ -z "$missing" ] || { echo "declared but not exported:"; echo "$missing"; }
 [ -z "$extra$missing" ] || exit 1
-echo "exports: the shared library exports exactly the $n functions the header declares"
+echo "exports: the shared library exports exactly the $n functions the headers declare"

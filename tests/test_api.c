@@ -10,6 +10,7 @@
  * (af_dataset_batch's status and the npy rank limit are in test_data.c.) */
 #define _POSIX_C_SOURCE 200809L
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "support/check.h"
 #include "support/refgraph.h"
 

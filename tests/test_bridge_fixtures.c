@@ -4,6 +4,7 @@
  * layers exactly) and on ane-sim as its own bridge segment in fp16 (2e-3 of the scale;
  * the structural layers exactly the fp16-rounded values). */
 #include "ir/ir.h"
+#include "aneforge_data.h"
 #include "support/check.h"
 
 #include <stdlib.h>

@@ -10,6 +10,7 @@
  * CPU's result; the engine gates on A13 and A16; exact fp16 indices to 2047; the
  * builders' refusals, each checked by the words of its message. */
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "support/check.h"
 
 #include <math.h>

@@ -10,6 +10,7 @@
 #include "train/ckpt.h"
 #include "train/trainer_io.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -156,8 +157,8 @@ static void expect_cli(const char *args, const char *says, const char *what) {
 }
 
 static void test_llama(void) {
-    uint16_t tok[600];
-    for (int i = 0; i < 600; i++) tok[i] = (uint16_t)((i * 7 + i / 9) % 10);
+    int32_t tok[600];
+    for (int i = 0; i < 600; i++) tok[i] = (int32_t)((i * 7 + i / 9) % 10);
     const char *data = tpath("tok.bin");
     CHECK(af_tokens_write(data, tok, 600) == AF_OK, "tokens: %s", af_error_message());
     char common[1024], args[2048], out[8192];

@@ -7,6 +7,8 @@
  * coremltools' own view of these packages is tests/coreml/check_coremltools.py. */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "aneforge.h"
+#include "aneforge_llama.h"
+#include "aneforge_data.h"
 #include "aneforge_coreml.h"
 #include "coreml/coreml.h"
 #include "mil/mil.h"

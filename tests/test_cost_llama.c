@@ -11,6 +11,7 @@
  *  - each plan removes what it should (pipeline: the compiles; resident: host work). */
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_llama.h"
 #include "ane/cost_llama.h"
 
 #include <math.h>

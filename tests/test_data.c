@@ -2,6 +2,7 @@
  * datasets), every corruption rejected with a message naming the file, and SHA-256. */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
+#include "aneforge_data.h"
 #include "data/data.h"
 #include "data/sha256.h"
 

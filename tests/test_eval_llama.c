@@ -10,6 +10,8 @@
 #include "support/check.h"
 #include "support/cli_run.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,8 +23,8 @@
 
 static void write_random(const char *path, int n, int vocab, unsigned long long seed) {
     test_rng r = { seed };
-    uint16_t *t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) t[i] = (uint16_t)(test_uniform(&r) * vocab);
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; i < n; i++) t[i] = (int32_t)(test_uniform(&r) * vocab);
     CHECK(af_tokens_write(path, t, n) == AF_OK, "write %s: %s", path, af_error_message());
     free(t);
 }
@@ -34,7 +36,7 @@ static double check_against_host(const char *model, const char *data, const char
     int rc = cli_run(args, 0, out, sizeof out);
     double got = json_num(out, "loss");
     af_llama_weights *w = af_llama_load(model, NULL);
-    uint16_t *tok = NULL;
+    int32_t *tok = NULL;
     int64_t n = 0;
     double ref = w && !af_tokens_read(data, 0, &tok, &n) ? host_window_loss(w, tok, n, T) : NAN;
     CHECK(rc == 0 && fabs(got - ref) <= 2e-6 * fabs(ref), "%s %s: eval %.6f vs host forward %.6f (exit %d: %s)", model, opts,

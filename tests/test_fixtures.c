@@ -13,6 +13,7 @@
  * AF_FIXTURES_VERBOSE=1 prints the agreement of every tensor. */
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 #include <math.h>
 #include <stdio.h>

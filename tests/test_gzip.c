@@ -5,6 +5,7 @@
  * checks its decompressed SHA-256 against the table and caps it at the split's size. */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
+#include "aneforge_data.h"
 #include "data/data.h"
 
 #include <stdint.h>

@@ -8,6 +8,7 @@
  * -> dims 1380655685 x 3340214413 x 16 (= 4 * 2^64 + 16) over 16 data bytes, and
  * 2^31 x 2^31 x 4 over none, are accepted as valid; test_idx_wrap fails. */
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "data/data.h"
 #include "support/check.h"
 #include "text/text.h"
@@ -114,7 +115,7 @@ static void test_tokenizer_lengths(void) {
 /* planted (src/text/tokens.c): `if (vocab > 0 && t[i] > vocab)` -> id == vocab accepted. */
 static void test_token_ids(void) {
     uint8_t b[6] = { 1, 0, 3, 0, 4, 0 };
-    uint16_t *t = NULL;
+    int32_t *t = NULL;
     int64_t n = 0;
     expect(txt_tokens_parse(b, 6, 4, "ids.bin", &t, &n), AF_ERR_CORRUPT, "token 2 is 4, outside the vocabulary of 4",
            "token id equal to the vocabulary size");

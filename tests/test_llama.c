@@ -10,6 +10,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 #include "llama/llama.h"
 
 #include <limits.h>

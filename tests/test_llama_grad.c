@@ -9,6 +9,8 @@
  *     gives PyTorch's loss too. */
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdio.h>

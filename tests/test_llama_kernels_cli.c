@@ -6,7 +6,10 @@
  * graph's own fp16 result bit for bit. Bad kernel names and shapes fail with a message. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_mil.c"
+#include "mil/mil.h" /* the samples and the reader, which the CLI reaches through the public API */
+#include "aneforge_data.h"
 #include "../tools/mil_npy.c"
+#include "../tools/cli_file.c"
 
 #include "support/check.h"
 

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_llama.h"
 #include "mil/mil.h"
 #include "nn/llama_kernels.h"
 

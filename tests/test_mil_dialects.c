@@ -28,7 +28,10 @@
  * Malformed variants of each new spelling fail with their line and column. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_mil.c"
+#include "mil/mil.h" /* the samples and the reader, which the CLI reaches through the public API */
+#include "aneforge_data.h"
 #include "../tools/mil_npy.c"
+#include "../tools/cli_file.c"
 
 #include "support/check.h"
 #include "support/milrun.h"

@@ -10,6 +10,7 @@
  * Every program here is written by hand. */
 #define _POSIX_C_SOURCE 200809L
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "mil/mil.h"
 #include "support/check.h"
 #include "support/cli_run.h"

@@ -8,6 +8,7 @@
  *     feeds an op, and the bad files above give the library's messages. */
 #define _POSIX_C_SOURCE 200809L
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "support/check.h"
 #include "support/cli_run.h"
 

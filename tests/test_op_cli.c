@@ -4,9 +4,12 @@
  * ops, sources and attributes fail with an exit code and no crash; --help works. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_op.c"
+#include "ir/ir.h" /* the op table itself, which the CLI reads through af_op_info */
+#include "aneforge_data.h"
 #include "../tools/cli_args.c"
 #include "../tools/cli_env.c"
 #include "../tools/mil_npy.c"
+#include "../tools/cli_file.c"
 
 #include "support/check.h"
 

@@ -4,10 +4,12 @@
  * every op; attribute values parse to the ir_attrs fields a hand-written reference says. */
 #define _POSIX_C_SOURCE 200809L
 #include "../tools/cmd_op.c"
+#include "ir/ir.h" /* the op table itself, which the CLI reads through af_op_info */
 #include "../tools/cmd_ops.c"
 #include "../tools/cli_args.c"
 #include "../tools/cli_env.c"
 #include "../tools/mil_npy.c"
+#include "../tools/cli_file.c"
 #include "../tools/cli_out.c"
 
 #include "support/check.h"

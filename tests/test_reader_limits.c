@@ -19,6 +19,8 @@
 #include "train/ckpt.h"
 #include "../tools/llama_nll.c"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -68,7 +70,7 @@ static void test_library_readers(const bad_file *bad, int nbad) {
         int ver = 0;
         CHECK(af_llama_load(p, &ver) == NULL && msg_has(says), "af_llama_load(%s): %s", p, af_error_message());
         CHECK(af_tokenizer_load(p) == NULL && msg_has(says), "af_tokenizer_load(%s): %s", p, af_error_message());
-        uint16_t *tok = NULL;
+        int32_t *tok = NULL;
         int64_t n = 0;
         CHECK(af_tokens_read(p, 0, &tok, &n) != AF_OK && msg_has(says), "af_tokens_read(%s): %s", p, af_error_message());
         af_graph *g = NULL;
@@ -214,8 +216,8 @@ static void test_cli_models(void) {
     rc = run(args, out, sizeof out);
     CHECK(rc == 1 && strstr(out, "is a directory, not a regular file"), "generate, directory model: exit %d, '%s'", rc, out);
     /* eval llama --progress: one stderr line per batch; none without it (not a terminal). */
-    uint16_t t[81];
-    for (int i = 0; i < 81; i++) t[i] = (uint16_t)(i * 37 % 300);
+    int32_t t[81];
+    for (int i = 0; i < 81; i++) t[i] = (int32_t)(i * 37 % 300);
     CHECK(af_tokens_write(data, t, 81) == AF_OK, "tokens: %s", af_error_message());
     snprintf(args, sizeof args, "eval llama --model %s --data %s --seq 16 --batch 2 --progress", model, data);
     rc = run(args, out, sizeof out);

@@ -293,6 +293,31 @@ static void test_precision_check(void) {
     af_graph_free(g);
 }
 
+/* Flags one fresh near-equal subtraction raises on ane-sim with the check switched to sw. */
+static int64_t flags_with(int sw) {
+    af_graph *g = af_graph_new();
+    af_tensor *a = af_input(g, "a", AF_F16, AF_SHAPE(16)), *b = af_input(g, "b", AF_F16, AF_SHAPE(16));
+    af_tensor *in[2] = { a, b }, *out[1] = { af_sub(a, b) };
+    float av[16], bv[16], y[16];
+    for (int i = 0; i < 16; i++) av[i] = 1.0f + (float)i / 16.0f, bv[i] = av[i] + 1.0f / 512.0f;
+    af_compile_opts o = { .target = AF_TARGET_ANE_SIM, .family = AF_FAMILY_A16, .threads = 1, .precision_check = sw };
+    af_model *m = af_compile(g, 2, in, 1, out, &o);
+    int64_t before = af_ane_precision_flags();
+    af_buffer ib[2] = { AF_BUF_F32(av, 16), AF_BUF_F32(bv, 16) }, ob[1] = { AF_BUF_F32(y, 16) };
+    CHECK(m && af_run(m, ib, ob) == AF_OK, "switch %d: %s", sw, af_error_message());
+    af_model_free(m);
+    af_graph_free(g);
+    return af_ane_precision_flags() - before;
+}
+
+/* precision_check is a positive switch whose zero is the default: AF_DEFAULT and AF_ON
+ * check, AF_OFF does not. */
+static void test_precision_switch(void) {
+    CHECK(flags_with(AF_DEFAULT) == 1, "a zeroed precision_check must keep the check on");
+    CHECK(flags_with(AF_ON) == 1, "AF_ON must check");
+    CHECK(flags_with(AF_OFF) == 0, "AF_OFF must turn the check off");
+}
+
 /* Engines are separate budgets: a compile on one is a miss on another, spending one's
  * budget leaves the other's, and a model keeps its engine alive past af_sim_engine_free. */
 static void test_engines(void) {
@@ -337,6 +362,7 @@ int main(void) {
     test_long_run_and_accounting();
     test_conv_guard();
     test_precision_check();
+    test_precision_switch();
     test_compile_time(); /* last: its compiles would count against the budget tests */
     return check_finish("sim_budget");
 }

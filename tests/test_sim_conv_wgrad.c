@@ -11,6 +11,7 @@
  * width-offset window) stays clean on A13 even padded, where the loss-scaled gradient
  * at the padding passes 4094; the guard warns exactly for the network that can break. */
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "sim/guards.h"
 #include "support/check.h"
 

@@ -6,6 +6,7 @@
  * speaks when a dynamic loss scale grows past its ceiling during training, not only
  * when the trainer is created. */
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "sim/guards.h"
 #include "support/check.h"
 #include "support/clusters.h"

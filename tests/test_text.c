@@ -4,6 +4,7 @@
  * merges, layout, and run.c's encoder replaying its merges). The file formats are in
  * test_text_files.c, the Python fixture in test_text_fixture.c. */
 #include "support/check.h"
+#include "aneforge_data.h"
 #include "text/text.h"
 
 #include <stdlib.h>

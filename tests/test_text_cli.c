@@ -8,6 +8,7 @@
 #include "support/check.h"
 #include "support/cli_run.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 #include "data/sha256.h"
 
 #include <stdio.h>
@@ -137,7 +138,7 @@ static void test_tokenizer_and_tokens(void) {
              path("train.bin"));
     rc = cli(args, out, sizeof out);
     CHECK(rc == 0 && strstr(out, "tokens"), "data tokenize: rc %d: %s", rc, out);
-    uint16_t *ids;
+    int32_t *ids;
     int64_t n;
     CHECK(af_tokens_read(path("train.bin"), af_tokenizer_vocab_size(t), &ids, &n) == AF_OK && n > 0,
           "the token file reads back: %s", af_error_message());

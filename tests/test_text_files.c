@@ -3,6 +3,7 @@
  * token files as little-endian uint16 with no header. */
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
+#include "aneforge_data.h"
 #include "text/text.h"
 
 #include <stdlib.h>
@@ -176,18 +177,18 @@ static void test_tokenizer_errors(void) {
 }
 
 static void test_token_files(void) {
-    const uint16_t ids[5] = { 0, 1, 258, 0x1234, 65535 };
+    const int32_t ids[5] = { 0, 1, 258, 0x1234, 65535 };
     const uint8_t want[10] = { 0, 0, 1, 0, 2, 1, 0x34, 0x12, 0xFF, 0xFF };
     CHECK(af_tokens_write(tpath("t.bin"), ids, 5) == AF_OK, "write: %s", af_error_message());
     size_t n;
     uint8_t *got = read_bytes(tpath("t.bin"), &n);
     CHECK(n == 10 && !memcmp(got, want, 10), "uint16 little-endian, no header");
     free(got);
-    uint16_t *back;
+    int32_t *back;
     int64_t nb;
     CHECK(af_tokens_read(tpath("t.bin"), 0, &back, &nb) == AF_OK && nb == 5 && !memcmp(back, ids, sizeof ids),
           "read back");
-    free(back);
+    af_free(back);
     CHECK(af_tokens_read(tpath("t.bin"), 65536, &back, &nb) == AF_OK && nb == 5, "all below 65536");
     free(back);
     CHECK(af_tokens_read(tpath("t.bin"), 300, &back, &nb) == AF_ERR_CORRUPT && back == NULL &&
@@ -202,6 +203,15 @@ static void test_token_files(void) {
     CHECK(af_tokens_read(tpath("none.bin"), 0, &back, &nb) == AF_ERR_IO && strstr(af_error_message(), "none.bin"),
           "missing token file");
     CHECK(af_tokens_write(tpath("no/such/dir.bin"), ids, 5) == AF_ERR_IO, "unwritable path");
+    /* ids are int32_t in memory; the file holds uint16: a larger or negative id is
+     * refused before anything is written (it would wrap to another token) */
+    const int32_t wide[3] = { 5, 65536, 7 }, neg[2] = { 1, -1 };
+    remove(tpath("wide.bin"));
+    CHECK(af_tokens_write(tpath("wide.bin"), wide, 3) == AF_ERR_INVALID && strstr(af_error_message(), "token 1 is 65536") &&
+              strstr(af_error_message(), "0..65535") && !fopen(tpath("wide.bin"), "rb"),
+          "an id past uint16: %s", af_error_message());
+    CHECK(af_tokens_write(tpath("wide.bin"), neg, 2) == AF_ERR_INVALID && strstr(af_error_message(), "token 1 is -1"),
+          "a negative id: %s", af_error_message());
     const char *names[] = { "in.bin", "out.bin", "bytes.bin", "dup.bin", "bad.bin", "t.bin", "odd.bin", "empty.bin" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) remove(tpath(names[i]));
 }

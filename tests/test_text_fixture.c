@@ -3,6 +3,7 @@
  * make_text_fixtures.py (standard library only), never by aneforge. */
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,6 +8,8 @@
 #include "support/check.h"
 #include "support/cli_run.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,8 +21,8 @@ static const int pattern[9] = { 3, 5, 7, 2, 9, 4, 0, 8, 6 }; /* no 1: generate s
 enum { V = 10, T = 16 };
 
 static void write_pattern(const char *path, int n, int offset) {
-    uint16_t *t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) t[i] = (uint16_t)pattern[(i + offset) % 9];
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; i < n; i++) t[i] = (int32_t)pattern[(i + offset) % 9];
     CHECK(af_tokens_write(path, t, n) == AF_OK, "write %s: %s", path, af_error_message());
     free(t);
 }
@@ -28,7 +30,7 @@ static void write_pattern(const char *path, int n, int offset) {
 /* The exported model's loss over the val file through the host forward. */
 static double host_val_loss(const char *model, const char *val) {
     af_llama_weights *w = af_llama_load(model, NULL);
-    uint16_t *tok = NULL;
+    int32_t *tok = NULL;
     int64_t n = 0;
     double loss = w && !af_tokens_read(val, 0, &tok, &n) ? host_window_loss(w, tok, n, T) : NAN;
     af_llama_weights_free(w);
@@ -154,8 +156,8 @@ int main(void) {
     /* A data id beyond the tokenizer's vocab: the byte-level tokenizer has 259; ids 300.. are not in it. */
     char bigp[256];
     snprintf(bigp, sizeof bigp, "%s/big.bin", dir);
-    uint16_t big[64];
-    for (int i = 0; i < 64; i++) big[i] = (uint16_t)(300 + i % 5);
+    int32_t big[64];
+    for (int i = 0; i < 64; i++) big[i] = (int32_t)(300 + i % 5);
     CHECK(af_tokens_write(bigp, big, 64) == AF_OK, "write");
     snprintf(args, sizeof args, "train llama --config tiny --data %s --tokenizer %s --seq 8", bigp, tokp0);
     rc = cli_run(args, 1, out, sizeof out);

@@ -9,6 +9,7 @@
  *  - a make_params that fails says why (the library's reason, not a generic one). */
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -13,6 +13,8 @@
 #include "support/check.h"
 #include "support/cli_run.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -140,8 +142,8 @@ static void cli_labels_the_device_family(void) {
     char data[256], logp[256], args[1024], out[4096];
     snprintf(data, sizeof data, "%s/v.bin", dir);
     snprintf(logp, sizeof logp, "%s/run.jsonl", dir);
-    uint16_t tok[200];
-    for (int i = 0; i < 200; i++) tok[i] = (uint16_t)(i == 0 ? VBIG - 1 : (i * 97) % VBIG);
+    int32_t tok[200];
+    for (int i = 0; i < 200; i++) tok[i] = (int32_t)(i == 0 ? VBIG - 1 : (i * 97) % VBIG);
     CHECK(af_tokens_write(data, tok, 200) == AF_OK, "tokens: %s", af_error_message());
     snprintf(args, sizeof args, "train llama --config tiny --data %s --steps 1 --batch 1 --seq %d --target ane --plan pipeline "
              "--json --log %s", data, T, logp);

@@ -7,6 +7,7 @@
 #include "support/check.h"
 #include "support/cli_run.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -62,8 +63,8 @@ static char *log_record(const char *path) {
 static void write_tokens(const char *path, int n, unsigned long long seed) {
     static const int pattern[9] = { 3, 5, 7, 2, 9, 4, 0, 8, 6 };
     test_rng r = { seed };
-    uint16_t *t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) t[i] = (uint16_t)(test_uniform(&r) < 0.1 ? (int)(test_uniform(&r) * 10) : pattern[i % 9]);
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; i < n; i++) t[i] = (int32_t)(test_uniform(&r) < 0.1 ? (int)(test_uniform(&r) * 10) : pattern[i % 9]);
     CHECK(af_tokens_write(path, t, n) == AF_OK, "write %s: %s", path, af_error_message());
     free(t);
 }

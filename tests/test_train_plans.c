@@ -10,6 +10,8 @@
  *    generic step program), and the declared one takes the llama variant (which alone
  *    reads targets as token ids); their first losses agree. */
 #include "aneforge.h"
+#include "aneforge_llama.h"
+#include "aneforge_data.h"
 #include "support/check.h"
 
 #include <stdlib.h>

@@ -7,6 +7,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "support/check.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -24,7 +26,7 @@ enum { W_NPY, W_TOKENS, W_TOKENIZER, W_LLAMA, W_COUNT };
 static const char *const NAMES[W_COUNT] = { "af_npy_write", "af_tokens_write", "af_tokenizer_save", "af_llama_save" };
 
 static float vals[20000];
-static uint16_t toks[20000];
+static int32_t toks[20000];
 
 /* Writes with writer w to path: each file is well over 1 KB. */
 static af_status write_with(int w, const char *path) {
@@ -61,7 +63,7 @@ static int strays(const char *keep) {
 }
 
 int main(void) {
-    for (int i = 0; i < 20000; i++) vals[i] = (float)i * 0.5f, toks[i] = (uint16_t)(i % 300);
+    for (int i = 0; i < 20000; i++) vals[i] = (float)i * 0.5f, toks[i] = (int32_t)(i % 300);
     snprintf(dir, sizeof dir, "/tmp/af_write_errors_XXXXXX");
     if (!mkdtemp(dir)) { fprintf(stderr, "mkdtemp failed\n"); return 1; }
     char path[128];

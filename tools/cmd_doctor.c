@@ -1,14 +1,11 @@
 /* aneforge doctor: checks, step by step, that this machine can run programs on the
  * Neural Engine, and says what failed and what to try. The steps: the chip and its
  * engine family, loading the AppleNeuralEngine framework (--framework PATH, else
- * $ANEFORGE_ANE_FRAMEWORK, else the system's), compiling a one-op MIL program (an add
- * of two inputs) through the runtime, running it and checking every value. */
+ * $ANEFORGE_ANE_FRAMEWORK, else the system's), compiling a one-op program (an add of two
+ * inputs) for the ane target, running it and checking every value. Only public calls:
+ * the runtime's diagnostics (af_ane_open, af_ane_device_info) and af_compile / af_run. */
 #include "cli.h"
 #include "aneforge.h"
-#include "ane/darwin/ane_runtime.h"
-#include "engine/family.h"
-#include "mil/mil.h"
-#include "ir/fp16.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +20,7 @@ static void usage(FILE *f) {
                "AppleNeuralEngine framework, compiling and running a one-op program.\n"
                "  --framework PATH  the framework library (default: $ANEFORGE_ANE_FRAMEWORK, else\n"
                "                    %s)\n"
-               "Exit status 0 when every step passes, 1 when one fails.\n", ANE_RT_SYSTEM_FRAMEWORK);
+               "Exit status 0 when every step passes, 1 when one fails.\n", af_ane_system_framework());
 }
 
 static int failed(const char *step, const char *what, const char *try_this) {
@@ -32,33 +29,29 @@ static int failed(const char *step, const char *what, const char *try_this) {
     return 1;
 }
 
-static void print_device(const ane_rt_device *d) {
-    const ane_family_info *fi = ane_family_info_of(d->family);
+static void print_device(const af_ane_device *d) {
     if (d->chip[0]) printf("%-10s %s%s%s%s\n", "chip", d->chip, d->model[0] ? " (" : "", d->model, d->model[0] ? ")" : "");
     else printf("%-10s not reported (not macOS)\n", "chip");
     printf("%-10s %s\n", "engine", d->subtype[0] ? d->subtype : "subtype not reported");
-    if (fi) printf("%-10s %s (%s)\n", "family", fi->name, fi->chips);
+    if (d->family_chips) printf("%-10s %s (%s)\n", "family", af_family_name_of(d->family), d->family_chips);
     else printf("%-10s unknown\n", "family");
 }
 
-/* Emits y = a + b for a, b of [1, C, 1, S] fp16: the MIL text and the ports. */
-static af_status one_op(char **mil, size_t *len, ane_rt_ports *ports, int order[2]) {
-    af_graph *g = af_graph_new();
-    af_tensor *in[2] = { af_input(g, "a", AF_F16, AF_SHAPE(1, C, 1, S)), af_input(g, "b", AF_F16, AF_SHAPE(1, C, 1, S)) };
+/* y = a + b for a, b of [1, C, 1, S] fp16, compiled for the ane target; NULL on failure. */
+static af_model *one_op(const char *path, af_graph **g) {
+    *g = af_graph_new();
+    if (!*g) return NULL;
+    af_tensor *in[2] = { af_input(*g, "a", AF_F16, AF_SHAPE(1, C, 1, S)), af_input(*g, "b", AF_F16, AF_SHAPE(1, C, 1, S)) };
     af_tensor *out[1] = { af_add(in[0], in[1]) };
-    milblob_writer *blob = NULL;
-    af_status st = g ? mil_emit_mem(g, 2, in, 1, out, mil, len, &blob, order) : AF_ERR_NOMEM;
-    milblob_writer_free(blob);
-    af_graph_free(g);
-    *ports = (ane_rt_ports){ .nin = 2, .nout = 1, .in_count = { C * S, C * S }, .out_count = { C * S } };
-    return st;
+    af_compile_opts o = { .target = AF_TARGET_ANE, .threads = 1, .ane_framework = path };
+    return af_compile(*g, 2, in, 1, out, &o);
 }
 
 static int run_checks(const char *path, const char *source) {
-    ane_rt_device dev;
-    ane_rt_device_info(&dev);
-    printf("%-10s %s (%s)\n", "framework", path ? path : ANE_RT_SYSTEM_FRAMEWORK, source);
-    if (ane_rt_open(path)) {
+    af_ane_device dev;
+    af_ane_device_info(&dev);
+    printf("%-10s %s (%s)\n", "framework", path ? path : af_ane_system_framework(), source);
+    if (af_ane_open(path)) {
         print_device(&dev);
 #if defined(__APPLE__)
         const char *hint = "the private framework is missing or moved: this needs macOS 14 or later on Apple Silicon "
@@ -71,44 +64,36 @@ static int run_checks(const char *path, const char *source) {
         return failed("load", af_error_message(), hint);
     }
     printf("%-10s ok\n", "load");
-    ane_rt_device_info(&dev);
+    af_ane_device_info(&dev);
     print_device(&dev);
 
-    char *mil = NULL;
-    size_t len = 0;
-    ane_rt_ports ports;
-    int order[2];
-    if (one_op(&mil, &len, &ports, order))
-        return failed("emit", af_error_message(), "this is a bug in aneforge's MIL emitter: please report it");
-    ane_rt_program *p = NULL;
-    int64_t before = ane_rt_compile_count();
-    af_status st = ane_rt_compile(mil, len, NULL, 0, &ports, &p);
-    free(mil);
-    if (st)
+    int64_t before = dev.compiles;
+    af_graph *g = NULL;
+    af_model *m = one_op(path, &g);
+    if (!m) {
+        af_graph_free(g);
         return failed("compile", af_error_message(),
                       "the framework loaded but refused a one-op program. Make sure nothing else in this process "
                       "compiled ~100 programs (restart it), check the aned messages in Console.app, and report the "
                       "macOS version with this output");
-    printf("%-10s ok (%lld real compile%s; budget %lld per process)\n", "compile", (long long)(ane_rt_compile_count() - before),
-           ane_rt_compile_count() - before == 1 ? "" : "s", (long long)ane_rt_compile_budget());
+    }
+    af_ane_device_info(&dev);
+    printf("%-10s ok (%lld real compile%s; budget %lld per process)\n", "compile", (long long)(dev.compiles - before),
+           dev.compiles - before == 1 ? "" : "s", (long long)dev.compile_budget);
 
     float a[C * S], b[C * S], y[C * S];
-    uint16_t ha[C * S], hb[C * S], hy[C * S];
     for (int i = 0; i < C * S; i++) { /* small multiples of 1/4: every sum is exact in fp16 */
         a[i] = (float)(i % 29 - 14) * 0.25f;
         b[i] = (float)(i % 11) * 0.5f;
     }
-    ir_f32_to_f16_array(a, ha, C * S);
-    ir_f32_to_f16_array(b, hb, C * S);
-    const uint16_t *in[2] = { order[0] == 0 ? ha : hb, order[0] == 0 ? hb : ha };
-    uint16_t *out[1] = { hy };
-    st = ane_rt_eval(p, in, out);
-    ane_rt_release(p);
+    af_buffer in[2] = { AF_BUF_F32(a, C * S), AF_BUF_F32(b, C * S) }, out[1] = { AF_BUF_F32(y, C * S) };
+    af_status st = af_run(m, in, out);
+    af_model_free(m);
+    af_graph_free(g);
     if (st)
         return failed("run", af_error_message(),
                       "the program compiled and loaded but did not run: report this output; surfaces of a few KiB "
                       "are known to work, so this points at the framework or its daemon");
-    ir_f16_to_f32_array(hy, y, C * S);
     int wrong = 0, first = -1;
     for (int i = 0; i < C * S; i++)
         if ((double)y[i] != (double)a[i] + (double)b[i] && wrong++ == 0) first = i;

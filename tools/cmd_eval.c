@@ -8,6 +8,8 @@
 #include "llama_ckpt.h"
 #include "llama_nll.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -87,7 +89,7 @@ static af_model *compile_forward(const af_llama_weights *w, int B, int T, int th
     return m;
 }
 
-static int evaluate(const eval_args *a, const af_llama_weights *w, const uint16_t *tok, int64_t n) {
+static int evaluate(const eval_args *a, const af_llama_weights *w, const int32_t *tok, int64_t n) {
     const af_llama_config *c = af_llama_weights_config(w);
     const int V = c->vocab_size;
     int T = llama_eval_window(n, c->seq_len, a->seq);
@@ -178,7 +180,7 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "aneforge eval llama: --model: %s\n", af_error_message());
         return 2;
     }
-    uint16_t *tok = NULL;
+    int32_t *tok = NULL;
     int64_t n = 0;
     if (af_tokens_read(a.data, 0, &tok, &n)) {
         fprintf(stderr, "aneforge eval llama: --data: %s\n", af_error_message());
@@ -194,7 +196,7 @@ int cmd_eval(int argc, char **argv) {
             break;
         }
     if (!rc) rc = evaluate(&a, w, tok, n);
-    free(tok);
+    af_free(tok);
     af_llama_weights_free(w);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include "llama_ckpt.h"
 #include "aneforge.h"
 #include "aneforge_hf.h"
+#include "aneforge_llama.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,6 +5,8 @@
 #include "cli_args.h"
 #include "llama_ckpt.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <stdbool.h>
 
@@ -120,10 +122,10 @@ static int tokenizer_prompt(const af_tokenizer *tok, const char *prompt, int voc
         return 1;
     }
     *ids = malloc(sizeof **ids * (size_t)(k > 0 ? k : 1));
-    if (!*ids) { free(t); return bad("%s", "out of memory"); }
+    if (!*ids) { af_free(t); return bad("%s", "out of memory"); }
     for (int64_t i = 0; i < k; i++) (*ids)[i] = t[i];
     *n = (int)k;
-    free(t);
+    af_free(t);
     return 0;
 }
 

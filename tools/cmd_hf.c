@@ -12,7 +12,7 @@
 #include "train_opts.h"
 #include "aneforge.h"
 #include "aneforge_hf.h"
-#include "hf/safetensors.h"
+#include "aneforge_data.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -124,7 +124,7 @@ static int forward(int argc, char **argv) {
     af_tensor **p = calloc((size_t)n, sizeof *p), **gr = calloc((size_t)n, sizeof *gr), **in = calloc((size_t)n + 2, sizeof *in),
               **outs = calloc((size_t)n + 2, sizeof *outs);
     af_buffer *bin = calloc((size_t)n + 2, sizeof *bin), *bout = calloc((size_t)n + 2, sizeof *bout);
-    st_out *so = calloc((size_t)n + 2, sizeof *so);
+    af_safetensor *so = calloc((size_t)n + 2, sizeof *so);
     char **names = calloc((size_t)n, sizeof *names);
     af_model *model = NULL;
     if (!x || !y || !g || !p || !gr || !in || !outs || !bin || !bout || !so || !names) { fprintf(stderr, "aneforge hf: out of memory\n"); goto done; }
@@ -167,7 +167,7 @@ static int forward(int argc, char **argv) {
         sprintf(names[i], "grad.%s", nm);
         so[i + 2].name = names[i];
     }
-    if (st_write(out, n + 2, so)) goto fail;
+    if (af_safetensors_write(out, n + 2, so)) goto fail;
     fprintf(stderr, "hf forward: %s: loss %.6f over %d x %d tokens (%s)\n", out, ((float *)bout[1].data)[0], B, T, target);
     rc = 0;
     goto done;
@@ -230,7 +230,7 @@ static int train(int argc, char **argv) {
     }
     bool lora = rank || adapter;
     int V = af_hf_vocab_size(m), T = (int)seq, B = o.batch, rc = 1;
-    uint16_t *tokens = NULL;
+    int32_t *tokens = NULL;
     int64_t ntok = 0;
     af_trainer *t = NULL;
     float *x = NULL, *y = NULL;
@@ -278,7 +278,7 @@ static int train(int argc, char **argv) {
     rc = 0;
 done:
     af_trainer_free(t);
-    free(tokens); free(x); free(y);
+    af_free(tokens); free(x); free(y);
     af_hf_free(m);
     return rc;
 }
@@ -345,7 +345,7 @@ static int encode(int argc, char **argv) {
         if (af_hf_tokenizer_encode(t, buf + at, end - at, &ids, &n)) { fprintf(stderr, "aneforge hf encode: %s\n", af_error_message()); rc = 1; break; }
         for (int64_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
         printf("\n");
-        free(ids);
+        af_free(ids);
         at = end + 1;
         if (argc == 4) break;
     }

@@ -10,12 +10,13 @@
 #endif
 #include "cli.h"
 #include "aneforge.h"
-#include "mil/mil.h"
-#include "coreml/coreml.h"
-#include "ir/file.h"
+#include "aneforge_coreml.h"
+#include "aneforge_llama.h"
+#include "cli_file.h"
 #include "mil_npy.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static void usage(FILE *f) {
                "       aneforge mil check MODEL.mil [--weights DIR] [--function NAME]\n\n"
                "emit   writes a built-in program as DIR/model.mil and DIR/weights/weight.bin;\n"
                "       NAME is one of:");
-    for (int i = 0; mil_sample_names[i]; i++) fprintf(f, " %s", mil_sample_names[i]);
+    for (int i = 0; af_mil_sample_name(i); i++) fprintf(f, " %s", af_mil_sample_name(i));
     fprintf(f, " (mlp-step is a whole training step:\n"
                "       forward, cross-entropy, backward and the SGD update)\n"
                "--llama-kernel writes one of seed 002's transformer kernels as the pipeline plan compiles it\n"
@@ -49,23 +50,23 @@ static void usage(FILE *f) {
                "check  parses a program and lists its arguments and results\n");
 }
 
-static void shape_text(af_shape s, char *buf, size_t n) { ir_shape_str(s, buf, n); }
+static void shape_text(af_shape s, char *buf, size_t n) { cli_shape_str(s, buf, n); }
 
-/* The whole of a regular file of at most AF_MIL_MAX_TEXT bytes; NULL with the error set. */
-static char *read_text(const char *path, size_t *len) {
-    uint64_t size = 0;
-    FILE *f = ir_fopen_regular(path, "MIL file", AF_MIL_MAX_TEXT, &size);
-    if (!f) return NULL;
-    char *t = malloc((size_t)size + 1);
-    if (t && fread(t, 1, (size_t)size, f) != (size_t)size) {
-        free(t);
-        t = NULL;
-        ir_fail(AF_ERR_IO, "cannot read MIL file %s (changed while read?)", path);
-    } else if (!t)
-        ir_fail(AF_ERR_NOMEM, "MIL file %s: out of memory", path);
-    fclose(f);
-    *len = (size_t)size;
-    return t;
+/* A read program as `mil run` and `mil check` use it: the arrays are filled from the
+ * public accessors (af_mil_arg ...) and owned here; the tensors and strings belong to p. */
+typedef struct {
+    af_mil_program *p;
+    af_graph *g;
+    int nin, nout, nguards;
+    af_tensor **in, **out, **guard_idx;
+    const char **in_names, **out_names, **in_types, **out_types;
+} cli_mil;
+
+static void module_free(cli_mil *m) {
+    af_mil_close(m->p);
+    free(m->in), free(m->out), free(m->guard_idx);
+    free(m->in_names), free(m->out_names), free(m->in_types), free(m->out_types);
+    memset(m, 0, sizeof *m);
 }
 
 /* A Core ML package (a folder) or model file (.mlmodel) rather than MIL text. */
@@ -75,34 +76,39 @@ static bool is_coreml(const char *path) {
     return (!stat(path, &sb) && S_ISDIR(sb.st_mode)) || (n > 8 && !strcmp(path + n - 8, ".mlmodel"));
 }
 
-/* Parses path; prints the error and returns 1 on failure. */
-static int load(const char *path, const char *weights, const char *function, mil_module *m) {
-    if (is_coreml(path)) {
-        if (weights) { fprintf(stderr, "aneforge mil: --weights does not apply to a Core ML package (its weights are inside)\n"); return 1; }
-        if (coreml_load_module(path, function, m)) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
-        return 0;
+/* Reads path (MIL text, or a Core ML package); prints the error and returns 1 on failure. */
+static int load(const char *path, const char *weights, const char *function, cli_mil *m) {
+    memset(m, 0, sizeof *m);
+    if (is_coreml(path) && weights) {
+        fprintf(stderr, "aneforge mil: --weights does not apply to a Core ML package (its weights are inside)\n");
+        return 1;
     }
-    size_t len;
-    char *text = read_text(path, &len);
-    if (!text) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
-    char *dir = ir_strdup(path);
-    char *slash = dir ? strrchr(dir, '/') : NULL;
-    if (slash) *slash = 0;
-    mil_read_opts o = { .source_name = path, .model_dir = slash ? dir : ".", .weights_dir = weights, .function = function };
-    af_status st = mil_parse(text, len, &o, m);
-    free(text);
-    free(dir);
+    af_status st = is_coreml(path) ? af_coreml_open(path, function, &m->p) : af_mil_open(path, weights, function, &m->p);
     if (st) { fprintf(stderr, "aneforge mil: %s\n", af_error_message()); return 1; }
+    m->g = af_mil_graph(m->p);
+    m->nin = af_mil_num_args(m->p), m->nout = af_mil_num_results(m->p), m->nguards = af_mil_num_index_checks(m->p);
+    size_t ni = (size_t)m->nin + 1, no = (size_t)m->nout + 1;
+    m->in = calloc(ni, sizeof *m->in), m->in_names = calloc(ni, sizeof(char *)), m->in_types = calloc(ni, sizeof(char *));
+    m->out = calloc(no, sizeof *m->out), m->out_names = calloc(no, sizeof(char *)), m->out_types = calloc(no, sizeof(char *));
+    m->guard_idx = calloc((size_t)m->nguards + 1, sizeof *m->guard_idx);
+    if (!m->in || !m->in_names || !m->in_types || !m->out || !m->out_names || !m->out_types || !m->guard_idx) {
+        fprintf(stderr, "aneforge mil: out of memory\n");
+        module_free(m);
+        return 1;
+    }
+    for (int i = 0; i < m->nin; i++) m->in[i] = af_mil_arg(m->p, i, &m->in_names[i], &m->in_types[i]);
+    for (int i = 0; i < m->nout; i++) m->out[i] = af_mil_result(m->p, i, &m->out_names[i], &m->out_types[i]);
+    for (int i = 0; i < m->nguards; i++) m->guard_idx[i] = af_mil_index_tensor(m->p, i);
     return 0;
 }
 
 /* --dim and friends: a positive int, or a usage error. */
-static int shape_flag(const char *k, const char *v, lk_shape *sh) {
+static int shape_flag(const char *k, const char *v, af_llama_kernel_shape *sh) {
     static const struct { const char *flag; size_t off; } flags[] = {
-        { "--dim", offsetof(lk_shape, dim) },       { "--hidden", offsetof(lk_shape, hidden) },
-        { "--heads", offsetof(lk_shape, heads) },   { "--kv-heads", offsetof(lk_shape, kv_heads) },
-        { "--seq", offsetof(lk_shape, seq) },       { "--batch", offsetof(lk_shape, batch) },
-        { "--vocab-block", offsetof(lk_shape, vocab_block) },
+        { "--dim", offsetof(af_llama_kernel_shape, dim) },       { "--hidden", offsetof(af_llama_kernel_shape, hidden) },
+        { "--heads", offsetof(af_llama_kernel_shape, heads) },   { "--kv-heads", offsetof(af_llama_kernel_shape, kv_heads) },
+        { "--seq", offsetof(af_llama_kernel_shape, seq) },       { "--batch", offsetof(af_llama_kernel_shape, batch) },
+        { "--vocab-block", offsetof(af_llama_kernel_shape, vocab_block) },
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         if (strcmp(k, flags[i].flag)) continue;
@@ -120,7 +126,7 @@ static int shape_flag(const char *k, const char *v, lk_shape *sh) {
 
 static int cmd_emit(int argc, char **argv) {
     const char *name = NULL, *out = NULL, *kernel = NULL;
-    lk_shape sh = { 288, 768, 6, 6, 256, 1, 16000 };
+    af_llama_kernel_shape sh = { 288, 768, 6, 6, 256, 1, 16000 };
     for (int i = 1; i < argc; i++) {
         int r = i + 1 < argc ? shape_flag(argv[i], argv[i + 1], &sh) : 0;
         if (r < 0) return 2;
@@ -131,13 +137,13 @@ static int cmd_emit(int argc, char **argv) {
         else { fprintf(stderr, "aneforge mil emit: unexpected '%s' (try --help)\n", argv[i]); return 2; }
     }
     if ((!name && !kernel) || (name && kernel) || !out) { usage(stderr); return 2; }
-    mil_sample s;
-    af_status st = kernel ? mil_llama_kernel(kernel, &sh, &s) : mil_sample_build(name, &s);
+    af_mil_sample s;
+    af_status st = kernel ? af_mil_llama_kernel(kernel, &sh, &s) : af_mil_sample_build(name, &s);
     if (st) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
     st = af_mil_emit(s.g, s.nin, s.in, s.nout, s.out, out);
     af_graph_free(s.g);
     if (st) { fprintf(stderr, "aneforge mil emit: %s\n", af_error_message()); return 1; }
-    printf("wrote %s/model.mil and %s/weights/%s\n", out, out, AF_MIL_WEIGHT_FILE);
+    printf("wrote %s/model.mil and %s/weights/weight.bin\n", out, out);
     return 0;
 }
 
@@ -150,13 +156,13 @@ static int cmd_check(int argc, char **argv) {
         else { fprintf(stderr, "aneforge mil check: unexpected '%s' (try --help)\n", argv[i]); return 2; }
     }
     if (!path) { usage(stderr); return 2; }
-    mil_module m;
+    cli_mil m;
     if (load(path, weights, function, &m)) return 1;
     char s[160];
-    for (int i = 0; i < m.nin; i++) { shape_text(m.in[i]->shape, s, sizeof s); printf("argument %s %s %s\n", m.in_names[i], m.in_types[i], s); }
-    for (int i = 0; i < m.nout; i++) { shape_text(m.out[i]->shape, s, sizeof s); printf("result   %s %s %s\n", m.out_names[i], m.out_types[i], s); }
+    for (int i = 0; i < m.nin; i++) { shape_text(af_tensor_shape(m.in[i]), s, sizeof s); printf("argument %s %s %s\n", m.in_names[i], m.in_types[i], s); }
+    for (int i = 0; i < m.nout; i++) { shape_text(af_tensor_shape(m.out[i]), s, sizeof s); printf("result   %s %s %s\n", m.out_names[i], m.out_types[i], s); }
     printf("%d graph nodes\n", af_graph_size(m.g));
-    af_graph_free(m.g);
+    module_free(&m);
     return 0;
 }
 
@@ -176,7 +182,7 @@ static int cmd_run(int argc, char **argv) {
         else { fprintf(stderr, "aneforge mil run: unexpected '%s' (try --help)\n", argv[i]); free(feeds); return 2; }
     }
     if (!path || !outdir) { usage(stderr); free(feeds); return 2; }
-    mil_module m;
+    cli_mil m;
     if (load(path, weights, function, &m)) { free(feeds); return 1; }
     int rc = 1, nres = 0, nheld = m.nout, *guard_of = NULL; /* res holds nheld entries, NULL or malloc'd */
     af_model *model = NULL;
@@ -195,7 +201,7 @@ static int cmd_run(int argc, char **argv) {
         int64_t dims[AF_MAX_RANK];
         char err[400];
         if (mil_npy_read(eq + 1, m.in_types[k], &data[k], &rank, dims, err, sizeof err)) { fprintf(stderr, "aneforge mil run: %s\n", err); goto done; }
-        af_shape want = m.in[k]->shape, got = { .rank = rank };
+        af_shape want = af_tensor_shape(m.in[k]), got = { .rank = rank };
         bool same = rank == want.rank;
         for (int i = 0; same && i < rank; i++) same = dims[i] == want.dim[i];
         if (!same) {
@@ -211,7 +217,7 @@ static int cmd_run(int argc, char **argv) {
     for (int i = 0; i < m.nin; i++)
         if (!data[i]) {
             char a[120];
-            shape_text(m.in[i]->shape, a, sizeof a);
+            shape_text(af_tensor_shape(m.in[i]), a, sizeof a);
             fprintf(stderr, "aneforge mil run: no --in for argument %s %s\n", m.in_names[i], a);
             goto done;
         }
@@ -225,9 +231,9 @@ static int cmd_run(int argc, char **argv) {
     for (int i = 0; i < m.nguards; i++) {
         int k = -1;
         for (int j = 0; j < m.nin; j++)
-            if (m.in[j] == m.guards[i].idx) k = j;
-        if (k >= 0 && mil_check_indices(path, &m.guards[i], data[k])) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
-        if (k < 0) guard_of[nres] = i, outs[nres++] = m.guards[i].idx;
+            if (m.in[j] == m.guard_idx[i]) k = j;
+        if (k >= 0 && af_mil_check_indices(m.p, i, data[k])) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+        if (k < 0) guard_of[nres] = i, outs[nres++] = m.guard_idx[i];
     }
     af_compile_opts o = { .target = AF_TARGET_CPU, .precision = fp32 ? AF_PRECISION_FP32 : AF_PRECISION_FP16 };
     if (!(model = af_compile(m.g, m.nin, m.in, nres, outs, &o))) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
@@ -239,13 +245,13 @@ static int cmd_run(int argc, char **argv) {
     for (int i = m.nout; i < nres; i++) res[i] = NULL;
     nheld = nres;
     for (int i = 0; i < nres; i++) {
-        int64_t n = af_shape_count(outs[i]->shape);
+        int64_t n = af_shape_count(af_tensor_shape(outs[i]));
         if (!(res[i] = malloc(sizeof(float) * (size_t)(n + 1)))) goto done;
         bo[i] = AF_BUF_F32(res[i], n);
     }
     if (af_run(model, bi, bo)) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
     for (int i = m.nout; i < nres; i++)
-        if (mil_check_indices(path, &m.guards[guard_of[i]], res[i])) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
+        if (af_mil_check_indices(m.p, guard_of[i], res[i])) { fprintf(stderr, "aneforge mil run: %s\n", af_error_message()); goto done; }
     if (mkdir(outdir, 0777) && errno != EEXIST) { fprintf(stderr, "aneforge mil run: cannot create %s: %s\n", outdir, strerror(errno)); goto done; }
     for (int i = 0; i < m.nout; i++) {
         size_t n = strlen(outdir) + strlen(m.out_names[i]) + 8;
@@ -253,8 +259,8 @@ static int cmd_run(int argc, char **argv) {
         if (!p) goto done;
         snprintf(p, n, "%s/%s.npy", outdir, m.out_names[i]);
         char err[400];
-        int st = mil_npy_write(p, m.out_types[i], res[i], m.out[i]->shape.rank, m.out[i]->shape.dim, err, sizeof err);
-        shape_text(m.out[i]->shape, s, sizeof s);
+        int st = mil_npy_write(p, m.out_types[i], res[i], af_tensor_shape(m.out[i]).rank, af_tensor_shape(m.out[i]).dim, err, sizeof err);
+        shape_text(af_tensor_shape(m.out[i]), s, sizeof s);
         if (!st) printf("%s %s %s -> %s\n", m.out_names[i], m.out_types[i], s, p);
         free(p);
         if (st) { fprintf(stderr, "aneforge mil run: %s\n", err); goto done; }
@@ -271,7 +277,7 @@ done:
     free(bo);
     free(feeds);
     af_model_free(model);
-    af_graph_free(m.g);
+    module_free(&m);
     return rc;
 }
 

@@ -1,7 +1,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkdir */
 /* aneforge op NAME: runs one op-table row, fused or bridge, on .npy inputs.
  *   aneforge op NAME --in SRC=FILE.npy ... [--attr KEY=VALUE ...] [--target T] [--fp32|--fp16] [--out DIR]
- * The node is built with the library's own validation (ir_build), so a bad shape or
+ * The node is built with the library's own validation (af_op_build), so a bad shape or
  * attribute fails with the op's own message; results print as a summary and, with
  * --out, are written as DIR/y.npy (float32). */
 #include "cli.h"
@@ -9,7 +9,8 @@
 #include "cli_env.h"
 #include "mil_npy.h"
 #include "aneforge.h"
-#include "ir/ir.h"
+#include "aneforge_data.h"
+#include "cli_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,15 +23,17 @@
 #define MAX_IN 8
 
 /* The names of op's sources, as --in takes them: the ports column of the op table. */
-static const char *source_name(ir_op op, int k, char *buf, size_t n) {
-    const char *s = ir_op_port(op, k, buf, n);
+static const char *source_name(int op, int k, char *buf, size_t n) {
+    const char *s = af_op_port(op, k, buf, n);
     return s ? s : "?";
 }
 
-static int find_op(const char *name) {
-    for (int op = 0; op < IR_OP_COUNT; op++)
-        if (!strcmp(ir_ops[op].name, name)) return op;
-    return -1;
+/* The entries of the ports column ("x*" and "mask?" count one each). */
+static int nports(const af_op_desc *d) {
+    if (!*d->ports) return 0;
+    int n = 1;
+    for (const char *p = d->ports; *p; p++) n += *p == ',';
+    return n;
 }
 
 static void usage(FILE *f) {
@@ -52,9 +55,9 @@ static void op_help(int op) {
     printf("op %s (kind %s%s): sources", d.name, d.kind, d.bridge ? ", a net.plist bridge op" : "");
     char buf[32];
     const char *nm;
-    for (int k = 0; k < ir_op_nports((ir_op)op) && (nm = ir_op_port((ir_op)op, k, buf, sizeof buf)); k++) {
+    for (int k = 0; k < nports(&d) && (nm = af_op_port(op, k, buf, sizeof buf)); k++) {
         const char *end = d.ports + strlen(d.ports) - 1; /* the last port's mark: "x*" or "mask?" */
-        bool last = k + 1 == ir_op_nports((ir_op)op);
+        bool last = k + 1 == nports(&d);
         printf(last && *end == '?' ? " [%s]" : " %s", nm);
         if (last && *end == '*') printf(" %.*s1 ... (any number)", (int)strlen(nm) - 1, nm);
     }
@@ -67,23 +70,23 @@ static void op_help(int op) {
     if (!d.nattrs) printf("  (none)\n");
 }
 
-/* Sets one attribute; 0, or 2 after printing the problem. rank0: source 0's rank. */
-static int set_attr(ir_op op, const char *kv, ir_attrs *a, int rank0) {
-    char key[64], err[200];
+/* Checks one --attr's form and key against the op's row; 0, or 2 after printing the
+ * problem (the value is checked by af_op_build). */
+static int check_attr(const af_op_desc *d, const char *kv) {
+    char key[64];
     const char *eq = strchr(kv, '=');
     if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof key) return cli_usage_error(CMD, "--attr needs KEY=VALUE, got '%s'", kv);
     memcpy(key, kv, (size_t)(eq - kv));
     key[eq - kv] = 0;
-    if (!ir_op_attr(op, key))
-        return cli_usage_error(CMD, "op %s has no attribute '%s' (aneforge op %s --help lists them)", ir_ops[op].name, key, ir_ops[op].name);
-    if (!ir_attr_parse(op, key, eq + 1, a, rank0, err, sizeof err)) return cli_usage_error(CMD, "--attr %s", err);
-    return 0;
+    for (int i = 0; i < d->nattrs; i++)
+        if (!strcmp(d->attrs[i].key, key)) return 0;
+    return cli_usage_error(CMD, "op %s has no attribute '%s' (aneforge op %s --help lists them)", d->name, key, d->name);
 }
 
 static void summary(const char *name, const float *y, af_shape s) {
     char sh[120];
     int64_t n = af_shape_count(s);
-    ir_shape_str(s, sh, sizeof sh);
+    cli_shape_str(s, sh, sizeof sh);
     printf("%s %s:", name, sh);
     for (int64_t i = 0; i < n && i < 16; i++) printf(" %.6g", y[i]);
     printf("%s\n", n > 16 ? " ..." : "");
@@ -94,9 +97,11 @@ int cmd_op(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    int op = find_op(argv[1]);
+    int op = af_op_find(argv[1]);
     if (op < 0) return cli_usage_error(CMD, "unknown op '%s' (aneforge ops lists the op table)", argv[1]);
-    if (ir_ops[op].flags & OPF_LEAF) return cli_usage_error(CMD, "%s is a leaf (an input or a constant), not an op to run", argv[1]);
+    af_op_desc desc;
+    af_op_info(op, &desc);
+    if (desc.leaf) return cli_usage_error(CMD, "%s is a leaf (an input or a constant), not an op to run", argv[1]);
     const char *in_spec[MAX_IN] = { 0 }, *attrs[32], *target = NULL, *outdir = NULL;
     int nattr = 0, nin_given = 0, precision = -1;
     for (int i = 2; i < argc; i++) {
@@ -115,7 +120,7 @@ int cmd_op(int argc, char **argv) {
             char buf[16];
             int k = -1;
             const char *nm;
-            for (int j = 0; eq && j < MAX_IN && k < 0 && (nm = ir_op_port((ir_op)op, j, buf, sizeof buf)); j++) {
+            for (int j = 0; eq && j < MAX_IN && k < 0 && (nm = af_op_port(op, j, buf, sizeof buf)); j++) {
                 char idx[16];
                 snprintf(idx, sizeof idx, "%d", j);
                 if ((strlen(nm) == (size_t)(eq - v) && !strncmp(v, nm, (size_t)(eq - v))) || (strlen(idx) == (size_t)(eq - v) && !strncmp(v, idx, (size_t)(eq - v)))) k = j;
@@ -127,13 +132,13 @@ int cmd_op(int argc, char **argv) {
             return cli_usage_error(CMD, "unknown option '%s'", a);
         }
     }
-    int nsrc = ir_ops[op].arity, np = ir_op_nports((ir_op)op);
+    int nsrc = desc.arity, np = nports(&desc);
     if (nsrc < 0) /* variadic: "x*" takes what was given, an optional last port ("mask?") counts when given */
-        nsrc = strchr(ir_ops[op].ports, '*') ? nin_given : in_spec[np - 1] ? np : np - 1;
+        nsrc = strchr(desc.ports, '*') ? nin_given : in_spec[np - 1] ? np : np - 1;
     char buf[16];
     if (nsrc < 1) return cli_usage_error(CMD, "%s takes any number of sources: give --in x0=FILE.npy, x1=...", argv[1]);
     for (int k = 0; k < nsrc; k++)
-        if (!in_spec[k]) return cli_usage_error(CMD, "%s needs source '%s' (--in %s=FILE.npy)", argv[1], source_name((ir_op)op, k, buf, sizeof buf), source_name((ir_op)op, k, buf, sizeof buf));
+        if (!in_spec[k]) return cli_usage_error(CMD, "%s needs source '%s' (--in %s=FILE.npy)", argv[1], source_name(op, k, buf, sizeof buf), source_name(op, k, buf, sizeof buf));
 
     af_compile_opts o = { .target = AF_TARGET_CPU };
     char err[400];
@@ -155,32 +160,30 @@ int cmd_op(int argc, char **argv) {
             fprintf(stderr, CMD ": %s\n", err); /* err names the file */
             goto done;
         }
-        src[k] = af_input(g, source_name((ir_op)op, k, buf, sizeof buf), o.target == AF_TARGET_CPU ? AF_F32 : AF_F16, af_shape_make(rank, dims));
+        src[k] = af_input(g, source_name(op, k, buf, sizeof buf), o.target == AF_TARGET_CPU ? AF_F32 : AF_F16, af_shape_make(rank, dims));
     }
-    ir_attrs a;
-    ir_attrs_default((ir_op)op, &a);
     for (int i = 0; i < nattr; i++)
-        if (set_attr((ir_op)op, attrs[i], &a, src[0] ? src[0]->shape.rank : 0)) { rc = 2; goto done; }
-    if (op == IR_OP_DYNAMIC_SLICE) src[1]->flags |= IR_TF_EXACT; /* as af_dynamic_slice does */
-    if ((op == IR_OP_SDPA || op == IR_OP_CAUSAL_ATTENTION || op == IR_OP_CAUSAL_ATTENTION_GRAD) && a.scalar == 0 &&
-        src[0]->shape.rank == 4)
-        a.scalar = 1.0f / sqrtf((float)src[0]->shape.dim[3]); /* as af_sdpa */
-    out = ir_build((ir_op)op, nsrc, src, &a);
-    if (!out) { fprintf(stderr, CMD ": %s\n", af_graph_error(g)); goto done; }
+        if (check_attr(&desc, attrs[i])) { rc = 2; goto done; }
+    int bad = -1;
+    if (af_op_build(op, nsrc, src, nattr, attrs, &out, &bad)) {
+        if (bad >= 0) { cli_usage_error(CMD, "--attr %s", af_error_message()); rc = 2; }
+        else fprintf(stderr, CMD ": %s\n", af_error_message());
+        goto done;
+    }
     m = af_compile(g, nsrc, src, 1, &out, &o);
     if (!m) { fprintf(stderr, CMD ": compiling %s for %s: %s\n", argv[1], target ? target : "cpu", af_error_message()); goto done; }
     af_buffer bi[MAX_IN], bo;
-    for (int k = 0; k < nsrc; k++) bi[k] = AF_BUF_F32(data[k], af_shape_count(src[k]->shape));
-    int64_t n = af_shape_count(out->shape);
+    for (int k = 0; k < nsrc; k++) bi[k] = AF_BUF_F32(data[k], af_shape_count(af_tensor_shape(src[k])));
+    int64_t n = af_shape_count(af_tensor_shape(out));
     y = malloc((size_t)n * sizeof *y + sizeof *y);
     bo = AF_BUF_F32(y, n);
     if (!y || af_run(m, bi, &bo) != AF_OK) { fprintf(stderr, CMD ": running %s: %s\n", argv[1], af_error_message()); goto done; }
-    summary(argv[1], y, out->shape);
+    summary(argv[1], y, af_tensor_shape(out));
     if (outdir) {
         char path[1024];
         snprintf(path, sizeof path, "%s/y.npy", outdir);
         if (mkdir(outdir, 0777) && errno != EEXIST) { fprintf(stderr, CMD ": cannot create %s: %s\n", outdir, strerror(errno)); goto done; }
-        if (af_npy_write(path, y, out->shape.rank, out->shape.dim) != AF_OK) { fprintf(stderr, CMD ": %s\n", af_error_message()); goto done; }
+        if (af_npy_write(path, y, af_tensor_shape(out).rank, af_tensor_shape(out).dim) != AF_OK) { fprintf(stderr, CMD ": %s\n", af_error_message()); goto done; }
         printf("wrote %s\n", path);
     }
     rc = 0;

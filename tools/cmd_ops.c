@@ -2,22 +2,10 @@
 #include "cli.h"
 #include "cli_out.h"
 #include "aneforge.h"
-#include "netplist/netplist.h"
-#include "mil/opinfo.h"
-#include "engine/walls.h"
-#include "cpu/kernels.h"
-#include "ir/ir.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-static const char *vjp_text(int op) {
-    unsigned f = ir_ops[op].flags;
-    if (f & OPF_LEAF) return "leaf";
-    if (f & OPF_ZEROGRAD) return "zero";
-    if (f & OPF_NODIFF) return "none"; /* made only in backward graphs */
-    return af_op_has_vjp(op) ? "yes" : "MISSING";
-}
 
 /* JSON string or null (the CLI's shared writer, cli_out.h). */
 static void json_str(const char *s) { cli_json_str(stdout, s); }
@@ -45,13 +33,13 @@ static void json_row(int op) {
 
 /* Core ML's MIL op set and whether `aneforge mil run` reads each op. */
 static int list_mil(bool markdown) {
-    bool read;
+    int read;
     int yes = 0, all = 0;
     if (markdown) printf("| MIL op | read |\n|---|---|\n");
-    for (int i = 0; mil_coreml_op(i, &read); i++, all++) {
+    for (int i = 0; af_mil_coreml_op(i, &read); i++, all++) {
         yes += read;
-        if (markdown) printf("| `%s` | %s |\n", mil_coreml_op(i, NULL), read ? "yes" : "no");
-        else printf("%-34s %s\n", mil_coreml_op(i, NULL), read ? "yes" : "-");
+        if (markdown) printf("| `%s` | %s |\n", af_mil_coreml_op(i, NULL), read ? "yes" : "no");
+        else printf("%-34s %s\n", af_mil_coreml_op(i, NULL), read ? "yes" : "-");
     }
     if (!markdown) printf("%d of Core ML's %d MIL ops are read by `aneforge mil run`\n", yes, all);
     return 0;
@@ -78,25 +66,26 @@ int cmd_ops(int argc, char **argv) {
     }
     if (json) printf("[\n");
     else printf("%-19s %-5s %-7s %-4s %-4s %-5s %-22s %-26s %s\n", "op", "arity", "kind", "fp32", "fp16", "vjp", "mil", "bridge", "target restrictions");
-    for (int op = 0; op < IR_OP_COUNT; op++) {
-        const ir_op_info *o = &ir_ops[op];
-        bool k = (o->flags & OPF_LEAF) || cpu_kernels[op];
-        const char *mil = mil_op_lowering(op), *rule = ane_rules_op_restrictions(op);
-        const bridge_unit_row *unit = bridge_unit_info((ir_op)op); /* the net.plist unit Type */
-        const char *bridge = unit ? unit->type : NULL;
+    for (int op = 0; op < af_op_count(); op++) {
+        af_op_desc o;
+        af_op_support sup;
+        if (af_op_info(op, &o) || af_op_support_info(op, &sup)) continue;
+        bool k = sup.cpu_kernel;
+        const char *mil = sup.mil, *rule = sup.engine_restrictions;
+        const char *bridge = sup.bridge_unit; /* the net.plist unit Type */
         if (json) {
             printf("  {\"name\": \"%s\", \"arity\": %d, \"kind\": \"%s\", \"fp32\": %s, \"fp16\": %s, \"vjp\": \"%s\", \"mil\": ",
-                   o->name, o->arity, ir_op_kind_name(o->kind), k ? "true" : "false", k ? "true" : "false", vjp_text(op));
+                   o.name, o.arity, o.kind, k ? "true" : "false", k ? "true" : "false", sup.vjp);
             json_str(mil);
             printf(", \"bridge\": ");
             json_str(bridge);
             printf(", \"target\": ");
             json_str(rule);
             json_row(op);
-            printf("}%s\n", op + 1 < IR_OP_COUNT ? "," : "");
+            printf("}%s\n", op + 1 < af_op_count() ? "," : "");
         } else {
-            printf("%-19s %-5d %-7s %-4s %-4s %-5s %-22s %-26s %s\n", o->name, o->arity, ir_op_kind_name(o->kind), k ? "yes" : "-",
-                   k ? "yes" : "-", vjp_text(op), mil ? mil : "-", bridge ? bridge : "-", rule ? rule : "-");
+            printf("%-19s %-5d %-7s %-4s %-4s %-5s %-22s %-26s %s\n", o.name, o.arity, o.kind, k ? "yes" : "-",
+                   k ? "yes" : "-", sup.vjp, mil ? mil : "-", bridge ? bridge : "-", rule ? rule : "-");
         }
     }
     if (json) printf("]\n");

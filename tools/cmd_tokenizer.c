@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "text_cli.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,7 @@ static int train(const char *in, const char *out, int vocab, const char *sep) {
         }
         bytes += (int64_t)d.len[i];
         tokens += n;
-        free(ids);
+        af_free(ids);
     }
     for (int id = 259; id < af_tokenizer_vocab_size(t); id++) {
         size_t len;
@@ -92,7 +93,7 @@ static int encode(af_tokenizer *t, const char *text, unsigned flags) {
     }
     for (int64_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", (int)ids[i]);
     printf("\n");
-    free(ids);
+    af_free(ids);
     return 0;
 }
 
@@ -118,7 +119,7 @@ static int decode(af_tokenizer *t, int nids, char **args) {
     } else {
         fwrite(text, 1, len, stdout);
         printf("\n");
-        free(text);
+        af_free(text);
     }
     free(ids);
     return rc;

@@ -13,9 +13,7 @@
 #include "train_watch.h"
 #include "dash_term.h"
 #include "aneforge.h"
-#include "ir/ir.h"
-#include "train/ckpt.h"
-#include "train/trainer_io.h"
+#include "aneforge_data.h"
 
 #include <errno.h>
 #include <math.h>
@@ -181,39 +179,39 @@ static int saves; /* counted for the test hook (cli_fault_begin) */
 
 static int save_ckpt(const char *path, af_trainer *t, const train_args *a, run_pos p) {
     bool fault = cli_fault_begin(++saves);
-    ckpt *c = ckpt_new();
-    af_status st = c ? tr_export(t, c) : AF_ERR_NOMEM;
-    if (!st) st = ckpt_put_str(c, "cli.model", a->model);
-    if (!st) st = ckpt_put_str(c, "cli.data", a->data);
-    if (!st) st = ckpt_put_i64(c, "cli.epoch", p.epoch);
-    if (!st) st = ckpt_put_i64(c, "cli.pos", p.pos);
-    if (!st) st = ckpt_put(c, "cli.rng_epoch", &p.rng_epoch, sizeof p.rng_epoch);
-    if (!st) st = ckpt_save(c, path);
-    ckpt_free(c);
+    af_checkpoint *c = af_checkpoint_new();
+    af_status st = c ? af_trainer_export(t, c) : AF_ERR_NOMEM;
+    if (!st) st = af_checkpoint_put_str(c, "cli.model", a->model);
+    if (!st) st = af_checkpoint_put_str(c, "cli.data", a->data);
+    if (!st) st = af_checkpoint_put_i64(c, "cli.epoch", p.epoch);
+    if (!st) st = af_checkpoint_put_i64(c, "cli.pos", p.pos);
+    if (!st) st = af_checkpoint_put(c, "cli.rng_epoch", &p.rng_epoch, sizeof p.rng_epoch);
+    if (!st) st = af_checkpoint_save(c, path);
+    af_checkpoint_free(c);
     cli_fault_end(fault);
     if (st) fprintf(stderr, "\naneforge train: could not save %s: %s\n", path, af_error_message());
     return st ? 1 : 0;
 }
 
 static int load_ckpt(const char *path, af_trainer *t, const train_args *a, run_pos *p) {
-    ckpt *c = NULL;
-    af_status st = ckpt_load(path, &c);
-    const char *model = c ? ckpt_get_str(c, "cli.model") : NULL, *data = c ? ckpt_get_str(c, "cli.data") : NULL;
+    af_checkpoint *c = NULL;
+    af_status st = af_checkpoint_load(path, &c);
+    const char *model = c ? af_checkpoint_get_str(c, "cli.model") : NULL, *data = c ? af_checkpoint_get_str(c, "cli.data") : NULL;
     if (!st && (!model || strcmp(model, a->model) || !data || strcmp(data, a->data)))
-        st = ir_fail(AF_ERR_INVALID, "%s was saved by 'train %s --data %s'; resume it with the same model and data", path,
+        st = af_fail(AF_ERR_INVALID, "%s was saved by 'train %s --data %s'; resume it with the same model and data", path,
                      model ? model : "?", data ? data : "?");
     int64_t bytes = 0;
-    const void *r = c ? ckpt_get(c, "cli.rng_epoch", &bytes) : NULL;
-    if (!st && (!r || bytes != sizeof p->rng_epoch)) st = ir_fail(AF_ERR_CORRUPT, "%s: record cli.rng_epoch is missing", path);
+    const void *r = c ? af_checkpoint_get(c, "cli.rng_epoch", &bytes) : NULL;
+    if (!st && (!r || bytes != sizeof p->rng_epoch)) st = af_fail(AF_ERR_CORRUPT, "%s: record cli.rng_epoch is missing", path);
     if (!st) memcpy(&p->rng_epoch, r, sizeof p->rng_epoch);
-    if (!st) st = ckpt_get_i64(c, "cli.epoch", &p->epoch);
-    if (!st) st = ckpt_get_i64(c, "cli.pos", &p->pos);
+    if (!st) st = af_checkpoint_get_i64(c, "cli.epoch", &p->epoch);
+    if (!st) st = af_checkpoint_get_i64(c, "cli.pos", &p->pos);
     /* pos indexes the epoch's permutation: a negative one would read before it. */
     if (!st && (p->epoch < 0 || p->pos < 0))
-        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.epoch %lld and cli.pos %lld must be >= 0", path,
+        st = af_fail(AF_ERR_CORRUPT, "%s: records cli.epoch %lld and cli.pos %lld must be >= 0", path,
                      (long long)p->epoch, (long long)p->pos);
-    if (!st) st = tr_import(t, c);
-    ckpt_free(c);
+    if (!st) st = af_trainer_import(t, c);
+    af_checkpoint_free(c);
     if (st) fprintf(stderr, "aneforge train: cannot resume: %s\n", af_error_message());
     return st ? 1 : 0;
 }

@@ -14,6 +14,8 @@
 #include "dash_term.h"
 #include "train_sample.h"
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <errno.h>
 #include <math.h>
@@ -154,7 +156,7 @@ static void init_random(af_llama_weights *w, uint64_t seed) {
 }
 
 /* The starting weights: --init's file, or the preset with the vocab from --tokenizer or the data. */
-static af_llama_weights *make_weights(const llama_args *a, const uint16_t *tokens, int64_t n) {
+static af_llama_weights *make_weights(const llama_args *a, const int32_t *tokens, int64_t n) {
     int vocab = 0;
     if (a->tokenizer) {
         af_tokenizer *tk = af_tokenizer_load(a->tokenizer);
@@ -189,7 +191,7 @@ static double now_s(void) {
 }
 
 /* Window starting at tokens[start]: inputs x[T], one-hot next tokens y[T * V]. */
-static void fill_window(const uint16_t *tokens, int64_t start, int T, int V, float *x, float *y) {
+static void fill_window(const int32_t *tokens, int64_t start, int T, int V, float *x, float *y) {
     if (y) memset(y, 0, (size_t)T * (size_t)V * sizeof *y);
     for (int i = 0; i < T; i++) {
         x[i] = (float)tokens[start + i];
@@ -203,7 +205,7 @@ static void on_signal(int sig) { (void)sig; interrupted = 1; }
 /* Mean nats per token over the file: windows of T+1 tokens at stride T, predicted in
  * batches, cross-entropy from the logits on the host in double. -1 on failure, -2 when a
  * signal stopped it (checked between batches: Ctrl-C does not wait for a long pass). */
-static double val_loss(af_trainer *t, const uint16_t *tokens, int64_t n, int T, int V, int B, float *x, float *out) {
+static double val_loss(af_trainer *t, const int32_t *tokens, int64_t n, int T, int V, int B, float *x, float *out) {
     int64_t windows = (n - 1) / T;
     double sum = 0;
     int64_t count = 0;
@@ -251,7 +253,7 @@ static int save(const llama_args *a, af_trainer *t, const af_llama_config *c, co
     return rc;
 }
 
-static int run(const llama_args *a, af_llama_weights *w, const uint16_t *train, int64_t ntrain, const uint16_t *val,
+static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, int64_t ntrain, const int32_t *val,
                int64_t nval) {
     const af_llama_config *c = af_llama_weights_config(w);
     const int T = (int)a->seq, V = c->vocab_size, B = a->o.batch;
@@ -431,7 +433,7 @@ int cmd_train_llama(int argc, char **argv) {
     if (cli_check_output(a.save, "--save", cmd) || cli_check_output(a.export_path, "--export", cmd) ||
         cli_check_append(a.log, "--log", cmd))
         return 1;
-    uint16_t *train = NULL, *val = NULL;
+    int32_t *train = NULL, *val = NULL;
     int64_t ntrain = 0, nval = 0;
     if (af_tokens_read(a.data, 0, &train, &ntrain)) {
         fprintf(stderr, "aneforge train llama: --data: %s\n", af_error_message());
@@ -439,7 +441,7 @@ int cmd_train_llama(int argc, char **argv) {
     }
     if (a.val && af_tokens_read(a.val, 0, &val, &nval)) {
         fprintf(stderr, "aneforge train llama: --val: %s\n", af_error_message());
-        free(train);
+        af_free(train);
         return 2;
     }
     /* Sizes first: an empty file has no vocab to derive. */
@@ -447,8 +449,8 @@ int cmd_train_llama(int argc, char **argv) {
         bool t = ntrain < a.seq + 2;
         fprintf(stderr, "aneforge train llama: %s has %lld tokens, too few for one window of --seq %ld + 1; lower --seq\n",
                 t ? a.data : a.val, (long long)(t ? ntrain : nval), a.seq);
-        free(train);
-        free(val);
+        af_free(train);
+        af_free(val);
         return 2;
     }
     af_llama_weights *w = make_weights(&a, train, ntrain);
@@ -468,7 +470,7 @@ int cmd_train_llama(int argc, char **argv) {
     }
     if (!rc) rc = run(&a, w, train, ntrain, val, nval);
     af_llama_weights_free(w);
-    free(train);
-    free(val);
+    af_free(train);
+    af_free(val);
     return rc;
 }

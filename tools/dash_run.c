@@ -2,8 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* getc_unlocked */
 #endif
 #include "dash_run.h"
-#include "ir/file.h"
-#include "ir/ir.h"
+#include "cli_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,14 +116,14 @@ void dash_run_feed(dash_run *r, const char *line, size_t n) {
 }
 
 int dash_run_load(dash_run *r, const char *path) {
-    FILE *f = ir_fopen_regular(path, "log", DASH_MAX_LOG_BYTES, NULL);
+    FILE *f = cli_fopen_regular(path, "log", DASH_MAX_LOG_BYTES, NULL);
     if (!f) return -1;
     /* Lines of up to DASH_MAX_LINE bytes; longer ones are skipped as unreadable. The file's
      * size was checked, and at most that many bytes are read even if it grows meanwhile. */
     char *line = malloc(DASH_MAX_LINE + 1);
     if (!line) {
         fclose(f);
-        ir_fail(AF_ERR_NOMEM, "log %s: out of memory", path);
+        af_fail(AF_ERR_NOMEM, "log %s: out of memory", path);
         return -1;
     }
     size_t n = 0;
@@ -148,7 +147,7 @@ int dash_run_load(dash_run *r, const char *path) {
     free(line);
     fclose(f);
     if (err) {
-        ir_fail(AF_ERR_IO, "log %s: read error", path);
+        af_fail(AF_ERR_IO, "log %s: read error", path);
         return -1;
     }
     return 0;

@@ -4,7 +4,7 @@
 #include "cli_args.h"
 #include "dash_run.h"
 #include "dash_view.h"
-#include "ir/file.h"
+#include "aneforge_data.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,7 +108,7 @@ static void reopen(dash_live *d) {
     if (d->fd >= 0) close(d->fd);
     /* Only a regular file: a FIFO would block here, /dev/zero would never end a read. */
     uint64_t size = 0;
-    d->fd = ir_open_regular(d->path, "log", UINT64_MAX, &size);
+    d->fd = af_open_regular(d->path, "log", UINT64_MAX, &size);
     d->off = 0;
     d->part_n = 0;
     d->part_overflow = false;

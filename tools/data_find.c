@@ -1,7 +1,7 @@
 /* Finding the dataset files: see data_find.h. */
 #define _XOPEN_SOURCE 700
 #include "data_find.h"
-#include "data/data.h"
+#include "aneforge_data.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -44,18 +44,24 @@ const char *data_shipped_dir(int i) {
     return i >= 0 && i < n ? places[i] : NULL;
 }
 
+static const char *idx_name(int i) {
+    const char *n = "?";
+    af_dataset_file(AF_DATA_MNIST, i, &n, NULL);
+    return n;
+}
+
 const char *data_dir_for(af_dataset_kind kind, const char *dir) {
     if (kind != AF_DATA_MNIST) return dir; /* only MNIST is shipped */
     int split[2] = { 0, 2 };
     int here = 1;
     for (int s = 0; s < 2; s++)
-        here &= data_has_file(dir, "mnist", data_idx_names[split[s]]) &&
-                data_has_file(dir, "mnist", data_idx_names[split[s] + 1]);
+        here &= data_has_file(dir, "mnist", idx_name(split[s])) &&
+                data_has_file(dir, "mnist", idx_name(split[s] + 1));
     if (here) return dir;
     const char *p;
     for (int i = 0; (p = data_shipped_dir(i)); i++) {
         int all = 1;
-        for (int f = 0; f < 4; f++) all &= data_has_file(p, "mnist", data_idx_names[f]);
+        for (int f = 0; f < 4; f++) all &= data_has_file(p, "mnist", idx_name(f));
         if (all) return p;
     }
     return dir;

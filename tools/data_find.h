@@ -3,6 +3,7 @@
 #ifndef AF_TOOLS_DATA_FIND_H
 #define AF_TOOLS_DATA_FIND_H
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 /* The data dir to hand af_dataset_load for `kind`: `dir` when dir/<set>/ holds the
  * split's files (plain or .gz) or nothing is shipped for the set; else the first of

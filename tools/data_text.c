@@ -5,7 +5,7 @@
 #include "data_text.h"
 #include "text_cli.h"
 #include "aneforge.h"
-#include "data/sha256.h"
+#include "aneforge_data.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -172,7 +172,7 @@ int data_fetch_text(int argc, char **argv, const char *data_dir) {
     printf("text: %d fortune files from %s\n", nfiles, from);
     for (int s = 0; s < 2; s++) {
         char hex[65] = "?";
-        data_sha256_file(out[s].path, hex);
+        af_sha256_file(out[s].path, hex);
         printf("  %-9s %6lld fortunes %9lld bytes  sha256 %s\n", s ? "val.txt" : "train.txt", (long long)out[s].docs,
                (long long)out[s].bytes, hex);
     }
@@ -228,7 +228,7 @@ int data_tokenize(int argc, char **argv) {
         return 1;
     }
     clock_t t0 = clock();
-    uint16_t *all = NULL;
+    int32_t *all = NULL;
     int64_t n = 0, cap = 0, bytes = 0;
     int ok = 1;
     for (int64_t i = 0; ok && i < d.n; i++) {
@@ -241,7 +241,7 @@ int data_tokenize(int argc, char **argv) {
         }
         if (n + m > cap) {
             cap = 2 * (n + m) + 1024;
-            uint16_t *g = realloc(all, (size_t)cap * sizeof *g);
+            int32_t *g = realloc(all, (size_t)cap * sizeof *g);
             if (!g) {
                 fprintf(stderr, "aneforge data tokenize: out of memory for %lld tokens\n", (long long)cap);
                 ok = 0;
@@ -249,9 +249,9 @@ int data_tokenize(int argc, char **argv) {
                 all = g;
             }
         }
-        for (int64_t j = 0; ok && j < m; j++) all[n++] = (uint16_t)ids[j]; /* ids < 65536: the vocabulary's limit */
+        for (int64_t j = 0; ok && j < m; j++) all[n++] = (int32_t)ids[j]; /* ids < 65536: the vocabulary's limit */
         bytes += (int64_t)d.len[i];
-        free(ids);
+        af_free(ids);
     }
     if (ok && af_tokens_write(out, all, n) != AF_OK) {
         fprintf(stderr, "aneforge data tokenize: %s\n", af_error_message());

@@ -5,12 +5,9 @@
 #include "cli_args.h"
 #include "aneforge.h"
 #include "aneforge_coreml.h"
-#include "mil/mil.h"
-#include "ir/ir.h"
-#include "train/ckpt.h"
-#include "train/trainer_io.h"
 #include "llama_ckpt.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +19,16 @@ static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforg
  * forward over seq token ids (fp16 inputs: exact only up to 2048), logits [1, seq*vocab]. */
 static af_status from_llama(const char *path, int seq, int batch, const af_coreml_opts *o, const char *out) {
     af_llama_weights *w = llama_model_load(path);
-    if (!w) return ir_fail(AF_ERR_INVALID, "%s", af_error_message());
+    if (!w) return af_fail(AF_ERR_INVALID, "%s", af_error_message());
     const af_llama_config *c = af_llama_weights_config(w);
     af_status st = AF_OK;
     if (c->vocab_size > 2048)
-        st = ir_fail(AF_ERR_UNSUPPORTED, "%s: vocabulary %d: the package's fp16 token input holds ids up to 2048 exactly", path, c->vocab_size);
+        st = af_fail(AF_ERR_UNSUPPORTED, "%s: vocabulary %d: the package's fp16 token input holds ids up to 2048 exactly", path, c->vocab_size);
     else if (seq > c->seq_len)
-        st = ir_fail(AF_ERR_INVALID, "--seq %d is longer than the model's %d", seq, c->seq_len);
+        st = af_fail(AF_ERR_INVALID, "--seq %d is longer than the model's %d", seq, c->seq_len);
     if (!st) {
         af_net net = af_net_llama(w, seq ? seq : c->seq_len);
-        st = net.forward ? af_coreml_export_net(&net, batch, NULL, o, out) : ir_fail(AF_ERR_INVALID, "%s", af_error_message());
+        st = net.forward ? af_coreml_export_net(&net, batch, NULL, o, out) : af_fail(AF_ERR_INVALID, "%s", af_error_message());
         af_net_free(&net);
     }
     af_llama_weights_free(w);
@@ -40,17 +37,17 @@ static af_status from_llama(const char *path, int seq, int batch, const af_corem
 
 /* The checkpoint's model rebuilt, its trained weights read back, and exported. */
 static af_status from_ckpt(const char *path, int seq, int batch, const af_coreml_opts *o, const char *out) {
-    ckpt *c = NULL;
-    af_status st = ckpt_load(path, &c);
-    if (st || !ckpt_get_str(c, "cli.model")) { /* not a 'train mlp|cnn' checkpoint: a llama? */
-        ckpt_free(c);
+    af_checkpoint *c = NULL;
+    af_status st = af_checkpoint_load(path, &c);
+    if (st || !af_checkpoint_get_str(c, "cli.model")) { /* not a 'train mlp|cnn' checkpoint: a llama? */
+        af_checkpoint_free(c);
         return from_llama(path, seq, batch, o, out);
     }
-    const char *model = ckpt_get_str(c, "cli.model"), *data = ckpt_get_str(c, "cli.data");
+    const char *model = af_checkpoint_get_str(c, "cli.model"), *data = af_checkpoint_get_str(c, "cli.data");
     if (!model || !data || (strcmp(model, "mlp") && strcmp(model, "cnn")) ||
         (strcmp(data, "mnist") && strcmp(data, "fashion") && strcmp(data, "cifar10"))) {
-        ckpt_free(c);
-        return ir_fail(AF_ERR_INVALID, "%s is not a 'train mlp|cnn --save' checkpoint (for a llama checkpoint use --format llama2c)", path);
+        af_checkpoint_free(c);
+        return af_fail(AF_ERR_INVALID, "%s is not a 'train mlp|cnn --save' checkpoint (for a llama checkpoint use --format llama2c)", path);
     }
     bool cifar = !strcmp(data, "cifar10");
     af_shape sample = cifar ? AF_SHAPE(3, 32, 32) : AF_SHAPE(1, 28, 28);
@@ -59,8 +56,8 @@ static af_status from_ckpt(const char *path, int seq, int batch, const af_coreml
                           !strcmp(data, "mnist") ? 0.3081f : !strcmp(data, "fashion") ? 0.3530f : 0.2516f);
     af_train_opts to = af_train_defaults();
     af_trainer *t = af_trainer_new(&net, &to);
-    st = t ? tr_import(t, c) : ir_fail(AF_ERR_INVALID, "%s", af_error_message());
-    ckpt_free(c);
+    st = t ? af_trainer_import(t, c) : af_fail(AF_ERR_INVALID, "%s", af_error_message());
+    af_checkpoint_free(c);
     int n = t ? af_trainer_num_params(t) : 0;
     float **w = calloc((size_t)n + 1, sizeof *w);
     if (!st && !w) st = AF_ERR_NOMEM;
@@ -121,8 +118,8 @@ int cmd_export_coreml(int argc, char **argv) {
         if (!st) st = af_coreml_export(g, nin, in, nout, res, &o, out);
         af_graph_free(g);
     } else {
-        mil_sample s = { 0 };
-        st = mil_sample_build(sample, &s);
+        af_mil_sample s = { 0 };
+        st = af_mil_sample_build(sample, &s);
         if (!st) st = af_coreml_export(s.g, s.nin, s.in, s.nout, s.out, &o, out);
         af_graph_free(s.g);
     }

@@ -1,11 +1,9 @@
-/* train llama's checkpoints (see llama_ckpt.h): tr_export's records plus "llama.*"
+/* train llama's checkpoints (see llama_ckpt.h): af_trainer_export's records plus "llama.*"
  * (the config, one int64 record per field) and "cli.*" (data path, run position). */
 #include "llama_ckpt.h"
 #include "aneforge_hf.h"
-#include "ir/file.h"
-#include "ir/ir.h"
-#include "train/ckpt.h"
-#include "train/trainer_io.h"
+#include "aneforge_llama.h"
+#include "cli_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,65 +20,65 @@ static void config_fields(const af_llama_config *c, int64_t v[8]) {
 }
 
 /* The config stored in c; AF_ERR_CORRUPT naming the record when one is missing or out of range. */
-static af_status read_config(const ckpt *c, const char *path, af_llama_config *out) {
+static af_status read_config(const af_checkpoint *c, const char *path, af_llama_config *out) {
     int64_t v[8];
     for (int i = 0; i < 8; i++) {
-        if (ckpt_get_i64(c, FIELD[i], &v[i]))
-            return ir_fail(AF_ERR_CORRUPT, "%s has no record %s: it is not a checkpoint of 'aneforge train llama'", path, FIELD[i]);
-        if (v[i] < 0 || v[i] > 1 << 30) return ir_fail(AF_ERR_CORRUPT, "%s: record %s is %lld", path, FIELD[i], (long long)v[i]);
+        if (af_checkpoint_get_i64(c, FIELD[i], &v[i]))
+            return af_fail(AF_ERR_CORRUPT, "%s has no record %s: it is not a checkpoint of 'aneforge train llama'", path, FIELD[i]);
+        if (v[i] < 0 || v[i] > 1 << 30) return af_fail(AF_ERR_CORRUPT, "%s: record %s is %lld", path, FIELD[i], (long long)v[i]);
     }
     *out = (af_llama_config){ .dim = (int)v[0], .hidden_dim = (int)v[1], .n_layers = (int)v[2], .n_heads = (int)v[3],
                               .n_kv_heads = (int)v[4], .vocab_size = (int)v[5], .seq_len = (int)v[6],
                               .shared_classifier = v[7] != 0 };
     af_status st = af_llama_config_check(out);
-    return st ? ir_fail(AF_ERR_CORRUPT, "%s: its config is not usable: %s", path, af_error_message()) : AF_OK;
+    return st ? af_fail(AF_ERR_CORRUPT, "%s: its config is not usable: %s", path, af_error_message()) : AF_OK;
 }
 
 int llama_ckpt_save(const char *path, af_trainer *t, const af_llama_config *cfg, const char *data, const llama_run_pos *p) {
-    ckpt *c = ckpt_new();
-    af_status st = c ? tr_export(t, c) : AF_ERR_NOMEM;
+    af_checkpoint *c = af_checkpoint_new();
+    af_status st = c ? af_trainer_export(t, c) : AF_ERR_NOMEM;
     int64_t v[8];
     config_fields(cfg, v);
-    for (int i = 0; i < 8 && !st; i++) st = ckpt_put_i64(c, FIELD[i], v[i]);
-    if (!st) st = ckpt_put_str(c, "cli.data", data);
-    if (!st) st = ckpt_put_i64(c, "cli.steps", p->steps);
-    if (!st) st = ckpt_put_i64(c, "cli.calls", p->calls);
-    if (!st) st = ckpt_put(c, "cli.rng", &p->rng, sizeof p->rng);
-    if (!st) st = ckpt_put(c, "cli.recent", p->recent, sizeof p->recent);
-    if (!st) st = ckpt_save(c, path);
-    ckpt_free(c);
+    for (int i = 0; i < 8 && !st; i++) st = af_checkpoint_put_i64(c, FIELD[i], v[i]);
+    if (!st) st = af_checkpoint_put_str(c, "cli.data", data);
+    if (!st) st = af_checkpoint_put_i64(c, "cli.steps", p->steps);
+    if (!st) st = af_checkpoint_put_i64(c, "cli.calls", p->calls);
+    if (!st) st = af_checkpoint_put(c, "cli.rng", &p->rng, sizeof p->rng);
+    if (!st) st = af_checkpoint_put(c, "cli.recent", p->recent, sizeof p->recent);
+    if (!st) st = af_checkpoint_save(c, path);
+    af_checkpoint_free(c);
     if (st) fprintf(stderr, "aneforge train llama: could not save %s: %s\n", path, af_error_message());
     return st ? 1 : 0;
 }
 
 int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *cfg, const char *data, llama_run_pos *p) {
-    ckpt *c = NULL;
+    af_checkpoint *c = NULL;
     af_llama_config saved;
-    af_status st = ckpt_load(path, &c);
+    af_status st = af_checkpoint_load(path, &c);
     if (!st) st = read_config(c, path, &saved);
     int64_t want[8], have[8];
     config_fields(cfg, want);
     if (!st) config_fields(&saved, have);
     if (!st && memcmp(want, have, sizeof want))
-        st = ir_fail(AF_ERR_INVALID,
+        st = af_fail(AF_ERR_INVALID,
                      "%s holds a model of dim %d, %d layers, %d heads (%d KV), hidden %d, vocab %d, seq_len %d; "
                      "resume it with the --config (or --init) and --tokenizer it was trained with",
                      path, saved.dim, saved.n_layers, saved.n_heads, saved.n_kv_heads, saved.hidden_dim, saved.vocab_size,
                      saved.seq_len);
-    const char *d = st ? NULL : ckpt_get_str(c, "cli.data");
+    const char *d = st ? NULL : af_checkpoint_get_str(c, "cli.data");
     if (!st && (!d || strcmp(d, data)))
-        st = ir_fail(AF_ERR_INVALID, "%s was trained on --data %s; resume it with the same data", path, d ? d : "?");
+        st = af_fail(AF_ERR_INVALID, "%s was trained on --data %s; resume it with the same data", path, d ? d : "?");
     int64_t bytes = 0, bytes2 = 0;
-    const void *rng = st ? NULL : ckpt_get(c, "cli.rng", &bytes), *recent = st ? NULL : ckpt_get(c, "cli.recent", &bytes2);
+    const void *rng = st ? NULL : af_checkpoint_get(c, "cli.rng", &bytes), *recent = st ? NULL : af_checkpoint_get(c, "cli.recent", &bytes2);
     if (!st && (!rng || bytes != sizeof p->rng || !recent || bytes2 != sizeof p->recent))
-        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.rng and cli.recent are missing or mis-sized", path);
+        st = af_fail(AF_ERR_CORRUPT, "%s: records cli.rng and cli.recent are missing or mis-sized", path);
     llama_run_pos q = { 0 };
-    if (!st) st = ckpt_get_i64(c, "cli.steps", &q.steps);
-    if (!st) st = ckpt_get_i64(c, "cli.calls", &q.calls);
+    if (!st) st = af_checkpoint_get_i64(c, "cli.steps", &q.steps);
+    if (!st) st = af_checkpoint_get_i64(c, "cli.calls", &q.calls);
     /* Counters a run advances by one per step: beyond 2^62 none could have come from a run
      * (and step arithmetic would overflow). */
     if (!st && (q.steps < 0 || q.calls < 0 || q.steps > INT64_MAX / 2 || q.calls > INT64_MAX / 2))
-        st = ir_fail(AF_ERR_CORRUPT, "%s: records cli.steps %lld and cli.calls %lld must be in 0..2^62 (steps done); the "
+        st = af_fail(AF_ERR_CORRUPT, "%s: records cli.steps %lld and cli.calls %lld must be in 0..2^62 (steps done); the "
                      "checkpoint is damaged or edited: resume from an earlier one or start again", path,
                      (long long)q.steps, (long long)q.calls);
     if (!st) {
@@ -88,14 +86,14 @@ int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *cf
         memcpy(q.recent, recent, sizeof q.recent);
         for (int i = 0; i < LLAMA_RECENT && !st; i++) /* cross-entropy losses: >= 0 (NaN if a call diverged) */
             if (q.recent[i] < 0 || isinf(q.recent[i]))
-                st = ir_fail(AF_ERR_CORRUPT, "%s: record cli.recent holds loss %g at %d, not a cross-entropy (>= 0); the "
+                st = af_fail(AF_ERR_CORRUPT, "%s: record cli.recent holds loss %g at %d, not a cross-entropy (>= 0); the "
                              "checkpoint is damaged or edited: resume from an earlier one or start again", path,
                              q.recent[i], i);
     }
     if (!st) {
-        st = tr_import(t, c);
+        st = af_trainer_import(t, c);
     }
-    ckpt_free(c);
+    af_checkpoint_free(c);
     if (st) {
         fprintf(stderr, "aneforge train llama: cannot resume: %s\n", af_error_message());
         return 1;
@@ -104,10 +102,25 @@ int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *cf
     return 0;
 }
 
+/* AF_OK when the n floats at p (any alignment) are finite, else AF_ERR_CORRUPT naming
+ * where, the record and the element (the trainer's own check of what it imports). */
+static af_status check_finite(const char *where, const char *name, const void *p, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        float x;
+        memcpy(&x, (const char *)p + j * (int64_t)sizeof x, sizeof x);
+        if (isfinite(x)) continue;
+        return af_fail(AF_ERR_CORRUPT,
+                       "%s: record '%s' holds %g at element %lld, which is not finite: the checkpoint was saved from a "
+                       "run that had already diverged, or edited; resume from an earlier checkpoint or start again",
+                       where, name, (double)x, (long long)j);
+    }
+    return AF_OK;
+}
+
 /* The weights in a loaded checkpoint: records param.0 .. param.N-1 in af_llama's param
  * order. Every record is checked against the config before anything is allocated, so a
  * small file cannot make it allocate a large model. */
-af_llama_weights *llama_weights_from_ckpt(const ckpt *c, const char *path) {
+af_llama_weights *llama_weights_from_ckpt(const af_checkpoint *c, const char *path) {
     af_llama_config cfg;
     if (read_config(c, path, &cfg)) return NULL;
     int n = af_llama_param_count(&cfg);
@@ -117,31 +130,31 @@ af_llama_weights *llama_weights_from_ckpt(const ckpt *c, const char *path) {
         int64_t bytes = 0;
         snprintf(name, sizeof name, "param.%d", i);
         af_llama_param_at(&cfg, i, NULL, &s, NULL);
-        const void *p = ckpt_get(c, name, &bytes);
+        const void *p = af_checkpoint_get(c, name, &bytes);
         if (!p || bytes != af_shape_count(s) * (int64_t)sizeof(float)) {
-            ir_fail(AF_ERR_CORRUPT, "%s: record %s is missing or not the config's size", path, name);
+            af_fail(AF_ERR_CORRUPT, "%s: record %s is missing or not the config's size", path, name);
             return NULL;
         }
-        if (tr_check_floats(path, name, p, af_shape_count(s), false)) return NULL;
+        if (check_finite(path, name, p, af_shape_count(s))) return NULL;
     }
     af_llama_weights *w = af_llama_weights_new(&cfg);
     for (int i = 0; w && i < n; i++) {
         char name[32];
         snprintf(name, sizeof name, "param.%d", i);
-        af_llama_weights_set_param(w, i, (const float *)ckpt_get(c, name, NULL));
+        af_llama_weights_set_param(w, i, (const float *)af_checkpoint_get(c, name, NULL));
     }
     return w;
 }
 
 static af_llama_weights *from_ckpt(const char *path) {
-    ckpt *c = NULL;
-    af_llama_weights *w = ckpt_load(path, &c) ? NULL : llama_weights_from_ckpt(c, path);
-    ckpt_free(c);
+    af_checkpoint *c = NULL;
+    af_llama_weights *w = af_checkpoint_load(path, &c) ? NULL : llama_weights_from_ckpt(c, path);
+    af_checkpoint_free(c);
     return w;
 }
 
 af_llama_weights *llama_model_load(const char *path) {
-    if (!path) { ir_fail(AF_ERR_INVALID, "no model path"); return NULL; }
+    if (!path) { af_fail(AF_ERR_INVALID, "no model path"); return NULL; }
     struct stat st;
     char cfg[4096];
     snprintf(cfg, sizeof cfg, "%s/config.json", path);
@@ -151,7 +164,7 @@ af_llama_weights *llama_model_load(const char *path) {
         af_hf_free(m);
         return w;
     }
-    FILE *f = ir_fopen_regular(path, "model", 0, NULL);
+    FILE *f = cli_fopen_regular(path, "model", 0, NULL);
     if (!f) return NULL;
     char magic[8] = { 0 };
     size_t n = f ? fread(magic, 1, sizeof magic, f) : 0;

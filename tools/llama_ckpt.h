@@ -6,6 +6,7 @@
 #ifndef AF_TOOLS_LLAMA_CKPT_H
 #define AF_TOOLS_LLAMA_CKPT_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <stdint.h>
 
@@ -27,6 +28,5 @@ int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *c,
 af_llama_weights *llama_model_load(const char *path);
 /* The weights of a loaded train llama checkpoint (path names it in messages); NULL with
  * af_error_message() set when its config or a param record is missing or wrong. */
-struct ckpt;
-af_llama_weights *llama_weights_from_ckpt(const struct ckpt *c, const char *path);
+af_llama_weights *llama_weights_from_ckpt(const af_checkpoint *c, const char *path);
 #endif

@@ -2,8 +2,6 @@
 /* aneforge: dispatches to one subcommand per file. */
 #include "cli.h"
 #include "cli_out.h"
-#include "cpu/cpu_features.h"
-#include "cpu/gemm.h"
 #include "aneforge.h"
 
 #include <stdio.h>
@@ -59,9 +57,10 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) {
         printf("aneforge %s\n", af_version());
         /* What the CPU backend runs on this machine, from the CPU's own features. */
-        printf("cpu: %s; features: %s; gemm: %s (kernel %s %dx%d); blas: %s\n", cpu_model_name(),
-               cpu_features_string(), cpu_gemm_path(), cpu_gemm_ukernel()->name, cpu_gemm_ukernel()->mr,
-               cpu_gemm_ukernel()->nr, cpu_blas_name() ? cpu_blas_name() : "none");
+        af_cpu_info ci;
+        af_cpu_info_get(&ci);
+        printf("cpu: %s; features: %s; gemm: %s (kernel %s %dx%d); blas: %s\n", ci.model, ci.features, ci.gemm_path,
+               ci.gemm_kernel, ci.gemm_mr, ci.gemm_nr, ci.blas ? ci.blas : "none");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -5,7 +5,7 @@
  * each result with its declared dtype. */
 #include "mil_npy.h"
 #include "aneforge.h"
-#include "ir/ir.h"
+#include "aneforge_data.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -50,19 +50,19 @@ int mil_npy_read(const char *path, const char *dt, float **data, int *rank, int6
     int64_t n = 1;
     for (int i = 0; i < *rank; i++) n *= dims[i]; /* the reader matched it to the file's bytes */
     *data = malloc(sizeof(float) * (size_t)(n + 1));
-    if (!*data) { free(v); snprintf(err, errlen, "out of memory reading %s", path); return 1; }
+    if (!*data) { af_free(v); snprintf(err, errlen, "out of memory reading %s", path); return 1; }
     for (int64_t i = 0; i < n; i++) {
         char why[80];
         if (!fits(dt, v[i], why, sizeof why)) {
             snprintf(err, errlen, "%s: element %lld (%g) %s, the range of the %s argument", path, (long long)i, v[i], why, dt);
-            free(v);
+            af_free(v);
             free(*data);
             *data = NULL;
             return 1;
         }
         (*data)[i] = (float)v[i];
     }
-    free(v);
+    af_free(v);
     return 0;
 }
 
@@ -80,7 +80,7 @@ int mil_npy_write(const char *path, const char *dt, const float *data, int rank,
     char hdr[256];
     int hl = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", k->descr, shape);
     int total = 10 + hl + 1, pad = (64 - total % 64) % 64;
-    FILE *f = ir_open_write(path); /* whole or not at all */
+    FILE *f = af_write_open(path); /* whole or not at all */
     if (!f) { snprintf(err, errlen, "%s", af_error_message()); return 1; }
     unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((hl + pad + 1) & 255), (unsigned char)((hl + pad + 1) >> 8) };
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl;
@@ -99,6 +99,6 @@ int mil_npy_write(const char *path, const char *dt, const float *data, int rank,
         for (int j = 0; j < k->size; j++) b[j] = (unsigned char)(u >> (8 * j));
         ok = fwrite(b, 1, (size_t)k->size, f) == (size_t)k->size;
     }
-    if (ir_close_written(f, path, ok)) { snprintf(err, errlen, "%s", af_error_message()); return 1; }
+    if (af_write_close(f, path, ok)) { snprintf(err, errlen, "%s", af_error_message()); return 1; }
     return 0;
 }

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "run_log.h"
 #include "train_progress.h"
+#include "cli_file.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -50,8 +51,8 @@ void run_log_begin(run_log *l, cli_log *f, af_trainer *t, const af_train_opts *o
     l->o = *o;
     l->items_per_step = items_per_step;
     l->items_key = items_key;
-    l->start = l->last = tr_now_s();
-    tr_phase_seconds(t, l->phase_last);
+    l->start = l->last = cli_now_s();
+    af_trainer_phase_seconds(t, l->phase_last);
 }
 
 static bool engine(const run_log *l) { return l->o.compile.target != AF_TARGET_CPU; }
@@ -63,8 +64,8 @@ void run_log_header(run_log *l, const char *model, const char *extra) {
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    double phase[TR_NPHASE];
-    tr_phase_seconds(l->t, phase);
+    double phase[AF_NPHASES];
+    af_trainer_phase_seconds(l->t, phase);
     char line[4096] = ""; /* one write: a dashboard following the file never sees half a header */
     add(line, sizeof line,
             "{\"header\":1,\"model\":\"%s\",\"started\":\"%s\",\"plan\":\"%s\",\"target\":\"%s\",\"family\":\"%s\","
@@ -75,10 +76,10 @@ void run_log_header(run_log *l, const char *model, const char *extra) {
             engine(l) ? af_family_name_of(o->compile.family) : "", train_fp16(&o->compile) ? "fp16" : "fp32",
             o->optimizer == AF_OPT_ADAM ? "adam" : "sgd", o->batch, (double)o->lr,
             o->schedule == AF_LR_COSINE ? "cosine" : "constant", (long long)o->warmup_steps, (double)o->weight_decay,
-            (double)(l->t ? l->t->scale : o->loss_scale), o->dynamic_loss_scale, af_trainer_steps_per_call(l->t),
+            (double)(l->t ? af_trainer_loss_scale(l->t) : o->loss_scale), o->dynamic_loss_scale, af_trainer_steps_per_call(l->t),
             (long long)o->total_steps, (double)o->grad_clip, o->grad_accum > 1 ? o->grad_accum : 1,
             af_trainer_num_params(l->t),
-            af_metric_source_name(l->t ? l->t->metric_source : AF_METRIC_HOST_FP32), phase[TR_PHASE_COMPILE]);
+            af_metric_source_name(af_trainer_metric_source(l->t)), phase[AF_PHASE_COMPILE]);
     if (engine(l)) {
         af_ane_budget_info b;
         af_ane_budget(o->compile.sim_engine, &b);
@@ -90,15 +91,15 @@ void run_log_header(run_log *l, const char *model, const char *extra) {
 void run_log_data(run_log *l, double seconds) { l->data_s += seconds; }
 
 void run_log_aside_begin(run_log *l) {
-    l->aside_t = tr_now_s();
-    tr_phase_seconds(l->t, l->aside_phase);
+    l->aside_t = cli_now_s();
+    af_trainer_phase_seconds(l->t, l->aside_phase);
 }
 
 void run_log_aside_end(run_log *l) {
-    double phase[TR_NPHASE];
-    tr_phase_seconds(l->t, phase);
-    l->last += tr_now_s() - l->aside_t;
-    for (int i = 0; i < TR_NPHASE; i++) l->phase_last[i] += phase[i] - l->aside_phase[i];
+    double phase[AF_NPHASES];
+    af_trainer_phase_seconds(l->t, phase);
+    l->last += cli_now_s() - l->aside_t;
+    for (int i = 0; i < AF_NPHASES; i++) l->phase_last[i] += phase[i] - l->aside_phase[i];
 }
 
 /* Estimated on-device milliseconds per step on family fam for the totals s over steps. */
@@ -109,8 +110,8 @@ static double est_ms(af_family_id fam, const af_stats *s, int64_t steps) {
 const char *run_log_step_fields(run_log *l, int64_t steps) {
     l->buf[0] = 0;
     if (!l->f) return l->buf;
-    double now = tr_now_s(), phase[TR_NPHASE];
-    tr_phase_seconds(l->t, phase);
+    double now = cli_now_s(), phase[AF_NPHASES];
+    af_trainer_phase_seconds(l->t, phase);
     int64_t d = steps - l->last_steps;
     double dt = now - l->last, per = d > 0 ? 1000.0 / (double)d : 0.0;
     af_stats s;
@@ -118,9 +119,9 @@ const char *run_log_step_fields(run_log *l, int64_t steps) {
     add(l->buf, sizeof l->buf, ",\"elapsed_s\":%.3f,\"%s\":%.1f,\"ms_step\":%.4f,\"ms_data\":%.4f,\"ms_fwd_bwd\":%.4f,"
         "\"ms_optimizer\":%.4f,\"ms_compile\":%.4f",
         now - l->start, l->items_key, dt > 0 ? (double)(l->items_per_step * d) / dt : 0.0, dt * per, l->data_s * per,
-        (phase[TR_PHASE_FWD_BWD] - l->phase_last[TR_PHASE_FWD_BWD]) * per,
-        (phase[TR_PHASE_OPTIMIZER] - l->phase_last[TR_PHASE_OPTIMIZER]) * per,
-        (phase[TR_PHASE_COMPILE] - l->phase_last[TR_PHASE_COMPILE]) * per);
+        (phase[AF_PHASE_STEP] - l->phase_last[AF_PHASE_STEP]) * per,
+        (phase[AF_PHASE_OPTIMIZER] - l->phase_last[AF_PHASE_OPTIMIZER]) * per,
+        (phase[AF_PHASE_COMPILE] - l->phase_last[AF_PHASE_COMPILE]) * per);
     add(l->buf, sizeof l->buf,
         ",\"dispatches\":%lld,\"bytes_in\":%lld,\"bytes_out\":%lld,\"engine_flops\":%lld,\"host_flops\":%lld,\"compiles\":%lld",
         (long long)s.dispatches, (long long)s.bytes_in, (long long)s.bytes_out, (long long)s.engine_flops,
@@ -150,6 +151,6 @@ void run_log_end(run_log *l, int64_t steps, const char *extra) {
     af_stats st;
     af_trainer_stats(l->t, &st); /* compiles after the last step line (evaluation) included */
     cli_log_printf(l->f, "{\"end\":1,\"steps\":%lld,\"seconds\":%.3f,\"loss_source\":\"%s\",\"compiles\":%lld%s}\n", (long long)steps,
-            tr_now_s() - l->start, af_metric_source_name(l->t ? l->t->metric_source : AF_METRIC_HOST_FP32), (long long)st.compiles,
+            cli_now_s() - l->start, af_metric_source_name(af_trainer_metric_source(l->t)), (long long)st.compiles,
             extra ? extra : "");
 }

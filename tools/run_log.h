@@ -5,7 +5,7 @@
 #ifndef AF_TOOLS_RUN_LOG_H
 #define AF_TOOLS_RUN_LOG_H
 #include "aneforge.h"
-#include "train/trainer.h"
+#include "aneforge.h"
 #include "cli_out.h"
 
 #include <stdint.h>
@@ -20,8 +20,8 @@ typedef struct {
     double start, last;              /* clock at run_log_begin and at the last step line */
     int64_t last_steps;
     double data_s;                   /* batch preparation since the last step line */
-    double phase_last[TR_NPHASE];
-    double aside_t, aside_phase[TR_NPHASE];
+    double phase_last[AF_NPHASES];
+    double aside_t, aside_phase[AF_NPHASES];
     char buf[1024];
 } run_log;
 

@@ -1,7 +1,7 @@
 /* Documents and options for the text commands (text_cli.h). */
 #include "text_cli.h"
 #include "aneforge.h"
-#include "data/data.h"
+#include "aneforge_data.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,13 +47,13 @@ int text_docs_read(const char *path, const char *sep, text_docs *d) {
     uint8_t *buf;
     size_t size;
     memset(d, 0, sizeof *d);
-    if (data_read_file(path, NULL, &buf, &size) != AF_OK) {
+    if (af_read_file(path, NULL, &buf, &size) != AF_OK) {
         fprintf(stderr, "aneforge: %s\n", af_error_message());
         return 1;
     }
     if (text_docs_split((const char *)buf, size, sep, d)) {
         fprintf(stderr, "aneforge: out of memory splitting %s\n", path);
-        free(buf);
+        af_free(buf);
         text_docs_free(d);
         return 1;
     }
@@ -64,7 +64,7 @@ int text_docs_read(const char *path, const char *sep, text_docs *d) {
 void text_docs_free(text_docs *d) {
     free(d->doc);
     free(d->len);
-    free(d->buf);
+    af_free(d->buf); /* from af_read_file */
     memset(d, 0, sizeof *d);
 }
 

@@ -1,4 +1,6 @@
 #include "train_sample.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <stdio.h>
 #include <string.h>

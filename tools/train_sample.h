@@ -3,6 +3,8 @@
 #ifndef AF_TOOLS_TRAIN_SAMPLE_H
 #define AF_TOOLS_TRAIN_SAMPLE_H
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <stddef.h>
 

@@ -99,7 +99,7 @@ def npy_read(path):
     try:
         out = np.ctypeslib.as_array(data, (max(n, 1),))[:n].reshape(shape).copy() if n else np.zeros(shape, np.float32)
     finally:
-        _libc_free(data)
+        _af_free(data)
     return out
 
 
@@ -110,10 +110,6 @@ def npy_write(path, arr):
     check(lib.af_npy_write(encode(path, "path"), a.ctypes.data, a.ndim, dims))
 
 
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [ctypes.c_void_p]
-
-
-def _libc_free(p):
-    """Frees a malloc'd array the library handed over (the header says: free())."""
-    _libc.free(ctypes.cast(p, ctypes.c_void_p))
+def _af_free(p):
+    """Frees an array the library handed over, with the library's af_free."""
+    lib.af_free(ctypes.cast(p, ctypes.c_void_p))

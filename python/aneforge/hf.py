@@ -7,7 +7,7 @@ import ctypes
 import numpy as np
 
 from ._lib import Handle, check, cstr, encode, last_error, lib
-from .data import _libc_free
+from .data import _af_free
 from .errors import CorruptError, InvalidError
 from .train import BuiltinNet
 
@@ -135,4 +135,4 @@ class Tokenizer(Handle):
             return np.ctypeslib.as_array(ctypes.cast(ids, ctypes.POINTER(ctypes.c_int32)), (n.value,)).copy() \
                 if n.value else np.zeros(0, np.int32)
         finally:
-            _libc_free(ids)
+            _af_free(ids)

@@ -21,7 +21,7 @@ def compile_opts(target="cpu", precision=None, threads=0, via_mil=False, precisi
         raise InvalidError("precision %r: use 'fp32', 'fp16' or None (the target's default)" % (precision,))
     o.threads = int(threads)
     o.via_mil = 1 if via_mil else 0
-    o.precision_check_off = 0 if precision_check else 1
+    o.precision_check = 0 if precision_check else -1  # AF_DEFAULT (on) or AF_OFF
     o.sim_engine = sim_engine.ptr if sim_engine is not None else None
     keep = encode(ane_framework, "ane_framework") if ane_framework else None
     o.ane_framework = keep

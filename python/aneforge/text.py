@@ -4,7 +4,7 @@ import ctypes
 import numpy as np
 
 from ._lib import C, Handle, check, encode, last_error, lib
-from .data import _libc_free
+from .data import _af_free
 from .errors import CorruptError, InvalidError
 
 BOS, EOS, UNK = C["AF_TOKEN_BOS"], C["AF_TOKEN_EOS"], C["AF_TOKEN_UNK"]
@@ -67,7 +67,7 @@ class Tokenizer(Handle):
         try:
             return [out[i] for i in range(n.value)]
         finally:
-            _libc_free(out)
+            _af_free(out)
 
     def decode(self, ids):
         a = np.ascontiguousarray(ids, np.int32)
@@ -76,7 +76,7 @@ class Tokenizer(Handle):
         try:
             return ctypes.string_at(out.value, n.value).decode("utf-8", "replace")
         finally:
-            _libc_free(out)
+            _af_free(out)
 
     def decode_piece(self, prev, token):
         """run.c's bytes for `token` after `prev` (-1: none)."""
@@ -88,18 +88,18 @@ class Tokenizer(Handle):
 
 
 def read_tokens(path, vocab_size=0):
-    """A uint16 token file as a numpy uint16 array (ids >= vocab_size rejected when > 0)."""
-    out, n = ctypes.POINTER(ctypes.c_uint16)(), ctypes.c_int64()
+    """A uint16 token file as a numpy int32 array (ids >= vocab_size rejected when > 0)."""
+    out, n = ctypes.POINTER(ctypes.c_int32)(), ctypes.c_int64()
     check(lib.af_tokens_read(encode(path, "path"), int(vocab_size), ctypes.byref(out), ctypes.byref(n)))
     try:
-        return np.ctypeslib.as_array(out, (n.value,)).copy() if n.value else np.zeros(0, np.uint16)
+        return np.ctypeslib.as_array(out, (n.value,)).copy() if n.value else np.zeros(0, np.int32)
     finally:
-        _libc_free(out)
+        _af_free(out)
 
 
 def write_tokens(path, tokens):
     a = np.asarray(tokens)
     if a.size and (a.min() < 0 or a.max() > 65535):
         raise InvalidError("token ids must fit uint16 (0..65535)")
-    a = np.ascontiguousarray(a, np.uint16)
+    a = np.ascontiguousarray(a, np.int32)
     check(lib.af_tokens_write(encode(path, "path"), a.ctypes.data, a.size))

@@ -8,7 +8,9 @@
  * prediction from these rates. M2 has no published figure: its rates are the geometric
  * mean of M1's and M3's. */
 #include "ane/cost_llama.h"
+#include "aneforge_llama.h"
 #include "ane/cost.h"
+#include "ir/ir.h"
 
 #include <math.h>
 
@@ -124,4 +126,16 @@ af_status ane_llama_estimate(const af_llama_config *c, int seq, int batch, ane_l
     r.total_ms = r.step_ms + r.compile_ms;
     *out = r;
     return AF_OK;
+}
+
+/* The public names (aneforge_llama.h). */
+_Static_assert((int)AF_LLAMA_COST_BAKED == (int)ANE_LLAMA_BAKED && (int)AF_LLAMA_COST_PIPELINE == (int)ANE_LLAMA_PIPELINE &&
+                   (int)AF_LLAMA_COST_RESIDENT == (int)ANE_LLAMA_RESIDENT && (int)AF_LLAMA_COST_NPLANS == (int)ANE_LLAMA_NPLANS,
+               "the public plans are the model's");
+int af_llama_chip_count(void) { return ane_llama_chip_count(); }
+const af_llama_chip *af_llama_chip_at(int i) { return ane_llama_chip_at(i); }
+const char *af_llama_cost_plan_name(af_llama_cost_plan p) { return ane_llama_plan_name((ane_llama_plan)p); }
+af_status af_llama_cost_estimate(const af_llama_config *c, int seq, int batch, af_llama_cost_plan p, int layers_only, int chip,
+                                 int64_t run_steps, af_llama_cost *out) {
+    return ane_llama_estimate(c, seq, batch, (ane_llama_plan)p, layers_only != 0, chip, run_steps, out);
 }

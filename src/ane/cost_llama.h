@@ -14,35 +14,17 @@
 #ifndef AF_ANE_COST_LLAMA_H
 #define AF_ANE_COST_LLAMA_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
+#include "aneforge_llama.h"
 
 #include <stdbool.h>
 
 typedef enum { ANE_LLAMA_BAKED, ANE_LLAMA_PIPELINE, ANE_LLAMA_RESIDENT, ANE_LLAMA_NPLANS } ane_llama_plan;
 
-/* One chip: its family and maderix's published static-pipeline measurement of
- * Stories110M (seq 256, batch 1), or none (M2: interpolated). */
-typedef struct {
-    const char *chip;        /* "M1 Pro" ... */
-    af_family_id family;
-    int published;           /* 1: the three figures below were measured (issue #3) */
-    double ms_step;          /* static pipeline ms/step, compile excluded */
-    double ane_ms;           /* of which in engine evaluations */
-    double compile_s;        /* compile time per batch of 72 programs (every 10 steps) */
-} ane_llama_chip;
-
-/* Counts of one step (batch windows of seq tokens). */
-typedef struct {
-    double engine_flops, host_flops, bytes, dispatches;
-    int programs;            /* distinct programs compiled (per batch of 10 steps when baked; training only) */
-} ane_llama_counts;
-
-typedef struct {
-    ane_llama_counts n;
-    double engine_ms, host_ms, io_ms, dispatch_ms; /* the step's terms */
-    double step_ms;          /* their sum: comparable to the published ms/step */
-    double compile_ms;       /* compiles amortised per step (baked: every 10 steps; others: once per run) */
-    double total_ms;         /* step_ms + compile_ms */
-} ane_llama_cost;
+/* The chip table, counts and cost are the public types (aneforge_llama.h). */
+typedef af_llama_chip ane_llama_chip;
+typedef af_llama_counts ane_llama_counts;
+typedef af_llama_cost ane_llama_cost;
 
 int ane_llama_chip_count(void);
 const ane_llama_chip *ane_llama_chip_at(int i);

@@ -164,6 +164,15 @@ af_status af_coreml_load(const char *path, af_graph **g, int *nin, af_tensor ***
     return AF_OK;
 }
 
+af_status af_coreml_open(const char *path, const char *function, af_mil_program **out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "af_coreml_open: out is NULL");
+    *out = NULL;
+    if (!path) return ir_fail(AF_ERR_INVALID, "af_coreml_open: path is NULL");
+    mil_module m;
+    af_status st = coreml_load_module(path, function, &m);
+    return st ? st : mil_program_wrap(&m, path, out);
+}
+
 af_status coreml_load_module(const char *path, const char *function, mil_module *m) {
     memset(m, 0, sizeof *m);
     char *file, *bytes = NULL;

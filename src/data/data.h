@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 #ifdef __cplusplus
 extern "C" {

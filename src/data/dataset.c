@@ -1,6 +1,7 @@
 /* The in-memory dataset (uint8 pixels + labels) and locating the data directory. */
 #define _POSIX_C_SOURCE 200809L
 #include "data/data.h"
+#include "aneforge_data.h"
 #include "data/sha256.h"
 #include "ir/file.h"
 #include "ir/ir.h"

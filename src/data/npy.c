@@ -3,6 +3,7 @@
  * then an ASCII Python dict literal padded with spaces and ending in '\n', then data.
  * The dict is parsed by a small strict grammar, never evaluated. */
 #include "data/data.h"
+#include "aneforge_data.h"
 #include "ir/ir.h"
 
 #include <stdio.h>

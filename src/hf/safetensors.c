@@ -1,6 +1,7 @@
 /* safetensors read (mapped, checked) and write (safetensors.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "hf/safetensors.h"
+#include "aneforge_hf.h"
 
 #include "ir/json.h"
 #include "ir/file.h"
@@ -265,4 +266,14 @@ af_status st_write(const char *path, int n, const st_out *t) {
         ok = fwrite(t[i].data, 4, (size_t)count, f) == (size_t)count;
     }
     return ir_close_written(f, path, ok);
+}
+
+_Static_assert(sizeof(af_safetensor) == sizeof(st_out) && ST_MAX_RANK == 8, "af_safetensor is st_out");
+
+af_status af_safetensors_write(const char *path, int n, const af_safetensor *t) {
+    if (!path || n < 0 || (n && !t)) return ir_fail(AF_ERR_INVALID, "af_safetensors_write: path or tensors are NULL");
+    for (int i = 0; i < n; i++)
+        if (!t[i].name || t[i].rank < 0 || t[i].rank > 8 || !t[i].data)
+            return ir_fail(AF_ERR_INVALID, "af_safetensors_write: tensor %d needs a name, rank 0..8 and data", i);
+    return st_write(path, n, (const st_out *)t);
 }

@@ -1,6 +1,7 @@
 /* llama2.c's model config: presets, the rules a config must follow, and where each
  * tensor lies in the flat weight array (run.c's order). */
 #include "llama/llama.h"
+#include "aneforge_llama.h"
 #include "ir/ir.h"
 
 #include <stdio.h>

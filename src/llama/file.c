@@ -11,6 +11,7 @@
  * All little-endian. Version 2 (int8 Q8_0) is not read. */
 #define _POSIX_C_SOURCE 200809L
 #include "llama/llama.h"
+#include "aneforge_llama.h"
 #include "ir/bytes.h"
 #include "ir/file.h"
 #include "ir/ir.h"

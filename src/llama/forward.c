@@ -6,6 +6,7 @@
  * depends on the split, so results do not depend on the thread count), four rows at a
  * time so four independent sums hide the adds' latency. */
 #include "llama/llama.h"
+#include "aneforge_llama.h"
 #include "cpu/pool.h"
 #include "ir/ir.h"
 
@@ -111,7 +112,7 @@ static void attention(af_llama_gen *g, int layer) {
     }
 }
 
-af_status af_llama_gen_feed(af_llama_gen *g, int token) {
+af_status af_llama_gen_feed(af_llama_gen *g, int32_t token) {
     if (!g) return ir_fail(AF_ERR_INVALID, "af_llama_gen_feed: generator is NULL");
     const af_llama_config *c = &g->c;
     if (token < 0 || token >= c->vocab_size)

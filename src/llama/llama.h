@@ -3,6 +3,7 @@
 #ifndef AF_LLAMA_LLAMA_H
 #define AF_LLAMA_LLAMA_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,6 @@
 /* af_llama as an af_net for the trainer: token ids in, next-token cross-entropy out. */
 #include "ir/ir.h"
+#include "aneforge_llama.h"
 #include "llama.h"
 
 #include <stdlib.h>

@@ -3,6 +3,7 @@
  * and trained values export with af_llama_save. Here (above src/nn) because it reads
  * the weight layout of src/llama. */
 #include "ir/ir.h"
+#include "aneforge_llama.h"
 #include "llama.h"
 
 #include <stdio.h>

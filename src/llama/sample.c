@@ -1,6 +1,7 @@
 /* run.c's sampler, step for step in float so that a seed picks run.c's tokens: the
  * xorshift coin, temperature, softmax, and multinomial or nucleus (top-p) sampling. */
 #include "llama/llama.h"
+#include "aneforge_llama.h"
 #include "ir/ir.h"
 
 #include <math.h>
@@ -99,7 +100,7 @@ static int sample_top_p(af_llama_sampler *s, float r) {
     return s->sorted[last].index;
 }
 
-int af_llama_sample(af_llama_sampler *s, const float *logits) {
+int32_t af_llama_sample(af_llama_sampler *s, const float *logits) {
     if (!s || !logits) return ir_fail(AF_ERR_INVALID, "af_llama_sample: sampler or logits is NULL"), -1;
     const int n = s->n;
     for (int i = 0; i < n; i++)

@@ -1,5 +1,6 @@
 /* The weights container: a config and one float array in run.c's order. */
 #include "llama/llama.h"
+#include "aneforge_llama.h"
 #include "ir/ir.h"
 
 #include <stdlib.h>

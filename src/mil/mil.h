@@ -110,6 +110,15 @@ bool mil_index_bad(const mil_index_guard *guard, const float *v, char *why, size
  * text or weights, AF_ERR_UNSUPPORTED for ops or forms the IR cannot express,
  * AF_ERR_IO for missing weight files). */
 af_status mil_parse(const char *text, size_t len, const mil_read_opts *opts, mil_module *m);
+/* Reads the MIL file at path (a regular file of at most AF_MIL_MAX_TEXT bytes) and parses
+ * it as mil_parse does, @model_path being path's folder; function NULL = "main" or the
+ * only one. What af_mil_load and af_mil_open share. */
+af_status mil_load_file(const char *path, const char *weights_dir, const char *function, mil_module *m);
+
+/* Wraps a module read some other way (a Core ML package) as the public af_mil_program;
+ * the program owns m's graph from then on, source names it in index-check messages. On
+ * failure m is freed. */
+af_status mil_program_wrap(mil_module *m, const char *source, af_mil_program **out);
 
 /* Emits the subgraph to MIL text and weights in memory and parses that back into a new
  * graph (*m): what the ane-sim target runs to prove every program survives the trip.

@@ -74,6 +74,30 @@ af_status mil_check_indices(const char *source, const mil_index_guard *gd, const
     return ir_fail(AF_ERR_INVALID, "%s:%d:%d: %s: %s", source ? source : "<mil>", gd->line, gd->col, gd->op, why);
 }
 
+af_status mil_load_file(const char *mil_path, const char *weights_dir, const char *function, mil_module *m) {
+    memset(m, 0, sizeof *m);
+    uint64_t size = 0;
+    FILE *f = ir_fopen_regular(mil_path, "MIL file", AF_MIL_MAX_TEXT, &size);
+    if (!f) return AF_ERR_IO;
+    size_t n = (size_t)size;
+    char *text = malloc(n + 1);
+    if (!text) { fclose(f); return ir_fail(AF_ERR_NOMEM, "MIL file %s: out of memory", mil_path); }
+    bool err = fread(text, 1, n, f) != n;
+    fclose(f);
+    if (err) { free(text); return ir_fail(AF_ERR_IO, "cannot read MIL file %s (changed while read?)", mil_path); }
+    char *dir = malloc(strlen(mil_path) + 2);
+    if (!dir) { free(text); return ir_fail(AF_ERR_NOMEM, "MIL file %s: out of memory", mil_path); }
+    strcpy(dir, mil_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else strcpy(dir, ".");
+    mil_read_opts o = { .source_name = mil_path, .model_dir = dir, .weights_dir = weights_dir, .function = function };
+    af_status st = mil_parse(text, n, &o, m);
+    free(text);
+    free(dir);
+    return st;
+}
+
 af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **g, int *nin, af_tensor ***in,
                       int *nout, af_tensor ***out) {
     /* Cleared first so a failure never leaves the caller a stale graph or array. */
@@ -83,26 +107,8 @@ af_status af_mil_load(const char *mil_path, const char *weights_dir, af_graph **
     if (nout) *nout = 0;
     if (out) *out = NULL;
     if (!mil_path || !g) return ir_fail(AF_ERR_INVALID, "af_mil_load: mil_path or g is NULL");
-    uint64_t size = 0;
-    FILE *f = ir_fopen_regular(mil_path, "MIL file", AF_MIL_MAX_TEXT, &size);
-    if (!f) return AF_ERR_IO;
-    size_t n = (size_t)size;
-    char *text = malloc(n + 1);
-    if (!text) { fclose(f); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
-    bool err = fread(text, 1, n, f) != n;
-    fclose(f);
-    if (err) { free(text); return ir_fail(AF_ERR_IO, "af_mil_load: cannot read %s (changed while read?)", mil_path); }
-    char *dir = malloc(strlen(mil_path) + 2);
-    if (!dir) { free(text); return ir_fail(AF_ERR_NOMEM, "af_mil_load: out of memory"); }
-    strcpy(dir, mil_path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else strcpy(dir, ".");
-    mil_read_opts o = { .source_name = mil_path, .model_dir = dir, .weights_dir = weights_dir };
     mil_module m;
-    af_status st = mil_parse(text, n, &o, &m);
-    free(text);
-    free(dir);
+    af_status st = mil_load_file(mil_path, weights_dir, NULL, &m);
     if (st) return st;
     *g = m.g;
     if (nin) *nin = m.nin;

@@ -34,7 +34,7 @@ static af_model *fail_model(af_model *m, af_status st, const char *fmt, ...) {
 static af_status configure(const backend_iface *be, const af_compile_opts *opts, backend_cfg *cfg, char *msg, size_t n) {
     af_compile_opts o = opts ? *opts : (af_compile_opts){ 0 };
     *cfg = (backend_cfg){ .target = o.target, .precision = o.precision, .via_mil = o.via_mil > 0,
-                          .precision_check = !o.precision_check_off,
+                          .precision_check = o.precision_check != AF_OFF,
                           .ane_framework = o.ane_framework, .family_asked = o.family, .sim_engine = o.sim_engine };
     cfg->threads = o.threads > 0 ? o.threads : cpu_num_cores();
     cfg->fp16 = backend_fp16(be, &o);

@@ -4,6 +4,7 @@
  * embedding when shared). Built from public ops only, so every backend and the
  * autograd see nothing new. */
 #include "aneforge.h"
+#include "aneforge_llama.h"
 #include "ir/ir.h"
 #include "nn/llama_graph.h"
 

@@ -2,6 +2,7 @@
 #ifndef AF_NN_LLAMA_GRAPH_H
 #define AF_NN_LLAMA_GRAPH_H
 #include "ir/ir.h"
+#include "aneforge_llama.h"
 
 /* The layers of af_llama on x [B * T, dim] (rows (b, t)) with params p in af_llama's
  * order; p[0] (the embedding) is not read, and the rest only as graph tensors, so they

@@ -18,6 +18,7 @@
  * The pair counts are updated incrementally: a merge revisits only the chunks holding
  * its pair, and a heap with stale entries skipped on the way out gives the best pair. */
 #include "text/maps.h"
+#include "aneforge_data.h"
 #include "text/text.h"
 #include "ir/ir.h"
 

@@ -6,6 +6,7 @@
  * broken by a merge are dropped when they surface: the same merges in the same order,
  * in n log n. */
 #include "text/text.h"
+#include "aneforge_data.h"
 #include "ir/ir.h"
 
 #include <stdlib.h>
@@ -167,7 +168,7 @@ static int hex_digit(uint8_t c) {
     return -1;
 }
 
-const char *af_tokenizer_decode_piece(const af_tokenizer *t, int prev, int token, size_t *len) {
+const char *af_tokenizer_decode_piece(const af_tokenizer *t, int32_t prev, int32_t token, size_t *len) {
     if (len) *len = 0;
     if (!t || token < 0 || token >= t->n) {
         ir_fail(AF_ERR_INVALID, "token %d is outside the vocabulary (size %d)", token, t ? t->n : 0);

@@ -12,6 +12,7 @@
 #define AF_TEXT_H
 
 #include "aneforge.h"
+#include "aneforge_data.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,7 +74,7 @@ bool txt_utf8_valid(const uint8_t *s, size_t n);
 
 /* Parses a token file (uint16 little-endian ids, no header) into a malloc'd array;
  * ids >= vocab are rejected when vocab > 0. */
-af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const char *what, uint16_t **tokens,
+af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const char *what, int32_t **tokens,
                            int64_t *n);
 
 /* The BPE trainer. When given, `chunk_fn` sees every distinct training chunk (the

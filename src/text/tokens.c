@@ -1,6 +1,7 @@
 /* Token files as llama2.c and TinyStories write them: uint16 token ids, little-endian,
- * one after the other, no header. */
+ * one after the other, no header. In memory ids are int32_t, as everywhere in the API. */
 #include "text/text.h"
+#include "aneforge_data.h"
 #include "data/data.h"
 #include "ir/ir.h"
 
@@ -8,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const char *what, uint16_t **tokens,
+af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const char *what, int32_t **tokens,
                            int64_t *n) {
     *tokens = NULL;
     *n = 0;
@@ -16,12 +17,12 @@ af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const cha
         return ir_fail(AF_ERR_CORRUPT, "%s: %zu bytes is not a whole number of uint16 tokens (a token file is "
                                        "little-endian uint16 ids with no header)", what, size);
     size_t count = size / 2;
-    uint16_t *t = malloc(count ? count * sizeof *t : 1);
+    int32_t *t = malloc(count ? count * sizeof *t : 1);
     if (!t) return ir_fail(AF_ERR_NOMEM, "%s: out of memory for %zu tokens", what, count);
     for (size_t i = 0; i < count; i++) {
-        t[i] = (uint16_t)(buf[2 * i] | buf[2 * i + 1] << 8);
+        t[i] = (int32_t)(buf[2 * i] | buf[2 * i + 1] << 8);
         if (vocab > 0 && t[i] >= vocab) {
-            unsigned id = t[i];
+            unsigned id = (unsigned)t[i];
             free(t);
             return ir_fail(AF_ERR_CORRUPT, "%s: token %zu is %u, outside the vocabulary of %d: was the file made "
                                            "with another tokenizer?", what, i, id, vocab);
@@ -32,7 +33,7 @@ af_status txt_tokens_parse(const uint8_t *buf, size_t size, int vocab, const cha
     return AF_OK;
 }
 
-af_status af_tokens_read(const char *path, int vocab_size, uint16_t **tokens, int64_t *n) {
+af_status af_tokens_read(const char *path, int vocab_size, int32_t **tokens, int64_t *n) {
     if (tokens) *tokens = NULL;
     if (n) *n = 0;
     if (!tokens || !n) return ir_fail(AF_ERR_INVALID, "af_tokens_read: tokens and n must not be NULL");
@@ -45,9 +46,14 @@ af_status af_tokens_read(const char *path, int vocab_size, uint16_t **tokens, in
     return st;
 }
 
-af_status af_tokens_write(const char *path, const uint16_t *tokens, int64_t n) {
+af_status af_tokens_write(const char *path, const int32_t *tokens, int64_t n) {
     if (!path || n < 0 || (!tokens && n))
         return ir_fail(AF_ERR_INVALID, "af_tokens_write: path and tokens must not be NULL, n >= 0");
+    for (int64_t i = 0; i < n; i++) /* checked before the file is made: nothing half-written */
+        if (tokens[i] < 0 || tokens[i] > 65535)
+            return ir_fail(AF_ERR_INVALID, "af_tokens_write: token %lld is %ld, outside 0..65535, which a token file "
+                                           "(uint16 ids) cannot hold: use a vocabulary of at most 65536",
+                           (long long)i, (long)tokens[i]);
     FILE *f = ir_open_write(path); /* whole or not at all */
     if (!f) return AF_ERR_IO;
     uint8_t chunk[8192];

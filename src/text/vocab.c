@@ -1,6 +1,7 @@
 /* The tokenizer's vocabulary: building and checking it, its index from bytes to id, and
  * llama2.c's tokenizer.bin format both ways. */
 #include "text/maps.h"
+#include "aneforge_data.h"
 #include "text/text.h"
 #include "data/data.h"
 #include "ir/ir.h"
@@ -230,7 +231,7 @@ af_tokenizer *af_tokenizer_byte_level(void) {
 
 int af_tokenizer_vocab_size(const af_tokenizer *t) { return t ? t->n : 0; }
 
-const char *af_tokenizer_token(const af_tokenizer *t, int id, size_t *len, float *score) {
+const char *af_tokenizer_token(const af_tokenizer *t, int32_t id, size_t *len, float *score) {
     if (!t || id < 0 || id >= t->n) {
         if (len) *len = 0;
         if (score) *score = 0;

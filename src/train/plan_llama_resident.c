@@ -20,6 +20,7 @@
  * groups' state. The generic resident plan (plan_resident.c) hands over to this one when
  * the net declares a llama config (af_net.llama_config) and the state stays resident. */
 #include "engine/family.h"
+#include "aneforge_llama.h"
 #include "grad/grad.h"
 #include "nn/llama_graph.h"
 #include "nn/optim.h"

@@ -10,6 +10,7 @@
  * into row blocks of at most the family's W/H limit (16384 before A16), so a 32000-row
  * vocabulary runs as two blocks of 16000 through the same two programs. */
 #include "engine/family.h"
+#include "aneforge_llama.h"
 #include "cpu/gemm.h"
 #include "cpu/norm_bwd.h"
 #include "cpu/pool.h"

@@ -1,7 +1,10 @@
-/* An outside program: only <aneforge.h> and the installed library. It computes
+/* An outside program: only the installed headers and library. It computes
  * y = relu(x W^T + b) for fixed numbers on the CPU and checks it against the same sum
- * done here in double, and that the header and the library agree on the version. */
+ * done here in double, that the header and the library agree on the version, and that
+ * the data and llama headers are installed beside it (a byte-level encode, af_free). */
 #include <aneforge.h>
+#include <aneforge_data.h>
+#include <aneforge_llama.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +41,15 @@ int main(void) {
         }
     af_model_free(m);
     af_graph_free(g);
+    af_tokenizer *t = af_tokenizer_byte_level();
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    af_llama_config c;
+    if (!t || af_tokenizer_encode(t, "ab", 2, AF_ENCODE_NO_PREFIX, &ids, &n) || n != 2 || ids[0] != 'a' + 3 ||
+        af_llama_preset("tiny", 259, &c))
+        bad++;
+    af_free(ids);
+    af_tokenizer_free(t);
     printf("consumer (aneforge %s): %s\n", af_version(), bad ? "WRONG" : "ok");
     return bad != 0;
 }

@@ -1,8 +1,10 @@
 // The public header from C++ (built with -std=c++11 -pedantic-errors -Werror, so a C-only
 // construct in the header, such as a compound literal, fails the build): AF_SHAPE with
 // C++ integer types, AF_BUF_F32, the option structs, and a small linear layer and its
-// bias gradient checked against double loops.
+// bias gradient checked against double loops; the data and llama headers too.
 #include "aneforge.h"
+#include "aneforge_data.h"
+#include "aneforge_llama.h"
 
 #include <cmath>
 #include <cstdio>
@@ -96,8 +98,26 @@ static void linear_layer() {
     af_graph_free(g);
 }
 
+// The two application headers from C++: a llama preset's size by the layout's formula
+// and a byte-level round trip, the returned arrays released with af_free.
+static void app_headers() {
+    af_llama_config c;
+    EXPECT(af_llama_preset("tiny", 259, &c) == AF_OK, "preset: %s", af_error_message());
+    long long kv = (long long)c.dim * c.n_kv_heads / c.n_heads, L = c.n_layers, d = c.dim, h = c.hidden_dim;
+    long long want = 259 * d + L * (2 * d + 2 * d * d + 2 * kv * d + 3 * h * d) + d;
+    EXPECT(af_llama_weight_count(&c) == want, "weights %lld, want %lld", (long long)af_llama_weight_count(&c), want);
+    af_tokenizer *t = af_tokenizer_byte_level();
+    int32_t *ids = nullptr;
+    int64_t n = 0;
+    EXPECT(t && af_tokenizer_encode(t, "hi", 2, AF_ENCODE_BOS | AF_ENCODE_NO_PREFIX, &ids, &n) == AF_OK, "encode");
+    EXPECT(n == 3 && ids[0] == AF_TOKEN_BOS && ids[1] == 'h' + 3 && ids[2] == 'i' + 3, "ids of \"hi\"");
+    af_free(ids);
+    af_tokenizer_free(t);
+}
+
 int main() {
     shapes();
+    app_headers();
     linear_layer();
     std::printf("cpp_api (%s, C++ %ld): %d passed, %d failed\n",
 #if defined(__clang__)

@@ -617,7 +617,7 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls
      * refuse here as ANECCompile would, and the run has the family's fp16 numerics. */
     af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = ane_rt_family_of_subtype(current_subtype()),
-                           .threads = 1, .via_mil = -1, .precision_check_off = 1 }; /* a host heuristic, not the engine's */
+                           .threads = 1, .via_mil = AF_OFF, .precision_check = AF_OFF }; /* a host heuristic, not the engine's */
     if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
         return fail(err, compile_error(af_error_message()));
     m->state = COMPILED;

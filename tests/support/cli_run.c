@@ -1,6 +1,7 @@
 /* See cli_run.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "support/cli_run.h"
+#include "aneforge_llama.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ double json_num(const char *s, const char *key) {
     return p ? strtod(p + strlen(k), NULL) : NAN;
 }
 
-double host_window_loss(const af_llama_weights *w, const uint16_t *tok, int64_t n, int T) {
+double host_window_loss(const af_llama_weights *w, const int32_t *tok, int64_t n, int T) {
     const int V = af_llama_weights_config(w)->vocab_size;
     af_llama_gen *g = af_llama_gen_new(w, 1);
     double sum = 0;

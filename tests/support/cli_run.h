@@ -3,6 +3,7 @@
 #ifndef AF_TEST_CLI_RUN_H
 #define AF_TEST_CLI_RUN_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,5 +21,5 @@ double json_num(const char *s, const char *key);
 /* Mean next-token nats over tok[0..n) in windows of T + 1 at stride T, through the host
  * KV-cache forward (af_llama_gen, reset per window): an independent reference for the
  * graph-based losses of train llama --val and eval llama. NAN on failure. */
-double host_window_loss(const af_llama_weights *w, const uint16_t *tok, int64_t n, int T);
+double host_window_loss(const af_llama_weights *w, const int32_t *tok, int64_t n, int T);
 #endif

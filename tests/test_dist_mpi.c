@@ -67,6 +67,31 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "train mlp --data mnist --limit 640 --epochs 2 --threads 1 --batch 64 --resume dist_two.ckpt --json");
     rc = cli_run(cmd, 1, out, sizeof out);
     CHECK(rc == 0 && strstr(out, "\"steps\":10,"), "resume on 1 rank: rc %d: %s", rc, out);
+    /* llama on the host and pipeline plans: 2 ranks of 4 windows against one process of 8. */
+    FILE *tf = fopen("dist_tok.bin", "wb");
+    unsigned long long rs = 1;
+    unsigned short tok = 0;
+    for (int i = 0; tf && i < 20000; i++) {
+        rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
+        tok = (unsigned short)((tok * 5 + 1 + (rs >> 33) % 3) % 64);
+        fwrite(&tok, 2, 1, tf);
+    }
+    CHECK(tf && fclose(tf) == 0, "token file");
+    const char *plans[] = { "host", "pipeline" };
+    for (int k = 0; k < 2; k++) {
+        const char *lc = "train llama --config tiny --data dist_tok.bin --seq 16 --steps 10 --threads 1 --schedule constant --plan";
+        snprintf(cmd, sizeof cmd, "%s %s --batch 8 --save dist_l1.ckpt", lc, plans[k]);
+        rc = cli_run(cmd, 1, out, sizeof out);
+        CHECK(rc == 0, "llama %s, one process: rc %d: %s", plans[k], rc, out);
+        snprintf(cmd, sizeof cmd, "%s %s %s %s --batch 4 --save dist_l2.ckpt --distributed 2>&1", MPIRUN, AF_CLI, lc, plans[k]);
+        p = popen(cmd, "r");
+        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        rc = p ? pclose(p) : -1;
+        CHECK(rc == 0, "llama %s, mpirun -np 2: status %d: %s", plans[k], rc, out);
+        d = max_rel("dist_l2.ckpt", "dist_l1.ckpt");
+        CHECK(d <= 1e-6, "llama %s: 2 ranks x 4 vs 1 process x 8 after 10 Adam steps: %.3g relative", plans[k], d);
+    }
     /* Rank 1 killed (SIGKILL) after about 2 s of a long run: rank 0 stops (mpirun's
      * message or ours), well within the timeout, and the checkpoint is whole. */
     snprintf(cmd, sizeof cmd, "%s sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -9 $$) & fi; exec %s train mlp "

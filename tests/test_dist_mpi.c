@@ -40,6 +40,21 @@ static double max_rel(const char *a, const char *b) {
     return np ? sqrt(num / den) : 1e9;
 }
 
+
+/* Runs cmd with its output in a file (a long run's progress lines never fill a pipe);
+ * out gets the output's last cap - 1 bytes; returns system()'s status. */
+static int run_job(const char *cmd, char *out, size_t cap) {
+    char full[2300];
+    snprintf(full, sizeof full, "%s > dist_job.txt 2>&1", cmd);
+    int rc = system(full);
+    size_t len = 0;
+    char *text = test_read_file("dist_job.txt", &len);
+    size_t from = len >= cap ? len - cap + 1 : 0;
+    snprintf(out, cap, "%s", text ? text + from : "");
+    free(text);
+    return rc;
+}
+
 int main(void) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
@@ -54,11 +69,8 @@ int main(void) {
     CHECK(rc == 0, "one process: rc %d: %s", rc, out);
     CHECK(strstr(out, "\"steps\":10,"), "one process: 10 steps: %s", out);
     /* Two ranks of batch 32: the same global batches. */
-    snprintf(cmd, sizeof cmd, "%s %s %s --batch 32 --save dist_two.ckpt --distributed --json 2>&1", MPIRUN, AF_CLI, common);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    rc = p ? pclose(p) : -1;
+    snprintf(cmd, sizeof cmd, "%s %s %s --batch 32 --save dist_two.ckpt --distributed --json", MPIRUN, AF_CLI, common);
+    rc = run_job(cmd, out, sizeof out);
     CHECK(rc == 0, "mpirun -np 2: status %d: %s", rc, out);
     CHECK(strstr(out, "\"ranks\":2") && strstr(out, "gradients averaged before every step"), "rank 0's report: %s", out);
     double d = max_rel("dist_two.ckpt", "dist_one.ckpt");
@@ -83,11 +95,8 @@ int main(void) {
         snprintf(cmd, sizeof cmd, "%s %s --batch 8 --save dist_l1.ckpt", lc, plans[k]);
         rc = cli_run(cmd, 1, out, sizeof out);
         CHECK(rc == 0, "llama %s, one process: rc %d: %s", plans[k], rc, out);
-        snprintf(cmd, sizeof cmd, "%s %s %s %s --batch 4 --save dist_l2.ckpt --distributed 2>&1", MPIRUN, AF_CLI, lc, plans[k]);
-        p = popen(cmd, "r");
-        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-        out[n] = 0;
-        rc = p ? pclose(p) : -1;
+        snprintf(cmd, sizeof cmd, "%s %s %s %s --batch 4 --save dist_l2.ckpt --distributed", MPIRUN, AF_CLI, lc, plans[k]);
+        rc = run_job(cmd, out, sizeof out);
         CHECK(rc == 0, "llama %s, mpirun -np 2: status %d: %s", plans[k], rc, out);
         d = max_rel("dist_l2.ckpt", "dist_l1.ckpt");
         CHECK(d <= 1e-6, "llama %s: 2 ranks x 4 vs 1 process x 8 after 10 Adam steps: %.3g relative", plans[k], d);
@@ -95,14 +104,20 @@ int main(void) {
     /* Rank 1 killed (SIGKILL) after about 2 s of a long run: rank 0 stops (mpirun's
      * message or ours), well within the timeout, and the checkpoint is whole. */
     snprintf(cmd, sizeof cmd, "%s sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -9 $$) & fi; exec %s train mlp "
-             "--data mnist --limit 640 --epochs 100000 --threads 1 --batch 32 --save dist_kill.ckpt --distributed --dist-timeout 10' 2>&1",
+             "--data mnist --limit 640 --epochs 100000 --threads 1 --batch 32 --save dist_kill.ckpt --distributed --dist-timeout 10'",
              MPIRUN, AF_CLI);
-    p = popen(cmd, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    rc = p ? pclose(p) : -1;
+    rc = run_job(cmd, out, sizeof out);
     CHECK(rc != 0 && WEXITSTATUS(rc) != 124, "killed rank: the job must stop by itself, not by the test's timeout (status %d)", rc);
     CHECK(strstr(out, "signal 9") || strstr(out, "no answer from the other ranks"), "killed rank: a message naming it: %s", out);
+    /* Rank 1 stopped (SIGSTOP: alive, silent): rank 0's own timeout (5 s) names it and
+     * ends the job. */
+    snprintf(cmd, sizeof cmd, "%s sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -STOP $$) & fi; exec %s train mlp "
+             "--data mnist --limit 640 --epochs 100000 --threads 1 --batch 32 --distributed --dist-timeout 5'",
+             MPIRUN, AF_CLI);
+    rc = run_job(cmd, out, sizeof out);
+    CHECK(rc != 0 && WEXITSTATUS(rc) != 124, "stopped rank: the job must end by itself (status %d)", rc);
+    CHECK(strstr(out, "rank 0: ") && strstr(out, "no answer from the other ranks to ") && strstr(out, "within 5 s"),
+          "stopped rank: rank 0 names it: %s", out);
     ckpt *c = NULL;
     CHECK(ckpt_load("dist_kill.ckpt", &c) == AF_OK, "the last checkpoint stays valid: %s", af_error_message());
     ckpt_free(c);

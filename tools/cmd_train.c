@@ -349,7 +349,8 @@ static int cmd_train_run(train_args *ap) {
             double t0 = now_s();
             run_log_data(&rl, t0 - td);
             if (af_trainer_step(t, x, y, &info)) {
-                fprintf(stderr, "\naneforge train: %sstep failed: %s\n", dist->size > 1 ? (dist->rank ? "rank >0: " : "rank 0: ") : "", af_error_message());
+                if (dist->size > 1) fprintf(stderr, "\naneforge train: rank %d: step failed: %s\n", dist->rank, af_error_message());
+                else fprintf(stderr, "\naneforge train: step failed: %s\n", af_error_message());
                 rc = 1;
                 break;
             }

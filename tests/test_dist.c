@@ -65,7 +65,7 @@ static af_status th_bcast_f32(void *ctx, float *buf, int64_t n, double timeout_s
     return AF_OK;
 }
 
-static const tr_dist_ops th_ops = { th_allreduce_f32, th_allreduce_f64, th_bcast_f32, NULL, NULL };
+static const tr_dist_ops th_ops = { th_allreduce_f32, th_allreduce_f64, th_bcast_f32, NULL, NULL, NULL, NULL, NULL };
 
 /* ------------------------------------------------------------ the cases */
 typedef struct {

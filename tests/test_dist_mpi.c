@@ -101,9 +101,9 @@ int main(void) {
         d = max_rel("dist_l2.ckpt", "dist_l1.ckpt");
         CHECK(d <= 1e-6, "llama %s: 2 ranks x 4 vs 1 process x 8 after 10 Adam steps: %.3g relative", plans[k], d);
     }
-    /* Rank 1 killed (SIGKILL) after about 2 s of a long run: rank 0 stops (mpirun's
+    /* Rank 1 killed (SIGKILL) once rank 0 has saved a checkpoint, in a long run: rank 0 stops (mpirun's
      * message or ours), well within the timeout, and the checkpoint is whole. */
-    snprintf(cmd, sizeof cmd, "%s sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -9 $$) & fi; exec %s train mlp "
+    snprintf(cmd, sizeof cmd, "%s sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (while [ ! -f dist_kill.ckpt ]; do sleep 0.2; done; sleep 0.5; kill -9 $$) & fi; exec %s train mlp "
              "--data mnist --limit 640 --epochs 100000 --threads 1 --batch 32 --save dist_kill.ckpt --distributed --dist-timeout 10'",
              MPIRUN, AF_CLI);
     rc = run_job(cmd, out, sizeof out);

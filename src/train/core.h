@@ -60,6 +60,7 @@ struct af_trainer {
     af_dist *dist;             /* data-parallel (dist.c); NULL: alone */
     int sync_every;            /* in-program plans: steps between averages */
     int64_t since_sync;        /* steps since the last average */
+    void **dist_req;           /* [np]: gradient sums started during the backward (dist.c) */
 };
 
 double    tr_now_s(void);     /* monotonic clock, seconds */

@@ -63,12 +63,37 @@ static af_status bcast_f32(af_dist *d, float *buf, int64_t n) {
     return st;
 }
 
+void tr_dist_grad_ready(af_trainer *t, int i) {
+    af_dist *d = t->dist;
+    if (!d || d->size == 1 || !d->ops->start_f32 || t->o.grad_accum > 1 || !t->dist_req || t->dist_req[i]) return;
+    double t0 = tr_now_s();
+    if (d->ops->start_f32(d->ctx, t->grad[i], t->count[i], &t->dist_req[i])) t->dist_req[i] = NULL; /* summed blocking later */
+    else d->bytes += t->count[i] * (int64_t)sizeof(float);
+    for (int j = 0; j < t->np; j++) /* the earlier ones move on while this rank computes */
+        if (t->dist_req[j] && j != i) d->ops->test(d->ctx, t->dist_req[j]);
+    d->comm_s += tr_now_s() - t0;
+}
+
 af_status tr_dist_average_grads(af_trainer *t, float *const *grad, double *loss, double *acc) {
     af_dist *d = t->dist;
     if (!d || d->size == 1) return AF_OK;
     af_status st = AF_OK;
-    /* One call per parameter: a transport may start each while the next is summed. */
-    for (int i = 0; !st && i < t->np; i++) st = mean_f32(d, grad[i], t->count[i]);
+    /* In parameter order: a sum started during the backward is waited for, any other
+     * summed now (every rank started the same ones, so the collectives match). */
+    float inv = 1.0f / (float)d->size;
+    for (int i = 0; i < t->np; i++) {
+        void *req = t->dist_req ? t->dist_req[i] : NULL;
+        if (!req) {
+            if (!st) st = mean_f32(d, grad[i], t->count[i]);
+            continue;
+        }
+        t->dist_req[i] = NULL;
+        double t0 = tr_now_s();
+        af_status w = d->ops->wait(d->ctx, req, d->timeout_s); /* even after an error: frees req */
+        d->comm_s += tr_now_s() - t0;
+        if (!st) st = w;
+        for (int64_t j = 0; !st && j < t->count[i]; j++) grad[i][j] *= inv;
+    }
     double m[2] = { *loss, *acc };
     if (!st) st = af_dist_allreduce(d, m, 2, AF_DIST_SUM);
     *loss = m[0] / d->size;
@@ -95,6 +120,10 @@ af_status af_trainer_set_dist(af_trainer *t, af_dist *d, int sync_every) {
     t->sync_every = sync_every;
     t->since_sync = 0;
     if (!d || d->size == 1) return AF_OK;
+    if (d->ops->start_f32 && !t->dist_req && !(t->dist_req = tr_zalloc((size_t)t->np, sizeof *t->dist_req))) {
+        t->dist = NULL;
+        return AF_ERR_NOMEM;
+    }
     /* Every rank must have built the same model on the same plan: compare before any
      * collective whose length depends on it. */
     int64_t total = 0;

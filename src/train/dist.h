@@ -12,6 +12,11 @@ typedef struct tr_dist_ops {
     af_status (*allreduce_f32)(void *ctx, float *buf, int64_t n, double timeout_s);  /* sum */
     af_status (*allreduce_f64)(void *ctx, double *buf, int n, af_dist_op op, double timeout_s);
     af_status (*bcast_f32)(void *ctx, float *buf, int64_t n, double timeout_s);      /* from rank 0 */
+    /* Optional (NULL: the blocking sum above): a sum started now, finished by wait; test
+     * lets it progress (MPI moves bytes only inside its calls) and says whether it is done. */
+    af_status (*start_f32)(void *ctx, float *buf, int64_t n, void **req);
+    int (*test)(void *ctx, void *req);
+    af_status (*wait)(void *ctx, void *req, double timeout_s);  /* also frees req */
     void (*abort)(void *ctx, int code);  /* ends every rank's process (NULL: nothing) */
     void (*free)(void *ctx);             /* leaves the job (NULL: nothing) */
 } tr_dist_ops;
@@ -30,6 +35,10 @@ af_dist *tr_dist_new(const tr_dist_ops *ops, void *ctx, int rank, int size, doub
 /* Host-optimizer plans, after the step's batches: the gradients (np arrays of t->count
  * floats, loss-scaled) and the step's loss and accuracy averaged over the ranks. */
 af_status tr_dist_average_grads(af_trainer *t, float *const *grad, double *loss, double *acc);
+/* A plan whose backward finishes the gradients one parameter at a time (the pipeline
+ * plan, layer by layer) says so: with grad_accum 1 param i's average starts now and
+ * overlaps the rest of the backward; tr_dist_average_grads waits for it. */
+void tr_dist_grad_ready(af_trainer *t, int i);
 /* After each call of an in-program plan: every sync_every steps, the average. */
 af_status tr_dist_after_call(af_trainer *t);
 #endif

@@ -6,7 +6,9 @@
 #include "train/dist.h"
 
 #ifdef AF_HAVE_MPI
+#include <limits.h>
 #include <mpi.h>
+#include <stdlib.h>
 #include <time.h>
 
 static int owns_init; /* MPI_Init was ours, so MPI_Finalize is too */
@@ -64,6 +66,32 @@ static af_status mpi_bcast_f32(void *ctx, float *buf, int64_t n, double timeout_
     return AF_OK;
 }
 
+static af_status mpi_start_f32(void *ctx, float *buf, int64_t n, void **req) {
+    (void)ctx;
+    MPI_Request *r = malloc(sizeof *r);
+    if (!r) return ir_fail(AF_ERR_NOMEM, "dist: out of memory");
+    if (n > INT_MAX || MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, r) != MPI_SUCCESS) {
+        free(r);
+        return ir_fail(AF_ERR_IO, "dist: MPI_Iallreduce failed"); /* also past INT_MAX: the caller sums it in pieces */
+    }
+    *req = r;
+    return AF_OK;
+}
+
+static int mpi_test(void *ctx, void *req) {
+    (void)ctx;
+    int done = 0;
+    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    return done;
+}
+
+static af_status mpi_wait(void *ctx, void *req, double timeout_s) {
+    (void)ctx;
+    af_status st = wait_req(req, timeout_s, "the gradient all-reduce");
+    free(req);
+    return st;
+}
+
 static void mpi_abort(void *ctx, int code) {
     (void)ctx;
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -76,7 +104,7 @@ static void mpi_free(void *ctx) {
     if (owns_init && !fin) MPI_Finalize();
 }
 
-static const tr_dist_ops mpi_ops = { mpi_allreduce_f32, mpi_allreduce_f64, mpi_bcast_f32, mpi_abort, mpi_free };
+static const tr_dist_ops mpi_ops = { mpi_allreduce_f32, mpi_allreduce_f64, mpi_bcast_f32, mpi_start_f32, mpi_test, mpi_wait, mpi_abort, mpi_free };
 
 af_dist *af_dist_mpi(double timeout_s) {
     int inited = 0, rank = 0, size = 1;

@@ -232,6 +232,39 @@ static void run_case(const dcase *c) {
     for (int r = 0; r < N; r++) af_trainer_free(ra[r].t);
 }
 
+/* Ranks that built different models: both refuse, naming the problem. */
+typedef struct { int rank; af_status st; char err[300]; } mismatch_arg;
+static void *mismatch_main(void *p) {
+    mismatch_arg *a = p;
+    af_train_opts o = af_train_defaults();
+    o.batch = B;
+    o.compile.threads = 1;
+    af_net net = af_net_mlp(AF_SHAPE(12), a->rank ? 8 : 16, 5, 1);
+    af_trainer *t = af_trainer_new(&net, &o);
+    af_net_free(&net);
+    af_dist *d = tr_dist_new(&th_ops, (void *)(intptr_t)a->rank, a->rank, N, 10);
+    a->st = af_trainer_set_dist(t, d, 1);
+    snprintf(a->err, sizeof a->err, "%s", af_error_message());
+    af_trainer_free(t);
+    af_dist_free(d);
+    return NULL;
+}
+
+static void mismatch(void) {
+    pthread_barrier_init(&bar, NULL, N);
+    mismatch_arg ma[N];
+    pthread_t th[N];
+    for (int r = 0; r < N; r++) {
+        ma[r] = (mismatch_arg){ r, AF_OK, "" };
+        pthread_create(&th[r], NULL, mismatch_main, &ma[r]);
+    }
+    for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&bar);
+    for (int r = 0; r < N; r++)
+        CHECK(ma[r].st == AF_ERR_INVALID && strstr(ma[r].err, "the ranks built different trainers") &&
+              strstr(ma[r].err, "start every rank with the same model"), "rank %d, different models: %s", r, ma[r].err);
+}
+
 static dcase mk(const char *name, int llama, af_plan plan, af_optimizer opt) {
     af_train_opts o = af_train_defaults();
     o.plan = plan;
@@ -277,6 +310,7 @@ int main(void) {
     dev.local_sgd = 1, dev.sync_every = 3, dev.steps = 3;
     cases[nc++] = dev;
     for (int i = 0; i < nc; i++) run_case(&cases[i]);
+    mismatch();
 
     /* Bad input: sync_every 0, and ranks that built different models. */
     af_trainer *t = make(&cases[0], B, 1);

@@ -741,6 +741,36 @@ AF_API af_status   af_plan_parse(const char *name, af_plan *out);
 AF_API int         af_plan_steps_per_call(const af_train_opts *opts);
 AF_API int         af_plan_host_optimizer(af_plan p);
 
+/* Data-parallel training (src/train/dist.c, docs/distributed.md). Each of N processes
+ * (ranks) runs its own trainer on its own shard of every global batch. A host-optimizer
+ * plan (host, pipeline) averages the gradients over the ranks before every optimizer
+ * step, so N ranks with batch B take the steps one process takes with batch N x B; the
+ * in-program plans (device, resident, unrolled) average parameters and optimizer state
+ * every sync_every steps (local SGD). Calls that take a dist are collective: every rank
+ * makes them, in the same order. */
+typedef struct af_dist af_dist;
+typedef enum { AF_DIST_SUM = 0, AF_DIST_MIN = 1, AF_DIST_MAX = 2 } af_dist_op;
+/* Joins the MPI job this process was started in (mpirun; MPI_Init unless done already).
+ * A peer silent for timeout_s seconds (0 = 120) fails the call that waits on it instead
+ * of hanging. NULL with AF_ERR_UNSUPPORTED when the library was built without MPI. */
+AF_API af_dist  *af_dist_mpi(double timeout_s);
+AF_API int       af_dist_rank(const af_dist *d); /* 0 .. size - 1; 0 for NULL */
+AF_API int       af_dist_size(const af_dist *d); /* 1 for NULL */
+/* n doubles combined over the ranks in place; every rank gets the result. */
+AF_API af_status af_dist_allreduce(af_dist *d, double *v, int n, af_dist_op op);
+/* Bytes this rank has all-reduced and seconds it has spent communicating, all calls. */
+AF_API void      af_dist_stats(const af_dist *d, int64_t *bytes, double *seconds);
+AF_API void      af_dist_abort(af_dist *d, int code); /* ends every rank (MPI_Abort) */
+AF_API void      af_dist_free(af_dist *d);            /* leaves the job (MPI_Finalize) */
+/* Trains t over d (d outlives t; NULL: alone again): rank 0's parameters and optimizer
+ * state are broadcast now so every rank starts equal, then averaged as above
+ * (sync_every >= 1 matters to the in-program plans only). Rank r feeds rows
+ * [r B, (r + 1) B) of each global batch. */
+AF_API af_status af_trainer_set_dist(af_trainer *t, af_dist *d, int sync_every);
+/* Averages parameters and optimizer state over the ranks now (the in-program plans'
+ * ranks drift between syncs), e.g. before rank 0 saves a checkpoint. */
+AF_API af_status af_trainer_dist_sync(af_trainer *t);
+
 /* ---------------------------------------------------------------- optimizer graphs
  * Adam as graph ops, for building updates inside programs (e.g. K unrolled steps: feed
  * each step's new weights to the next step's forward). The second moment is kept as its

@@ -7,6 +7,7 @@
 #include "cli_env.h"
 #include "data_find.h"
 #include "train_opts.h"
+#include "train_dist.h"
 #include "train_progress.h"
 #include "run_log.h"
 #include "cli_out.h"
@@ -28,6 +29,7 @@ typedef struct {
     int epochs, json, limit, dashboard;
     uint64_t seed;
     af_train_opts o;
+    train_dist dist;
 } train_args;
 
 static volatile sig_atomic_t interrupted;
@@ -62,6 +64,11 @@ static void usage(FILE *f) {
             "  --resume PATH         continue from a checkpoint (bit-identical in fp32)\n"
             "  --log FILE            append one JSON line per logging interval\n"
             "  --json                finish with one JSON line of results\n"
+            "  --distributed         data-parallel over the MPI job (mpirun -np N aneforge train ...): each rank\n"
+            "                        trains on its shard of every global batch of N x B; host plan: gradients\n"
+            "                        averaged every step; device/resident/unrolled: local SGD (--sync-every)\n"
+            "  --sync-every K        in-program plans: average parameters and moments every K steps (default 8)\n"
+            "  --dist-timeout S      a rank silent for S seconds stops the others (default 120)\n"
             "  --dashboard           watch the run in the terminal while it trains ('aneforge dashboard');\n"
             "                        logs to --log, or to aneforge-MODEL.jsonl without one\n\n"
             "Training loss and accuracy come from the host in fp32 (host and device plans, from\n"
@@ -95,10 +102,11 @@ static int parse_args(int argc, char **argv, train_args *a) {
         }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
-        if (train_opt_flag(k, &a->o)) continue;
+        if (train_opt_flag(k, &a->o) || train_dist_flag(k, &a->dist)) continue;
         if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         int r = train_opt_parse(k, v, &a->o, &flags, "aneforge train");
+        if (!r) r = train_dist_parse(k, v, &a->dist, "aneforge train");
         if (r < 0) return 2;
         if (r) continue;
         if (!strcmp(k, "--data")) a->data = v;
@@ -173,6 +181,7 @@ static double evaluate(af_trainer *t, const af_dataset *d, float *x, float *out,
 typedef struct {
     int64_t epoch, pos;     /* where the run is: epoch and batch-call index within it */
     uint64_t rng_epoch;     /* generator state at the start of the epoch (regenerates its order) */
+    int64_t global_batch;   /* samples per call over all ranks (pos counts these) */
 } run_pos;
 
 static int saves; /* counted for the test hook (cli_fault_begin) */
@@ -186,6 +195,7 @@ static int save_ckpt(const char *path, af_trainer *t, const train_args *a, run_p
     if (!st) st = af_checkpoint_put_i64(c, "cli.epoch", p.epoch);
     if (!st) st = af_checkpoint_put_i64(c, "cli.pos", p.pos);
     if (!st) st = af_checkpoint_put(c, "cli.rng_epoch", &p.rng_epoch, sizeof p.rng_epoch);
+    if (!st) st = af_checkpoint_put_i64(c, "cli.global_batch", p.global_batch);
     if (!st) st = af_checkpoint_save(c, path);
     af_checkpoint_free(c);
     cli_fault_end(fault);
@@ -206,6 +216,11 @@ static int load_ckpt(const char *path, af_trainer *t, const train_args *a, run_p
     if (!st) memcpy(&p->rng_epoch, r, sizeof p->rng_epoch);
     if (!st) st = af_checkpoint_get_i64(c, "cli.epoch", &p->epoch);
     if (!st) st = af_checkpoint_get_i64(c, "cli.pos", &p->pos);
+    /* Saved by another number of ranks: the same place in the epoch, in this run's calls
+     * (a checkpoint without the record was one process's). */
+    int64_t saved_gb = 0;
+    if (!st && (af_checkpoint_get_i64(c, "cli.global_batch", &saved_gb) || saved_gb < 1)) saved_gb = p->global_batch;
+    if (!st && saved_gb != p->global_batch && p->pos >= 0) p->pos = p->pos * saved_gb / p->global_batch;
     /* pos indexes the epoch's permutation: a negative one would read before it. */
     if (!st && (p->epoch < 0 || p->pos < 0))
         st = af_fail(AF_ERR_CORRUPT, "%s: records cli.epoch %lld and cli.pos %lld must be >= 0", path,
@@ -216,11 +231,30 @@ static int load_ckpt(const char *path, af_trainer *t, const train_args *a, run_p
     return st ? 1 : 0;
 }
 
+static int cmd_train_run(train_args *ap);
+
 int cmd_train(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "llama")) return cmd_train_llama(argc - 1, argv + 1);
     train_args a = { 0 };
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
+    if (train_dist_begin(&a.dist, "aneforge train")) return 1;
+    train_dist *dist = &a.dist;
+    if (dist->rank) { /* rank 0 speaks for the job */
+        a.json = 0;
+        a.log = NULL;
+        a.dashboard = 0;
+    }
+    rc = cmd_train_run(&a);
+    if (rc && rc != 130 && dist->size > 1) train_dist_fail(dist, rc); /* 130: every rank stopped together */
+    train_dist_end(dist);
+    return rc;
+}
+
+static int cmd_train_run(train_args *ap) {
+    train_args a = *ap;
+    train_dist *dist = &ap->dist;
+    int rc = 0;
     /* Before any work: a run must not end unable to write what it was asked for. */
     if (cli_check_output(a.save, "--save", "aneforge train") || cli_check_append(a.log, "--log", "aneforge train")) return 1;
     af_dataset_kind kind = !strcmp(a.data, "mnist") ? AF_DATA_MNIST : !strcmp(a.data, "fashion") ? AF_DATA_FASHION : AF_DATA_CIFAR10;
@@ -242,10 +276,10 @@ int cmd_train(int argc, char **argv) {
     int64_t ntrain = af_dataset_count(train);
     if (a.limit && a.limit < ntrain) ntrain = a.limit;
     int k = af_plan_steps_per_call(&a.o);
-    int64_t per_call = (int64_t)a.o.batch * k, calls = ntrain / per_call;
+    int64_t per_call = (int64_t)a.o.batch * k, calls = ntrain / (per_call * dist->size);
     if (calls < 1) {
-        fprintf(stderr, "aneforge train: %lld training samples cannot fill one step of %lld (batch %d x %d); lower --batch\n",
-                (long long)ntrain, (long long)per_call, a.o.batch, k);
+        fprintf(stderr, "aneforge train: %lld training samples cannot fill one step of %lld (batch %d x %d x %d ranks); lower --batch\n",
+                (long long)ntrain, (long long)per_call * dist->size, a.o.batch, k, dist->size);
         return 2;
     }
     a.o.total_steps = calls * k * a.epochs;
@@ -257,8 +291,9 @@ int cmd_train(int argc, char **argv) {
         af_dataset_free(test);
         return 1;
     }
-    run_pos pos = { 0, 0, a.seed * 0x2545F4914F6CDD1DULL + 1 };
+    run_pos pos = { 0, 0, a.seed * 0x2545F4914F6CDD1DULL + 1, per_call * dist->size };
     if (a.resume && load_ckpt(a.resume, t, &a, &pos)) rc = 1;
+    if (!rc && train_dist_trainer(dist, t, &a.o, "aneforge train")) rc = 1;
     cli_log logw = { 0 }, *logf = NULL;
     if (!rc && a.log) {
         if (cli_log_open(&logw, a.log, "aneforge train")) rc = 1;
@@ -275,6 +310,7 @@ int cmd_train(int argc, char **argv) {
     signal(SIGHUP, on_signal); /* a closed terminal saves as Ctrl-C does */
     progress pr;
     progress_init(&pr, &a.o, a.epochs, calls * k, a.json);
+    if (dist->rank) pr.quiet = true;
     run_log rl;
     run_log_begin(&rl, logf, t, &a.o, a.o.batch, "samples_per_s");
     if (!rc && logf) {
@@ -296,8 +332,14 @@ int cmd_train(int argc, char **argv) {
         uint64_t rng = pos.rng_epoch;
         shuffle(perm, ntrain, &rng);
         for (; pos.pos < calls && !interrupted; pos.pos++) {
+            if (dist->size > 1) { /* every rank stops at the same step */
+                int any = train_dist_any(dist, interrupted);
+                if (any < 0) { fprintf(stderr, "\naneforge train: rank %d: %s\n", dist->rank, af_error_message()); rc = 1; break; }
+                if (any) { interrupted = 1; break; }
+            }
             double td = now_s();
-            if (af_dataset_batch(train, (int)per_call, perm + pos.pos * per_call, x, y)) {
+            /* This rank's shard of the call's global batch: rows [rank B, (rank + 1) B). */
+            if (af_dataset_batch(train, (int)per_call, perm + (pos.pos * dist->size + dist->rank) * per_call, x, y)) {
                 fprintf(stderr, "\naneforge train: %s\n", af_error_message());
                 rc = 1;
                 break;
@@ -305,7 +347,8 @@ int cmd_train(int argc, char **argv) {
             double t0 = now_s();
             run_log_data(&rl, t0 - td);
             if (af_trainer_step(t, x, y, &info)) {
-                fprintf(stderr, "\naneforge train: step failed: %s\n", af_error_message());
+                if (dist->size > 1) fprintf(stderr, "\naneforge train: rank %d: step failed: %s\n", dist->rank, af_error_message());
+                else fprintf(stderr, "\naneforge train: step failed: %s\n", af_error_message());
                 rc = 1;
                 break;
             }
@@ -328,6 +371,7 @@ int cmd_train(int argc, char **argv) {
         }
         if (rc || interrupted) break;
         run_log_aside_begin(&rl);
+        if (dist->size > 1 && af_trainer_dist_sync(t)) { fprintf(stderr, "\naneforge train: %s\n", af_error_message()); rc = 1; break; }
         double acc = evaluate(t, test, ex, eo, eval_chunk, &test_loss);
         if (acc == -2) break; /* interrupted: saved below at the end of this epoch, before its evaluation */
         if (acc < 0) { fprintf(stderr, "\naneforge train: evaluation: %s\n", af_error_message()); rc = 1; break; }
@@ -341,8 +385,8 @@ int cmd_train(int argc, char **argv) {
         pos.rng_epoch = rng;
         /* A failed save (disk full) does not stop the run: the last good checkpoint stays
          * (saves are atomic) and the next epoch's save tries again. */
-        if (a.save) {
-            save_failed = save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch }) != 0;
+        if (a.save && !dist->rank) {
+            save_failed = save_ckpt(a.save, t, &a, (run_pos){ pos.epoch + 1, 0, pos.rng_epoch, pos.global_batch }) != 0;
             if (!save_failed) saved_epoch = pos.epoch + 1;
             else if (pos.epoch + 1 < a.epochs)
                 fprintf(stderr, "aneforge train: training goes on; %s, the next epoch's save tries again\n",
@@ -356,7 +400,8 @@ int cmd_train(int argc, char **argv) {
     }
     if (interrupted && !rc) {
         fprintf(stderr, "\naneforge train: interrupted");
-        if (a.save && !save_ckpt(a.save, t, &a, pos)) fprintf(stderr, "; saved %s (resume with --resume %s)", a.save, a.save);
+        if (dist->size > 1 && af_trainer_dist_sync(t)) a.save = NULL; /* the last good checkpoint stays */
+        if (a.save && !dist->rank && !save_ckpt(a.save, t, &a, pos)) fprintf(stderr, "; saved %s (resume with --resume %s)", a.save, a.save);
         fprintf(stderr, "\n");
         rc = 130;
     }
@@ -366,6 +411,8 @@ int cmd_train(int argc, char **argv) {
         char extra[160];
         snprintf(extra, sizeof extra, ",\"final_test_acc\":%s,\"final_test_loss\":%s,\"final_train_loss\":%s", JNUM("%.4f", test_acc),
                  JNUM("%.6f", test_loss), JNUM("%.6f", loss_ema));
+        char dist_extra[400];
+        train_dist_summary(dist, train_s, steps_run, true, dist_extra, sizeof dist_extra);
         run_log_end(&rl, steps_run, extra);
         if (dash) { /* shows the end until q, then the usual closing lines */
             dash_train_finish(dash, false);
@@ -375,10 +422,10 @@ int cmd_train(int argc, char **argv) {
         progress_finish(&pr, t, &total, steps_run);
         if (a.json)
             printf("{\"test_acc\":%s,\"test_acc_source\":\"host_fp32\",\"train_loss\":%s,\"loss_source\":\"%s\",\"ms_per_step\":%.4f,"
-                   "\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld,\"skipped_consecutive\":%lld%s}\n",
+                   "\"steps\":%lld,\"seconds\":%.2f,\"skipped\":%lld,\"skipped_consecutive\":%lld%s%s}\n",
                    JNUM("%.4f", test_acc), JNUM("%.6f", loss_ema), af_metric_source_name(info.metric_source), steps_run ? 1000.0 * train_s / (double)steps_run : 0.0,
                    (long long)steps_run, train_s, (long long)info.skipped, (long long)info.skipped_consecutive,
-                   progress_json_extra(&pr, t, &total, steps_run));
+                   progress_json_extra(&pr, t, &total, steps_run), dist_extra);
     }
     if (!rc && save_failed && !interrupted) { /* the run finished, but its last save did not */
         if (saved_epoch >= 0) fprintf(stderr, "aneforge train: the last save failed; %s holds epoch %lld\n", a.save, (long long)saved_epoch);

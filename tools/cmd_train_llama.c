@@ -7,6 +7,7 @@
 #include "llama_ckpt.h"
 #include "llama_nll.h"
 #include "train_opts.h"
+#include "train_dist.h"
 #include "train_progress.h"
 #include "run_log.h"
 #include "cli_out.h"
@@ -31,6 +32,7 @@ typedef struct {
     int json, dashboard;
     uint64_t seed;
     af_train_opts o;
+    train_dist dist;
 } llama_args;
 
 static void usage(FILE *f) {
@@ -67,6 +69,10 @@ static void usage(FILE *f) {
             "  --log FILE            append JSON lines (every 10 steps and every evaluation)\n"
             "  --json                finish with one JSON line: train_loss, val_loss, tokens_per_s, ms_per_step\n"
             "                        (and steady_ms_per_step: the steps after the first)\n"
+            "  --distributed         data-parallel over the MPI job (mpirun -np N ...): each rank trains on its shard\n"
+            "                        of every global batch of N x B windows; host and pipeline plans: gradients\n"
+            "                        averaged every step; resident: local SGD (--sync-every K, default 8)\n"
+            "  --sync-every K, --dist-timeout S   as for 'train mlp' (see 'aneforge train --help')\n"
             "  --dashboard           watch the run in the terminal while it trains (q stops it, as Ctrl-C does);\n"
             "                        logs to --log, or to aneforge-llama.jsonl without one\n");
 }
@@ -91,11 +97,12 @@ static int parse_args(int argc, char **argv, llama_args *a) {
         if (!strcmp(k, "--help") || !strcmp(k, "-h")) { usage(stdout); return 1; }
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--dashboard")) { a->dashboard = 1; continue; }
-        if (train_opt_flag(k, &a->o)) continue;
+        if (train_opt_flag(k, &a->o) || train_dist_flag(k, &a->dist)) continue;
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
         if (!v) return bad("%s", cli_missing_value_message(usage, k));
         i++;
         int r = train_opt_parse(k, v, &a->o, &flags, "aneforge train llama");
+        if (!r) r = train_dist_parse(k, v, &a->dist, "aneforge train llama");
         if (r < 0) return 2;
         if (r) continue;
         if (!strcmp(k, "--config")) a->config = v;
@@ -264,6 +271,8 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
     int k = af_trainer_steps_per_call(t), rc = 0, accum = a->o.grad_accum > 1 ? a->o.grad_accum : 1;
     llama_run_pos pos = { .rng = a->seed * 0x9E3779B97F4A7C15ULL + 11 };
     if (a->resume && llama_ckpt_resume(a->resume, t, c, a->data, &pos)) rc = 1;
+    train_dist *dist = (train_dist *)&a->dist;
+    if (!rc && train_dist_trainer(dist, t, &a->o, "aneforge train llama")) rc = 1;
     cli_log logw = { 0 }, *logf = NULL;
     if (!rc && a->log) {
         if (cli_log_open(&logw, a->log, "aneforge train llama")) rc = 1;
@@ -278,6 +287,7 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
     shown.compile.family = af_trainer_family(t);
     progress pr;
     progress_init(&pr, &shown, 1, (a->steps + k - 1) / k * k, a->json);
+    if (dist->rank) pr.quiet = true;
     run_log rl;
     run_log_begin(&rl, logf, t, &shown, (int64_t)B * T * accum, "tokens_per_s");
     if (!rc && logf) {
@@ -308,10 +318,17 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal); /* a closed terminal saves as Ctrl-C does */
     while (!rc && pos.steps < stop && !interrupted) {
+        if (dist->size > 1) { /* every rank stops at the same step */
+            int any = train_dist_any(dist, interrupted);
+            if (any < 0) { fprintf(stderr, "\naneforge train llama: rank %d: %s\n", dist->rank, af_error_message()); rc = 1; break; }
+            if (any) { interrupted = 1; break; }
+        }
         double td = now_s();
-        for (int64_t b = 0; b < per_call; b++) {
-            int64_t start = (int64_t)(next_u64(&pos.rng) % (uint64_t)(ntrain - T));
-            fill_window(train, start, T, V, x + b * T, y + b * T * V);
+        /* Every rank draws the whole global batch's windows (N x per_call) and fills its
+         * own: rows [rank per_call, (rank + 1) per_call). */
+        for (int64_t gb = 0; gb < per_call * dist->size; gb++) {
+            int64_t start = (int64_t)(next_u64(&pos.rng) % (uint64_t)(ntrain - T)), b = gb - dist->rank * per_call;
+            if (b >= 0 && b < per_call) fill_window(train, start, T, V, x + b * T, y + b * T * V);
         }
         double t0 = now_s();
         run_log_data(&rl, t0 - td);
@@ -335,6 +352,11 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
         }
         bool eval_now = pos.steps >= a->steps || (a->eval_every && pos.steps % a->eval_every < k);
         run_log_aside_begin(&rl);
+        if (dist->size > 1 && (eval_now || (a->save && (pos.steps >= stop || interrupted))) && af_trainer_dist_sync(t)) {
+            fprintf(stderr, "\naneforge train llama: %s\n", af_error_message());
+            rc = 1;
+            break;
+        }
         if (eval_now && val) {
             double v = val_loss(t, val, nval, T, V, B, x, out);
             if (v == -1) { fprintf(stderr, "\naneforge train llama: validation: %s\n", af_error_message()); rc = 1; break; }
@@ -359,7 +381,7 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
         if (quit) interrupted = 1; /* q on the dashboard stops the run as Ctrl-C does */
         /* A failed save (disk full) does not stop the run: the last good checkpoint stays
          * (saves are atomic) and the next save tries again. */
-        if (a->save && (eval_now || pos.steps >= stop || interrupted)) {
+        if (a->save && !dist->rank && (eval_now || pos.steps >= stop || interrupted)) {
             save_failed = save(a, t, c, &pos) != 0;
             if (!save_failed) saved_steps = pos.steps;
             else if (pos.steps < stop && !interrupted)
@@ -378,6 +400,9 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
         if (val) snprintf(extra + n, sizeof extra - (size_t)n, ",\"final_val_loss\":%s", JNUM("%.6f", vl));
         run_log_end(&rl, pos.steps, extra);
     }
+    char dist_extra[400];
+    if (!rc) train_dist_summary(dist, train_s, steps_here, true, dist_extra, sizeof dist_extra);
+    else dist_extra[0] = 0;
     dash_train_finish(dash, quit || rc);
     pr.quiet = plain_quiet;
     int log_failed = cli_log_close(&logw); /* printed when it happened */
@@ -403,10 +428,10 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
             printf("{\"train_loss\":%s,\"loss_source\":\"%s\",\"val_loss\":%s,", JNUM("%.6f", mean),
                    af_metric_source_name(info.metric_source), JNUM("%.6f", vl));
             printf("\"vocab\":%d,\"steps\":%lld,\"tokens_per_s\":%.1f,\"ms_per_step\":%.4f,", V, (long long)pos.steps,
-                   train_s > 0 ? (double)steps_here * B * T * accum / train_s : 0.0, steps_here ? 1000.0 * train_s / (double)steps_here : 0.0);
+                   train_s > 0 ? (double)steps_here * B * T * accum * dist->size / train_s : 0.0, /* all ranks' tokens */ steps_here ? 1000.0 * train_s / (double)steps_here : 0.0);
             if (steps_here > first_steps) /* after the first call: what benchmarks compare */
                 printf("\"steady_ms_per_step\":%.4f,", 1000.0 * (train_s - first_s) / (double)(steps_here - first_steps));
-            printf("\"seconds\":%.2f%s}\n", train_s, progress_json_extra(&pr, t, &total, steps_here));
+            printf("\"seconds\":%.2f%s%s}\n", train_s, progress_json_extra(&pr, t, &total, steps_here), dist_extra);
         } else if (!pr.quiet)
             fprintf(stderr, "done: %lld steps, train loss %.4f (ln vocab %.4f)\n", (long long)pos.steps, mean, log((double)V));
     }
@@ -424,10 +449,26 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
     return rc;
 }
 
+static int llama_main(llama_args *ap);
+
 int cmd_train_llama(int argc, char **argv) {
     llama_args a = { 0 };
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
+    if (train_dist_begin(&a.dist, "aneforge train llama")) return 1;
+    if (a.dist.rank) { /* rank 0 speaks for the job and writes its files */
+        a.json = 0, a.dashboard = 0, a.sample_every = 0;
+        a.log = NULL, a.export_path = NULL;
+    }
+    rc = llama_main(&a);
+    if (rc && rc != 130 && a.dist.size > 1) train_dist_fail(&a.dist, rc); /* 130: every rank stopped together */
+    train_dist_end(&a.dist);
+    return rc;
+}
+
+static int llama_main(llama_args *ap) {
+    llama_args a = *ap;
+    int rc = 0;
     /* Before any work: a run must not end unable to write what it was asked for. */
     const char *cmd = "aneforge train llama";
     if (cli_check_output(a.save, "--save", cmd) || cli_check_output(a.export_path, "--export", cmd) ||

@@ -91,7 +91,7 @@ def f32_to_f16(x):
     return np.asarray(x, np.float32).astype(np.float16)
 
 
-from .train import Trainer, UnrolledTrainer, TrainOptions, StepInfo, adam_step, adam_lr_t, nets  # noqa: E402
+from .train import Trainer, UnrolledTrainer, TrainOptions, StepInfo, Dist, adam_step, adam_lr_t, nets  # noqa: E402
 from .sim import SimEngine, estimate_us, precision_flags  # noqa: E402
 from . import data, hf, llama, mil, text  # noqa: E402
 from .text import Tokenizer, read_tokens, write_tokens  # noqa: E402

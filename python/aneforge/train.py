@@ -625,3 +625,55 @@ def adam_step(params, grads, m, r, lr_t, decay=None, beta1=0.9, beta2=0.999, eps
     for w, p in zip(W, params):
         w._conv = p._conv
     return W, [mk(mn, i, (m[i], grads[i])) for i in range(n)], [mk(rn, i, (r[i], grads[i])) for i in range(n)]
+
+
+class Dist(Handle):
+    """The MPI job this process belongs to (started with ``mpirun -np N python ...``), for
+    data-parallel training: ``Trainer.set_distributed(dist)``. Raises UnsupportedError
+    when the library was built without MPI. ``close()`` leaves the job (MPI_Finalize):
+    close trainers that use it first."""
+    _free = "af_dist_free"
+    _kind = "dist"
+
+    def __init__(self, timeout_s=0.0):
+        p = lib.af_dist_mpi(float(timeout_s))
+        if not p:
+            check(3 if "without MPI" in (last_error() or "") else 5)  # AF_ERR_UNSUPPORTED, AF_ERR_IO
+        super().__init__(p)
+
+    @property
+    def rank(self):
+        return lib.af_dist_rank(self.ptr)
+
+    @property
+    def size(self):
+        return lib.af_dist_size(self.ptr)
+
+    def shard(self, global_batch):
+        """This rank's rows of a global batch of size x B rows: [rank B, (rank + 1) B)."""
+        b = len(global_batch) // self.size
+        return global_batch[self.rank * b:(self.rank + 1) * b]
+
+    def stats(self):
+        """(bytes all-reduced, seconds communicating) by this rank, all calls."""
+        b, s = ctypes.c_int64(), ctypes.c_double()
+        lib.af_dist_stats(self.ptr, ctypes.byref(b), ctypes.byref(s))
+        return b.value, s.value
+
+
+def _set_distributed(self, dist, sync_every=8):
+    """Trains data-parallel over dist (collective: every rank calls it): rank 0's state
+    is broadcast now; the host and pipeline plans average gradients before every step, the
+    in-program plans average parameters and moments every sync_every steps. Each rank
+    feeds its own shard (Dist.shard) of every global batch. None: alone again."""
+    check(lib.af_trainer_set_dist(self.ptr, dist.ptr if dist is not None else None, int(sync_every)))
+    self._dist = dist
+
+
+def _dist_sync(self):
+    """Averages parameters and moments over the ranks now (collective)."""
+    check(lib.af_trainer_dist_sync(self.ptr))
+
+
+Trainer.set_distributed = _set_distributed
+Trainer.dist_sync = _dist_sync

@@ -57,6 +57,10 @@ struct af_trainer {
     double phase_s[TR_NPHASE]; /* seconds per phase, all calls (two clock reads a phase) */
     int64_t host_flops, compiles_pending;
     struct cpu_pool *pool;     /* the shared pool host work runs on (taken on first use) */
+    af_dist *dist;             /* data-parallel (dist.c); NULL: alone */
+    int sync_every;            /* in-program plans: steps between averages */
+    int64_t since_sync;        /* steps since the last average */
+    void **dist_req;           /* [np]: gradient sums started during the backward (dist.c) */
 };
 
 double    tr_now_s(void);     /* monotonic clock, seconds */

@@ -1,6 +1,7 @@
 /* The host optimizer (host_opt.h). */
 #include "cpu/cpu_features.h"
 #include "cpu/pool.h"
+#include "train/dist.h"
 #include "train/host_opt.h"
 
 #include <math.h>
@@ -128,6 +129,8 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
             else add_into(t->gsum[i], t->grad[i], t->count[i]);
         }
     }
+    /* Data-parallel: every rank updates with the mean over the ranks' batches. */
+    if (t->dist && (st = tr_dist_average_grads(t, grad, &loss, &acc))) return st;
     info->loss = loss;
     info->accuracy = acc;
     /* The update finds a non-finite gradient itself (its new state is then not finite):

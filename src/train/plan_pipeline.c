@@ -15,6 +15,7 @@
 #include "cpu/norm_bwd.h"
 #include "cpu/pool.h"
 #include "nn/llama_kernels.h"
+#include "train/dist.h"
 #include "train/host_opt.h"
 
 #include <math.h>
@@ -285,6 +286,7 @@ static af_status pl_backward(af_trainer *t) {
         dw_gemm(t, t->grad[p_of(p, S_WK, l)], p->dk, a[A_XN], K, D);
         dw_gemm(t, t->grad[p_of(p, S_WV, l)], p->dv, a[A_XN], K, D);
         rms_bwd(t, a[A_XIN], p->dxn, t->master[p_of(p, S_RMS_ATT, l)], p->dx2, p->tmp, t->grad[p_of(p, S_RMS_ATT, l)]);
+        for (int slot = S_RMS_ATT; slot <= S_W3; slot++) tr_dist_grad_ready(t, p_of(p, slot, l)); /* data-parallel: overlaps layer l - 1 */
     }
     if (st) return st;
     /* The embedding's scatter-add (seed 002 keeps it on the host: the engine has no scatter). */

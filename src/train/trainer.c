@@ -1,6 +1,7 @@
 /* The trainer's steps and predictions: the per-call bookkeeping around its plan's step,
  * and the evaluation program that plans without their own predict share. */
 #include "nn/optim.h"
+#include "train/dist.h"
 #include "train/step_graph.h"
 #include "train/trainer.h"
 
@@ -30,6 +31,7 @@ af_status af_trainer_step(af_trainer *t, const float *x, const float *target, af
     t->acc = (af_stats){ 0 };
     t->host_flops = 0;
     af_status st = t->plan->step(t, x, target, info);
+    if (!st) st = tr_dist_after_call(t); /* in-program plans: local SGD's average */
     info->step = t->step;
     info->skipped = t->skipped;
     info->skipped_consecutive = t->skipped_consecutive;

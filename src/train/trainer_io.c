@@ -173,7 +173,7 @@ void af_trainer_free(af_trainer *t) {
         for (int k = 0; k < 3; k++) free(t->next[i][k]);
     }
     void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum, t->next,
-                       t->eval_in, t->feed_in, t->feed_out };
+                       t->eval_in, t->feed_in, t->feed_out, t->dist_req };
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(t->eval_x);
     free(t->eval_out);

@@ -113,7 +113,7 @@ measure() {
         [ "$mode" != compile ] || warm=3
         if [ "$kind" = llama ]; then
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" "${torch_env[@]}" "$py" bench/torch_llama.py --init "$init" \
-                --data "$WORK/train.bin" --val "$val" --steps $((steps + warm - 1)) --warmup $warm --batch $batch \
+                --data "$WORK/train.bin" --val "$val" --steps $steps --warmup $warm --batch $batch \
                 --seq $seq --lr 1e-3 --weight-decay 0.1 --threads "$THREADS" --mode $mode 2>/dev/null)
         else
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" "${torch_env[@]}" "$py" bench/torch_train.py --model $model \

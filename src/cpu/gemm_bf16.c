@@ -4,6 +4,7 @@
  *   Ap [Mp][Kp]        row-major bf16 rows of A
  *   Bp [Kp/2][Np][2]   B in pairs along k ("VNNI" layout): what vdpbf16ps and tdpbf16ps
  *                      multiply a pair of A against
+ * (the AMX path stores both tile by tile, see rows_amx)
  * and each thread computes whole 32-row blocks of C. */
 #define _GNU_SOURCE
 #include "cpu/gemm_bf16.h"
@@ -60,6 +61,36 @@ static bool amx_permitted(void) {
     return state > 0;
 }
 
+/* cpu_bf16_round on 16 lanes, in integer ops so denormals round as in the scalar code
+ * (vcvtne2ps2bf16 would flush them): the bf16 in each 32-bit lane's low half. */
+__attribute__((target("avx512f"))) static inline __m512i round16(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                     _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
+    r = _mm512_srli_epi32(r, 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+}
+
+/* A row of n floats to bf16 (16 at a time, the tail by the scalar rounding). */
+__attribute__((target("avx512f"))) static void pack_row_avx512(const float *src, int64_t n, uint16_t *dst) {
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) _mm256_storeu_si256((__m256i *)(dst + k), _mm512_cvtepi32_epi16(round16(_mm512_loadu_ps(src + k))));
+    for (; k < n; k++) dst[k] = cpu_bf16_round(src[k]);
+}
+
+/* Rows k and k + 1 of B (n columns) into pairs: dst[2j] from r0[j], dst[2j + 1] from r1[j]. */
+__attribute__((target("avx512f"))) static void pack_pairs_avx512(const float *r0, const float *r1, int64_t n, uint16_t *dst) {
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512i lo = round16(_mm512_loadu_ps(r0 + j));
+        __m512i hi = r1 ? round16(_mm512_loadu_ps(r1 + j)) : _mm512_setzero_si512();
+        _mm512_storeu_si512(dst + 2 * j, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+    for (; j < n; j++) dst[2 * j] = cpu_bf16_round(r0[j]), dst[2 * j + 1] = r1 ? cpu_bf16_round(r1[j]) : 0;
+}
+
 /* 8 x 32 of C per register block: 16 accumulators, a broadcast pair of A per row and two
  * 16-pair vectors of B per k pair. Stores only the valid rows and columns. */
 __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx, int64_t b0, int64_t b1) {
@@ -98,42 +129,47 @@ typedef struct {
 } tile_config;
 
 /* 32 x 32 of C per block in four 16 x 16 fp32 tiles (0-3), fed by two A tiles (4, 5:
- * 16 rows x 32 bf16) and two B tiles (6, 7: 16 k pairs x 16 columns) per 32 k. */
+ * 16 rows x 32 bf16) and two B tiles (6, 7: 16 k pairs x 16 columns) per 32 k. The
+ * operands are packed tile by tile (1 KiB each, rows 64 bytes apart): loading a tile
+ * from B's rows in place (4 KiB apart at N = 1024) put all 16 lines in one L1 set. */
 __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int64_t b0, int64_t b1) {
     const job *j = ctx;
     tile_config cfg = { .palette = 1 };
     for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
     _tile_loadconfig(&cfg);
     float out[4][16 * 16];
-    const int64_t sa = 2 * j->Kp, sb = 4 * j->Np; /* row strides in bytes */
-    for (int64_t i0 = b0 * 32; i0 < b1 * 32; i0 += 32)
-        for (int64_t j0 = 0; j0 < j->Np; j0 += 32) {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
-            const uint16_t *a = j->ap + i0 * j->Kp, *b = j->bp + 2 * j0;
-            for (int64_t k = 0; k < j->Kp; k += 32) {
-                _tile_loadd(4, a + k, sa);
-                _tile_loadd(5, a + 16 * j->Kp + k, sa);
-                _tile_loadd(6, b + k * j->Np, sb);
-                _tile_loadd(7, b + k * j->Np + 32, sb);
-                _tile_dpbf16ps(0, 4, 6);
-                _tile_dpbf16ps(1, 4, 7);
-                _tile_dpbf16ps(2, 5, 6);
-                _tile_dpbf16ps(3, 5, 7);
+    const int64_t kt = j->Kp / 32; /* tiles along k */
+    /* Four 32-row blocks share each 32-column stripe of B while it is in L2. */
+    for (int64_t c0 = b0 * 32; c0 < b1 * 32; c0 += 128)
+        for (int64_t j0 = 0; j0 < j->Np; j0 += 32)
+            for (int64_t i0 = c0; i0 < c0 + 128 && i0 < b1 * 32; i0 += 32) {
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                const uint16_t *a0 = j->ap + (i0 / 16) * kt * 512, *a1 = a0 + kt * 512;
+                const uint16_t *bt0 = j->bp + (j0 / 16) * kt * 512, *bt1 = bt0 + kt * 512;
+                for (int64_t k = 0; k < kt; k++) {
+                    _tile_loadd(4, a0 + k * 512, 64);
+                    _tile_loadd(5, a1 + k * 512, 64);
+                    _tile_loadd(6, bt0 + k * 512, 64);
+                    _tile_loadd(7, bt1 + k * 512, 64);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                    _tile_dpbf16ps(2, 5, 6);
+                    _tile_dpbf16ps(3, 5, 7);
+                }
+                _tile_stored(0, out[0], 64);
+                _tile_stored(1, out[1], 64);
+                _tile_stored(2, out[2], 64);
+                _tile_stored(3, out[3], 64);
+                for (int t = 0; t < 4; t++) {
+                    int64_t r0 = i0 + 16 * (t >> 1), cc = j0 + 16 * (t & 1);
+                    int64_t nc = j->N - cc < 16 ? j->N - cc : 16;
+                    for (int64_t r = 0; r < 16 && r0 + r < j->M && nc > 0; r++)
+                        memcpy(j->C + (r0 + r) * j->ldc + cc, out[t] + r * 16, (size_t)nc * 4);
+                }
             }
-            _tile_stored(0, out[0], 64);
-            _tile_stored(1, out[1], 64);
-            _tile_stored(2, out[2], 64);
-            _tile_stored(3, out[3], 64);
-            for (int t = 0; t < 4; t++) {
-                int64_t r0 = i0 + 16 * (t >> 1), c0 = j0 + 16 * (t & 1);
-                int64_t nc = j->N - c0 < 16 ? j->N - c0 : 16;
-                for (int64_t r = 0; r < 16 && r0 + r < j->M && nc > 0; r++)
-                    memcpy(j->C + (r0 + r) * j->ldc + c0, out[t] + r * 16, (size_t)nc * 4);
-            }
-        }
     _tile_release();
 }
 #endif
@@ -165,10 +201,22 @@ bool cpu_sgemm_bf16(cpu_pool *p, cpu_bf16_path path, int64_t M, int64_t N, int64
         free(bp);
         return false;
     }
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t k = 0; k < K; k++) ap[i * Kp + k] = cpu_bf16_round(A[i * lda + k]);
-    for (int64_t k = 0; k < K; k++)
-        for (int64_t n = 0; n < N; n++) bp[((k >> 1) * Np + n) * 2 + (k & 1)] = cpu_bf16_round(B[k * ldb + n]);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    /* both paths imply AVX-512F */
+    if (path == CPU_BF16_AMX) { /* tile by tile: A [Mp/16][Kp/32][16][32], B [Np/16][Kp/32][16 pairs][16][2] */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k += 32)
+                pack_row_avx512(A + i * lda + k, K - k < 32 ? K - k : 32, ap + ((i / 16) * (Kp / 32) + k / 32) * 512 + (i % 16) * 32);
+        for (int64_t k = 0; k < K; k += 2)
+            for (int64_t n = 0; n < N; n += 16)
+                pack_pairs_avx512(B + k * ldb + n, k + 1 < K ? B + (k + 1) * ldb + n : NULL, N - n < 16 ? N - n : 16,
+                                  bp + ((n / 16) * (Kp / 32) + k / 32) * 512 + ((k % 32) / 2) * 32);
+    } else {
+        for (int64_t i = 0; i < M; i++) pack_row_avx512(A + i * lda, K, ap + i * Kp);
+        for (int64_t k = 0; k < K; k += 2)
+            pack_pairs_avx512(B + k * ldb, k + 1 < K ? B + (k + 1) * ldb : NULL, N, bp + k * Np);
+    }
+#endif
     job j = { ap, bp, M, N, Kp, Np, C, ldc };
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     cpu_pool_for(p, Mp / 32, 1, path == CPU_BF16_AMX ? rows_amx : rows_avx512, &j);

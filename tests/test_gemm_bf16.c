@@ -27,15 +27,18 @@ static void check_rounding(void) {
     CHECK(isnan(cpu_bf16_to_float(cpu_bf16_round(NAN))), "NaN stays NaN");
 }
 
-/* One case: C (ldc = N + pad, padding kept) against sum_k bf16(a) bf16(b) in double. */
-static void run_case(cpu_bf16_path path, cpu_pool *pool, int64_t M, int64_t N, int64_t K, int64_t pad) {
-    int64_t lda = K + pad, ldb = N + pad, ldc = N + pad;
-    float *A = malloc(sizeof(float) * (size_t)(M * lda)), *B = malloc(sizeof(float) * (size_t)(K * ldb));
+/* One case: C (ldc = N + pad, padding kept) against sum_k bf16(a) bf16(b) in double;
+ * A stored [K,M] when ta, B stored [N,K] when tb. */
+static void run_case_t(cpu_bf16_path path, cpu_pool *pool, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                       int64_t pad) {
+    int64_t arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    int64_t lda = acols + pad, ldb = bcols + pad, ldc = N + pad;
+    float *A = malloc(sizeof(float) * (size_t)(arows * lda)), *B = malloc(sizeof(float) * (size_t)(brows * ldb));
     float *C = malloc(sizeof(float) * (size_t)(M * ldc));
-    test_fill_uniform(&rng, A, M * lda, -1, 1);
-    test_fill_uniform(&rng, B, K * ldb, -1, 1);
+    test_fill_uniform(&rng, A, arows * lda, -1, 1);
+    test_fill_uniform(&rng, B, brows * ldb, -1, 1);
     for (int64_t i = 0; i < M * ldc; i++) C[i] = SENTINEL;
-    CHECK(cpu_sgemm_bf16(pool, path, M, N, K, A, lda, B, ldb, C, ldc), "%s refused %lldx%lldx%lld",
+    CHECK(cpu_sgemm_bf16_t(pool, path, ta, tb, M, N, K, A, lda, B, ldb, C, ldc), "%s refused %lldx%lldx%lld",
           cpu_bf16_path_name(path), (long long)M, (long long)N, (long long)K);
     int bad = 0;
     for (int64_t i = 0; i < M && bad < 3; i++)
@@ -49,21 +52,25 @@ static void run_case(cpu_bf16_path path, cpu_pool *pool, int64_t M, int64_t N, i
             }
             double ref = 0, mag = 0;
             for (int64_t k = 0; k < K; k++) {
-                double p = (double)cpu_bf16_to_float(cpu_bf16_round(A[i * lda + k])) *
-                           cpu_bf16_to_float(cpu_bf16_round(B[k * ldb + j]));
+                double p = (double)cpu_bf16_to_float(cpu_bf16_round(ta ? A[k * lda + i] : A[i * lda + k])) *
+                           cpu_bf16_to_float(cpu_bf16_round(tb ? B[j * ldb + k] : B[k * ldb + j]));
                 ref += p, mag += fabs(p);
             }
             /* fp32 accumulation: a few ulps of the magnitude per step of the sum's depth */
             double tol = 1e-6 + mag * 4 * (double)K * 0x1p-24;
             if (fabs(C[i * ldc + j] - ref) > tol) {
                 bad++;
-                CHECK(0, "%s %lldx%lldx%lld: C[%lld,%lld] = %.7g, reference %.7g", cpu_bf16_path_name(path),
-                      (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, C[i * ldc + j], ref);
+                CHECK(0, "%s ta %d tb %d %lldx%lldx%lld: C[%lld,%lld] = %.7g, reference %.7g",
+                      cpu_bf16_path_name(path), ta, tb, (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, C[i * ldc + j], ref);
             }
         }
     CHECK(bad == 0, "%s %lldx%lldx%lld pad %lld", cpu_bf16_path_name(path), (long long)M, (long long)N,
           (long long)K, (long long)pad);
     free(A), free(B), free(C);
+}
+
+static void run_case(cpu_bf16_path path, cpu_pool *pool, int64_t M, int64_t N, int64_t K, int64_t pad) {
+    run_case_t(path, pool, 0, 0, M, N, K, pad);
 }
 
 /* The bf16 result must differ from the fp32 product where operands are not bf16 values:
@@ -93,6 +100,10 @@ int main(void) {
             for (int64_t pad = 0; pad <= 3; pad += 3)
                 run_case(paths[p], s % 2 ? pool : NULL, sizes[s][0], sizes[s][1], sizes[s][2], pad);
         run_case(paths[p], pool, 200, 130, 70, 1); /* several 32-row blocks over the pool */
+        for (int t = 1; t < 4; t++) { /* transposed operands, as the backward products take them */
+            run_case_t(paths[p], pool, t & 1, t >> 1, 33, 47, 65, 2);
+            run_case_t(paths[p], NULL, t & 1, t >> 1, 5, 100, 31, 0);
+        }
     }
     cpu_pool_free(pool);
     CHECK(!cpu_sgemm_bf16(NULL, CPU_BF16_AMX, 0, 1, 1, NULL, 1, NULL, 1, NULL, 1), "empty product refused");

@@ -192,8 +192,31 @@ static bool path_ok(cpu_bf16_path path) {
 
 bool cpu_sgemm_bf16(cpu_pool *p, cpu_bf16_path path, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float *C, int64_t ldc) {
+    return cpu_sgemm_bf16_t(p, path, 0, 0, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+/* A transposed operand is first copied untransposed (a plain fp32 transpose), so both
+ * packings below stay the contiguous vector loops. */
+static float *untranspose(const float *src, int64_t ld, int64_t rows, int64_t cols) {
+    float *t = malloc(sizeof(float) * (size_t)(rows * cols));
+    if (!t) return NULL;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) t[i * cols + j] = src[j * ld + i];
+    return t;
+}
+
+bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0) return false;
+    if (ta || tb) {
+        float *at = ta ? untranspose(A, lda, M, K) : NULL, *bt = tb ? untranspose(B, ldb, K, N) : NULL;
+        bool ok = (!ta || at) && (!tb || bt) &&
+                  cpu_sgemm_bf16_t(p, path, 0, 0, M, N, K, ta ? at : A, ta ? K : lda, tb ? bt : B, tb ? N : ldb, C, ldc);
+        free(at);
+        free(bt);
+        return ok;
+    }
     int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
     uint16_t *ap = calloc((size_t)(Mp * Kp), 2), *bp = calloc((size_t)(Kp * Np), 2);
     if (!ap || !bp) {

@@ -22,4 +22,8 @@ float cpu_bf16_to_float(uint16_t h);
  * CPU lacks the path or memory for the packed operands runs out. */
 bool cpu_sgemm_bf16(cpu_pool *p, cpu_bf16_path path, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float *C, int64_t ldc);
+/* The same with op(A) [M,K] and op(B) [K,N] transposed when ta/tb is set (A stored
+ * [K,M], B stored [N,K]), as cpu_sgemm takes them. */
+bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 #endif

@@ -15,6 +15,7 @@ tokens_per_s, train_loss (mean of the last 10 steps) and val_loss (mean nats per
 (OMP_WAIT_POLICY=PASSIVE, tcmalloc, the thread count, OPENBLAS_CORETYPE).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -167,6 +168,8 @@ def main():
     ap.add_argument("--init", help="start from this llama2.c v1 file (its config)")
     ap.add_argument("--data")
     ap.add_argument("--val")
+    ap.add_argument("--mode", choices=["eager", "compile", "bf16"], default="eager",
+                    help="torch.compile the model, or autocast to bf16 (torch.autocast('cpu', torch.bfloat16))")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -190,6 +193,8 @@ def main():
     train = np.fromfile(a.data, dtype="<u2")
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=a.weight_decay,
                             foreach=True)
+    fwd = torch.compile(model) if a.mode == "compile" else model
+    cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.mode == "bf16" else contextlib.nullcontext
     rng = (a.seed * 0x9E3779B97F4A7C15 + 11) & M64  # aneforge train llama's window generator
     losses, timed_s, timed = [], 0.0, 0
     for step in range(a.steps):
@@ -201,8 +206,9 @@ def main():
         x, y = w[:, :-1], w[:, 1:]
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), y.reshape(-1))
+        with cast():
+            logits = fwd(x)
+        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), y.reshape(-1))
         loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
@@ -212,7 +218,7 @@ def main():
         losses.append(loss.item())
     vl = val_loss(model, np.fromfile(a.val, dtype="<u2"), seq, batch) if a.val else None
     ms = 1000 * timed_s / max(timed, 1)
-    print(json.dumps({"framework": "pytorch", "train_loss": round(sum(losses[-10:]) / len(losses[-10:]), 6),
+    print(json.dumps({"framework": "pytorch", "version": torch.__version__, "mode": a.mode, "train_loss": round(sum(losses[-10:]) / len(losses[-10:]), 6),
                       "val_loss": round(vl, 6) if vl is not None else None, "steps": a.steps,
                       "ms_per_step": round(ms, 4), "tokens_per_s": round(batch * seq * 1000 / ms, 1),
                       "threads": a.threads}))

@@ -9,7 +9,7 @@ their .gz as shipped in data/mnist/.
 Run PyTorch at its best: bench/compare_train.sh sets OMP_WAIT_POLICY=PASSIVE,
 preloads tcmalloc and uses the same thread count as aneforge.
 """
-import argparse, gzip, os, struct, sys, time
+import argparse, contextlib, gzip, os, struct, sys, time
 
 try:
     import numpy as np
@@ -61,12 +61,17 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--time", action="store_true", help="print only the ms/step JSON")
+    ap.add_argument("--warmup", type=int, default=0, help="steps left out of the timing")
+    ap.add_argument("--mode", choices=["eager", "compile", "bf16"], default="eager",
+                    help="torch.compile the model, or autocast to bf16 (torch.autocast('cpu', torch.bfloat16))")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     xtr, ytr = load(a.data, "train")
     xte, yte = load(a.data, "test")
     net = model(a.model)
+    fwd = torch.compile(net) if a.mode == "compile" else net
+    cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.mode == "bf16" else contextlib.nullcontext
     opt = torch.optim.Adam(net.parameters(), lr=a.lr)
     lossf = torch.nn.CrossEntropyLoss()
     steps, train_s = 0, 0.0
@@ -78,10 +83,12 @@ def main():
             x, y = xtr[idx_], ytr[idx_]
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
-            loss = lossf(net(x), y)
+            with cast():
+                loss = lossf(fwd(x), y)
             loss.backward()
             opt.step()
-            train_s += time.perf_counter() - t0
+            if steps >= a.warmup:
+                train_s += time.perf_counter() - t0
             steps += 1
             if a.steps and steps >= a.steps:
                 break
@@ -89,8 +96,9 @@ def main():
             break
     with torch.no_grad():
         acc = (net(xte).argmax(1) == yte).float().mean().item()
-    print('{"framework":"pytorch","model":"%s","test_acc":%.4f,"ms_per_step":%.4f,"steps":%d,"threads":%d}'
-          % (a.model, acc, 1000 * train_s / steps, steps, a.threads))
+    print('{"framework":"pytorch","version":"%s","mode":"%s","model":"%s","test_acc":%.4f,"ms_per_step":%.4f,'
+          '"steps":%d,"threads":%d}' % (torch.__version__, a.mode, a.model, acc,
+                                        1000 * train_s / max(steps - a.warmup, 1), steps, a.threads))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,26 @@
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+/* The bf16 features, from cpuid leaf 7 directly (older compilers' __builtin_cpu_supports
+ * do not know them). AMX counts only when the OS saves the tile state (XCR0 bits 17-18);
+ * Linux still asks each process to request it (arch_prctl) before the first tile use. */
+static void detect_bf16(cpu_features *f) {
+    unsigned a, b, c, d;
+    if (!f->avx512f || __get_cpuid_max(0, NULL) < 7) return;
+    __cpuid_count(7, 1, a, b, c, d);
+    f->avx512bf16 = (a >> 5) & 1;
+    __cpuid_count(7, 0, a, b, c, d);
+    bool amx = ((d >> 22) & 1) && ((d >> 24) & 1); /* AMX-BF16 and AMX-TILE */
+    __cpuid(1, a, b, c, d);
+    if (amx && ((c >> 27) & 1)) { /* OSXSAVE: xgetbv is allowed */
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        f->amx_bf16 = ((lo >> 17) & 3) == 3;
+    }
+}
+#endif
 
 static cpu_features detect(void) {
     cpu_features f = { 0 };
@@ -25,6 +45,9 @@ static cpu_features detect(void) {
     f.fma = __builtin_cpu_supports("fma");
     f.avx512f = __builtin_cpu_supports("avx512f");
     f.avx512vl = __builtin_cpu_supports("avx512vl");
+#if defined(__x86_64__)
+    detect_bf16(&f);
+#endif
 #elif defined(__aarch64__)
 #if defined(__linux__)
     f.neon = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
@@ -47,13 +70,15 @@ const cpu_features *cpu_features_get(void) {
 }
 
 const char *cpu_features_string(void) {
-    static char s[64];
+    static char s[96];
     const cpu_features *f = cpu_features_get();
-    char buf[64] = "";
+    char buf[96] = "";
     if (f->avx512f) strcat(buf, " avx512f");
     if (f->avx512vl) strcat(buf, " avx512vl");
     if (f->avx2) strcat(buf, " avx2");
     if (f->fma) strcat(buf, " fma");
+    if (f->avx512bf16) strcat(buf, " avx512bf16");
+    if (f->amx_bf16) strcat(buf, " amx-bf16");
     if (f->neon) strcat(buf, " neon");
     snprintf(s, sizeof s, "%s", buf[0] ? buf + 1 : "none");
     return s;

@@ -6,6 +6,8 @@
 
 typedef struct {
     bool avx2, fma, avx512f, avx512vl; /* x86-64 */
+    bool avx512bf16;         /* vdpbf16ps: bf16 pairs dotted into fp32 lanes */
+    bool amx_bf16;           /* AMX tiles with bf16 products, enabled by the OS (XCR0) */
     bool neon;               /* arm64 Advanced SIMD */
 } cpu_features;
 

@@ -1,0 +1,29 @@
+/* Mixed-precision GEMM for the bf16 path (issue 28): C = A @ B with A [M,K] and B [K,N]
+ * row-major fp32, each operand rounded to bf16 (nearest even) as it is packed, the
+ * products accumulated in fp32. Two kernels: AMX tiles (tdpbf16ps: Sapphire Rapids and
+ * later) and AVX512-BF16 dot products (vdpbf16ps: Zen 4/5, Cooper Lake); elsewhere the
+ * path is refused and callers stay in fp32. */
+#ifndef AF_CPU_GEMM_BF16_H
+#define AF_CPU_GEMM_BF16_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "cpu/pool.h"
+
+typedef enum { CPU_BF16_NONE, CPU_BF16_AVX512, CPU_BF16_AMX } cpu_bf16_path;
+
+/* The fastest bf16 kernel this CPU (and OS: Linux hands out AMX state on request) runs. */
+cpu_bf16_path cpu_gemm_bf16_best(void);
+/* "amx", "avx512bf16" or "none". */
+const char *cpu_bf16_path_name(cpu_bf16_path path);
+/* fp32 -> bf16, rounding to nearest even (NaN stays NaN), as vcvtne2ps2bf16 does. */
+uint16_t cpu_bf16_round(float x);
+float cpu_bf16_to_float(uint16_t h);
+/* C = A @ B on the given path (CPU_BF16_NONE: the best). False, C untouched, when the
+ * CPU lacks the path or memory for the packed operands runs out. */
+bool cpu_sgemm_bf16(cpu_pool *p, cpu_bf16_path path, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float *C, int64_t ldc);
+/* The same with op(A) [M,K] and op(B) [K,N] transposed when ta/tb is set (A stored
+ * [K,M], B stored [N,K]), as cpu_sgemm takes them. */
+bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+#endif

@@ -1,0 +1,116 @@
+/* The bf16 GEMM (cpu_sgemm_bf16) on every path this CPU has (AMX tiles, AVX512-BF16 dot
+ * products) against a double-precision triple loop over the same operands rounded to
+ * bf16: only the fp32 accumulation may differ. Odd sizes (edges of the 32 x 32 blocks and
+ * of K's 32 steps), padded leading dimensions, the pool split; the rounding itself
+ * (nearest even, NaN kept) against exact cases. Skipped (77) on a CPU with neither path. */
+#include "cpu/gemm_bf16.h"
+#include "cpu/pool.h"
+#include "support/check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static test_rng rng = {7};
+static const float SENTINEL = -12345.0f;
+
+static void check_rounding(void) {
+    /* 1 + 2^-8 lies halfway between bf16 1 and 1 + 2^-7: ties go to the even (1). */
+    CHECK(cpu_bf16_round(1.0f + 0x1p-8f) == 0x3f80, "tie to even, down");
+    /* 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: up to the even one. */
+    CHECK(cpu_bf16_round(1.0f + 3 * 0x1p-8f) == 0x3f82, "tie to even, up");
+    CHECK(cpu_bf16_round(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81, "above the tie rounds up");
+    CHECK(cpu_bf16_round(-2.0f) == 0xc000, "exact value kept");
+    CHECK(cpu_bf16_to_float(cpu_bf16_round(3.0e38f)) == INFINITY || cpu_bf16_round(3.0e38f) == 0x7f62,
+          "large finite value");
+    CHECK(isnan(cpu_bf16_to_float(cpu_bf16_round(NAN))), "NaN stays NaN");
+}
+
+/* One case: C (ldc = N + pad, padding kept) against sum_k bf16(a) bf16(b) in double;
+ * A stored [K,M] when ta, B stored [N,K] when tb. */
+static void run_case_t(cpu_bf16_path path, cpu_pool *pool, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                       int64_t pad) {
+    int64_t arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
+    int64_t lda = acols + pad, ldb = bcols + pad, ldc = N + pad;
+    float *A = malloc(sizeof(float) * (size_t)(arows * lda)), *B = malloc(sizeof(float) * (size_t)(brows * ldb));
+    float *C = malloc(sizeof(float) * (size_t)(M * ldc));
+    test_fill_uniform(&rng, A, arows * lda, -1, 1);
+    test_fill_uniform(&rng, B, brows * ldb, -1, 1);
+    for (int64_t i = 0; i < M * ldc; i++) C[i] = SENTINEL;
+    CHECK(cpu_sgemm_bf16_t(pool, path, ta, tb, M, N, K, A, lda, B, ldb, C, ldc), "%s refused %lldx%lldx%lld",
+          cpu_bf16_path_name(path), (long long)M, (long long)N, (long long)K);
+    int bad = 0;
+    for (int64_t i = 0; i < M && bad < 3; i++)
+        for (int64_t j = 0; j < ldc && bad < 3; j++) {
+            if (j >= N) {
+                if (C[i * ldc + j] != SENTINEL) {
+                    bad++;
+                    CHECK(0, "padding of C written at %lld,%lld", (long long)i, (long long)j);
+                }
+                continue;
+            }
+            double ref = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double p = (double)cpu_bf16_to_float(cpu_bf16_round(ta ? A[k * lda + i] : A[i * lda + k])) *
+                           cpu_bf16_to_float(cpu_bf16_round(tb ? B[j * ldb + k] : B[k * ldb + j]));
+                ref += p, mag += fabs(p);
+            }
+            /* fp32 accumulation: a few ulps of the magnitude per step of the sum's depth */
+            double tol = 1e-6 + mag * 4 * (double)K * 0x1p-24;
+            if (fabs(C[i * ldc + j] - ref) > tol) {
+                bad++;
+                CHECK(0, "%s ta %d tb %d %lldx%lldx%lld: C[%lld,%lld] = %.7g, reference %.7g",
+                      cpu_bf16_path_name(path), ta, tb, (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, C[i * ldc + j], ref);
+            }
+        }
+    CHECK(bad == 0, "%s %lldx%lldx%lld pad %lld", cpu_bf16_path_name(path), (long long)M, (long long)N,
+          (long long)K, (long long)pad);
+    free(A), free(B), free(C);
+}
+
+static void run_case(cpu_bf16_path path, cpu_pool *pool, int64_t M, int64_t N, int64_t K, int64_t pad) {
+    run_case_t(path, pool, 0, 0, M, N, K, pad);
+}
+
+/* The bf16 result must differ from the fp32 product where operands are not bf16 values:
+ * proves the operands were rounded (a kernel reading fp32 would pass run_case's bound). */
+static void check_operands_rounded(cpu_bf16_path path) {
+    float a[2] = {1.0f + 0x1p-9f, 1.0f}, b[2] = {1.0f, 0.0f}, c = 0;
+    CHECK(cpu_sgemm_bf16(NULL, path, 1, 1, 2, a, 2, b, 1, &c, 1), "1x1x2 refused");
+    CHECK(c == 1.0f, "%s: 1 + 2^-9 rounds to 1 in bf16, product %.9g", cpu_bf16_path_name(path), c);
+}
+
+int main(void) {
+    check_rounding();
+    cpu_bf16_path paths[] = {CPU_BF16_AMX, CPU_BF16_AVX512};
+    int ran = 0;
+    cpu_pool *pool = cpu_pool_new(3);
+    for (int p = 0; p < 2; p++) {
+        float x = 1, y = 1, z;
+        if (!cpu_sgemm_bf16(NULL, paths[p], 1, 1, 1, &x, 1, &y, 1, &z, 1)) {
+            fprintf(stderr, "gemm_bf16: %s not on this CPU, skipped\n", cpu_bf16_path_name(paths[p]));
+            continue;
+        }
+        ran++;
+        check_operands_rounded(paths[p]);
+        static const int64_t sizes[][3] = {{1, 1, 1}, {1, 33, 31}, {17, 5, 64}, {31, 32, 33}, {32, 32, 32},
+                                           {33, 65, 95}, {64, 48, 100}, {100, 97, 257}, {7, 300, 13}};
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int64_t pad = 0; pad <= 3; pad += 3)
+                run_case(paths[p], s % 2 ? pool : NULL, sizes[s][0], sizes[s][1], sizes[s][2], pad);
+        run_case(paths[p], pool, 200, 130, 70, 1); /* several 32-row blocks over the pool */
+        for (int t = 1; t < 4; t++) { /* transposed operands, as the backward products take them */
+            run_case_t(paths[p], pool, t & 1, t >> 1, 33, 47, 65, 2);
+            run_case_t(paths[p], NULL, t & 1, t >> 1, 5, 100, 31, 0);
+        }
+    }
+    cpu_pool_free(pool);
+    CHECK(!cpu_sgemm_bf16(NULL, CPU_BF16_AMX, 0, 1, 1, NULL, 1, NULL, 1, NULL, 1), "empty product refused");
+    int rc = check_finish("gemm_bf16");
+    if (!ran && rc == 0) {
+        fprintf(stderr, "gemm_bf16: this CPU has neither AMX-BF16 nor AVX512-BF16: skipped\n");
+        return 77;
+    }
+    return rc;
+}

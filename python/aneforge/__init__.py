@@ -19,7 +19,7 @@ from . import _lib
 from ._lib import C as _C, lib as _clib
 from .errors import (ClosedError, CompileError, CorruptError, Error, GraphError, InvalidError, IOError, NoMemoryError,
                      NumericError, ShapeError, UnsupportedError)
-from .graph import INTERNAL_OPS, OPS, Graph, Tensor, default_graph, dtype_code, op_table
+from .graph import INTERNAL_OPS, OPS, Graph, Tensor, default_graph, dtype_code, op_info, op_table
 from .model import (CEHandle, Loss, Model, Stats, backward, backward_from, compile, cross_entropy, loss_scalar,
                     mse, op_has_vjp, parse_target, softmax_cross_entropy)
 

@@ -403,6 +403,26 @@ def op_table():
     return [ctypes.string_at(lib.af_op_name(i)).decode() for i in range(lib.af_op_count())]
 
 
+def op_info(name=None):
+    """One op-table row (af_op_info) as a dict: name, kind, mil, arity, ports, leaf, bridge,
+    cpu_only, attrs [{key, type, value, help}]; without a name, a list of every row."""
+    if name is None:
+        return [_op_row(i) for i in range(lib.af_op_count())]
+    i = lib.af_op_find(encode(name, "op name"))
+    if i < 0:
+        raise InvalidError("no op %r in the op table; af.op_table() lists them" % (name,))
+    return _op_row(i)
+
+
+def _op_row(i):
+    d = _cdefs.af_op_desc()
+    check(lib.af_op_info(i, ctypes.byref(d)))
+    s = lambda p: ctypes.string_at(p).decode() if p else ""  # noqa: E731
+    attrs = [{"key": s(a.key), "type": s(a.type), "value": s(a.value), "help": s(a.help)} for a in d.attrs[:d.nattrs]]
+    return {"name": s(d.name), "kind": s(d.kind), "mil": s(d.mil), "arity": d.arity, "ports": s(d.ports),
+            "leaf": bool(d.leaf), "bridge": bool(d.bridge), "cpu_only": bool(d.cpu_only), "attrs": attrs}
+
+
 class _Param:
     __slots__ = ("ctype", "name", "kind", "count_of")
 

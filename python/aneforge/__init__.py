@@ -93,6 +93,6 @@ def f32_to_f16(x):
 
 from .train import Trainer, UnrolledTrainer, TrainOptions, StepInfo, Dist, adam_step, adam_lr_t, nets  # noqa: E402
 from .sim import SimEngine, estimate_us, precision_flags  # noqa: E402
-from . import data, hf, llama, mil, text  # noqa: E402
+from . import coreml, data, hf, llama, mil, text  # noqa: E402
 from .text import Tokenizer, read_tokens, write_tokens  # noqa: E402
 from .data import Dataset, npy_read, npy_write  # noqa: E402

@@ -128,6 +128,7 @@ class OpenProgram(Handle):
         return ts, names, dts
 
     def close(self):
+        """Frees the program (af_mil_close) and closes its graph; models compiled from it keep working."""
         super().close()
         self.graph._ptr = None
 

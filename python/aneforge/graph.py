@@ -166,33 +166,40 @@ class Tensor:
 
     @property
     def ptr(self):
+        """The af_tensor pointer; ClosedError once its graph is closed."""
         if self.graph.closed:
             raise ClosedError("this tensor's graph was closed; tensors live as long as their graph")
         return self._p
 
     @property
     def shape(self):
+        """The shape as a tuple of ints."""
         return shape_tuple(lib.af_tensor_shape(self.ptr))
 
     @property
     def ndim(self):
+        """The rank."""
         return len(self.shape)
 
     @property
     def dtype(self):
+        """numpy.float32 or numpy.float16."""
         return np.dtype(np.float16 if lib.af_tensor_dtype(self.ptr) == _F16 else np.float32)
 
     @property
     def name(self):
+        """The leaf's or node's name (None when it has none)."""
         p = lib.af_tensor_name(self.ptr)
         return ctypes.string_at(p).decode() if p else None
 
     @property
     def op(self):
+        """The op-table name of the node that makes it ("input", "add", ...)."""
         return ctypes.string_at(lib.af_tensor_op(self.ptr)).decode()
 
     @property
     def is_parameter(self):
+        """True for a trainable parameter."""
         return bool(lib.af_tensor_is_parameter(self.ptr))
 
     @property
@@ -332,24 +339,31 @@ class Tensor:
 
     @property
     def T(self):
+        """The transpose (axes reversed)."""
         return self.transpose()
 
     def softmax(self, axis=-1):
+        """softmax along axis (af.softmax)."""
         return OPS["softmax"](self, axis)
 
     def sum(self, axis=None, keepdims=False):
+        """Sum over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_sum"](self, _axes(self, axis), keepdims)
 
     def mean(self, axis=None, keepdims=False):
+        """Mean over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_mean"](self, _axes(self, axis), keepdims)
 
     def max(self, axis=None, keepdims=False):
+        """Max over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_max"](self, _axes(self, axis), keepdims)
 
     def min(self, axis=None, keepdims=False):
+        """Min over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_min"](self, _axes(self, axis), keepdims)
 
     def astype(self, dtype):
+        """Cast to 'fp32' or 'fp16' (af.cast)."""
         return OPS["cast"](self, dtype)
 
 

@@ -186,6 +186,11 @@ AF_API af_tensor *af_silu(af_tensor *x);
 AF_API af_tensor *af_sin(af_tensor *x);
 AF_API af_tensor *af_cos(af_tensor *x);
 AF_API af_tensor *af_erf(af_tensor *x);                        /* exact gelu's gradient needs it */
+AF_API af_tensor *af_floor(af_tensor *x);                      /* zero gradient */
+AF_API af_tensor *af_atan(af_tensor *x);
+AF_API af_tensor *af_asin(af_tensor *x);                       /* x in [-1, 1] */
+AF_API af_tensor *af_acos(af_tensor *x);                       /* x in [-1, 1] */
+AF_API af_tensor *af_atanh(af_tensor *x);                      /* x in (-1, 1) */
 
 /* x[..., K] times a baked weight stored transposed, wt [N, K] (a constant): [..., N]. */
 AF_API af_tensor *af_matmul_w(af_tensor *x, af_tensor *wt);

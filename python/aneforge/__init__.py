@@ -19,7 +19,7 @@ from . import _lib
 from ._lib import C as _C, lib as _clib
 from .errors import (ClosedError, CompileError, CorruptError, Error, GraphError, InvalidError, IOError, NoMemoryError,
                      NumericError, ShapeError, UnsupportedError)
-from .graph import INTERNAL_OPS, OPS, Graph, Tensor, default_graph, dtype_code, op_table
+from .graph import INTERNAL_OPS, OPS, Graph, Tensor, default_graph, dtype_code, op_info, op_table
 from .model import (CEHandle, Loss, Model, Stats, backward, backward_from, compile, cross_entropy, loss_scalar,
                     mse, op_has_vjp, parse_target, softmax_cross_entropy)
 
@@ -93,6 +93,6 @@ def f32_to_f16(x):
 
 from .train import Trainer, UnrolledTrainer, TrainOptions, StepInfo, Dist, adam_step, adam_lr_t, nets  # noqa: E402
 from .sim import SimEngine, estimate_us, precision_flags  # noqa: E402
-from . import data, hf, llama, mil, text  # noqa: E402
+from . import coreml, data, hf, llama, mil, text  # noqa: E402
 from .text import Tokenizer, read_tokens, write_tokens  # noqa: E402
 from .data import Dataset, npy_read, npy_write  # noqa: E402

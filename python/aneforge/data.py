@@ -35,10 +35,12 @@ class Dataset(Handle):
 
     @classmethod
     def from_idx(cls, images, labels):
+        """A dataset from a pair of IDX files (MNIST's format): images and labels."""
         return cls(lib.af_dataset_load_idx(encode(images, "images"), encode(labels, "labels")))
 
     @classmethod
     def from_cifar(cls, paths):
+        """A dataset from CIFAR-10 binary files (data_batch_1.bin, ...), concatenated in order."""
         arr = (ctypes.c_char_p * len(paths))(*[encode(p, "path") for p in paths])
         return cls(lib.af_dataset_load_cifar(len(paths), arr))
 
@@ -47,16 +49,19 @@ class Dataset(Handle):
 
     @property
     def sample_shape(self):
+        """One sample's shape (channels, height, width)."""
         c, h, w = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         lib.af_dataset_sample_shape(self.ptr, ctypes.byref(c), ctypes.byref(h), ctypes.byref(w))
         return (c.value, h.value, w.value)
 
     @property
     def classes(self):
+        """The number of classes."""
         return lib.af_dataset_classes(self.ptr)
 
     @property
     def labels(self):
+        """A copy of every sample's label, uint8."""
         n = len(self)
         p = lib.af_dataset_labels(self.ptr)
         return np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(ctypes.c_uint8)), (n,)).copy()
@@ -75,6 +80,7 @@ class Dataset(Handle):
 
 
 def load(kind, dir=None, train=True):
+    """Dataset.load(kind, dir, train): the train or test split of mnist, fashion or cifar10."""
     return Dataset.load(kind, dir, train)
 
 

@@ -166,33 +166,40 @@ class Tensor:
 
     @property
     def ptr(self):
+        """The af_tensor pointer; ClosedError once its graph is closed."""
         if self.graph.closed:
             raise ClosedError("this tensor's graph was closed; tensors live as long as their graph")
         return self._p
 
     @property
     def shape(self):
+        """The shape as a tuple of ints."""
         return shape_tuple(lib.af_tensor_shape(self.ptr))
 
     @property
     def ndim(self):
+        """The rank."""
         return len(self.shape)
 
     @property
     def dtype(self):
+        """numpy.float32 or numpy.float16."""
         return np.dtype(np.float16 if lib.af_tensor_dtype(self.ptr) == _F16 else np.float32)
 
     @property
     def name(self):
+        """The leaf's or node's name (None when it has none)."""
         p = lib.af_tensor_name(self.ptr)
         return ctypes.string_at(p).decode() if p else None
 
     @property
     def op(self):
+        """The op-table name of the node that makes it ("input", "add", ...)."""
         return ctypes.string_at(lib.af_tensor_op(self.ptr)).decode()
 
     @property
     def is_parameter(self):
+        """True for a trainable parameter."""
         return bool(lib.af_tensor_is_parameter(self.ptr))
 
     @property
@@ -332,24 +339,31 @@ class Tensor:
 
     @property
     def T(self):
+        """The transpose (axes reversed)."""
         return self.transpose()
 
     def softmax(self, axis=-1):
+        """softmax along axis (af.softmax)."""
         return OPS["softmax"](self, axis)
 
     def sum(self, axis=None, keepdims=False):
+        """Sum over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_sum"](self, _axes(self, axis), keepdims)
 
     def mean(self, axis=None, keepdims=False):
+        """Mean over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_mean"](self, _axes(self, axis), keepdims)
 
     def max(self, axis=None, keepdims=False):
+        """Max over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_max"](self, _axes(self, axis), keepdims)
 
     def min(self, axis=None, keepdims=False):
+        """Min over axis (an int, a tuple; None: all), keeping them as 1 when keepdims."""
         return OPS["reduce_min"](self, _axes(self, axis), keepdims)
 
     def astype(self, dtype):
+        """Cast to 'fp32' or 'fp16' (af.cast)."""
         return OPS["cast"](self, dtype)
 
 
@@ -401,6 +415,26 @@ DEFAULTS = {"softmax": {"axis": -1}, "gelu": {"mode": 0}, "conv": {"groups": 1},
 def op_table():
     """The library's op names (af_op_name over af_op_count), in table order."""
     return [ctypes.string_at(lib.af_op_name(i)).decode() for i in range(lib.af_op_count())]
+
+
+def op_info(name=None):
+    """One op-table row (af_op_info) as a dict: name, kind, mil, arity, ports, leaf, bridge,
+    cpu_only, attrs [{key, type, value, help}]; without a name, a list of every row."""
+    if name is None:
+        return [_op_row(i) for i in range(lib.af_op_count())]
+    i = lib.af_op_find(encode(name, "op name"))
+    if i < 0:
+        raise InvalidError("no op %r in the op table; af.op_table() lists them" % (name,))
+    return _op_row(i)
+
+
+def _op_row(i):
+    d = _cdefs.af_op_desc()
+    check(lib.af_op_info(i, ctypes.byref(d)))
+    s = lambda p: ctypes.string_at(p).decode() if p else ""  # noqa: E731
+    attrs = [{"key": s(a.key), "type": s(a.type), "value": s(a.value), "help": s(a.help)} for a in d.attrs[:d.nattrs]]
+    return {"name": s(d.name), "kind": s(d.kind), "mil": s(d.mil), "arity": d.arity, "ports": s(d.ports),
+            "leaf": bool(d.leaf), "bridge": bool(d.bridge), "cpu_only": bool(d.cpu_only), "attrs": attrs}
 
 
 class _Param:

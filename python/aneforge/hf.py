@@ -35,10 +35,12 @@ class Model(Handle):
 
     @property
     def architecture(self):
+        """The config's architecture, e.g. "LlamaForCausalLM"."""
         return cstr(lib.af_hf_architecture(self.ptr))
 
     @property
     def vocab_size(self):
+        """The vocabulary size from config.json."""
         return lib.af_hf_vocab_size(self.ptr)
 
     @property
@@ -120,10 +122,12 @@ class Tokenizer(Handle):
 
     @classmethod
     def load(cls, path):
+        """Reads a tokenizer.json (byte-level BPE)."""
         return cls(lib.af_hf_tokenizer_load(encode(str(path), "path")))
 
     @property
     def vocab_size(self):
+        """The number of token ids."""
         return lib.af_hf_tokenizer_vocab_size(self.ptr)
 
     def encode(self, text):

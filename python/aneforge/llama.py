@@ -57,6 +57,7 @@ class Weights(Handle):
 
     @classmethod
     def new(cls, cfg):
+        """Zero weights for a config (af.llama.config)."""
         c = _cconfig(cfg)
         p = lib.af_llama_weights_new(ctypes.byref(c))
         if not p:
@@ -65,11 +66,13 @@ class Weights(Handle):
 
     @property
     def config(self):
+        """The model's config as a dict (dim, hidden_dim, n_layers, ...)."""
         c = _cdefs.af_llama_config.from_address(lib.af_llama_weights_config(self.ptr))
         return {f: getattr(c, f) for f in FIELDS}
 
     @property
     def data(self):
+        """The weights as one writable float32 view, in llama2.c's file order."""
         c = _cconfig(self.config)
         n = lib.af_llama_weight_count(ctypes.byref(c))
         p = lib.af_llama_weights_data(self.ptr)
@@ -127,6 +130,7 @@ class _Mem:
 
 
 def lib_name(i):
+    """The name of the library's llama tensor i (af_llama_tensor_name)."""
     return ctypes.string_at(lib.af_llama_tensor_name(i)).decode()
 
 
@@ -150,6 +154,7 @@ def load(path):
 
 
 def save(weights, path, version=0):
+    """weights.save(path, version): a llama2.c model file, version 0 or 1, written atomically."""
     weights.save(path, version)
 
 
@@ -167,9 +172,11 @@ class Generator(Handle):
         self.vocab = weights.config["vocab_size"]
 
     def feed(self, token):
+        """Feeds one token id at the next position (af_llama_gen_feed)."""
         check(lib.af_llama_gen_feed(self.ptr, int(token)))
 
     def logits(self):
+        """A copy of the logits after the last fed token (vocab floats)."""
         p = lib.af_llama_gen_logits(self.ptr)
         if not p:
             raise InvalidError("no logits before the first feed")
@@ -177,9 +184,11 @@ class Generator(Handle):
 
     @property
     def pos(self):
+        """How many tokens were fed since the last reset."""
         return lib.af_llama_gen_pos(self.ptr)
 
     def reset(self):
+        """Forgets the fed tokens (position 0 again)."""
         lib.af_llama_gen_reset(self.ptr)
 
 
@@ -196,6 +205,7 @@ class Sampler(Handle):
         self.vocab = int(vocab_size)
 
     def sample(self, logits):
+        """Draws the next token id from logits (temperature, top-p, the seeded RNG)."""
         a = np.ascontiguousarray(logits, np.float32)
         if a.size != self.vocab:
             raise InvalidError("sample(): %d logits for a vocab of %d" % (a.size, self.vocab))

@@ -29,6 +29,7 @@ class Program:
         self.graph, self.inputs, self.outputs = graph, inputs, outputs
 
     def compile(self, **kw):
+        """af.compile(self.outputs, self.inputs, **kw)."""
         return compile(self.outputs, self.inputs, **kw)
 
 

@@ -73,6 +73,7 @@ class Stats:
         return "Stats(%s)" % ", ".join("%s=%d" % (f, getattr(self, f)) for f in self.__slots__)
 
     def as_dict(self):
+        """The counters as a dict (compiles, dispatches, bytes_in, ...)."""
         return {f: getattr(self, f) for f in self.__slots__}
 
 
@@ -101,9 +102,11 @@ class Model(Handle):
 
     @property
     def input_names(self):
+        """The inputs' names, in the order positional arguments feed them."""
         return list(self._in_names)
 
     def __call__(self, *args, out=None, **kwargs):
+        """Runs the model on arrays (positionally or by input name; out= reuses arrays); model.run is the same."""
         ptr = self.ptr
         n = len(self._in_ptrs)
         if len(args) > n:
@@ -158,14 +161,17 @@ class Model(Handle):
         return Stats(s)
 
     def reset_stats(self):
+        """Zeroes the model's counters (stats)."""
         lib.af_model_stats_reset(self.ptr)
 
     @property
     def num_nodes(self):
+        """The number of nodes the compiled model runs."""
         return lib.af_model_num_nodes(self.ptr)
 
     @property
     def arena_bytes(self):
+        """The bytes of the model's activation arena."""
         return lib.af_model_arena_bytes(self.ptr)
 
     @property
@@ -198,6 +204,7 @@ class Model(Handle):
         self._bound.add(i)
 
     def read_state(self, inp):
+        """A copy of the current value of a state input (bind_state)."""
         i = self._index(inp)
         if not 0 <= i < len(self._in_shapes):
             raise InvalidError("input index %d out of range" % i)
@@ -206,6 +213,7 @@ class Model(Handle):
         return dst
 
     def write_state(self, inp, value):
+        """Overwrites the value of a state input (bind_state) with an array."""
         i = self._index(inp)
         if not 0 <= i < len(self._in_shapes):
             raise InvalidError("input index %d out of range" % i)
@@ -261,11 +269,13 @@ class Loss:
 
     @property
     def ptr(self):
+        """The af_loss pointer; ClosedError once its graph is closed."""
         self.graph.ptr  # raises once the graph is closed
         return self._p
 
     @property
     def value(self):
+        """The scalar loss tensor."""
         t = lib.af_loss_value(self.ptr)
         if not t:
             raise GraphError(last_error() or self.graph.error)
@@ -273,14 +283,17 @@ class Loss:
 
     @property
     def root(self):
+        """The tensor backward starts from."""
         return Tensor(self.graph, lib.af_loss_root(self.ptr), ("_loss_root", self), self.srcs)
 
     @property
     def logits(self):
+        """The logits (or prediction) the loss was built on."""
         return self.srcs[0]
 
     @property
     def target(self):
+        """The target tensor (None for a scalar loss)."""
         return self.srcs[1] if len(self.srcs) > 1 else None
 
 

@@ -21,9 +21,11 @@ class SimEngine(Handle):
         return {f: getattr(b, f) for f, _ in b._fields_}
 
     def set_limits(self, compile_limit=0, load_limit=0):
+        """Sets the compile and load limits (<= 0 restores 119 / 128)."""
         lib.af_ane_budget_set_limits(self.ptr, int(compile_limit), int(load_limit))
 
     def reset(self):
+        """Forgets every cached program and zeroes the counters, as a process restart would."""
         lib.af_ane_budget_reset(self.ptr)
 
 

@@ -22,10 +22,12 @@ class Tokenizer(Handle):
 
     @classmethod
     def load(cls, path):
+        """Reads a llama2.c tokenizer.bin."""
         return cls(lib.af_tokenizer_load(encode(path, "path")))
 
     @classmethod
     def byte_level(cls):
+        """259 tokens: the specials and one per byte (no merges)."""
         return cls(lib.af_tokenizer_byte_level())
 
     @classmethod
@@ -40,10 +42,12 @@ class Tokenizer(Handle):
         return cls(p)
 
     def save(self, path):
+        """Writes the tokenizer as llama2.c's tokenizer.bin (atomically)."""
         check(lib.af_tokenizer_save(self.ptr, encode(path, "path")))
 
     @property
     def vocab_size(self):
+        """The number of tokens."""
         return lib.af_tokenizer_vocab_size(self.ptr)
 
     def __len__(self):
@@ -70,6 +74,7 @@ class Tokenizer(Handle):
             _af_free(out)
 
     def decode(self, ids):
+        """The text of token ids: each id's piece after the one before; BOS and EOS add nothing."""
         a = np.ascontiguousarray(ids, np.int32)
         out, n = ctypes.c_void_p(), ctypes.c_size_t()
         check(lib.af_tokenizer_decode(self.ptr, a.ctypes.data, a.size, ctypes.byref(out), ctypes.byref(n)))
@@ -98,6 +103,7 @@ def read_tokens(path, vocab_size=0):
 
 
 def write_tokens(path, tokens):
+    """Writes token ids (0..65535) as a token file; a failed write removes the file."""
     a = np.asarray(tokens)
     if a.size and (a.min() < 0 or a.max() > 65535):
         raise InvalidError("token ids must fit uint16 (0..65535)")

@@ -106,9 +106,11 @@ class Net:
     objective = None
 
     def c_net(self):
+        """The af_net the C trainer runs (subclasses build it)."""
         raise NotImplementedError
 
     def release(self):
+        """Frees what c_net made; a trainer calls it when closed."""
         pass
 
 
@@ -120,9 +122,11 @@ class BuiltinNet(Net):
         self.llama = llama
 
     def c_net(self):
+        """The library's af_net (None once a trainer released it)."""
         return self._net
 
     def release(self):
+        """Frees the library's net (af_net_free)."""
         if self._net is not None:
             lib.af_net_free(ctypes.byref(self._net))
             self._net = None
@@ -171,6 +175,7 @@ class PyNet(Net):
         self._cb = (_MAKE(self._make), _FWD(self._fwd), _LOSS(self._loss) if loss else None)
 
     def c_net(self):
+        """An af_net whose callbacks run this object's Python forward and loss."""
         n = _cdefs.af_net()
         n.make_params = ctypes.cast(self._cb[0], ctypes.c_void_p)
         n.forward = ctypes.cast(self._cb[1], ctypes.c_void_p)
@@ -242,6 +247,7 @@ class PyNet(Net):
         return r or None
 
     def release(self):
+        """Closes the graphs the callbacks made; the trainer owned them."""
         for g in self._graphs:
             g._ptr = None  # the trainer owns it; wrappers kept from callbacks now raise
         self._graphs = []
@@ -430,6 +436,7 @@ class Trainer(Handle):
 
     # data order (the CLI's)
     def set_dataset(self, dataset):
+        """Trains on (X, Y) arrays from now on, in a seeded shuffled order, from epoch 0."""
         X, Y = dataset
         X = np.ascontiguousarray(X, np.float32)
         Y = np.ascontiguousarray(Y, np.float32)
@@ -457,6 +464,7 @@ class Trainer(Handle):
 
     @property
     def num_params(self):
+        """The number of parameter tensors."""
         return lib.af_trainer_num_params(self.ptr)
 
     def step(self, x=None, target=None):
@@ -535,12 +543,14 @@ class Trainer(Handle):
 
     @property
     def stats(self):
+        """The trainer's counters (dispatches, FLOPs, bytes) as a Stats."""
         s = _cdefs.af_stats()
         lib.af_trainer_stats(self.ptr, ctypes.byref(s))
         return Stats(s)
 
     @property
     def plan(self):
+        """The training plan in use by name ("host", "device", ...)."""
         return ctypes.string_at(lib.af_plan_name(self.options.c.plan)).decode()
 
     # checkpoints
@@ -643,10 +653,12 @@ class Dist(Handle):
 
     @property
     def rank(self):
+        """This process's rank (0 .. size - 1)."""
         return lib.af_dist_rank(self.ptr)
 
     @property
     def size(self):
+        """The number of processes."""
         return lib.af_dist_size(self.ptr)
 
     def shard(self, global_batch):

@@ -205,6 +205,11 @@ af_tensor *af_silu(af_tensor *x) { return un(IR_OP_SILU, x); }
 af_tensor *af_sin(af_tensor *x) { return un(IR_OP_SIN, x); }
 af_tensor *af_cos(af_tensor *x) { return un(IR_OP_COS, x); }
 af_tensor *af_erf(af_tensor *x) { return un(IR_OP_ERF, x); }
+af_tensor *af_floor(af_tensor *x) { return un(IR_OP_FLOOR, x); }
+af_tensor *af_atan(af_tensor *x) { return un(IR_OP_ATAN, x); }
+af_tensor *af_asin(af_tensor *x) { return un(IR_OP_ASIN, x); }
+af_tensor *af_acos(af_tensor *x) { return un(IR_OP_ACOS, x); }
+af_tensor *af_atanh(af_tensor *x) { return un(IR_OP_ATANH, x); }
 
 af_tensor *af_gelu(af_tensor *x, af_gelu_mode mode) {
     if (x && mode != AF_GELU_EXACT && mode != AF_GELU_TANH) {

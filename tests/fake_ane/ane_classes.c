@@ -40,6 +40,7 @@
 #include "fake_netplist.h"
 
 #include "ane/darwin/ane_runtime.h"
+#include "engine/family.h"
 #include "mil/mil.h"
 #include "ir/fp16.h"
 #include "data/sha256.h"
@@ -144,11 +145,32 @@ static af_sim_engine *sim_engine(void) {
     return e;
 }
 
+/* The family the fake's compiler enforces: $FAKE_ANE_FAMILY (a family file: the chip
+ * the fake stands for, limits and all), else the one the subtype names. */
+static af_family_id fake_family(void) {
+    static af_family_id fam = AF_FAMILY_DEFAULT;
+    static int read;
+    af_family_id f;
+    pthread_mutex_lock(&lock);
+    if (!read) {
+        const char *env = getenv("FAKE_ANE_FAMILY");
+        read = 1;
+        if (env && *env && ane_family_load(env, &fam)) {
+            fake_note("FAKE_ANE_FAMILY: %s", af_error_message());
+            fam = AF_FAMILY_DEFAULT;
+        }
+    }
+    f = fam;
+    pthread_mutex_unlock(&lock);
+    return f != AF_FAMILY_DEFAULT ? f : ane_rt_family_of_subtype(current_subtype());
+}
+
 static long compile_budget(void) {
     long b = atomic_load(&budget);
     if (b < 0) {
-        const char *env = getenv("FAKE_ANE_COMPILE_BUDGET");
-        b = env && *env ? atol(env) : 119;
+        const char *env = getenv("FAKE_ANE_COMPILE_BUDGET"), *fam = getenv("FAKE_ANE_FAMILY");
+        const ane_family_info *fi = fam && *fam ? ane_family_info_of(fake_family()) : NULL;
+        b = env && *env ? atol(env) : fi ? (long)fi->compile_budget : 119;
         atomic_store(&budget, b);
     }
     return b;
@@ -616,7 +638,7 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
         return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
     /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls
      * refuse here as ANECCompile would, and the run has the family's fp16 numerics. */
-    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = ane_rt_family_of_subtype(current_subtype()),
+    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = fake_family(),
                            .threads = 1, .via_mil = -1, .precision_check_off = 1 }; /* a host heuristic, not the engine's */
     if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
         return fail(err, compile_error(af_error_message()));

@@ -76,4 +76,9 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   add_test(NAME test_doctor COMMAND test_doctor)
   set_tests_properties(test_doctor PROPERTIES TIMEOUT 120
                        ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-doctor;OPENBLAS_NUM_THREADS=1")
+
+  # doctor --probe against the fake configured as three chips (tests/fake_ane/families/).
+  add_test(NAME probe_chips COMMAND sh ${FAKE_DIR}/probe_chips.sh $<TARGET_FILE:aneforge> $<TARGET_FILE:fake_ane>
+           $<TARGET_FILE:test_ane_backend> ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/fake_ane/probe-chips)
+  set_tests_properties(probe_chips PROPERTIES TIMEOUT 600)
 endif()

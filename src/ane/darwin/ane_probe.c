@@ -219,7 +219,10 @@ static af_status bisect(build_fn build, int64_t lo, int64_t hi, int64_t *best, i
         if (!try_program(build, mid, NULL, NULL, NULL, why, sizeof why)) lo = mid;
         else {
             hi = mid - 1;
-            snprintf(refusal, rn, "refused at %lld: %.200s", (long long)mid, why);
+            /* the compiler's own words, after the framework's wrapping */
+            const char *w = why, *f;
+            while ((f = strstr(w, "FAILED: "))) w = f + 8;
+            snprintf(refusal, rn, "refused at %lld: %.240s", (long long)mid, w);
         }
     }
     *best = lo;
@@ -229,7 +232,7 @@ static af_status bisect(build_fn build, int64_t lo, int64_t hi, int64_t *best, i
 static af_status bisect_field(af_probe *p, const char *field, build_fn build, int64_t lo, int64_t hi, char *res, size_t n) {
     int64_t best = 0;
     int compiles = 0;
-    char refusal[300];
+    char refusal[400];
     af_status st = bisect(build, lo, hi, &best, &compiles, refusal, sizeof refusal);
     if (st) return st;
     char src[500], key[80];
@@ -333,7 +336,7 @@ static af_status step_budget(af_probe *p, int quick, char *res, size_t n) {
     ane_rt_set_compile_budget(cap + before + 1); /* the runtime's own guard would stop first */
     for (budget_k = 1; budget_k <= cap; budget_k++)
         if (try_program(b_budget, 0, NULL, NULL, NULL, why, sizeof why)) break;
-    int64_t ok = ane_rt_compile_count() - before;
+    int64_t ok = budget_k - 1; /* the compiles that succeeded (the runtime also counts the refused one) */
     ane_rt_set_compile_budget(ANE_RT_COMPILE_BUDGET);
     char src[500];
     snprintf(src, sizeof src, "doctor --probe: %lld compiles in one process, then %.200s", (long long)ok,
@@ -388,8 +391,8 @@ static af_status step_dispatch(af_probe *p, int quick, char *res, size_t n) {
     qsort(t, (size_t)reps, sizeof *t, cmp_d);
     char v[64];
     snprintf(v, sizeof v, "median %.1f us, min %.1f us over %d evaluations", t[reps / 2], t[0], reps);
-    st = ff_set_int(&p->doc, "measured.dispatch_us", (int64_t)llround(t[reps / 2]));
-    if (!st) st = ff_set_str(&p->doc, "measured.dispatch_us_source", v);
+    st = ff_set_int(&p->doc, "measured.dispatch_ns", (int64_t)llround(t[reps / 2] * 1e3));
+    if (!st) st = ff_set_str(&p->doc, "measured.dispatch_ns_source", v);
     free(t);
     snprintf(res, n, "%s", v);
     return st;

@@ -76,6 +76,7 @@ static bool free_key(const char *k, ff_type t) {
 }
 
 static const ane_family_info *builtin_named(const char *name);
+static const ane_family_info *builtin_table(int *n);
 
 static af_status str_field(const ff_doc *d, const char *src, const char *key, char *out, size_t cap, bool required) {
     const ff_member *m = ff_get(d, key);
@@ -133,6 +134,12 @@ static af_status from_doc(const ff_doc *d, const char *src, bool is_builtin, ane
         *v = m->i;
     }
     return AF_OK;
+}
+
+af_status ane_family_from_doc(const ff_doc *d, const char *src, ane_family_info *out) {
+    int nb;
+    builtin_table(&nb);
+    return from_doc(d, src, false, out);
 }
 
 static void init_builtin(void) {

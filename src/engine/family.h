@@ -47,6 +47,9 @@ const ane_family_info *ane_family_info_of(af_family_id fam);
 af_status ane_family_parse(const char *s, af_family_id *out);
 /* Loads a family file from path and registers it (the same path twice: the same id). */
 af_status ane_family_load(const char *path, af_family_id *out);
+/* A parsed family file as a family (not registered); src names it in messages. */
+struct ff_doc_t;
+af_status ane_family_from_doc(const struct ff_doc_t *d, const char *src, ane_family_info *out);
 /* The family of the machine we run on (Apple Silicon), or AF_FAMILY_DEFAULT elsewhere. */
 af_family_id ane_family_detect(void);
 #endif

@@ -25,7 +25,7 @@ typedef struct {
     char *str;  /* FF_STR */
 } ff_member;
 
-typedef struct {
+typedef struct ff_doc_t {
     ff_member *m;
     int n, cap;
 } ff_doc;

@@ -26,6 +26,9 @@
  *                              with 255 buffers or more, an index >= 255, procedure > 128
  *   alias_surfaces             one surface may be an input and an output of a request
  *   underlying_errors          compile errors wrap the compiler's under NSUnderlyingError
+ *   diagnostics                the compiler says why it refused (0: "Validation
+ *                              diagnostics: none", as macOS 26 reports)
+ *   FAKE_ANE_FAMILY            a family file: the chip whose walls and budget it has
  *   compile budget             after FAKE_ANE_COMPILE_BUDGET (119) compiles per process
  *   load                       fake_ane_fail_loads(n) makes loads fail like a busy daemon
  *   unloaded model             evaluate fails
@@ -64,7 +67,7 @@ static atomic_long compiles, evaluations, budget = -1, loaded;
 static struct { const char *name; atomic_long on; } switches[] = {
     { "weights_strict", 1 }, { "framework_files", 1 }, { "attributes", 1 },     { "padded_rows", 1 },
     { "shuffled_ports", 1 }, { "validate", 1 },        { "alias_surfaces", 1 }, { "underlying_errors", 1 },
-    { "dict_order", 1 },
+    { "dict_order", 1 }, { "diagnostics", 1 },
 };
 static char model_root[1024];
 
@@ -565,6 +568,7 @@ static id check_staged(fmodel *m, const char *dir) {
 /* A compiler failure: as the framework reports it, an error of its own with the
  * compiler's under NSUnderlyingError (underlying_errors), or the compiler's text alone. */
 static id compile_error(const char *detail) {
+    if (!sw("diagnostics")) detail = "Validation diagnostics: none"; /* as macOS 26 reports (Espresso issue 18) */
     if (!sw("underlying_errors")) return fake_error("ANECCompile() FAILED: %s", detail);
     char copy[900];
     snprintf(copy, sizeof copy, "%s", detail); /* detail may be the last error fake_error overwrites */

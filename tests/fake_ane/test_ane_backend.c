@@ -416,6 +416,28 @@ int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "all";
     bool all = !strcmp(which, "all");
     if (all || !strcmp(which, "ops")) test_ops();
+    if (!strcmp(which, "diagnose")) {
+        /* The fake as the made-up Z9 (kernel width <= 7) on an h16 device (aneforge's A16
+         * family: <= 15), its compiler giving no reason (macOS 26): a width-10 conv passes
+         * A16's walls, the engine refuses it, and the error names the op, the limit, what
+         * to try and the probe. */
+        int (*fake_set)(const char *, long);
+        *(void **)&fake_set = dlsym(h, "fake_ane_set");
+        CHECK(fake_set && fake_set("diagnostics", 0), "the fake has the diagnostics switch");
+        af_graph *g = af_graph_new();
+        af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 512));
+        af_tensor *y = af_conv(x, af_const_fill(g, AF_SHAPE(1, 1, 1, 10), 0.5f), NULL, NULL, NULL, 1);
+        af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+        af_model *m = af_compile(g, 1, &x, 1, &y, &o);
+        const char *msg = af_error_message();
+        printf("%s\n", msg);
+        CHECK(!m && strstr(msg, "Validation diagnostics: none") && strstr(msg, "Likely cause: conv") &&
+                  strstr(msg, "kernel width = 10") && strstr(msg, "max_kernel_w = 15 in the A16 family file") &&
+                  strstr(msg, "Try: split the kernel") && strstr(msg, "doctor --probe"),
+              "the refusal must name the op, the limit, the remedy and the probe: %s", msg);
+        af_model_free(m);
+        af_graph_free(g);
+    }
     if (!strcmp(which, "probed")) {
         /* The fake configured as a chip ($FAKE_ANE_FAMILY) against ane-sim loaded with what
          * doctor --probe measured of it ($AF_PROBED_FAMILY): the same pass/refuse table and

@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,35 +265,59 @@ af_status ff_set_null(ff_doc *d, const char *key) {
     return AF_OK;
 }
 
-static bool put_str(FILE *f, const char *s) {
-    bool ok = fputc('"', f) != EOF;
-    for (const unsigned char *c = (const unsigned char *)s; ok && *c; c++) {
-        if (*c == '"' || *c == '\\') ok = fprintf(f, "\\%c", *c) > 0;
-        else if (*c == '\n') ok = fputs("\\n", f) >= 0;
-        else if (*c < 0x20 || *c == 0x7f) ok = fprintf(f, "\\u%04x", *c) > 0;
-        else ok = fputc(*c, f) != EOF;
+/* The file's text, built in memory and written whole (ir_write_file: temporary + rename). */
+typedef struct {
+    char *b;
+    size_t n, cap;
+    bool ok;
+} sbuf;
+
+static void put(sbuf *o, const char *fmt, ...) {
+    va_list ap;
+    for (int tries = 0; o->ok && tries < 2; tries++) {
+        va_start(ap, fmt);
+        int k = vsnprintf(o->b ? o->b + o->n : NULL, o->b ? o->cap - o->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) { o->ok = false; return; }
+        if (o->b && o->n + (size_t)k < o->cap) { o->n += (size_t)k; return; }
+        size_t cap = (o->cap + (size_t)k + 1) * 2;
+        char *b = realloc(o->b, cap);
+        if (!b) { o->ok = false; return; }
+        o->b = b;
+        o->cap = cap;
     }
-    return ok && fputc('"', f) != EOF;
+}
+
+static void put_str(sbuf *o, const char *s) {
+    put(o, "\"");
+    for (const unsigned char *c = (const unsigned char *)s; o->ok && *c; c++) {
+        if (*c == '"' || *c == '\\') put(o, "\\%c", *c);
+        else if (*c == '\n') put(o, "\\n");
+        else if (*c < 0x20 || *c == 0x7f) put(o, "\\u%04x", *c);
+        else put(o, "%c", *c);
+    }
+    put(o, "\"");
 }
 
 af_status ff_write(const char *path, const ff_doc *d) {
-    FILE *f = ir_open_write(path);
-    if (!f) return AF_ERR_IO;
-    errno = 0;
-    bool ok = fputs("{\n", f) >= 0;
-    for (int i = 0; ok && i < d->n; i++) {
+    sbuf o = { .ok = true };
+    put(&o, "{\n");
+    for (int i = 0; o.ok && i < d->n; i++) {
         const ff_member *m = &d->m[i];
-        ok = fputs("  ", f) >= 0 && put_str(f, m->key) && fputs(": ", f) >= 0;
-        if (!ok) break;
+        put(&o, "  ");
+        put_str(&o, m->key);
+        put(&o, ": ");
         switch (m->type) {
-        case FF_NULL: ok = fputs("null", f) >= 0; break;
-        case FF_BOOL: ok = fputs(m->i ? "true" : "false", f) >= 0; break;
-        case FF_INT: ok = fprintf(f, "%lld", (long long)m->i) > 0; break;
-        case FF_NUM: ok = fprintf(f, "%.9g", m->num) > 0; break;
-        case FF_STR: ok = put_str(f, m->str); break;
+        case FF_NULL: put(&o, "null"); break;
+        case FF_BOOL: put(&o, m->i ? "true" : "false"); break;
+        case FF_INT: put(&o, "%lld", (long long)m->i); break;
+        case FF_NUM: put(&o, "%.17g", m->num); break;
+        case FF_STR: put_str(&o, m->str); break;
         }
-        if (ok) ok = fputs(i + 1 < d->n ? ",\n" : "\n", f) >= 0;
+        put(&o, i + 1 < d->n ? ",\n" : "\n");
     }
-    if (ok) ok = fputs("}\n", f) >= 0;
-    return ir_close_written(f, path, ok);
+    put(&o, "}\n");
+    af_status st = o.ok ? ir_write_file(path, o.b, o.n, "family file") : ir_fail(AF_ERR_NOMEM, "family file %s: out of memory", path);
+    free(o.b);
+    return st;
 }

@@ -1,12 +1,13 @@
 #!/bin/sh
 # The shared library exports exactly the functions include/aneforge.h declares with
-# AF_API: nothing internal leaks, nothing public is missing.
+# AF_API (and the other public headers beside it, include/aneforge*.h): nothing internal
+# leaks, nothing public is missing.
 # usage: check_exports.sh HEADER SHARED_LIBRARY
 set -eu
 header=$1 lib=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$header" | sort -u >"$tmp/declared"
+sed -n 's/^AF_API .*[ *]\(af_[a-z0-9_]*\)[ \t]*(.*/\1/p' "$(dirname "$header")"/aneforge*.h | sort -u >"$tmp/declared"
 if [ "$(uname)" = Darwin ]; then
     nm -gU "$lib" | awk '{print $3}' | sed 's/^_//' | sort -u >"$tmp/exported"
 else

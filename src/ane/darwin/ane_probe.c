@@ -7,6 +7,8 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "aneforge_probe.h"
 #include "ane/darwin/ane_runtime.h"
+#include "compile/plan.h"
+#include "cpu/cpu_exec.h"
 #include "engine/family.h"
 #include "engine/family_file.h"
 #include "ir/fp16.h"
@@ -464,19 +466,25 @@ static af_tensor *b_op(af_graph *g, int64_t v, af_tensor **in) {
     return ir_build(cur_op, ir_ops[cur_op].kind == IR_KIND_BINARY ? 2 : 1, src, &a);
 }
 
-/* The same program on the CPU, in fp32 from the same fp16 inputs. */
+/* The same program on the CPU executor, in fp32 from the same fp16 inputs. */
 static af_status cpu_ref(const float *x, float *y) {
     af_graph *g = af_graph_new();
     af_tensor *in = NULL, *out = g ? b_op(g, 0, &in) : NULL;
-    af_status st = out ? AF_OK : AF_ERR_INVALID;
-    af_compile_opts o = { .target = AF_TARGET_CPU, .threads = 1 };
-    af_model *m = st ? NULL : af_compile(g, 1, &in, 1, &out, &o);
-    if (!st && !m) st = AF_ERR_INVALID;
+    compile_plan plan;
+    memset(&plan, 0, sizeof plan);
+    char msg[300];
+    af_status st = out ? plan_build(&plan, g, 1, &in, 1, &out, msg, sizeof msg) : AF_ERR_INVALID;
+    cpu_exec_opts o = { .threads = 1 };
+    cpu_exec *e = NULL;
+    if (!st) st = cpu_exec_new(&plan, &o, &e, msg, sizeof msg);
     if (!st) {
         af_buffer bi = AF_BUF_F32((float *)x, 512), bo = AF_BUF_F32(y, 512);
-        st = af_run(m, &bi, &bo);
+        st = cpu_exec_run(e, &bi, &bo);
+    } else if (out) {
+        ir_fail(st, "%s", msg);
     }
-    af_model_free(m);
+    cpu_exec_free(e);
+    if (out) plan_free(&plan);
     af_graph_free(g);
     return st;
 }

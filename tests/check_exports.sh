@@ -1,6 +1,5 @@
 #!/bin/sh
-# The shared library exports exactly the functions the public headers (aneforge.h,
-# aneforge_data.h, aneforge_llama.h) declare with AF_API: nothing internal leaks,
+# The shared library exports exactly the functions the public headers (include/aneforge*.h) declare with AF_API: nothing internal leaks,
 # nothing public is missing.
 # usage: check_exports.sh INCLUDE_DIR SHARED_LIBRARY
 set -eu

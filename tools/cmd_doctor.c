@@ -14,13 +14,24 @@
 #define C 16
 #define S 32 /* [1, C, 1, S]: 1 KiB per surface, a row of 64 bytes */
 
+int cmd_doctor_probe(const char *framework, const char *out, int quick);
+int cmd_doctor_compare(const char *path, const char *family);
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: aneforge doctor [--framework PATH]\n\n"
+    fprintf(f, "usage: aneforge doctor [--framework PATH]\n"
+               "       aneforge doctor --probe [-o FILE.json] [--quick] [--framework PATH]\n"
+               "       aneforge doctor --compare FILE.json [--family NAME]\n\n"
                "Checks the Neural Engine step by step: chip and engine family, loading the\n"
                "AppleNeuralEngine framework, compiling and running a one-op program.\n"
                "  --framework PATH  the framework library (default: $ANEFORGE_ANE_FRAMEWORK, else\n"
                "                    %s)\n"
-               "Exit status 0 when every step passes, 1 when one fails.\n", af_ane_system_framework());
+               "  --probe           measure the engine's limits into a family file (default chip.json),\n"
+               "                    one step per process; run again to resume after an interruption\n"
+               "  -o FILE.json      where --probe writes\n"
+               "  --quick           fewer repetitions (a few minutes)\n"
+               "  --compare FILE    list where the simulator's family differs from FILE\n"
+               "  --family NAME     the family to compare with (default: FILE's base)\n"
+               "Exit status 0 when every step passes (--compare: no field differs), 1 otherwise.\n", af_ane_system_framework());
 }
 
 static int failed(const char *step, const char *what, const char *try_this) {
@@ -111,7 +122,8 @@ static int run_checks(const char *path, const char *source) {
 }
 
 int cmd_doctor(int argc, char **argv) {
-    const char *path = NULL, *source = "the system framework";
+    const char *path = NULL, *source = "the system framework", *out = "chip.json", *compare = NULL, *family = NULL;
+    int probe = 0, quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -119,6 +131,16 @@ int cmd_doctor(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--framework") && i + 1 < argc) {
             path = argv[++i];
             source = "--framework";
+        } else if (!strcmp(argv[i], "--probe")) {
+            probe = 1;
+        } else if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
+        } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "--compare") && i + 1 < argc) {
+            compare = argv[++i];
+        } else if (!strcmp(argv[i], "--family") && i + 1 < argc) {
+            family = argv[++i];
         } else {
             fprintf(stderr, "aneforge doctor: unknown option '%s'\n\n", argv[i]);
             usage(stderr);
@@ -130,6 +152,8 @@ int cmd_doctor(int argc, char **argv) {
         path = env;
         source = "$ANEFORGE_ANE_FRAMEWORK";
     }
+    if (compare) return cmd_doctor_compare(compare, family);
+    if (probe) return cmd_doctor_probe(path, out, quick);
     fflush(stdout);
     int rc = run_checks(path, source);
     fflush(stdout);

@@ -68,19 +68,19 @@ static af_status check_fusion(ctx *c, const af_tensor *t) {
 }
 
 /* A reshape that flattens several rows into one row wider than the envelope. */
-static bool is_wide_row(const af_tensor *t) {
+static bool is_wide_row(const af_tensor *t, int64_t max) {
     if (t->op != IR_OP_RESHAPE || t->shape.rank < 1) return false;
     int r = t->shape.rank;
     for (int i = 0; i < r - 1; i++)
         if (t->shape.dim[i] != 1) return false;
     af_shape xs = t->src[0]->shape;
-    return t->shape.dim[r - 1] > AF_SIM_WIDE_ROW_MAX && (xs.rank == 0 || xs.dim[xs.rank - 1] != t->shape.dim[r - 1]);
+    return t->shape.dim[r - 1] > max && (xs.rank == 0 || xs.dim[xs.rank - 1] != t->shape.dim[r - 1]);
 }
 
 /* Checked at the reshape, before its own extent, so the error names this wall. */
 static af_status check_wide_row(ctx *c, int s) {
     const af_tensor *t = c->m->sched[s];
-    if (!is_wide_row(t)) return AF_OK;
+    if (!is_wide_row(t, c->fi->wide_row_max)) return AF_OK;
     for (int u = s + 1; u < c->m->nsched; u++) {
         const af_tensor *user = c->m->sched[u];
         if (user->op != IR_OP_CONCAT) continue;
@@ -89,8 +89,8 @@ static af_status check_wide_row(ctx *c, int s) {
                 return wall(c, AF_ERR_UNSUPPORTED, t, "wide-row wall",
                             "keep each tensor's natural row width and stack along axis 0 (concat([w,m,v], 0) -> [3*rows, cols]), "
                             "or compile one program per tensor",
-                            "reshaping to a single %lld-wide row (over %d) that feeds a concat (node %d) crashes ANECCompile",
-                            (long long)t->shape.dim[t->shape.rank - 1], AF_SIM_WIDE_ROW_MAX, user->id);
+                            "reshaping to a single %lld-wide row (over %lld) that feeds a concat (node %d) crashes ANECCompile",
+                            (long long)t->shape.dim[t->shape.rank - 1], (long long)c->fi->wide_row_max, user->id);
     }
     return AF_OK;
 }
@@ -111,7 +111,8 @@ static af_status check_conv(ctx *c, const af_tensor *t) {
     if (kw > c->fi->max_kernel_w)
         return wall(c, AF_ERR_UNSUPPORTED, t, "kernel-width limit",
                     "split the kernel into column groups of at most the limit and add the shifted results, or use af_conv2d (im2col)",
-                    "kernel width %lld exceeds %d on %s (13 on A13, 15 from A14)", (long long)kw, c->fi->max_kernel_w, c->fi->name);
+                    "kernel width %lld exceeds %lld on %s (13 on A13, 15 from A14)", (long long)kw, (long long)c->fi->max_kernel_w,
+                    c->fi->name);
     return AF_OK;
 }
 
@@ -156,7 +157,7 @@ static af_status check_shape(ctx *c, const af_tensor *t, bool activation) {
     const ane_family_info *fi = c->fi;
     if (s.rank > fi->max_rank)
         return wall(c, AF_ERR_UNSUPPORTED, t, "rank limit", "fold leading axes together with af_reshape",
-                    "rank %d exceeds %d (the engine is NCHW plus depth)", s.rank, fi->max_rank);
+                    "rank %d exceeds %lld (the engine is NCHW plus depth)", s.rank, (long long)fi->max_rank);
     for (int i = 0; i < s.rank; i++) {
         if (s.dim[i] < 1)
             return wall(c, AF_ERR_UNSUPPORTED, t, "static-shape rule", "give every axis a fixed extent >= 1",

@@ -7,8 +7,9 @@
 
 #include <stddef.h>
 
-/* The widest single row a reshape may produce and feed to a concat: the verified 2-D
- * envelope. The seed saw a [1, 100352] row (784 x 128) segfault the compiler. */
+/* The widest single row a reshape may produce and feed to a concat on the built-in
+ * families (their wide_row_max): the verified 2-D envelope. The seed saw a [1, 100352]
+ * row (784 x 128) segfault the compiler. */
 #define AF_SIM_WIDE_ROW_MAX 16384
 
 /* Why an engine cannot run node t (the ane and ane-sim backends' `unsupported`): a

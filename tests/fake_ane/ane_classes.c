@@ -26,6 +26,9 @@
  *                              with 255 buffers or more, an index >= 255, procedure > 128
  *   alias_surfaces             one surface may be an input and an output of a request
  *   underlying_errors          compile errors wrap the compiler's under NSUnderlyingError
+ *   diagnostics                the compiler says why it refused (0: "Validation
+ *                              diagnostics: none", as macOS 26 reports)
+ *   FAKE_ANE_FAMILY            a family file: the chip whose walls and budget it has
  *   compile budget             after FAKE_ANE_COMPILE_BUDGET (119) compiles per process
  *   load                       fake_ane_fail_loads(n) makes loads fail like a busy daemon
  *   unloaded model             evaluate fails
@@ -40,6 +43,7 @@
 #include "fake_netplist.h"
 
 #include "ane/darwin/ane_runtime.h"
+#include "engine/family.h"
 #include "mil/mil.h"
 #include "ir/fp16.h"
 #include "data/sha256.h"
@@ -63,7 +67,7 @@ static atomic_long compiles, evaluations, budget = -1, loaded;
 static struct { const char *name; atomic_long on; } switches[] = {
     { "weights_strict", 1 }, { "framework_files", 1 }, { "attributes", 1 },     { "padded_rows", 1 },
     { "shuffled_ports", 1 }, { "validate", 1 },        { "alias_surfaces", 1 }, { "underlying_errors", 1 },
-    { "dict_order", 1 },
+    { "dict_order", 1 }, { "diagnostics", 1 },
 };
 static char model_root[1024];
 
@@ -144,11 +148,32 @@ static af_sim_engine *sim_engine(void) {
     return e;
 }
 
+/* The family the fake's compiler enforces: $FAKE_ANE_FAMILY (a family file: the chip
+ * the fake stands for, limits and all), else the one the subtype names. */
+static af_family_id fake_family(void) {
+    static af_family_id fam = AF_FAMILY_DEFAULT;
+    static int read;
+    af_family_id f;
+    pthread_mutex_lock(&lock);
+    if (!read) {
+        const char *env = getenv("FAKE_ANE_FAMILY");
+        read = 1;
+        if (env && *env && ane_family_load(env, &fam)) {
+            fake_note("FAKE_ANE_FAMILY: %s", af_error_message());
+            fam = AF_FAMILY_DEFAULT;
+        }
+    }
+    f = fam;
+    pthread_mutex_unlock(&lock);
+    return f != AF_FAMILY_DEFAULT ? f : ane_rt_family_of_subtype(current_subtype());
+}
+
 static long compile_budget(void) {
     long b = atomic_load(&budget);
     if (b < 0) {
-        const char *env = getenv("FAKE_ANE_COMPILE_BUDGET");
-        b = env && *env ? atol(env) : 119;
+        const char *env = getenv("FAKE_ANE_COMPILE_BUDGET"), *fam = getenv("FAKE_ANE_FAMILY");
+        const ane_family_info *fi = fam && *fam ? ane_family_info_of(fake_family()) : NULL;
+        b = env && *env ? atol(env) : fi ? (long)fi->compile_budget : 119;
         atomic_store(&budget, b);
     }
     return b;
@@ -543,6 +568,7 @@ static id check_staged(fmodel *m, const char *dir) {
 /* A compiler failure: as the framework reports it, an error of its own with the
  * compiler's under NSUnderlyingError (underlying_errors), or the compiler's text alone. */
 static id compile_error(const char *detail) {
+    if (!sw("diagnostics")) detail = "Validation diagnostics: none"; /* as macOS 26 reports (Espresso issue 18) */
     if (!sw("underlying_errors")) return fake_error("ANECCompile() FAILED: %s", detail);
     char copy[900];
     snprintf(copy, sizeof copy, "%s", detail); /* detail may be the last error fake_error overwrites */
@@ -616,7 +642,7 @@ static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
         return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
     /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls
      * refuse here as ANECCompile would, and the run has the family's fp16 numerics. */
-    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = ane_rt_family_of_subtype(current_subtype()),
+    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = fake_family(),
                            .threads = 1, .via_mil = AF_OFF, .precision_check = AF_OFF }; /* a host heuristic, not the engine's */
     if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
         return fail(err, compile_error(af_error_message()));

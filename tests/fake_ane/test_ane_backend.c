@@ -29,6 +29,10 @@
 
 static void (*set_subtype)(const char *);
 static int ncases, nsame, nrefused;
+/* The family ane-sim compiles for and the one the fake's device reports: A16 both, or
+ * in the probed case the probe's file and the subtype's family. */
+static af_family_id sim_family = AF_FAMILY_A16, device_family = AF_FAMILY_A16;
+static bool probed;
 static bool covered[IR_OP_COUNT], refused_cpu_only[IR_OP_COUNT];
 /* Ops whose case both targets refused: enough for an op the engine documents as
  * rejected (its `aneforge ops` restriction starts "rejected:"), e.g. embedding_grad. */
@@ -75,7 +79,7 @@ static void run_case(const corpus_case *base, ir_op op) {
         a[k] = calloc(n, sizeof(float));
         b[k] = calloc(n, sizeof(float));
     }
-    af_compile_opts oa = ane_opts(AF_FAMILY_DEFAULT), os = sim_opts(AF_FAMILY_A16);
+    af_compile_opts oa = ane_opts(AF_FAMILY_DEFAULT), os = sim_opts(sim_family);
     char why_a[900] = "", why_s[900] = "";
     af_model *ma = compile_run(&cg, &oa, a, why_a, sizeof why_a);
     af_model *ms = compile_run(&cg, &os, b, why_s, sizeof why_s);
@@ -101,7 +105,7 @@ static void run_case(const corpus_case *base, ir_op op) {
         if (getenv("ANE_TEST_VERBOSE")) printf("refused %s/%s: %s\n", ir_ops[op].name, c.label, why_s);
     }
     if (ma && ms) {
-        CHECK(af_model_family(ma) == AF_FAMILY_A16, "%s: the family is not the device's", c.label);
+        CHECK(af_model_family(ma) == device_family, "%s: the family is not the device's", c.label);
         bool same = true;
         for (int k = 0; k < cg.nout && same; k++)
             same = !memcmp(a[k], b[k], sizeof(float) * (size_t)af_shape_count(cg.out[k]->shape));
@@ -137,7 +141,7 @@ static void test_ops(void) {
     run_table(corpus_elementwise, corpus_elementwise_count);
     run_table(corpus_tensor, corpus_tensor_count);
     run_table(corpus_nn, corpus_nn_count);
-    for (int op = 0; op < IR_OP_COUNT; op++)
+    for (int op = 0; op < IR_OP_COUNT && !probed; op++)
     {
         const char *why = ane_rules_op_restrictions(op);
         bool rejected = refused[op] && why && !strncmp(why, "rejected:", 9);
@@ -412,6 +416,42 @@ int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "all";
     bool all = !strcmp(which, "all");
     if (all || !strcmp(which, "ops")) test_ops();
+    if (!strcmp(which, "diagnose")) {
+        /* The fake as the made-up Z9 (kernel width <= 7) on an h16 device (aneforge's A16
+         * family: <= 15), its compiler giving no reason (macOS 26): a width-10 conv passes
+         * A16's walls, the engine refuses it, and the error names the op, the limit, what
+         * to try and the probe. */
+        int (*fake_set)(const char *, long);
+        *(void **)&fake_set = dlsym(h, "fake_ane_set");
+        CHECK(fake_set && fake_set("diagnostics", 0), "the fake has the diagnostics switch");
+        af_graph *g = af_graph_new();
+        af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 512));
+        af_tensor *y = af_conv(x, af_const_fill(g, AF_SHAPE(1, 1, 1, 10), 0.5f), NULL, NULL, NULL, 1);
+        af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+        af_model *m = af_compile(g, 1, &x, 1, &y, &o);
+        const char *msg = af_error_message();
+        printf("%s\n", msg);
+        CHECK(!m && strstr(msg, "Validation diagnostics: none") && strstr(msg, "Likely cause: conv") &&
+                  strstr(msg, "kernel width = 10") && strstr(msg, "max_kernel_w = 15 in the A16 family file") &&
+                  strstr(msg, "Try: split the kernel") && strstr(msg, "doctor --probe"),
+              "the refusal must name the op, the limit, the remedy and the probe: %s", msg);
+        af_model_free(m);
+        af_graph_free(g);
+    }
+    if (!strcmp(which, "probed")) {
+        /* The fake configured as a chip ($FAKE_ANE_FAMILY) against ane-sim loaded with what
+         * doctor --probe measured of it ($AF_PROBED_FAMILY): the same pass/refuse table and
+         * the same numbers on every corpus case (tests/fake_ane/probe_chips.sh). */
+        const char *path = getenv("AF_PROBED_FAMILY");
+        char spec[1024];
+        snprintf(spec, sizeof spec, "ane-sim:%s", path ? path : "");
+        af_compile_opts oa = ane_opts(AF_FAMILY_DEFAULT);
+        CHECK(path && af_target_parse(spec, NULL, &sim_family) == AF_OK, "AF_PROBED_FAMILY=%s: %s", path ? path : "(unset)",
+              af_error_message());
+        CHECK(af_compile_family(&oa, &device_family) == AF_OK, "the fake's device family: %s", af_error_message());
+        probed = true;
+        if (path) test_ops();
+    }
     if (all || !strcmp(which, "family")) test_family();
     if (all || !strcmp(which, "state")) test_state();
     if (all || !strcmp(which, "train")) test_train();

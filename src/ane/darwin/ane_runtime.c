@@ -339,7 +339,12 @@ static af_status model_compile(ane_rt_model *m, const rt_source *src) {
     if (!st) {
         BOOL ok = send_qos(model, "compileWithQoS:options:error:", empty, &err);
         atomic_fetch_add(&compiles, 1); /* a failed compile still spends the daemon's budget */
-        if (!ok) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: compile failed: %s", describe(err, why, sizeof why));
+        if (!ok) {
+            char hint[900] = "";
+            ane_rt_device dev;
+            if (!src->netplist && !ane_rt_device_info(&dev)) ane_rt_diagnose(src->text, src->len, dev.family, hint, sizeof hint);
+            st = ir_fail(AF_ERR_UNSUPPORTED, "ane: compile failed: %s%s", describe(err, why, sizeof why), hint);
+        }
     }
     if (!st) {
         BOOL ok = send_qos(model, "loadWithQoS:options:error:", empty, &err);

@@ -96,6 +96,11 @@ af_status ane_rt_input_io(ane_rt_program *p, int in_index, uint16_t *host, int t
  * folder (-localModelPath), whatever the framework left in it. */
 void ane_rt_release(ane_rt_program *p);
 
+/* When the compiler refuses MIL that passed the family's walls: ". Likely cause: <op>
+ * '<name>' [shape]: <extent> = v, p% of <limit> = L in the family file. Try: <remedy>.
+ * To measure this chip's limits: aneforge doctor --probe ..." ("" when nothing fits). */
+void ane_rt_diagnose(const char *mil, size_t len, af_family_id family, char *out, size_t n);
+
 /* Real compiles done by this process (cache hits do not count), and the budget. */
 int64_t ane_rt_compile_count(void);
 int64_t ane_rt_compile_budget(void);

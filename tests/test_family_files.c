@@ -1,0 +1,176 @@
+/* Engine families as data: the built-in families, read from their family files, hold
+ * exactly the values of the table they replaced (written out below as the reference);
+ * a family file loads as `ane-sim:FILE.json` and its limits are the walls the simulator
+ * enforces; the newer families mark their unknowns; and every kind of bad file is
+ * refused with a message naming what is wrong. */
+#define _POSIX_C_SOURCE 200809L
+#include "aneforge.h"
+#include "engine/family.h"
+#include "engine/family_file.h"
+#include "support/check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef AF_SOURCE_DIR
+#define AF_SOURCE_DIR "."
+#endif
+
+/* The table src/engine/family.c held before the families became files. */
+static const struct { af_family_id id; const char *name, *chips; int64_t spatial, axis, rank, kw, crop, hang; } old[] = {
+    { AF_FAMILY_A13, "A13", "M1", 16384, 65536, 5, 13, 1, 1 },
+    { AF_FAMILY_A14, "A14", "M2", 16384, 65536, 5, 15, 1, 0 },
+    { AF_FAMILY_A15, "A15", "M3", 16384, 65536, 5, 15, 0, 0 },
+    { AF_FAMILY_A16, "A16", "M4/M5", 65536, 65536, 5, 15, 0, 0 },
+};
+
+static void test_builtin_unchanged(void) {
+    for (int i = 0; i < 4; i++) {
+        const ane_family_info *fi = ane_family_info_of(old[i].id);
+        CHECK(fi != NULL, "family %d is missing", (int)old[i].id);
+        if (!fi) continue;
+        CHECK(!strcmp(fi->name, old[i].name) && !strcmp(fi->chips, old[i].chips), "%s: name/chips %s %s", old[i].name, fi->name, fi->chips);
+        CHECK(fi->max_spatial == old[i].spatial && fi->max_axis == old[i].axis && fi->max_rank == old[i].rank &&
+                  fi->max_kernel_w == old[i].kw && fi->crop_dma_saturates == old[i].crop &&
+                  fi->compile_hangs_on_large_batch == old[i].hang && fi->wide_row_max == 16384 && fi->compile_budget == 119,
+              "%s: a limit differs from the table it replaced", old[i].name);
+        CHECK(fi->unknown == 1u << 8, "%s: only surface_align may be unknown in a built-in family (mask %x)", old[i].name, fi->unknown);
+    }
+    af_family_id f;
+    CHECK(ane_family_parse("m5", &f) == AF_OK && f == AF_FAMILY_A16, "m5 still means A16");
+    CHECK(ane_family_parse("a17", &f) == AF_OK && ane_family_info_of(f) && !strcmp(ane_family_info_of(f)->name, "A17"), "a17 is built in");
+    const ane_family_info *a17 = ane_family_info_of(f);
+    CHECK(a17 && (a17->unknown & 1u << 3) && a17->max_kernel_w == 15 && a17->max_spatial == 65536,
+          "A17's kernel width is unknown (marked) and stands in from A16");
+    CHECK(ane_family_parse("h17", &f) == AF_OK && ane_family_info_of(f)->surface_align == 128, "h17's 128-byte alignment (PR #35)");
+}
+
+static const char *tmpdir(void) {
+    const char *t = getenv("TMPDIR");
+    return t && *t ? t : "/tmp";
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* A made-up family as ane-sim's target: its kernel-width and extent limits are the walls. */
+static void test_loaded_family_walls(void) {
+    char spec[600];
+    snprintf(spec, sizeof spec, "ane-sim:%s/tests/fake_ane/families/z9.json", AF_SOURCE_DIR);
+    af_target t;
+    af_family_id fam;
+    CHECK(af_target_parse(spec, &t, &fam) == AF_OK && t == AF_TARGET_ANE_SIM, "%s: %s", spec, af_error_message());
+    CHECK(!strcmp(af_family_name_of(fam), "Z9"), "the loaded family is named by its file: %s", af_family_name_of(fam));
+    af_family_id again;
+    CHECK(af_target_parse(spec, NULL, &again) == AF_OK && again == fam, "the same file twice is the same family");
+
+    af_graph *g = af_graph_new();
+    af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 64));
+    af_tensor *k7 = af_conv(x, af_const_fill(g, AF_SHAPE(1, 1, 1, 7), 0.5f), NULL, NULL, NULL, 1);
+    af_tensor *k8 = af_conv(x, af_const_fill(g, AF_SHAPE(1, 1, 1, 8), 0.5f), NULL, NULL, NULL, 1);
+    af_compile_opts o = { .target = AF_TARGET_ANE_SIM, .family = fam, .threads = 1 };
+    af_model *m = af_compile(g, 1, &x, 1, &k7, &o);
+    CHECK(m != NULL, "kernel width 7 passes on Z9: %s", af_error_message());
+    af_model_free(m);
+    m = af_compile(g, 1, &x, 1, &k8, &o);
+    CHECK(!m && strstr(af_error_message(), "kernel width 8 exceeds 7 on Z9"), "kernel width 8 is walled on Z9: %s", af_error_message());
+    af_model_free(m);
+    af_tensor *w = af_input(g, "w", AF_F16, AF_SHAPE(1, 12001));
+    af_tensor *y = af_adds(w, 1.0f);
+    m = af_compile(g, 1, &w, 1, &y, &o);
+    CHECK(!m && strstr(af_error_message(), "exceeds 12000 on Z9"), "W = 12001 is walled on Z9: %s", af_error_message());
+    af_model_free(m);
+    af_graph_free(g);
+}
+
+/* A file that is written round-trips through the reader member for member. */
+static void test_roundtrip(void) {
+    ff_doc d = { 0 };
+    CHECK(ff_set_str(&d, "format", "aneforge-family 1") == AF_OK && ff_set_str(&d, "name", "Q\"1\\") == AF_OK &&
+              ff_set_int(&d, "max_spatial", -9007199254740993LL) == AF_OK && ff_set_null(&d, "x") == AF_OK,
+          "building a document");
+    char path[512];
+    snprintf(path, sizeof path, "%s/family_roundtrip.json", tmpdir());
+    CHECK(ff_write(path, &d) == AF_OK, "write: %s", af_error_message());
+    ff_doc r;
+    CHECK(ff_read(path, &r) == AF_OK, "read back: %s", af_error_message());
+    CHECK(r.n == 4 && !strcmp(ff_get(&r, "name")->str, "Q\"1\\") && ff_get(&r, "max_spatial")->i == -9007199254740993LL &&
+              ff_get(&r, "x")->type == FF_NULL,
+          "the members read back as written");
+    ff_free(&r);
+    ff_free(&d);
+    remove(path);
+}
+
+/* Each bad file: refused, with the message naming the problem. */
+static void test_bad_files(void) {
+    static const char *base = "\"format\": \"aneforge-family 1\", \"name\": \"B\", \"chips\": \"b\"";
+    static const char *fields = "\"max_spatial\": 100, \"max_axis\": 200, \"max_rank\": 4, \"max_kernel_w\": 3, \"wide_row_max\": 50, "
+                                "\"crop_dma_saturates\": 0, \"compile_hangs_on_large_batch\": 0, \"compile_budget\": 9, \"surface_align\": 0";
+    struct { const char *body, *want; } cases[] = {
+        { "{%s, %s}", NULL },
+        { "{%s, %s, \"max_rank\": 3}", "duplicate key \"max_rank\"" },
+        { "{%s, %s, \"x\": {}}", "nested objects and arrays" },
+        { "{%s, %s, \"x\": [1]}", "nested objects and arrays" },
+        { "{%s, %s} x", "trailing bytes" },
+        { "{%s, %s", "expected ',' or '}'" },
+        { "{%s, %s, \"op.add\": 01}", "expected ',' or '}'" },
+        { "{%s, %s, \"op.add\": 1e999}", "number out of range" },
+        { "{%s, %s, \"op.add\": 99999999999999999999}", "integer out of range" },
+        { "{%s, %s, \"note\": \"a\\u0000b\"}", "ASCII 0x01..0x7f" },
+        { "{%s, %s, \"note\": \"a\tb\"}", "control character" },
+        { "[%s, %s]", "expected '{'" },
+    };
+    char text[2048], path[512];
+    snprintf(path, sizeof path, "%s/family_bad.json", tmpdir());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(text, sizeof text, cases[i].body, base, fields);
+        ff_doc d;
+        af_status st = ff_parse("t.json", (const uint8_t *)text, strlen(text), &d);
+        if (!cases[i].want) {
+            CHECK(st == AF_OK, "case %zu must parse: %s", i, af_error_message());
+            ff_free(&d);
+            continue;
+        }
+        CHECK(st == AF_ERR_CORRUPT && strstr(af_error_message(), cases[i].want) && strstr(af_error_message(), "t.json: byte "),
+              "case %zu: want '%s', got: %s", i, cases[i].want, af_error_message());
+    }
+    /* Family-level checks, through ane-sim's target parse. */
+    struct { const char *body, *want; } fams[] = {
+        { "{\"format\": \"x\", \"name\": \"B\", \"chips\": \"b\"}", "not a family file" },
+        { "{%s, \"bogus\": 1}", "unknown key \"bogus\"" },
+        { "{%s, \"max_spatial\": 100}", "no \"max_axis\"" },
+        { "{%s, \"max_spatial\": 0, \"max_axis\": 1, \"max_rank\": 4, \"max_kernel_w\": 3, \"wide_row_max\": 5, \"crop_dma_saturates\": 0, "
+          "\"compile_hangs_on_large_batch\": 0, \"compile_budget\": 9, \"surface_align\": 0}", "\"max_spatial\" (largest W, H and matmul K) must be an integer in 1.." },
+        { "{%s, \"max_spatial\": null, \"max_axis\": 1, \"max_rank\": 4, \"max_kernel_w\": 3, \"wide_row_max\": 5, \"crop_dma_saturates\": 0, "
+          "\"compile_hangs_on_large_batch\": 0, \"compile_budget\": 9, \"surface_align\": 0}", "names no \"base\"" },
+        { "{%s, \"base\": \"Q1\", \"max_spatial\": 1}", "base family \"Q1\" is not built in" },
+    };
+    for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+        snprintf(text, sizeof text, fams[i].body, base);
+        write_text(path, text);
+        char spec[600];
+        snprintf(spec, sizeof spec, "ane-sim:%s", path);
+        CHECK(af_target_parse(spec, NULL, NULL) != AF_OK && strstr(af_error_message(), fams[i].want),
+              "family case %zu: want '%s', got: %s", i, fams[i].want, af_error_message());
+    }
+    CHECK(af_target_parse("ane-sim:/nonexistent/chip.json", NULL, NULL) == AF_ERR_INVALID &&
+              strstr(af_error_message(), "/nonexistent/chip.json"),
+          "a missing file is named: %s", af_error_message());
+    remove(path);
+}
+
+int main(void) {
+    test_builtin_unchanged();
+    test_loaded_family_walls();
+    test_roundtrip();
+    test_bad_files();
+    return check_finish("family_files");
+}

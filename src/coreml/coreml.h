@@ -44,7 +44,7 @@ af_status coreml_fp32(mil_func *f, af_graph *g, const milblob_writer *w16, milbl
  * (false with why set), writes the classify op and the block's two outputs into blk,
  * and the two output features and predicted*Name fields into desc. */
 bool coreml_classify_check(const af_coreml_opts *o, int nret, const mil_type *prob, char *why, size_t n);
-void coreml_classify_op(pb_buf *blk, const af_coreml_opts *o, const char *prob);
+void coreml_classify_op(pb_buf *blk, const af_coreml_opts *o, const char *prob, const mil_type *prob_type);
 void coreml_classify_features(pb_buf *desc, const af_coreml_opts *o);
 
 /* Decodes a Model protobuf (untrusted) into MIL text in *text (NUL-terminated, the caller

@@ -85,10 +85,58 @@ static void input(pb_buf *op, const char *key, pb_buf *binding) {
     pb_msg(op, 2, &ent);
 }
 
-void coreml_classify_op(pb_buf *blk, const af_coreml_opts *o, const char *prob) {
+/* TensorType { dataType(1), rank(2), dimensions(3): { constant(1): { size(1) } } } */
+static void tensor_type(pb_buf *b, int field, int dt, const mil_type *t) {
+    pb_buf tt = { 0 }, vt = { 0 };
+    pb_uint(&tt, 1, (uint64_t)dt);
+    pb_uint(&tt, 2, (uint64_t)t->rank);
+    for (int i = 0; i < t->rank; i++) {
+        pb_buf c = { 0 }, d = { 0 };
+        pb_uint(&c, 1, (uint64_t)t->dim[i]);
+        pb_msg(&d, 1, &c);
+        pb_msg(&tt, 3, &d);
+    }
+    pb_msg(&vt, 1, &tt);
+    pb_msg(b, field, &vt);
+}
+
+/* Operation.attributes(5) "name" */
+static void op_name(pb_buf *op, const char *name) {
+    pb_buf ent = { 0 }, nval = { 0 }, ntv = { 0 }, nrep = { 0 }, niv = { 0 };
+    pb_str(&ent, 1, "name");
+    scalar_type(&nval, 2, PROTO_STRING);
+    pb_str(&nrep, 1, name);
+    pb_msg(&ntv, 4, &nrep);
+    pb_msg(&niv, 1, &ntv);
+    pb_msg(&nval, 3, &niv);
+    pb_msg(&ent, 2, &nval);
+    pb_msg(op, 5, &ent);
+}
+
+void coreml_classify_op(pb_buf *blk, const af_coreml_opts *o, const char *prob, const mil_type *pt) {
     bool ints = int_labels(o);
     int dt = ints ? PROTO_INT64 : PROTO_STRING;
     pb_buf op = { 0 }, bd = { 0 };
+    if (pt->dt != MIL_FP32) { /* classify reads fp32 probabilities: cast(x, dtype = "fp32") first */
+        pb_buf cast = { 0 }, v = { 0 }, iv = { 0 }, tv = { 0 }, rep = { 0 };
+        pb_str(&cast, 1, "cast");
+        pb_str(&bd, 1, prob);
+        input(&cast, "x", &bd);
+        scalar_type(&v, 2, PROTO_STRING);
+        pb_str(&rep, 1, "fp32");
+        pb_msg(&tv, 4, &rep);
+        pb_msg(&iv, 1, &tv);
+        pb_msg(&v, 3, &iv);
+        pb_msg(&bd, 2, &v);
+        input(&cast, "dtype", &bd);
+        pb_buf nv = { 0 };
+        pb_str(&nv, 1, "classify_probabilities");
+        tensor_type(&nv, 2, coreml_proto_dtype(MIL_FP32), pt);
+        pb_msg(&cast, 3, &nv);
+        op_name(&cast, "classify_probabilities");
+        pb_msg(blk, 3, &cast);
+        prob = "classify_probabilities";
+    }
     pb_str(&op, 1, "classify");
     pb_str(&bd, 1, prob);
     input(&op, "probabilities", &bd);
@@ -117,15 +165,7 @@ void coreml_classify_op(pb_buf *blk, const af_coreml_opts *o, const char *prob) 
     pb_msg(&dvt, 4, &d);
     pb_msg(&dv, 2, &dvt);
     pb_msg(&op, 3, &dv);
-    pb_buf ent = { 0 }, nval = { 0 }, ntv = { 0 }, nrep = { 0 }, niv = { 0 };
-    pb_str(&ent, 1, "name");
-    scalar_type(&nval, 2, PROTO_STRING);
-    pb_str(&nrep, 1, "classify_0");
-    pb_msg(&ntv, 4, &nrep);
-    pb_msg(&niv, 1, &ntv);
-    pb_msg(&nval, 3, &niv);
-    pb_msg(&ent, 2, &nval);
-    pb_msg(&op, 5, &ent);
+    op_name(&op, "classify_0");
     pb_msg(blk, 3, &op);
     pb_str(blk, 2, "classLabel");
     pb_str(blk, 2, "classLabel_probs");

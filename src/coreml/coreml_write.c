@@ -197,7 +197,7 @@ static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
     meta_entry(&md, "com.github.apple.coremltools.source", "aneforge " AF_VERSION);
     pb_msg(&desc, 100, &md);
     for (int i = 0; ok && i < f->nstmts; i++) ok = operation(&blk, &f->stmts[i], why, n);
-    if (ok && classifier) coreml_classify_op(&blk, o, f->ret[0].name);
+    if (ok && classifier) coreml_classify_op(&blk, o, f->ret[0].name, type_of(f, f->ret[0].name));
     for (int i = 0; ok && !classifier && i < f->nret; i++) pb_str(&blk, 2, f->ret[i].name);
     for (int i = 0; ok && i < f->nparams; i++) {
         pb_buf nv = { 0 };

@@ -7,6 +7,7 @@
 #include "aneforge_coreml.h"
 #include "llama_ckpt.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,7 @@ static int classes_range(const char *v, char ***labels, int *n) {
 static int labels_file(const char *path, char ***labels, int *n) {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "aneforge export: cannot open labels file %s\n", path);
+        fprintf(stderr, "aneforge export: cannot open labels file %s: %s\n", path, strerror(errno));
         return -1;
     }
     char line[4096];

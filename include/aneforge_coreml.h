@@ -35,7 +35,8 @@ typedef struct {
 
 /* Writes the part of g that computes `out` from `in` (af_compile's rules) as the Core ML
  * package `path` (normally ending in .mlpackage): an mlProgram for iOS 18 / macOS 15
- * (specification version 9, opset CoreML8; o->ios = 17 picks iOS 17), fp16 inputs, outputs and weights, every op
+ * (specification version 9, opset CoreML8; o->ios = 17 picks iOS 17), fp16 inputs, outputs and
+ * weights (fp32 with o->precision = 32), a classifier with o->nclasses labels, every op
  * lowered as af_mil_emit lowers it. Input and output features carry the tensors' names
  * and shapes. The package is built beside `path` and renamed into place: `path` must not
  * exist yet (AF_ERR_IO names it), and a failure leaves nothing behind. o may be NULL. */

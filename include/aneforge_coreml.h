@@ -20,11 +20,23 @@ typedef struct {
     const char *description;   /* shortDescription */
     int ios;                   /* deployment target: 17 or 18 (0 = 18), i.e. macOS 14 or 15,
                                 * specification version 8 or 9; earlier ones are refused */
+    int precision;             /* 16 (0 = 16) or 32: fp32 inputs, outputs, values and weights
+                                * (coremltools' compute_precision=FLOAT32); the fp32 weights
+                                * are the graph's fp32 constants, not their fp16 roundings */
+    /* A classifier (Core ML's classifier description, as ct.ClassifierConfig writes it):
+     * the single output, the probabilities [1, nclasses] or [nclasses], feeds a `classify`
+     * op whose results "classLabel" (the predicted label) and "classLabel_probs" (label ->
+     * probability) become the outputs, named by predictedFeatureName and
+     * predictedProbabilitiesName. Labels that are all decimal integers are int64 labels,
+     * otherwise strings. nclasses 0 = not a classifier. */
+    int nclasses;
+    const char *const *class_labels;
 } af_coreml_opts;
 
 /* Writes the part of g that computes `out` from `in` (af_compile's rules) as the Core ML
  * package `path` (normally ending in .mlpackage): an mlProgram for iOS 18 / macOS 15
- * (specification version 9, opset CoreML8; o->ios = 17 picks iOS 17), fp16 inputs, outputs and weights, every op
+ * (specification version 9, opset CoreML8; o->ios = 17 picks iOS 17), fp16 inputs, outputs and
+ * weights (fp32 with o->precision = 32), a classifier with o->nclasses labels, every op
  * lowered as af_mil_emit lowers it. Input and output features carry the tensors' names
  * and shapes. The package is built beside `path` and renamed into place: `path` must not
  * exist yet (AF_ERR_IO names it), and a failure leaves nothing behind. o may be NULL. */
@@ -33,7 +45,8 @@ AF_API af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, in
 
 /* Exports a model given as code (an af_net, e.g. af_net_mlp, af_net_cnn or
  * af_net_llama) for a fixed batch: the forward from an fp16 input "input"
- * [batch, sample...] to the output "output" [batch, out_dim], with weights[i] (the
+ * [batch, sample...] to the output "output" [batch, out_dim] (a classifier, o->nclasses
+ * > 0: batch 1, a softmax over the logits feeds the classify op), with weights[i] (the
  * net's make_params order, af_trainer_read_param's values; NULL = the net's initial
  * values) baked in as constants. Otherwise as af_coreml_export. */
 AF_API af_status af_coreml_export_net(const af_net *net, int batch, const float *const *weights,
@@ -63,6 +76,17 @@ AF_API int af_coreml_params(af_graph *g, const char *pattern, af_tensor **params
 /* Freezes params (from af_coreml_params) back into constants holding values[i] (NULL:
  * the values they hold), so the graph exports with af_coreml_export again. */
 AF_API af_status af_coreml_freeze(int n, af_tensor *const *params, const float *const *values);
+
+/* The package `path` as an af_net, so af_trainer fine-tunes it like a built-in model:
+ * its float weight constants named like `pattern` (af_coreml_params' rule) are the
+ * net's params, in graph order, their values the initial weights; the rest stay
+ * constants. The package has one input [batch, sample...] and one output; the net's
+ * sample is the input's shape without its first dimension and out_dim the output's
+ * elements per batch row (the output is flattened to [batch, out_dim]). The program is
+ * fixed for the package's batch: set af_train_opts batch and eval_batch to it. Export
+ * the tuned model with af_coreml_export_net(&net, batch, weights, ...), weights being
+ * af_trainer_read_param's values. Release with af_net_free. */
+AF_API af_status af_coreml_net(const char *path, const char *pattern, af_net *net);
 
 /* The engine targets (ane-sim, ane) take fp16 inputs only: declares the fp32 inputs
  * among in fp16, which is exact for a model coremltools converted in fp16 precision

@@ -7,6 +7,7 @@
 #include "aneforge_coreml.h"
 #include "llama_ckpt.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +78,81 @@ static af_status from_ckpt(const char *path, int seq, int batch, const af_coreml
     return st;
 }
 
+#define MAX_CLASSES 65536
+
+static char *dup(const char *s) {
+    char *p = malloc(strlen(s) + 1);
+    return p ? strcpy(p, s) : NULL;
+}
+
+/* --classes A..B: the integer labels A, A+1, ..., B (int64 labels in the package). */
+static int classes_range(const char *v, char ***labels, int *n) {
+    long a, b;
+    const char *dots = strstr(v, "..");
+    char first[32];
+    if (!dots || dots == v || (size_t)(dots - v) >= sizeof first) return -1;
+    memcpy(first, v, (size_t)(dots - v));
+    first[dots - v] = 0;
+    if (cli_parse_long(first, -(1L << 30), 1L << 30, &a) || cli_parse_long(dots + 2, -(1L << 30), 1L << 30, &b) || b < a ||
+        b - a >= MAX_CLASSES)
+        return -1;
+    *n = (int)(b - a + 1);
+    *labels = calloc((size_t)*n, sizeof **labels);
+    for (int i = 0; *labels && i < *n; i++) {
+        char t[32];
+        snprintf(t, sizeof t, "%ld", a + i);
+        if (!((*labels)[i] = dup(t))) return -1;
+    }
+    return *labels ? 0 : -1;
+}
+
+/* --labels FILE: one label a line (blank lines skipped, a trailing \r dropped). */
+static int labels_file(const char *path, char ***labels, int *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "aneforge export: cannot open labels file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[4096];
+    *n = 0;
+    *labels = calloc(MAX_CLASSES, sizeof **labels);
+    int rc = *labels ? 0 : -1;
+    while (!rc && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0]) continue;
+        if (*n == MAX_CLASSES) {
+            fprintf(stderr, "aneforge export: %s has more than %d labels\n", path, MAX_CLASSES);
+            rc = -1;
+        } else if (!((*labels)[(*n)++] = dup(line))) rc = -1;
+    }
+    if (!rc && ferror(f)) {
+        fprintf(stderr, "aneforge export: cannot read %s\n", path);
+        rc = -1;
+    }
+    if (!rc && !*n) {
+        fprintf(stderr, "aneforge export: %s holds no labels (one a line)\n", path);
+        rc = -1;
+    }
+    fclose(f);
+    return rc;
+}
+
+static void free_labels(char **labels, int n) {
+    for (int i = 0; labels && i < n; i++) free(labels[i]);
+    free(labels);
+}
+
+static int export_main(int argc, char **argv, char ***labels, int *nlabels);
+
 int cmd_export_coreml(int argc, char **argv) {
+    char **labels = NULL;
+    int nlabels = 0;
+    int rc = export_main(argc, argv, &labels, &nlabels);
+    free_labels(labels, nlabels);
+    return rc;
+}
+
+static int export_main(int argc, char **argv, char ***labels, int *nlabels) {
     const char *ckpt = NULL, *mil = NULL, *sample = NULL, *out = NULL;
     long batch = 1, seq = 0;
     af_coreml_opts o = { 0 };
@@ -101,7 +176,17 @@ int cmd_export_coreml(int argc, char **argv) {
         else if (!strcmp(k, "--license")) o.license = v;
         else if (!strcmp(k, "--model-version")) o.version = v;
         else if (!strcmp(k, "--description")) o.description = v;
-        else return bad("unknown option '%s'", k);
+        else if (!strcmp(k, "--precision")) {
+            if (strcmp(v, "fp16") && strcmp(v, "fp32")) return bad("--precision is fp16 or fp32, not '%s'", v);
+            o.precision = !strcmp(v, "fp32") ? 32 : 16;
+        } else if (!strcmp(k, "--classes") || !strcmp(k, "--labels")) {
+            if (*labels) return bad("%s", "give one of --classes and --labels, once");
+            if (!strcmp(k, "--classes") && classes_range(v, labels, nlabels))
+                return bad("--classes is a range of integer labels such as 0..9, not '%s'", v);
+            if (!strcmp(k, "--labels") && labels_file(v, labels, nlabels)) return 2;
+            o.nclasses = *nlabels;
+            o.class_labels = (const char *const *)*labels;
+        } else return bad("unknown option '%s'", k);
     }
     if (!out) return bad("%s", "-o is required: the package to write, e.g. Model.mlpackage");
     if (!!ckpt + !!mil + !!sample != 1) return bad("%s", "give exactly one of --ckpt, --mil and --sample");

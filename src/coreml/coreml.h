@@ -13,6 +13,7 @@
 #include "aneforge_coreml.h"
 #include "coreml/pb.h"
 #include "mil/mil_ast.h"
+#include "mil/milblob.h"
 
 /* Deployment target iOS N: specification version N - 9, opset "CoreML<N - 10>" (iOS 18:
  * version 9, CoreML8, as coremltools numbers them). */
@@ -28,9 +29,23 @@ mil_dtype coreml_mil_dtype(int proto);
 /* ArrayFeatureType.ArrayDataType for a MIL dtype (0: not a multiarray element type). */
 int coreml_array_dtype(mil_dtype dt);
 
-/* Encodes the program text (as mil_emit_mem writes it) as a Model protobuf in *model
- * (the caller frees it with pb_free). AF_ERR_* with the message set on failure. */
-af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, pb_buf *model);
+/* Encodes the program text (as mil_emit_mem writes it, with its weights w16) as a Model
+ * protobuf in *model (the caller frees it with pb_free). With o->precision 32 the
+ * program is widened to fp32 (coreml_fp32) and *w32 receives the fp32 weight file the
+ * package holds instead of w16 (the caller frees it); else *w32 is NULL. g is the
+ * emitted graph (its constants' exact fp32 values). AF_ERR_* with the message set. */
+af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, af_graph *g, const milblob_writer *w16,
+                        milblob_writer **w32, pb_buf *model);
+
+/* Rewrites the emitted fp16 function f to fp32 in place; *w32: its new weight file. */
+af_status coreml_fp32(mil_func *f, af_graph *g, const milblob_writer *w16, milblob_writer **w32);
+
+/* Classifiers (coreml_classify.c): checks o's labels against the program's results
+ * (false with why set), writes the classify op and the block's two outputs into blk,
+ * and the two output features and predicted*Name fields into desc. */
+bool coreml_classify_check(const af_coreml_opts *o, int nret, const mil_type *prob, char *why, size_t n);
+void coreml_classify_op(pb_buf *blk, const af_coreml_opts *o, const char *prob, const mil_type *prob_type);
+void coreml_classify_features(pb_buf *desc, const af_coreml_opts *o);
 
 /* Decodes a Model protobuf (untrusted) into MIL text in *text (NUL-terminated, the caller
  * frees it with pb_free); source names the file in messages. */

@@ -34,6 +34,8 @@ af_status af_coreml_export_net(const af_net *net, int batch, const float *const 
     for (int i = 0; i < net->sample.rank; i++) xs.dim[i + 1] = net->sample.dim[i];
     af_tensor *x = st ? NULL : af_input(g, "input", AF_F16, xs);
     af_tensor *y = x ? net->forward(net->ctx, x, w) : NULL;
+    /* a classifier's classify op takes probabilities: a softmax over the logits */
+    if (y && o && o->nclasses > 0) y = af_softmax(y, y->shape.rank - 1);
     if (!st && (!y || g->error)) st = ir_fail(AF_ERR_INVALID, "af_coreml_export_net: building the forward failed: %s", g->error ? g->error : af_error_message());
     /* With the forward built, the parameters are frozen into constants: a package holds
      * weights, not trainable inputs (the emitter bakes constants only). */

@@ -74,7 +74,8 @@ af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, int nout,
     af_status st = mil_emit_mem(g, nin, in, nout, out, &text, &len, &w, NULL);
     if (st) return st;
     pb_buf model, manifest = { 0 };
-    st = coreml_encode(text, len, o, &model);
+    milblob_writer *w32;
+    st = coreml_encode(text, len, o, g, w, &w32, &model);
     free(text);
     if (!st) st = coreml_manifest_write(&model, &manifest);
     char *tmp = st ? NULL : malloc(strlen(path) + 16);
@@ -87,7 +88,7 @@ af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, int nout,
             tmp = NULL;
         }
     }
-    if (!st) st = write_package(tmp, &model, &manifest, w);
+    if (!st) st = write_package(tmp, &model, &manifest, w32 ? w32 : w);
     if (!st && rename(tmp, path))
         st = ir_fail(AF_ERR_IO, "af_coreml_export: cannot rename the package to %s: %s", path, strerror(errno));
     if (st && tmp) remove_tree(tmp);
@@ -96,6 +97,7 @@ af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, int nout,
     pb_free(&model);
     pb_free(&manifest);
     milblob_writer_free(w);
+    milblob_writer_free(w32);
     return st;
 }
 

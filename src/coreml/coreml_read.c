@@ -15,6 +15,10 @@ typedef struct {
     pb_buf *out;
     char why[400];
     af_status st; /* AF_ERR_CORRUPT unless unsup() said first */
+    /* a classifier's classify op is left out: the function returns its probabilities
+     * in place of its label and label -> probability results */
+    char cls_prob[128], cls_out[2][128];
+    bool cls_returned;
 } dec;
 
 static bool bad(dec *d, const char *fmt, const char *a, const char *b) {
@@ -323,6 +327,47 @@ static bool map_entry(dec *d, const pb_field *ef, char *key, size_t n, pb_field 
     return key[0] || bad(d, "%s has an entry without a key", what, NULL);
 }
 
+/* classify(probabilities, classes): remembers its probabilities' name and its two
+ * results' names instead of writing a statement (MIL text has no dictionary type). */
+static bool classify(dec *d, const pb_field *of, const char *what) {
+    if (d->cls_prob[0]) return unsup(d, "%s: the program has two classify ops", what, NULL);
+    pb_rd r = pb_sub(of);
+    pb_field f;
+    bool more;
+    int nout = 0;
+    char key[128];
+    while (next(d, &r, &f, &more, what) && more) {
+        if (f.field == 3) { /* NamedValueType { name(1), type(2) }: the name only */
+            if (!want_len(d, &f, what)) return false;
+            if (nout == 2) return bad(d, "%s has more than two outputs", what, NULL);
+            pb_rd nr = pb_sub(&f);
+            pb_field nf;
+            bool m2;
+            while (next(d, &nr, &nf, &m2, what) && m2)
+                if (nf.field == 1 && !get_str(d, &nf, d->cls_out[nout], sizeof d->cls_out[0], true, what)) return false;
+            if (d->why[0]) return false;
+            nout++;
+        } else if (f.field == 2) {
+            pb_field arg;
+            if (!map_entry(d, &f, key, sizeof key, &arg, what)) return false;
+            if (strcmp(key, "probabilities")) continue;
+            if (!arg.field || !want_len(d, &arg, what)) return bad(d, "%s input %s has no argument", what, key);
+            pb_rd ar = pb_sub(&arg), br;
+            pb_field b, v;
+            bool mb, mv;
+            while (next(d, &ar, &b, &mb, what) && mb) {
+                if (b.field != 1 || !want_len(d, &b, what)) continue;
+                br = pb_sub(&b);
+                while (next(d, &br, &v, &mv, what) && mv)
+                    if (v.field == 1 && !get_str(d, &v, d->cls_prob, sizeof d->cls_prob, true, what)) return false;
+            }
+        }
+    }
+    if (d->why[0]) return false;
+    if (!d->cls_prob[0]) return bad(d, "%s has no probabilities input naming a value", what, NULL);
+    return true;
+}
+
 /* Operation { type(1), inputs(2), outputs(3), blocks(4), attributes(5) } as a statement. */
 static bool operation(dec *d, const pb_field *of, int index) {
     pb_buf *o = d->out;
@@ -340,6 +385,7 @@ static bool operation(dec *d, const pb_field *of, int index) {
     if (d->why[0]) return false;
     if (!type[0]) return bad(d, "%s has no type", what, NULL);
     snprintf(what, sizeof what, "operation %d (%s)", index, type);
+    if (!strcmp(type, "classify")) return classify(d, of, what);
     /* outputs first: T a, T b = */
     char first[128] = "";
     r = pb_sub(of);
@@ -433,7 +479,10 @@ static bool block(dec *d, const pb_field *bf) {
         if (f.field != 2) continue;
         char name[128];
         if (!get_str(d, &f, name, sizeof name, true, "a block output")) return false;
-        pb_printf(d->out, "%s%s", nret++ ? ", " : "", name);
+        bool cls = d->cls_prob[0] && (!strcmp(name, d->cls_out[0]) || !strcmp(name, d->cls_out[1]));
+        if (cls && d->cls_returned) continue; /* the probabilities are returned once */
+        pb_printf(d->out, "%s%s", nret++ ? ", " : "", cls ? d->cls_prob : name);
+        d->cls_returned |= cls;
     }
     if (d->why[0]) return false;
     if (!nret) return bad(d, "a function returns nothing", NULL, NULL);
@@ -445,6 +494,8 @@ static bool block(dec *d, const pb_field *bf) {
 static bool function(dec *d, const char *name, const pb_field *ff) {
     char what[200], opset[64] = "", key[64];
     snprintf(what, sizeof what, "function %s", name);
+    d->cls_prob[0] = d->cls_out[0][0] = d->cls_out[1][0] = 0;
+    d->cls_returned = false;
     if (!want_len(d, ff, what)) return false;
     pb_rd r = pb_sub(ff);
     pb_field f, chosen = { 0 };

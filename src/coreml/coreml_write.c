@@ -176,9 +176,14 @@ static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
     char opset[32];
     snprintf(opset, sizeof opset, "CoreML%d", ios - 10); /* coremltools' names: iOS 16 is CoreML6 */
     pb_buf desc = { 0 }, blk = { 0 }, fn = { 0 };
-    bool ok = true;
+    bool ok = true, classifier = o && o->nclasses > 0;
     for (int i = 0; ok && i < f->nparams; i++) ok = feature(&desc, 1, f->params[i].name, &f->params[i].type, why, n);
-    for (int i = 0; ok && i < f->nret; i++) {
+    if (classifier) {
+        const mil_type *t = f->nret ? type_of(f, f->ret[0].name) : NULL;
+        ok = t && coreml_classify_check(o, f->nret, t, why, n);
+        if (ok) coreml_classify_features(&desc, o);
+    }
+    for (int i = 0; ok && !classifier && i < f->nret; i++) {
         const mil_type *t = type_of(f, f->ret[i].name);
         ok = t && feature(&desc, 10, f->ret[i].name, t, why, n);
     }
@@ -192,7 +197,8 @@ static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
     meta_entry(&md, "com.github.apple.coremltools.source", "aneforge " AF_VERSION);
     pb_msg(&desc, 100, &md);
     for (int i = 0; ok && i < f->nstmts; i++) ok = operation(&blk, &f->stmts[i], why, n);
-    for (int i = 0; ok && i < f->nret; i++) pb_str(&blk, 2, f->ret[i].name);
+    if (ok && classifier) coreml_classify_op(&blk, o, f->ret[0].name, type_of(f, f->ret[0].name));
+    for (int i = 0; ok && !classifier && i < f->nret; i++) pb_str(&blk, 2, f->ret[i].name);
     for (int i = 0; ok && i < f->nparams; i++) {
         pb_buf nv = { 0 };
         pb_str(&nv, 1, f->params[i].name);
@@ -216,8 +222,13 @@ static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
     return true;
 }
 
-af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, pb_buf *model) {
+af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, af_graph *g, const milblob_writer *w16,
+                        milblob_writer **w32, pb_buf *model) {
     memset(model, 0, sizeof *model);
+    *w32 = NULL;
+    if (o && o->precision && o->precision != 16 && o->precision != 32)
+        return ir_fail(AF_ERR_INVALID, "af_coreml_export: precision %d: choose 16 or 32 (bits)", o->precision);
+    if (o && o->nclasses < 0) return ir_fail(AF_ERR_INVALID, "af_coreml_export: nclasses %d is negative", o->nclasses);
     mil_arena arena = { 0 };
     mil_diag diag = { .source = "<emitted MIL>" };
     mil_program prog;
@@ -230,9 +241,14 @@ af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, p
                        "iOS 17 op signatures and fp16 inputs and outputs)", o->ios);
     if (!mil_parse_program(text, len, &arena, &diag, &prog)) st = ir_fail(diag.st, "af_coreml_export: %s", diag.msg);
     else if (prog.nfuncs != 1) st = ir_fail(AF_ERR_INVALID, "af_coreml_export: the emitted program has %d functions, not 1", prog.nfuncs);
+    else if (o && o->precision == 32 && (st = coreml_fp32(&prog.funcs[0], g, w16, w32))) (void)0;
     else if (!encode_func(&prog.funcs[0], o, model, why, sizeof why)) st = ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: %s", why);
     else if (model->oom) st = ir_fail(AF_ERR_NOMEM, "af_coreml_export: out of memory encoding the model");
     mil_arena_free(&arena);
-    if (st) pb_free(model);
+    if (st) {
+        pb_free(model);
+        milblob_writer_free(*w32);
+        *w32 = NULL;
+    }
     return st;
 }

@@ -9,6 +9,11 @@
    MLModel(skip_model_load=True); coremltools' own milproto loader reads the program
    back, and its op types and constants equal those of the MIL text aneforge emits for
    the same model (weights read from that text's weight.bin with NumPy).
+3. Classifiers and fp32: the MLP exported with --classes 0..9 and --labels FILE has the
+   description (predictedFeatureName, predictedProbabilitiesName, output feature kinds)
+   coremltools writes for ct.ClassifierConfig, and a classify op with the labels; with
+   --precision fp32 its inputs, op outputs and weights are fp32 as with
+   compute_precision=FLOAT32, and the weights are the trained fp32 values.
 Exits 77 (ctest: SKIPPED) when coremltools or NumPy is missing.
 usage: check_coremltools.py ANEFORGE WORKDIR"""
 import os
@@ -213,9 +218,96 @@ def export_llama():
         failures.append(f"export llama: logits relative error {err:.3g}, ops {sorted(set(ops))}")
 
 
+def reference_classifier(labels):
+    """How coremltools itself describes an mlprogram classifier (ct.ClassifierConfig) in
+    fp32 compute precision: the reference for ours."""
+    from coremltools.converters.mil import Builder as mb
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 4))], opset_version=ct.target.iOS18)
+    def prog(x):
+        return mb.softmax(x=mb.linear(x=x, weight=np.ones((len(labels), 4), np.float32)), axis=-1)
+    return ct.convert(prog, convert_to="mlprogram", classifier_config=ct.ClassifierConfig(labels), skip_model_load=True,
+                      minimum_deployment_target=ct.target.iOS18, compute_precision=ct.precision.FLOAT32).get_spec()
+
+
+def feature_kind(f):
+    t = f.type.WhichOneof("Type")
+    return (t, f.type.dictionaryType.WhichOneof("KeyType")) if t == "dictionaryType" else (t,)
+
+
+def export_classifier_fp32():
+    """A trained MLP exported as a classifier (integer labels from --classes, strings from
+    --labels) and in fp32 compute precision, each against what coremltools writes."""
+    ck = os.path.join(WORK, "mlp.ckpt")
+    labels_file = os.path.join(WORK, "labels.txt")
+    names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    open(labels_file, "w").write("\n".join(names) + "\n")
+    x = os.path.join(WORK, "cls_x.npy")
+    np.save(x, np.random.RandomState(3).rand(1, 1, 28, 28).astype(np.float32))
+    for how, arg, want_labels in (("--classes", "0..9", list(range(10))), ("--labels", labels_file, names)):
+        pkg = fresh(os.path.join(WORK, f"export_cls{how}.mlpackage"))
+        run("export", "--format", "coreml", "--ckpt", ck, "-o", pkg, how, arg)
+        spec = ct.utils.load_spec(pkg)
+        ct.models.MLModel(pkg, skip_model_load=True)
+        ref = reference_classifier(want_labels)
+        d, rd = spec.description, ref.description
+        got = (d.predictedFeatureName, d.predictedProbabilitiesName, [o.name for o in d.output], [feature_kind(o) for o in d.output])
+        want = (rd.predictedFeatureName, rd.predictedProbabilitiesName, [o.name for o in rd.output], [feature_kind(o) for o in rd.output])
+        if got != want:
+            failures.append(f"classifier {how}: description {got} != coremltools' {want}")
+        prog = milproto_load(spec, spec.specificationVersion, os.path.join(pkg, "Data", "com.apple.CoreML", "weights"))
+        ops = list(prog.functions["main"].operations)
+        cls = [op for op in ops if op.op_type == "classify"]
+        classes = list(cls[0].classes.val) if cls else None
+        if not cls or [type(want_labels[0])(c) for c in classes] != want_labels or ops[-1].op_type != "classify":
+            failures.append(f"classifier {how}: classify op {classes} != labels {want_labels}")
+        # aneforge imports a classifier as its probabilities
+        run("run", pkg, "--in", f"input={x}", "--out", fresh(os.path.join(WORK, "cls.out")), "--fp32")
+        out = [f for f in os.listdir(os.path.join(WORK, "cls.out")) if f.endswith(".npy")]
+        p = np.load(os.path.join(WORK, "cls.out", out[0])) if len(out) == 1 else np.zeros(0)
+        if p.shape[-1] != 10 or abs(float(p.sum()) - 1) > 1e-2:
+            failures.append(f"classifier {how}: imported, it returns {out} of shape {p.shape} summing to {p.sum()}")
+        print(f"export classifier {how} {arg}: {d.predictedFeatureName}/{d.predictedProbabilitiesName} "
+              f"{[feature_kind(o) for o in d.output]} as coremltools writes them, classes {classes[:3]}..., "
+              f"imported probabilities sum {p.sum():.4f}")
+    p16, p32 = (fresh(os.path.join(WORK, f"export_mlp_{q}.mlpackage")) for q in ("fp16", "fp32"))
+    run("export", "--format", "coreml", "--ckpt", ck, "-o", p16)
+    run("export", "--format", "coreml", "--ckpt", ck, "-o", p32, "--precision", "fp32")
+    ref = reference_classifier([0, 1])
+    weights = {}
+    for q, pkg in (("fp16", p16), ("fp32", p32)):
+        spec = ct.utils.load_spec(pkg)
+        ct.models.MLModel(pkg, skip_model_load=True)
+        prog = milproto_load(spec, spec.specificationVersion, os.path.join(pkg, "Data", "com.apple.CoreML", "weights"))
+        fn = prog.functions["main"]
+        from coremltools.converters.mil.mil import types as mtypes
+        dts = {mtypes.builtin_to_string(op.outputs[0].dtype) for op in fn.operations
+               if op.op_type != "const" and op.outputs[0].dtype is not None}
+        ins = [i.type.multiArrayType.dataType for i in spec.description.input]
+        want_in = (ref.description.input[0].type.multiArrayType.dataType if q == "fp32" else
+                   ct.proto.FeatureTypes_pb2.ArrayFeatureType.FLOAT16)
+        ws = {}
+        for op in fn.operations:
+            for v in op.inputs.values():
+                for a in (v if isinstance(v, (list, tuple)) else [v]):
+                    if getattr(a, "val", None) is not None and np.asarray(a.val).size >= 100:
+                        ws[a.name] = np.asarray(a.val)
+        weights[q] = ws
+        if ins != [want_in] or dts != {q} or not ws or any(w.dtype != (np.float32 if q == "fp32" else np.float16) for w in ws.values()):
+            failures.append(f"export mlp {q}: inputs {ins} (want {want_in}), op dtypes {dts}, weight dtypes {[w.dtype for w in ws.values()]}")
+    # the fp32 weights are the trained ones: rounded, they are the fp16 package's; not all fp16 values
+    same = all(n in weights["fp16"] and np.array_equal(w.astype(np.float16), weights["fp16"][n]) for n, w in weights["fp32"].items())
+    finer = any(not np.array_equal(w, w.astype(np.float16).astype(np.float32)) for w in weights["fp32"].values())
+    if not same or not finer:
+        failures.append(f"export mlp fp32: weights rounded equal the fp16 package's: {same}; finer than fp16: {finer}")
+    print(f"export mlp --precision fp32: fp32 inputs as ct's compute_precision=FLOAT32, {len(weights['fp32'])} fp32 weights, "
+          f"rounding to the fp16 package's: {same}, finer than fp16: {finer}")
+
+
 os.makedirs(WORK, exist_ok=True)
 try:
     export_cases()
+    export_classifier_fp32()
     export_llama()
     import_cases()
 except Exception as e:  # a crash in the tools is a failure, said plainly

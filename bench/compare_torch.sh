@@ -2,6 +2,8 @@
 # aneforge against the PyTorch users install today, on every workload we quote, in one
 # command. Sides (SIDES):
 #   aneforge       CPU, fp32, an empty environment
+#   aneforge_bf16  the same with --precision bf16 (matmul/conv GEMMs in bf16, fp32 sums;
+#                  the CLI runs fp32 with a note where the CPU lacks AMX/AVX512-BF16)
 #   torch          PyTorch $TORCH_VERSION (from the package registry into $VENV), eager
 #   torch_compile  the same with torch.compile(model) (its first steps, the compile, left out)
 #   torch_bf16     the same under torch.autocast("cpu", dtype=torch.bfloat16) (llama only)
@@ -27,7 +29,7 @@ AF=$BUILD/aneforge
 THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}
 WORKLOADS=${WORKLOADS:-mlp64 mlp128 cnn64 cnn128 llama_a llama_b stories110m}
-SIDES=${SIDES:-aneforge torch torch_compile torch_bf16 debian}
+SIDES=${SIDES:-aneforge aneforge_bf16 torch torch_compile torch_bf16 debian}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 VENV=${VENV:-$BUILD/torch-venv}
 WORK=${WORK:-$BUILD/compare_torch}
@@ -86,9 +88,10 @@ torch_env=(env OMP_WAIT_POLICY=PASSIVE LD_PRELOAD="$TCMALLOC" OMP_NUM_THREADS="$
     ${coretype:+OPENBLAS_CORETYPE=$coretype})
 # measure SIDE: runs one side of the current workload; prints "ms rss_mib val_loss".
 measure() {
-    local side=$1 out rss py mode ms vl
+    local side=$1 out rss py mode ms vl prec=()
     case $side in
         aneforge) py= ;;
+        aneforge_bf16) py= prec=(--precision bf16) ;;
         torch) py=$TPY mode=eager ;;
         torch_compile) py=$TPY mode=compile ;;
         torch_bf16) py=$TPY mode=bf16 ;;
@@ -98,12 +101,12 @@ measure() {
         if [ "$kind" = llama ]; then
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" env -i "$AF" train llama --init "$init" --data "$WORK/train.bin" \
                 --val "$val" --steps "$steps" --batch $batch --seq $seq --lr 1e-3 --schedule constant \
-                --weight-decay 0.1 --threads "$THREADS" --json 2>/dev/null)
+                --weight-decay 0.1 --threads "$THREADS" "${prec[@]}" --json 2>/dev/null)
             ms=$(echo "$out" | field steady_ms_per_step)
         else
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" env -i ANEFORGE_DATA="$PWD/data" "$AF" train $model --data mnist \
                 --epochs $epochs --batch $batch --lr 0.001 --schedule constant --weight-decay 0 \
-                --threads "$THREADS" --json 2>/dev/null)
+                --threads "$THREADS" "${prec[@]}" --json 2>/dev/null)
             ms=$(echo "$out" | field ms_per_step)
         fi
     else
@@ -170,6 +173,12 @@ for w in $WORKLOADS; do
         json+=",\"${s}_ms\":[$med,$lo,$hi],\"${s}_rss_mib\":$mem"
         [ "$loss" = null ] || json+=",\"${s}_val_loss\":$loss"
         [ "$s" = aneforge ] || [ "$ref" = null ] || json+=",\"aneforge_over_$s\":$(printf '%.3f' "$(echo "$ref / $med" | bc -l)")"
+    done
+    # bf16 against our fp32 (the 0.6x target) and against PyTorch's autocast (0.7x).
+    read -r b16 _ _ <<< "$(echo "${ms[aneforge_bf16]:--}" | tr ' ' '\n' | grep . | stats)"
+    for s in aneforge torch_bf16; do
+        read -r med _ _ <<< "$(echo "${ms[$s]:--}" | tr ' ' '\n' | grep . | stats)"
+        [ "$b16" = null ] || [ "$med" = null ] || json+=",\"aneforge_bf16_over_$s\":$(printf '%.3f' "$(echo "$b16 / $med" | bc -l)")"
     done
     if [ $kind = llama ] && [ "$ref" != null ]; then
         gflop=$("$BUILD/bench_llama_profile" $dim $layers $heads $heads $hidden $vocab $seq $batch 0 | field gflop_products)

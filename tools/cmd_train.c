@@ -52,7 +52,7 @@ static void usage(FILE *f) {
             "  --unroll K            steps per program for --plan unrolled (default 8)\n"
             "  --shuttle-state       unrolled plan: feed params and Adam moments in and read them\n"
             "                        back around every K-step program instead of keeping them resident\n"
-            "  --precision fp32|fp16 numerics (default fp32 on cpu, fp16 on ane-sim)\n"
+            "  --precision fp32|fp16|bf16 numerics (default fp32 on cpu, fp16 on ane-sim; bf16: cpu matmuls/convs)\n"
             "  --target cpu|ane-sim[:m1|m2|m3|m4|m5]|ane[:FAM]   backend (default cpu); ane loads\n"
             "                           $ANEFORGE_ANE_FRAMEWORK (the fake framework on Linux) or Apple's\n"
             "  --loss-scale S        gradients are computed scaled by S (default 1; 128 in fp16)\n"

@@ -38,7 +38,8 @@ int train_opt_parse(const char *k, const char *v, af_train_opts *o, train_opt_fl
     } else if (!strcmp(k, "--precision")) {
         if (!strcmp(v, "fp32")) o->compile.precision = AF_PRECISION_FP32;
         else if (!strcmp(v, "fp16")) o->compile.precision = AF_PRECISION_FP16;
-        else return BAD("--precision is fp32 or fp16, not '%s'", v);
+        else if (!strcmp(v, "bf16")) o->compile.precision = AF_PRECISION_BF16;
+        else return BAD("--precision is fp32, fp16 or bf16 (cpu only), not '%s'", v);
         f->precision_set = true;
     } else if (!strcmp(k, "--target")) f->target_spec = v;
     else return 0;

@@ -1,6 +1,7 @@
 /* The cpu backend: the CPU executor, all of whose work is the host's. */
 #include "cpu/backend.h"
 #include "cpu/cpu_exec.h"
+#include "cpu/gemm_bf16.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,12 @@ static af_status cpu_init(const backend_cfg *cfg, const compile_plan *p, void **
     cpu_state *s = calloc(1, sizeof *s);
     if (!s) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
     cpu_exec_opts o = { .fp16 = cfg->fp16, .threads = cfg->threads, .fuse = !cfg->fp16 };
+    if (cfg->precision == AF_PRECISION_BF16) {
+        o.bf16 = cpu_gemm_bf16_best();
+        if (!o.bf16)
+            ir_log(AF_LOG_WARN, "precision bf16: this CPU has neither AMX-BF16 nor AVX512-BF16 (or the OS withholds "
+                                "AMX), so matmuls and convolutions run in fp32; ask for fp32 to silence this note");
+    }
     af_status st = cpu_exec_new(p, &o, &s->e, msg, n);
     if (st) { free(s); return st; }
     s->flops = p->flops;

@@ -14,6 +14,7 @@ typedef struct {
     bool fp16;                 /* fp16 storage: every stored value rounded to fp16 */
     bool fp16_accum;           /* reduce_sum accumulates in fp16 */
     int threads;               /* >= 1 */
+    int bf16;                  /* a cpu_bf16_path (gemm_bf16.h): matmul/conv GEMMs in bf16, fp32 sums; 0 = fp32 */
     bool fuse;                 /* run bias/ReLU chains inside GEMM epilogues (fuse.h); fp32 without hooks only */
     cpu_node_hook after_node;  /* NULL: none */
     const unsigned char *hook_at; /* per schedule index: nonzero calls after_node there (NULL: every node) */

@@ -203,7 +203,7 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         for (int k = 0; k < t->nsrc; k++) ins[k] = e->val[t->src[k]->id];
         cpu_call c = { .t = t, .in = ins, .out = out, .pool = e->pool, .scratch = e->scratch,
                        .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16, .ep = f && f->tail >= 0 && f->mask_x < 0 ? &ep : NULL,
-                       .relu_x = f && f->mask_x >= 0 ? e->val[f->mask_x] : NULL };
+                       .relu_x = f && f->mask_x >= 0 ? e->val[f->mask_x] : NULL, .bf16 = e->o.bf16 };
         cpu_kernels[t->op](&c);
         if (e->o.after_node && (!e->o.hook_at || e->o.hook_at[s])) e->o.after_node(e->o.hook_ctx, s, t, e->val[t->id], ins);
         if (needs_rounding(e, t)) ir_round_f16_array(e->val[t->id], af_shape_count(t->shape));

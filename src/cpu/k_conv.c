@@ -94,8 +94,8 @@ static void conv_image(const cpu_call *c, int64_t b, float *scratch) {
         float *o = c->out + (b * cout + gi * cout_g) * ho * wo;
         cpu_epilogue ep; /* a fused bias is per output channel: per GEMM row */
         if (c->ep) ep = (cpu_epilogue){ c->ep->bias ? c->ep->bias + gi * cout_g : NULL, true, c->ep->relu };
-        cpu_sgemm_ep(NULL, 0, 0, cout_g, ho * wo, kk, 1.0f, c->in[1] + gi * cout_g * kk, kk, cols, ho * wo, 0.0f, o,
-                     ho * wo, c->ep ? &ep : NULL);
+        cpu_kgemm(c, NULL, 0, 0, cout_g, ho * wo, kk, c->in[1] + gi * cout_g * kk, kk, cols, ho * wo, 0.0f, o, ho * wo,
+                  c->ep ? &ep : NULL);
     }
 }
 
@@ -111,7 +111,7 @@ static void conv_transpose_image(const cpu_call *c, int64_t b, float *scratch) {
     float *o = c->out + b * cout * ho * wo;
     memset(o, 0, (size_t)(cout * ho * wo) * sizeof(float));
     /* cols[Cout*kh*kw, H*W] = W^T @ x_b, with W viewed as [Cin, Cout*kh*kw]; then col2im. */
-    cpu_sgemm(NULL, 1, 0, rows, h * w, cin, 1.0f, c->in[1], rows, c->in[0] + b * cin * h * w, h * w, 0.0f, scratch, h * w);
+    cpu_kgemm(c, NULL, 1, 0, rows, h * w, cin, c->in[1], rows, c->in[0] + b * cin * h * w, h * w, 0.0f, scratch, h * w, NULL);
     /* col2im: each input column iw lands on ow = iw*s - p + v*d; the iw that land inside
      * form a contiguous run, so the inner loop is branch-free. */
     for (int64_t co = 0; co < cout; co++)
@@ -160,7 +160,7 @@ static void wgrad_groups(void *p, int64_t g0, int64_t g1) {
         if (b0 == b1) memset(dw, 0, (size_t)(cout * kk) * sizeof *dw);
         for (int64_t b = b0; b < b1; b++) {
             im2col(c->in[0] + b * cin * h * w, cin, h, w, kh, kw, a->stride, a->pad, a->dilation, ho, wo, cols);
-            cpu_sgemm(NULL, 0, 1, cout, kk, l, 1.0f, c->in[1] + b * cout * l, l, cols, l, b > b0 ? 1.0f : 0.0f, dw, kk);
+            cpu_kgemm(c, NULL, 0, 1, cout, kk, l, c->in[1] + b * cout * l, l, cols, l, b > b0 ? 1.0f : 0.0f, dw, kk, NULL);
         }
     }
 }

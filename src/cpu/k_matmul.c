@@ -8,7 +8,7 @@ void cpu_k_matmul_w(const cpu_call *c) {
     const af_tensor *t = c->t;
     int64_t n = t->src[1]->shape.dim[0], k = t->src[1]->shape.dim[1];
     int64_t m = af_shape_count(t->src[0]->shape) / k;
-    cpu_sgemm_ep(c->pool, 0, 1, m, n, k, 1.0f, c->in[0], k, c->in[1], k, 0.0f, c->out, n, c->ep);
+    cpu_kgemm(c, c->pool, 0, 1, m, n, k, c->in[0], k, c->in[1], k, 0.0f, c->out, n, c->ep);
 }
 
 /* Offset of batch `i` (a flat index into the output batch dims) within an operand
@@ -55,7 +55,7 @@ static void matmul_left_shared(const cpu_call *c, int64_t batches) {
     float *bt = c->scratch, *ct = c->scratch + k * wide;
     for (int64_t i = 0; i < batches; i++)
         for (int64_t r = 0; r < k; r++) memcpy(bt + r * wide + i * n, c->in[1] + (i * k + r) * n, (size_t)n * sizeof(float));
-    cpu_sgemm(c->pool, t->a.ta, 0, m, wide, k, 1.0f, c->in[0], sa.dim[sa.rank - 1], bt, wide, 0.0f, ct, wide);
+    cpu_kgemm(c, c->pool, t->a.ta, 0, m, wide, k, c->in[0], sa.dim[sa.rank - 1], bt, wide, 0.0f, ct, wide, NULL);
     for (int64_t i = 0; i < batches; i++)
         for (int64_t r = 0; r < m; r++) memcpy(c->out + (i * m + r) * n, ct + r * wide + i * n, (size_t)n * sizeof(float));
 }
@@ -73,7 +73,7 @@ static void batch_range(void *p, int64_t b0, int64_t b1) {
         const float *a = x->c->in[0] + batch_offset(x->so, x->sa, i, x->mat_a);
         const float *b = x->c->in[1] + batch_offset(x->so, x->sb, i, x->mat_b);
         /* Each worker runs whole products on one thread: the pool is not re-entrant. */
-        cpu_sgemm(NULL, t->a.ta, t->a.tb, x->m, x->n, x->k, 1.0f, a, x->lda, b, x->ldb, 0.0f, x->c->out + i * x->m * x->n, x->n);
+        cpu_kgemm(x->c, NULL, t->a.ta, t->a.tb, x->m, x->n, x->k, a, x->lda, b, x->ldb, 0.0f, x->c->out + i * x->m * x->n, x->n, NULL);
     }
 }
 
@@ -99,7 +99,7 @@ void cpu_k_matmul(const cpu_call *c) {
     int64_t batch_a = af_shape_count(sa) / mat_a, batch_b = af_shape_count(sb) / mat_b;
     /* A shared right operand with a full left batch is one tall GEMM (a linear layer on [B, T, D]). */
     if (batch_b == 1 && batch_a == batches && !ta) {
-        cpu_sgemm_ep(c->pool, 0, tb, batches * m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);
+        cpu_kgemm(c, c->pool, 0, tb, batches * m, n, k, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);
         return;
     }
     /* Tiny products against a shared left operand: one wide GEMM beats thousands of calls. */
@@ -111,7 +111,7 @@ void cpu_k_matmul(const cpu_call *c) {
     /* Otherwise whole products in parallel, each on one thread. */
     batch_ctx x = { c, sa, sb, so, m, n, k, lda, ldb, mat_a, mat_b };
     if (batches == 1) {
-        cpu_sgemm_ep(c->pool, ta, tb, m, n, k, 1.0f, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);
+        cpu_kgemm(c, c->pool, ta, tb, m, n, k, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);
         return;
     }
     cpu_pool_for(c->pool, batches, 1, batch_range, &x);

@@ -16,6 +16,7 @@ typedef struct {
     int fp16;                /* fp16-storage numerics: scalar attributes are fp16 too */
     const cpu_epilogue *ep;  /* a fused bias/ReLU (fuse.h) for matmul_w, matmul, conv; else NULL */
     const float *relu_x;     /* pool gradients: a fused ReLU gradient, dx kept where x > x - x; else NULL */
+    int bf16;                /* a cpu_bf16_path: matmul and conv GEMMs in bf16 with fp32 sums; 0 = fp32 */
 } cpu_call;
 
 typedef void (*cpu_kernel_fn)(const cpu_call *c);
@@ -71,6 +72,11 @@ int64_t cpu_matmul_scratch(const af_tensor *t);
 void cpu_relu_grad(cpu_pool *pool, const float *x, const float *g, float *out, int64_t n);
 /* out = (x + add) * mul elementwise over n: adds then muls (an input normalisation) in one pass. */
 void cpu_add_mul(cpu_pool *pool, const float *x, float add, float mul, float *out, int64_t n);
+/* The GEMM of matmul and conv kernels: cpu_sgemm_ep (alpha 1), or on c->bf16's path
+ * bf16-rounded operands with fp32 accumulation, then beta * C and the epilogue in fp32.
+ * Falls back to fp32 when the bf16 GEMM cannot run (out of memory for its packing). */
+void cpu_kgemm(const cpu_call *c, cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const cpu_epilogue *ep);
 /* Whether cpu_k_matmul runs t as one GEMM over its whole output (so an epilogue fits). */
 bool cpu_matmul_is_one_gemm(const af_tensor *t);
 #endif

@@ -38,6 +38,15 @@ static af_status configure(const backend_iface *be, const af_compile_opts *opts,
                           .ane_framework = o.ane_framework, .family_asked = o.family, .sim_engine = o.sim_engine };
     cfg->threads = o.threads > 0 ? o.threads : cpu_num_cores();
     cfg->fp16 = backend_fp16(be, &o);
+    if ((unsigned)o.precision > AF_PRECISION_BF16) {
+        snprintf(msg, n, "precision %d is unknown; use AF_PRECISION_DEFAULT, _FP32, _FP16 or _BF16", (int)o.precision);
+        return AF_ERR_INVALID;
+    }
+    if (o.precision == AF_PRECISION_BF16 && be->engine) {
+        snprintf(msg, n, "precision bf16 runs on the CPU target only (the %s target computes in fp16); use "
+                         "AF_PRECISION_FP16 or AF_PRECISION_DEFAULT there", be->name);
+        return AF_ERR_INVALID;
+    }
     if (be->engine && af_family_resolve(o.family, &cfg->family)) {
         snprintf(msg, n, "%s", af_error_message());
         return AF_ERR_INVALID;

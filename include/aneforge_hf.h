@@ -78,10 +78,11 @@ AF_API af_status af_hf_lora_merge(af_hf_model *m);
 AF_API af_hf_model *af_hf_from_llama(const af_llama_weights *w);
 AF_API af_llama_weights *af_hf_to_llama(const af_hf_model *m);
 
-/* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the split pattern
- * of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges, added and special tokens).
- * A file asking for anything else (a normalizer, byte_fallback, another pattern) is
- * refused by name. Encoding is tokenizers' encode(text, add_special_tokens=False). */
+/* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the NFC normalizer
+ * or none, the split pattern of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges,
+ * added and special tokens, the ByteLevel decoder, a TemplateProcessing post-processor).
+ * A file asking for anything else (another normalizer, byte_fallback, another pattern)
+ * is refused by name. */
 typedef struct af_hf_tokenizer af_hf_tokenizer;
 AF_API af_hf_tokenizer *af_hf_tokenizer_load(const char *path);
 /* The same from bytes in memory (what names them in messages). */
@@ -92,6 +93,16 @@ AF_API int              af_hf_tokenizer_vocab_size(const af_hf_tokenizer *t);
  * *ids (free with af_free), *n of them. */
 AF_API af_status        af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids,
                                                int64_t *n);
+/* The same as tokenizers' encode(text) (add_special_tokens=True): the post-processor's
+ * single template around the ids (Llama 3's <|begin_of_text|> first; Qwen2 adds none). */
+AF_API af_status        af_hf_tokenizer_encode_special(const af_hf_tokenizer *t, const char *text, size_t len,
+                                                       int32_t **ids, int64_t *n);
+/* Text of ids[0..n), as tokenizers' decode(ids, skip_special_tokens=skip_special): the
+ * byte-level mapping undone, invalid UTF-8 replaced by U+FFFD. *text is malloc'd and
+ * NUL-terminated (free with af_free), *len bytes before the NUL. An id outside the
+ * vocab is AF_ERR_INVALID, naming it. */
+AF_API af_status        af_hf_tokenizer_decode(const af_hf_tokenizer *t, const int32_t *ids, int64_t n, int skip_special,
+                                               char **text, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include "aneforge.h"
 #include "aneforge_hf.h"
 #include "hf/hf.h"
+#include "ir/ir.h"
 #include "ir/json.h"
 #include "hf/safetensors.h"
 #include "text/nfc.h"
@@ -432,6 +433,54 @@ static void test_lora(void) {
     "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|" \
     "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false}, " \
     "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}, "
+/* The frozen base weights of a LoRA model are held once: two forwards on one graph (the
+ * trainer's training and evaluation programs) share one constant per base weight, and
+ * af_net_hf_borrow (no copy of the base in the net) trains exactly as af_net_hf. */
+static void test_lora_memory(void) {
+    af_hf_model *m = model_from("{\"architectures\": [\"Qwen3ForCausalLM\"], \"vocab_size\": 16, \"hidden_size\": 16, "
+                                "\"intermediate_size\": 24, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, "
+                                "\"num_key_value_heads\": 1, \"max_position_embeddings\": 8}");
+    if (!m) { CHECK(0, "config: %s", af_error_message()); return; }
+    CHECK(af_hf_lora_add(m, 2, 4, "q,v", 3) == AF_OK, "%s", af_error_message());
+    const int T = 8, V = 16, B = 2;
+    af_graph *g = af_graph_new();
+    af_tensor *p[64], *x = af_input(g, "x", AF_F32, AF_SHAPE(B, T));
+    int np = af_hf_params_new(g, m, p, 64);
+    af_tensor *y1 = af_hf_forward(m, x, p), *y2 = af_hf_forward(m, x, p);
+    int consts = 0;
+    for (int k = 0; k < g->n; k++)
+        for (int i = 0; i < m->n; i++)
+            if (g->t[k]->op == IR_OP_CONST && g->t[k]->name && !strcmp(g->t[k]->name, m->slot[i].name)) consts++;
+    CHECK(np == m->na && y1 && y2 && consts == m->n, "base constants in the graph: %d for %d weights", consts, m->n);
+    af_graph_free(g);
+    float xs[16], ys[16 * 16] = { 0 };
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) {
+            xs[b * T + i] = (float)((7 * i + b) % V);
+            ys[(b * T + i) * V + (7 * (i + 1) + b) % V] = 1;
+        }
+    float loss[2][4];
+    for (int borrow = 0; borrow < 2; borrow++) {
+        af_train_opts o = af_train_defaults();
+        o.objective = AF_OBJ_CUSTOM;
+        o.batch = B;
+        o.lr = 0.05f;
+        af_net net = borrow ? af_net_hf_borrow(m, T) : af_net_hf(m, T);
+        af_trainer *t = af_trainer_new(&net, &o);
+        af_net_free(&net);
+        CHECK(t != NULL, "trainer (borrow %d): %s", borrow, af_error_message());
+        for (int s = 0; t && s < 4; s++) {
+            af_step_info info;
+            CHECK(af_trainer_step(t, xs, ys, &info) == AF_OK, "step: %s", af_error_message());
+            loss[borrow][s] = info.loss;
+        }
+        af_trainer_free(t);
+    }
+    CHECK(!memcmp(loss[0], loss[1], sizeof loss[0]) && loss[0][3] < loss[0][0], "borrowed base: losses %g %g, %g %g",
+          loss[0][0], loss[1][0], loss[0][3], loss[1][3]);
+    af_hf_free(m);
+}
+
 static void test_tokenizer(void) {
     const char *ok = TOK_HEAD "\"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"vocab\": {\"\u0120\": 0, \"i\": 1, "
                      "\"t\": 2, \"'\": 3, \"s\": 4, \"\u0120i\": 5, \"\u0120it\": 6, \"'s\": 7, \"1\": 10, \"2\": 11, \"3\": 12, "
@@ -532,6 +581,7 @@ int main(void) {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     test_json();
     test_nfc();
+    test_lora_memory();
     test_safetensors();
     test_config();
     test_folder();

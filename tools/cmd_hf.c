@@ -241,7 +241,7 @@ static int train(int argc, char **argv) {
     float *x = NULL, *y = NULL;
     if (af_tokens_read(data, V, &tokens, &ntok)) { fprintf(stderr, "aneforge hf train: --data: %s\n", af_error_message()); goto done; }
     if (ntok < T + 1) { fprintf(stderr, "aneforge hf train: --data holds %lld tokens, fewer than --seq + 1\n", (long long)ntok); goto done; }
-    af_net net = af_net_hf(m, T);
+    af_net net = af_net_hf_borrow(m, T); /* m outlives the trainer */
     t = net.ctx ? af_trainer_new(&net, &o) : NULL;
     af_net_free(&net);
     if (!t) { fprintf(stderr, "aneforge hf train: %s\n", af_error_message()); goto done; }

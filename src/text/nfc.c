@@ -122,6 +122,7 @@ int text_nfc(const unsigned char *s, size_t n, unsigned char **out, size_t *out_
         }
         i += (size_t)k;
     }
+    free(c);
     *out = o;
     *out_len = ol;
     return 0;

@@ -40,6 +40,10 @@ AF_API af_status    af_hf_set_params(af_hf_model *m, af_tensor *const *params, i
 /* The model as a trainer's net: x [B, seq] ids, next-token cross entropy (AF_OBJ_CUSTOM),
  * one-hot targets [B, seq * vocab]; seq <= max_position_embeddings. Free with af_net_free. */
 AF_API af_net       af_net_hf(const af_hf_model *m, int seq);
+/* The same without its own copy of the base weights: it reads m's, so m must stay alive
+ * and unchanged until af_trainer_new (where the trainer uses the net) has returned. For a
+ * large model this saves one copy of every weight at the peak (aneforge hf train). */
+AF_API af_net       af_net_hf_borrow(const af_hf_model *m, int seq);
 /* Writes dir/config.json and dir/model.safetensors (F32), creating dir if needed, so
  * transformers' from_pretrained(dir) loads it. */
 AF_API af_status    af_hf_save(const af_hf_model *m, const char *dir);
@@ -78,10 +82,11 @@ AF_API af_status af_hf_lora_merge(af_hf_model *m);
 AF_API af_hf_model *af_hf_from_llama(const af_llama_weights *w);
 AF_API af_llama_weights *af_hf_to_llama(const af_hf_model *m);
 
-/* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the split pattern
- * of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges, added and special tokens).
- * A file asking for anything else (a normalizer, byte_fallback, another pattern) is
- * refused by name. Encoding is tokenizers' encode(text, add_special_tokens=False). */
+/* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the NFC normalizer
+ * or none, the split pattern of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges,
+ * added and special tokens, the ByteLevel decoder, a TemplateProcessing post-processor).
+ * A file asking for anything else (another normalizer, byte_fallback, another pattern)
+ * is refused by name. */
 typedef struct af_hf_tokenizer af_hf_tokenizer;
 AF_API af_hf_tokenizer *af_hf_tokenizer_load(const char *path);
 /* The same from bytes in memory (what names them in messages). */
@@ -92,6 +97,16 @@ AF_API int              af_hf_tokenizer_vocab_size(const af_hf_tokenizer *t);
  * *ids (free with af_free), *n of them. */
 AF_API af_status        af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids,
                                                int64_t *n);
+/* The same as tokenizers' encode(text) (add_special_tokens=True): the post-processor's
+ * single template around the ids (Llama 3's <|begin_of_text|> first; Qwen2 adds none). */
+AF_API af_status        af_hf_tokenizer_encode_special(const af_hf_tokenizer *t, const char *text, size_t len,
+                                                       int32_t **ids, int64_t *n);
+/* Text of ids[0..n), as tokenizers' decode(ids, skip_special_tokens=skip_special): the
+ * byte-level mapping undone, invalid UTF-8 replaced by U+FFFD. *text is malloc'd and
+ * NUL-terminated (free with af_free), *len bytes before the NUL. An id outside the
+ * vocab is AF_ERR_INVALID, naming it. */
+AF_API af_status        af_hf_tokenizer_decode(const af_hf_tokenizer *t, const int32_t *ids, int64_t n, int skip_special,
+                                               char **text, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -9,8 +9,10 @@
 #include "aneforge.h"
 #include "aneforge_hf.h"
 #include "hf/hf.h"
+#include "ir/ir.h"
 #include "ir/json.h"
 #include "hf/safetensors.h"
+#include "text/nfc.h"
 #include "support/check.h"
 
 #include <stdint.h>
@@ -431,6 +433,54 @@ static void test_lora(void) {
     "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|" \
     "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false}, " \
     "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}, "
+/* The frozen base weights of a LoRA model are held once: two forwards on one graph (the
+ * trainer's training and evaluation programs) share one constant per base weight, and
+ * af_net_hf_borrow (no copy of the base in the net) trains exactly as af_net_hf. */
+static void test_lora_memory(void) {
+    af_hf_model *m = model_from("{\"architectures\": [\"Qwen3ForCausalLM\"], \"vocab_size\": 16, \"hidden_size\": 16, "
+                                "\"intermediate_size\": 24, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, "
+                                "\"num_key_value_heads\": 1, \"max_position_embeddings\": 8}");
+    if (!m) { CHECK(0, "config: %s", af_error_message()); return; }
+    CHECK(af_hf_lora_add(m, 2, 4, "q,v", 3) == AF_OK, "%s", af_error_message());
+    const int T = 8, V = 16, B = 2;
+    af_graph *g = af_graph_new();
+    af_tensor *p[64], *x = af_input(g, "x", AF_F32, AF_SHAPE(B, T));
+    int np = af_hf_params_new(g, m, p, 64);
+    af_tensor *y1 = af_hf_forward(m, x, p), *y2 = af_hf_forward(m, x, p);
+    int consts = 0;
+    for (int k = 0; k < g->n; k++)
+        for (int i = 0; i < m->n; i++)
+            if (g->t[k]->op == IR_OP_CONST && g->t[k]->name && !strcmp(g->t[k]->name, m->slot[i].name)) consts++;
+    CHECK(np == m->na && y1 && y2 && consts == m->n, "base constants in the graph: %d for %d weights", consts, m->n);
+    af_graph_free(g);
+    float xs[16], ys[16 * 16] = { 0 };
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) {
+            xs[b * T + i] = (float)((7 * i + b) % V);
+            ys[(b * T + i) * V + (7 * (i + 1) + b) % V] = 1;
+        }
+    float loss[2][4];
+    for (int borrow = 0; borrow < 2; borrow++) {
+        af_train_opts o = af_train_defaults();
+        o.objective = AF_OBJ_CUSTOM;
+        o.batch = B;
+        o.lr = 0.05f;
+        af_net net = borrow ? af_net_hf_borrow(m, T) : af_net_hf(m, T);
+        af_trainer *t = af_trainer_new(&net, &o);
+        af_net_free(&net);
+        CHECK(t != NULL, "trainer (borrow %d): %s", borrow, af_error_message());
+        for (int s = 0; t && s < 4; s++) {
+            af_step_info info;
+            CHECK(af_trainer_step(t, xs, ys, &info) == AF_OK, "step: %s", af_error_message());
+            loss[borrow][s] = info.loss;
+        }
+        af_trainer_free(t);
+    }
+    CHECK(!memcmp(loss[0], loss[1], sizeof loss[0]) && loss[0][3] < loss[0][0], "borrowed base: losses %g %g, %g %g",
+          loss[0][0], loss[1][0], loss[0][3], loss[1][3]);
+    af_hf_free(m);
+}
+
 static void test_tokenizer(void) {
     const char *ok = TOK_HEAD "\"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"vocab\": {\"\u0120\": 0, \"i\": 1, "
                      "\"t\": 2, \"'\": 3, \"s\": 4, \"\u0120i\": 5, \"\u0120it\": 6, \"'s\": 7, \"1\": 10, \"2\": 11, \"3\": 12, "
@@ -450,9 +500,9 @@ static void test_tokenizer(void) {
               "a byte missing from the vocab: %s", af_error_message());
         af_hf_tokenizer_free(t);
     }
-    const char *nfc = "{\"normalizer\": {\"type\": \"NFC\"}}";
-    t = af_hf_tokenizer_parse(nfc, strlen(nfc), "tok.json");
-    CHECK(!t && strstr(af_error_message(), "normalizer \"NFC\" is not supported"), "NFC: %s", af_error_message());
+    const char *nfkc = "{\"normalizer\": {\"type\": \"NFKC\"}}";
+    t = af_hf_tokenizer_parse(nfkc, strlen(nfkc), "tok.json");
+    CHECK(!t && strstr(af_error_message(), "normalizer \"NFKC\" is not supported"), "NFKC: %s", af_error_message());
     const char *bf = TOK_HEAD "\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {}, \"merges\": []}}";
     t = af_hf_tokenizer_parse(bf, strlen(bf), "tok.json");
     CHECK(!t && strstr(af_error_message(), "model.byte_fallback is set"), "byte_fallback: %s", af_error_message());
@@ -465,10 +515,73 @@ static void test_tokenizer(void) {
     CHECK(!t && strstr(af_error_message(), "merge 0 (a + b) has a part or result that is not in the vocab"), "merge: %s", af_error_message());
 }
 
+/* NFC on cases worked by hand from Unicode's tables (UAX #15's examples): composition,
+ * canonical reordering, blocked marks, singletons, exclusions, Hangul both ways, and
+ * invalid bytes passed through; then the NFC normalizer, decoding and the template in a
+ * tokenizer (ids worked by hand). tests/hf/check_tokenizer.py checks thousands of texts
+ * against the tokenizers package. */
+static void test_nfc(void) {
+    static const struct { const char *in, *out; } C[] = {
+        { "e\xCC\x81", "\xC3\xA9" },                               /* e + acute -> e-acute */
+        { "a\xCC\xA3\xCC\x81", "\xE1\xBA\xA1\xCC\x81" },             /* a dot-below acute: a-dot-below + acute */
+        { "a\xCC\x81\xCC\xA3", "\xE1\xBA\xA1\xCC\x81" },             /* reordered first (ccc 220 before 230) */
+        { "\xE2\x84\xAB", "\xC3\x85" },                           /* Angstrom sign -> A-ring (singleton) */
+        { "\xE0\xA5\x98", "\xE0\xA4\x95\xE0\xA4\xBC" },               /* QA stays decomposed (excluded) */
+        { "\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8", "\xEA\xB0\x81" },  /* jamo G A K -> GAK */
+        { "\xEA\xB0\x80\xE1\x86\xA8", "\xEA\xB0\x81" },               /* GA + K -> GAK */
+        { "\xCC\x81" "a", "\xCC\x81" "a" },                        /* no starter before the mark */
+        { "e\xFF\xCC\x81", "e\xFF\xCC\x81" },                     /* an invalid byte passes and blocks */
+        { "A\xCC\x8A\xCC\x81", "\xC7\xBA" },                       /* A ring acute -> one code point */
+    };
+    for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+        unsigned char *o;
+        size_t n;
+        CHECK(text_nfc((const unsigned char *)C[i].in, strlen(C[i].in), &o, &n) == 0, "nfc %zu", i);
+        CHECK(n == strlen(C[i].out) && !memcmp(o, C[i].out, n), "nfc case %zu: %zu bytes, first 0x%02x", i, n, n ? o[0] : 0);
+        free(o);
+    }
+    /* the bytes of e-acute are C3 A9: GPT-2's characters U+00C3 and U+00A9 */
+    const char *js = "{\"normalizer\": {\"type\": \"NFC\"}, \"added_tokens\": [{\"id\": 5, \"content\": \"<s>\", "
+                     "\"special\": true, \"normalized\": false}], \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, "
+                     "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}}, "
+                     "{\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [5]}}}, "
+                     "\"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"\u00c3\": 0, "
+                     "\"\u00a9\": 1, \"\u00c3\u00a9\": 2, \"e\": 3, \"\u00cc\": 4, \"\u0141\": 6}, \"merges\": [\"\u00c3 \u00a9\"]}}";
+    af_hf_tokenizer *t = af_hf_tokenizer_parse(js, strlen(js), "nfc.json");
+    CHECK(t != NULL, "NFC tokenizer: %s", af_error_message());
+    if (!t) return;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    CHECK(af_hf_tokenizer_encode_special(t, "e\xCC\x81", 3, &ids, &n) == AF_OK && n == 2 && ids[0] == 5 && ids[1] == 2,
+          "NFC then BPE: %lld ids, %d %d", (long long)n, n > 0 ? ids[0] : -1, n > 1 ? ids[1] : -1);
+    free(ids);
+    char *text = NULL;
+    size_t len = 0;
+    /* <s> e C3 A9 C3A9 C3 e 9F (U+0141 stands for 0x9F): two e-acutes, then a lead byte
+     * without its continuation and a lone continuation, each one U+FFFD */
+    const int32_t dec[] = { 5, 3, 0, 1, 2, 0, 3, 6 };
+    CHECK(af_hf_tokenizer_decode(t, dec, 8, 1, &text, &len) == AF_OK && len == 12 &&
+          !memcmp(text, "e\xC3\xA9\xC3\xA9\xEF\xBF\xBD" "e\xEF\xBF\xBD", 12), "decode: %zu bytes", len);
+    free(text);
+    CHECK(af_hf_tokenizer_decode(t, dec, 1, 0, &text, &len) == AF_OK && len == 3 && !strcmp(text, "<s>"), "decode keeps <s>");
+    free(text);
+    const int32_t badid[] = { 3, 7 };
+    CHECK(af_hf_tokenizer_decode(t, badid, 2, 1, &text, &len) == AF_ERR_INVALID && strstr(af_error_message(), "id 7 (at 1) is no token"),
+          "bad id: %s", af_error_message());
+    af_hf_tokenizer_free(t);
+    const char *normed = "{\"normalizer\": {\"type\": \"NFC\"}, \"added_tokens\": [{\"id\": 0, \"content\": \"x\", "
+                         "\"normalized\": true}], \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", "
+                         "\"vocab\": {\"a\": 1}, \"merges\": []}}";
+    t = af_hf_tokenizer_parse(normed, strlen(normed), "nfc.json");
+    CHECK(!t && strstr(af_error_message(), "added token \"x\" is normalized"), "normalized added token: %s", af_error_message());
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/af_test_hf_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
     test_json();
+    test_nfc();
+    test_lora_memory();
     test_safetensors();
     test_config();
     test_folder();

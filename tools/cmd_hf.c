@@ -7,6 +7,7 @@
  *                                       full fine-tuning on every plan; writes a folder
  *                                       transformers loads
  *   hf convert --from-llama model.bin -o DIR | --to-llama DIR -o model.bin */
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "cli_args.h"
 #include "train_opts.h"
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int bad(const char *fmt, const char *a) { return cli_usage_error("aneforge hf", fmt, a); }
 
@@ -28,7 +30,10 @@ static void usage(FILE *f) {
                "                [--lora-rank R [--lora-alpha A] [--lora-targets q,k,v,o,gate,up,down] | --adapter ADIR]\n"
                "                [--merge]\n"
                "       aneforge hf convert --from-llama model.bin -o DIR | --to-llama DIR -o model.bin\n"
-               "       aneforge hf encode tokenizer.json TEXT | --file F   (F: texts separated by NUL bytes)\n\n"
+               "       aneforge hf encode tokenizer.json [--special] TEXT | --file F   (F: texts separated by NUL bytes;\n"
+               "                                       --special: the post-processor's BOS/EOS template too)\n"
+               "       aneforge hf decode tokenizer.json [--keep-special] 1,2,3 | --file F   (F: lines of ids; each text\n"
+               "                                       after a line of its length in bytes; special tokens skipped unless kept)\n\n"
                "DIR is a Hugging Face model folder (config.json, model.safetensors or shards) of\n"
                "LlamaForCausalLM (Llama 2/3, SmolLM), Qwen2ForCausalLM or Qwen3ForCausalLM. forward\n"
                "writes logits [B, T-1, V] of each row's first T-1 tokens, the mean next-token loss and\n"
@@ -236,7 +241,7 @@ static int train(int argc, char **argv) {
     float *x = NULL, *y = NULL;
     if (af_tokens_read(data, V, &tokens, &ntok)) { fprintf(stderr, "aneforge hf train: --data: %s\n", af_error_message()); goto done; }
     if (ntok < T + 1) { fprintf(stderr, "aneforge hf train: --data holds %lld tokens, fewer than --seq + 1\n", (long long)ntok); goto done; }
-    af_net net = af_net_hf(m, T);
+    af_net net = af_net_hf_borrow(m, T); /* m outlives the trainer */
     t = net.ctx ? af_trainer_new(&net, &o) : NULL;
     af_net_free(&net);
     if (!t) { fprintf(stderr, "aneforge hf train: %s\n", af_error_message()); goto done; }
@@ -257,10 +262,14 @@ static int train(int argc, char **argv) {
             }
         }
         af_step_info info;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         if (af_trainer_step(t, x, y, &info)) { fprintf(stderr, "aneforge hf train: %s\n", af_error_message()); goto done; }
         if (isnan(first)) first = info.loss;
         last = info.loss;
-        fprintf(stderr, "step %lld loss %.4f\n", (long long)info.step, info.loss);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        fprintf(stderr, "step %lld loss %.4f ms %.1f\n", (long long)info.step, info.loss,
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
     }
     int n = af_trainer_num_params(t);
     af_tensor **p = malloc(sizeof *p * (size_t)n);
@@ -313,44 +322,92 @@ static int convert(int argc, char **argv) {
     return st ? 1 : 0;
 }
 
-/* hf encode tokenizer.json TEXT | --file F (texts separated by NUL bytes): one line of ids per text */
-static int encode(int argc, char **argv) {
-    if (argc != 4 && !(argc == 5 && !strcmp(argv[3], "--file"))) return bad("%s", "encode takes tokenizer.json and TEXT or --file F");
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16;
+    char *buf = malloc(cap + 1);
+    *len = 0;
+    for (size_t got; buf && (got = fread(buf + *len, 1, cap - *len, f)) > 0;) {
+        *len += got;
+        if (*len == cap) { char *b = realloc(buf, (cap *= 2) + 1); if (!b) { free(buf); buf = NULL; } else buf = b; }
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (err) { free(buf); return NULL; }
+    if (buf) buf[*len] = 0;
+    return buf;
+}
+
+/* hf encode tokenizer.json [--special] TEXT | --file F (texts separated by NUL bytes): one line of ids per text
+ * hf decode tokenizer.json [--keep-special] IDS | --file F (lines of ids): the text and a newline; with
+ *                                                           --file each text after a line of its length in bytes */
+static int codec(int argc, char **argv, bool dec) {
+    const char *verb = dec ? "decode" : "encode";
+    bool opt = argc > 3 && !strcmp(argv[3], dec ? "--keep-special" : "--special");
+    if (opt) { /* drop the flag from argv */
+        for (int i = 3; i + 1 < argc; i++) argv[i] = argv[i + 1];
+        argc--;
+    }
+    if (argc != 4 && !(argc == 5 && !strcmp(argv[3], "--file")))
+        return bad(dec ? "decode takes tokenizer.json, optionally --keep-special, then IDS (1,2,3) or --file F%s"
+                       : "encode takes tokenizer.json, optionally --special, then TEXT or --file F%s", "");
     af_hf_tokenizer *t = af_hf_tokenizer_load(argv[2]);
-    if (!t) { fprintf(stderr, "aneforge hf encode: %s\n", af_error_message()); return 1; }
+    if (!t) { fprintf(stderr, "aneforge hf %s: %s\n", verb, af_error_message()); return 1; }
     char *buf = NULL;
     size_t len = 0;
     if (argc == 5) {
-        FILE *f = fopen(argv[4], "rb");
-        if (!f) { fprintf(stderr, "aneforge hf encode: cannot open %s\n", argv[4]); af_hf_tokenizer_free(t); return 1; }
-        size_t cap = 1 << 16;
-        buf = malloc(cap);
-        for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
-            len += got;
-            if (len == cap) { char *b = realloc(buf, cap *= 2); if (!b) { free(buf); buf = NULL; } else buf = b; }
-        }
-        fclose(f);
-        if (!buf) { fprintf(stderr, "aneforge hf encode: out of memory\n"); af_hf_tokenizer_free(t); return 1; }
+        if (!(buf = read_all(argv[4], &len))) { fprintf(stderr, "aneforge hf %s: cannot read %s\n", verb, argv[4]); af_hf_tokenizer_free(t); return 1; }
     } else {
         len = strlen(argv[3]);
-        buf = malloc(len + 1);
-        if (buf) memcpy(buf, argv[3], len);
+        if ((buf = malloc(len + 1))) memcpy(buf, argv[3], len + 1);
     }
-    int rc = 0;
+    int rc = buf ? 0 : 1;
+    char sep = dec ? '\n' : 0;
     for (size_t at = 0; buf && at <= len && !rc;) {
         size_t end = at;
-        while (end < len && buf[end]) end++;
-        int32_t *ids;
-        int64_t n;
-        if (af_hf_tokenizer_encode(t, buf + at, end - at, &ids, &n)) { fprintf(stderr, "aneforge hf encode: %s\n", af_error_message()); rc = 1; break; }
-        for (int64_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
-        printf("\n");
-        af_free(ids);
+        while (end < len && buf[end] != sep) end++;
+        if (dec && argc == 5 && end == len && at == len) break; /* the last line's newline */
+        if (dec) {
+            int64_t n = 0;
+            int32_t *ids = malloc(sizeof *ids * (end - at + 1));
+            char *p = buf + at;
+            buf[end] = 0;
+            while (ids && *p) {
+                char *q;
+                long v = strtol(p, &q, 10);
+                if (q == p || v < INT32_MIN || v > INT32_MAX) { rc = bad("decode: ids are integers separated by spaces or commas, not '%.40s'", p); break; }
+                ids[n++] = (int32_t)v;
+                p = q + strspn(q, " ,");
+            }
+            char *text;
+            size_t tl;
+            if (!rc && (!ids || af_hf_tokenizer_decode(t, ids, n, !opt, &text, &tl))) {
+                fprintf(stderr, "aneforge hf decode: %s\n", ids ? af_error_message() : "out of memory");
+                rc = 1;
+            } else if (!rc) {
+                if (argc == 5) printf("%zu\n", tl); /* texts may hold any byte, NUL and newline too */
+                fwrite(text, 1, tl, stdout);
+                if (argc == 4) putchar('\n');
+                af_free(text);
+            }
+            free(ids);
+        } else {
+            int32_t *ids;
+            int64_t n;
+            af_status st = opt ? af_hf_tokenizer_encode_special(t, buf + at, end - at, &ids, &n)
+                               : af_hf_tokenizer_encode(t, buf + at, end - at, &ids, &n);
+            if (st) { fprintf(stderr, "aneforge hf encode: %s\n", af_error_message()); rc = 1; break; }
+            for (int64_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+            printf("\n");
+            af_free(ids);
+        }
         at = end + 1;
         if (argc == 4) break;
     }
     free(buf);
     af_hf_tokenizer_free(t);
+    if (fflush(stdout) || ferror(stdout)) { fprintf(stderr, "aneforge hf %s: cannot write the output\n", verb); rc = 1; }
     return rc;
 }
 
@@ -360,6 +417,7 @@ int cmd_hf(int argc, char **argv) {
     if (!strcmp(argv[1], "forward")) return forward(argc, argv);
     if (!strcmp(argv[1], "train")) return train(argc, argv);
     if (!strcmp(argv[1], "convert")) return convert(argc, argv);
-    if (!strcmp(argv[1], "encode")) return encode(argc, argv);
-    return bad("unknown verb '%s' (info, forward, train, convert, encode)", argv[1]);
+    if (!strcmp(argv[1], "encode")) return codec(argc, argv, false);
+    if (!strcmp(argv[1], "decode")) return codec(argc, argv, true);
+    return bad("unknown verb '%s' (info, forward, train, convert, encode, decode)", argv[1]);
 }

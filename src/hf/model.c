@@ -264,6 +264,21 @@ int af_hf_params_new(af_graph *g, const af_hf_model *m, af_tensor **params, int 
     return n;
 }
 
+/* A frozen base weight as a constant of g: the one an earlier call put there when its
+ * name, shape and values are the same (the trainer builds its training and evaluation
+ * programs on one graph: one copy of a 0.5B model's weights, not two), else a new one. */
+static af_tensor *base_const(af_graph *g, const hf_slot *sl, const float *w) {
+    af_shape s = sl->rank == 2 ? AF_SHAPE(sl->shape[0], sl->shape[1]) : AF_SHAPE(sl->shape[0]);
+    for (int k = 0; k < g->n; k++) {
+        const af_tensor *t = g->t[k];
+        if (t->op == IR_OP_CONST && t->data && t->name && !strcmp(t->name, sl->name) && t->shape.rank == s.rank &&
+            af_shape_count(t->shape) == af_shape_count(s) && t->shape.dim[0] == s.dim[0] &&
+            !memcmp(t->data, w, sizeof(float) * (size_t)af_shape_count(s)))
+            return g->t[k];
+    }
+    return af_const(g, sl->name, s, w);
+}
+
 af_tensor *af_hf_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *const *params) {
     if (!m || !tokens || !params) { ir_fail(AF_ERR_INVALID, "af_hf_forward: model, tokens and params must not be NULL"); return NULL; }
     af_graph *g = af_tensor_graph(tokens);
@@ -280,9 +295,7 @@ af_tensor *af_hf_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *con
     /* LoRA: the base weights are constants (frozen: no gradient, no optimizer state) */
     af_tensor **base = malloc(sizeof *base * (size_t)m->n);
     if (!base) { ir_graph_fail(g, "af_hf_forward: out of memory"); return NULL; }
-    for (int i = 0; i < m->n; i++)
-        base[i] = af_const(g, m->slot[i].name, m->slot[i].rank == 2 ? AF_SHAPE(m->slot[i].shape[0], m->slot[i].shape[1])
-                                                                    : AF_SHAPE(m->slot[i].shape[0]), m->w[i]);
+    for (int i = 0; i < m->n; i++) base[i] = base_const(g, &m->slot[i], m->w[i]);
     af_tensor *y = hf_forward(&m->c, &m->lora, tokens, base, params);
     free(base);
     return y;

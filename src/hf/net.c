@@ -1,6 +1,7 @@
 /* A Hugging Face model as an af_net for the trainer: token ids in, next-token cross
  * entropy out, as af_net_llama. One allocation (af_net_free frees ctx): the config, the
- * slot table and a copy of the initial weights. */
+ * slot table and a copy of the initial weights (af_net_hf_borrow: of the adapters only,
+ * the base weights read from the model itself). */
 #include "hf/hf.h"
 
 #include "ir/ir.h"
@@ -29,7 +30,7 @@ static af_loss *loss(void *ctx, af_tensor *out, af_tensor *target) {
 
 static size_t count_of(const hf_slot *s) { return (size_t)(s->shape[0] * (s->rank == 2 ? s->shape[1] : 1)); }
 
-af_net af_net_hf(const af_hf_model *m, int seq) {
+static af_net make(const af_hf_model *m, int seq, bool borrow) {
     af_net net = { 0 };
     if (!m) { ir_fail(AF_ERR_INVALID, "af_net_hf: model is NULL"); return net; }
     if (seq <= 0 || seq > m->c.max_pos) {
@@ -37,7 +38,7 @@ af_net af_net_hf(const af_hf_model *m, int seq) {
         return net;
     }
     size_t floats = 0;
-    for (int i = 0; i < m->n; i++) floats += count_of(&m->slot[i]);
+    for (int i = 0; i < m->n && !borrow; i++) floats += count_of(&m->slot[i]);
     for (int i = 0; i < m->na; i++) floats += count_of(&m->aslot[i]);
     size_t head = sizeof(hf_net) + (size_t)(m->n + m->na) * (sizeof(hf_slot) + sizeof(float *));
     head = (head + 15) & ~(size_t)15;
@@ -56,6 +57,7 @@ af_net af_net_hf(const af_hf_model *m, int seq) {
         bool base = i < m->n;
         const hf_slot *sl = base ? &m->slot[i] : &m->aslot[i - m->n];
         float **dst = base ? &n->m.w[i] : &n->m.a[i - m->n];
+        if (base && borrow) { *dst = m->w[i]; continue; } /* only read: make_params copies, af_const copies */
         *dst = at;
         memcpy(at, base ? m->w[i] : m->a[i - m->n], count_of(sl) * sizeof(float));
         at += count_of(sl);
@@ -68,3 +70,6 @@ af_net af_net_hf(const af_hf_model *m, int seq) {
     net.out_dim = (int64_t)seq * m->c.vocab;
     return net;
 }
+
+af_net af_net_hf(const af_hf_model *m, int seq) { return make(m, seq, false); }
+af_net af_net_hf_borrow(const af_hf_model *m, int seq) { return make(m, seq, true); }

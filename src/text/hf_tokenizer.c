@@ -10,6 +10,7 @@
 #include "ir/file.h"
 #include "ir/ir.h"
 #include "ir/json.h"
+#include "text/nfc.h"
 #include "text/unicode.h"
 
 #include <stdio.h>
@@ -26,7 +27,7 @@ static const char QWEN2_PAT[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{
 
 typedef struct { const char *s; uint32_t len; int32_t id; } vslot;
 typedef struct { uint64_t key; int32_t rank, id; } mslot;
-typedef struct { const char *s; size_t len; int32_t id; } added;
+typedef struct { const char *s; size_t len; int32_t id; bool special; } added;
 
 struct af_hf_tokenizer {
     json_doc *doc;          /* the strings below point into it */
@@ -41,7 +42,13 @@ struct af_hf_tokenizer {
     int byte_len[256];
     split_pattern pat;
     bool ignore_merges;
+    bool nfc;               /* the NFC normalizer (Qwen2) */
     int vocab_size;         /* largest id + 1 */
+    const char **tok;       /* id -> its string (NULL: no token), for decoding */
+    uint32_t *tok_len;
+    bool *tok_special;      /* a special added token: dropped when decoding skips them */
+    int32_t tmpl[2][8];     /* the post-processor's single template: ids before and after the text */
+    int ntmpl[2];
 };
 
 static uint64_t fnv(const char *s, size_t n) {
@@ -79,6 +86,9 @@ void af_hf_tokenizer_free(af_hf_tokenizer *t) {
     free(t->v);
     free(t->m);
     free(t->add);
+    free(t->tok);
+    free(t->tok_len);
+    free(t->tok_special);
     free(t);
 }
 
@@ -208,10 +218,92 @@ static af_status read_added(af_hf_tokenizer *t, const json_doc *d, const char *w
             if (!is_off(d, ir_json_get(d, e, OFF[i])))
                 return ir_fail(AF_ERR_UNSUPPORTED, "%s: added token \"%.40s\" sets %s, which aneforge does not implement", what,
                                ir_json_str(d, c), OFF[i]);
-        t->add[t->nadd++] = (added){ ir_json_str(d, c), strlen(ir_json_str(d, c)), (int32_t)id };
+        int sp = ir_json_get(d, e, "special"), nz = ir_json_get(d, e, "normalized");
+        /* tokenizers matches a normalized added token in the normalized text: with NFC that
+         * can differ from the raw match this reader does */
+        if (t->nfc && nz >= 0 && !is_off(d, nz))
+            return ir_fail(AF_ERR_UNSUPPORTED, "%s: added token \"%.40s\" is normalized, which aneforge does not implement beside "
+                           "the NFC normalizer (set \"normalized\": false)", what, ir_json_str(d, c));
+        t->add[t->nadd++] = (added){ ir_json_str(d, c), strlen(ir_json_str(d, c)), (int32_t)id, sp >= 0 && !is_off(d, sp) };
         if (id + 1 > t->vocab_size) t->vocab_size = (int)id + 1;
     }
     return AF_OK;
+}
+
+/* The id -> token table decoding needs, and the decoder, which must be ByteLevel (or none:
+ * decoding then still undoes the byte mapping, as every byte-level file wants). */
+static af_status read_decoder(af_hf_tokenizer *t, const json_doc *d, const char *what) {
+    int de = ir_json_get(d, 0, "decoder");
+    if (!is_off(d, de) && !is_str(d, ir_json_get(d, de, "type"), "ByteLevel")) {
+        int ty = ir_json_get(d, de, "type");
+        return bad(what, "decoder \"%.40s\" is not supported (ByteLevel)", ir_json_is_text(d, ty) ? ir_json_str(d, ty) : "?");
+    }
+    size_t V = (size_t)t->vocab_size;
+    t->tok = calloc(V, sizeof *t->tok);
+    t->tok_len = calloc(V, sizeof *t->tok_len);
+    t->tok_special = calloc(V, sizeof *t->tok_special);
+    if (!t->tok || !t->tok_len || !t->tok_special) return ir_fail(AF_ERR_NOMEM, "%s: out of memory", what);
+    for (uint32_t i = 0; i < t->vcap; i++)
+        if (t->v[i].s) { t->tok[t->v[i].id] = t->v[i].s; t->tok_len[t->v[i].id] = t->v[i].len; }
+    for (int a = 0; a < t->nadd; a++) { /* an added token's content wins, as in tokenizers' id_to_token */
+        t->tok[t->add[a].id] = t->add[a].s;
+        t->tok_len[t->add[a].id] = (uint32_t)t->add[a].len;
+        t->tok_special[t->add[a].id] = t->add[a].special;
+    }
+    return AF_OK;
+}
+
+/* One TemplateProcessing's "single" template: special tokens around sequence A. */
+static af_status read_template(af_hf_tokenizer *t, const json_doc *d, int p, const char *what) {
+    int single = ir_json_get(d, p, "single"), sp = ir_json_get(d, p, "special_tokens");
+    if (single < 0 || d->n[single].type != JSON_ARR || sp < 0 || d->n[sp].type != JSON_OBJ)
+        return ir_fail(AF_ERR_CORRUPT, "%s: a TemplateProcessing post-processor needs \"single\" and \"special_tokens\"", what);
+    int side = 0, seen_a = 0;
+    for (int e = d->n[single].child; e >= 0; e = d->n[e].next) {
+        int seq = ir_json_get(d, e, "Sequence"), st = ir_json_get(d, e, "SpecialToken");
+        if (seq >= 0) {
+            if (!is_str(d, ir_json_get(d, seq, "id"), "A") || seen_a++)
+                return ir_fail(AF_ERR_CORRUPT, "%s: the single template must hold sequence A once", what);
+            side = 1;
+            continue;
+        }
+        int name = ir_json_get(d, st, "id");
+        if (!ir_json_is_text(d, name)) return ir_fail(AF_ERR_CORRUPT, "%s: a template item is neither Sequence nor SpecialToken", what);
+        int ids = ir_json_get(d, ir_json_get(d, sp, ir_json_str(d, name)), "ids");
+        if (ids < 0 || d->n[ids].type != JSON_ARR)
+            return ir_fail(AF_ERR_CORRUPT, "%s: the template's special token \"%.40s\" is not in special_tokens", what, ir_json_str(d, name));
+        for (int k = d->n[ids].child; k >= 0; k = d->n[k].next) {
+            int64_t id;
+            if (!ir_json_int(d, k, 0, t->vocab_size - 1, &id))
+                return ir_fail(AF_ERR_CORRUPT, "%s: special token \"%.40s\" has an id outside the vocab", what, ir_json_str(d, name));
+            if (t->ntmpl[side] == 8) return ir_fail(AF_ERR_UNSUPPORTED, "%s: more than 8 template tokens on one side of the text", what);
+            t->tmpl[side][t->ntmpl[side]++] = (int32_t)id;
+        }
+    }
+    if (!seen_a) return ir_fail(AF_ERR_CORRUPT, "%s: the single template must hold sequence A once", what);
+    return AF_OK;
+}
+
+/* post_processor: none, ByteLevel (offsets only: no ids), TemplateProcessing, or a
+ * Sequence of those (Llama 3's). */
+static af_status read_post(af_hf_tokenizer *t, const json_doc *d, int p, const char *what) {
+    if (is_off(d, p)) return AF_OK;
+    int ty = ir_json_get(d, p, "type");
+    if (is_str(d, ty, "ByteLevel")) return AF_OK;
+    if (is_str(d, ty, "TemplateProcessing")) return t->ntmpl[0] || t->ntmpl[1] ? bad(what, "%s", "two TemplateProcessing post-processors")
+                                                                                : read_template(t, d, p, what);
+    if (is_str(d, ty, "Sequence")) {
+        int seq = ir_json_get(d, p, "processors");
+        if (seq < 0 || d->n[seq].type != JSON_ARR) return ir_fail(AF_ERR_CORRUPT, "%s: a Sequence post-processor needs \"processors\"", what);
+        for (int e = d->n[seq].child; e >= 0; e = d->n[e].next) {
+            if (is_str(d, ir_json_get(d, e, "type"), "Sequence")) return bad(what, "%s", "nested Sequence post-processors are not supported");
+            af_status st = read_post(t, d, e, what);
+            if (st) return st;
+        }
+        return AF_OK;
+    }
+    return bad(what, "post_processor \"%.40s\" is not supported (ByteLevel, TemplateProcessing or a Sequence of them)",
+               ir_json_is_text(d, ty) ? ir_json_str(d, ty) : "?");
 }
 
 af_hf_tokenizer *af_hf_tokenizer_parse(const char *text, size_t len, const char *what) {
@@ -225,13 +317,17 @@ af_hf_tokenizer *af_hf_tokenizer_parse(const char *text, size_t len, const char 
     int nz = ir_json_get(d, 0, "normalizer");
     if (!is_off(d, nz)) {
         int ty = ir_json_get(d, nz, "type");
-        st = bad(what, "normalizer \"%.40s\" is not supported (byte-level BPE without a normalizer only)",
-                 ir_json_is_text(d, ty) ? ir_json_str(d, ty) : "?");
-        goto out;
+        if (!is_str(d, ty, "NFC")) {
+            st = bad(what, "normalizer \"%.40s\" is not supported (NFC, as Qwen2 has it, or none)",
+                     ir_json_is_text(d, ty) ? ir_json_str(d, ty) : "?");
+            goto out;
+        }
+        t->nfc = true;
     }
     byte_chars(t);
     if ((st = read_pre_tokenizer(t, d, ir_json_get(d, 0, "pre_tokenizer"), what)) != AF_OK ||
-        (st = read_model(t, d, ir_json_get(d, 0, "model"), what)) != AF_OK || (st = read_added(t, d, what)) != AF_OK)
+        (st = read_model(t, d, ir_json_get(d, 0, "model"), what)) != AF_OK || (st = read_added(t, d, what)) != AF_OK ||
+        (st = read_decoder(t, d, what)) != AF_OK || (st = read_post(t, d, ir_json_get(d, 0, "post_processor"), what)) != AF_OK)
         goto out;
     for (int b = 0; b < 256; b++) t->byte_id[b] = vocab_find(t, t->byte_chr[b], (size_t)t->byte_len[b]);
 out:
@@ -372,6 +468,20 @@ static af_status bpe(const af_hf_tokenizer *t, const unsigned char *s, size_t n,
 /* One stretch of text without added tokens: pre-tokenize, then BPE each piece. */
 static af_status encode_plain(const af_hf_tokenizer *t, const unsigned char *s, size_t len, idbuf *o) {
     if (!len) return AF_OK;
+    if (t->nfc) {
+        bool ascii = true; /* ASCII is its own NFC */
+        for (size_t i = 0; i < len && ascii; i++) ascii = s[i] < 0x80;
+        if (!ascii) {
+            unsigned char *norm;
+            size_t nl;
+            if (text_nfc(s, len, &norm, &nl)) return ir_fail(AF_ERR_NOMEM, "tokenizer: out of memory");
+            af_hf_tokenizer tn = *t;
+            tn.nfc = false;
+            af_status st = encode_plain(&tn, norm, nl, o);
+            free(norm);
+            return st;
+        }
+    }
     uint32_t *cp = malloc(sizeof *cp * len);
     size_t *off = malloc(sizeof *off * (len + 1));
     int32_t *sym = malloc(sizeof *sym * len);
@@ -400,9 +510,11 @@ out:
     return st;
 }
 
-af_status af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids, int64_t *n) {
+static af_status encode(const af_hf_tokenizer *t, const char *text, size_t len, bool special, int32_t **ids, int64_t *n) {
     if (!t || (!text && len) || !ids || !n) return ir_fail(AF_ERR_INVALID, "af_hf_tokenizer_encode: NULL argument");
     idbuf o = { 0 };
+    for (int k = 0; special && k < t->ntmpl[0]; k++)
+        if (!push(&o, t->tmpl[0][k])) { free(o.ids); return ir_fail(AF_ERR_NOMEM, "tokenizer: out of memory"); }
     const unsigned char *s = (const unsigned char *)text;
     size_t start = 0;
     af_status st = AF_OK;
@@ -418,8 +530,85 @@ af_status af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, siz
         start = i;
     }
     if (st == AF_OK) st = encode_plain(t, s + start, len - start, &o);
+    for (int k = 0; st == AF_OK && special && k < t->ntmpl[1]; k++)
+        if (!push(&o, t->tmpl[1][k])) st = ir_fail(AF_ERR_NOMEM, "tokenizer: out of memory");
+    if (st == AF_OK && !o.ids && !(o.ids = malloc(sizeof *o.ids))) st = ir_fail(AF_ERR_NOMEM, "tokenizer: out of memory");
     if (st != AF_OK) { free(o.ids); return st; }
     *ids = o.ids;
     *n = o.n;
+    return AF_OK;
+}
+
+af_status af_hf_tokenizer_encode(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids, int64_t *n) {
+    return encode(t, text, len, false, ids, n);
+}
+
+af_status af_hf_tokenizer_encode_special(const af_hf_tokenizer *t, const char *text, size_t len, int32_t **ids, int64_t *n) {
+    return encode(t, text, len, true, ids, n);
+}
+
+/* ---- decoding: ByteLevel's inverse map per token (a token with a character outside the
+ * map contributes its own UTF-8), then the bytes as UTF-8 with each maximal invalid
+ * subpart replaced by U+FFFD, as Rust's String::from_utf8_lossy does */
+
+static size_t valid_len(const unsigned char *s, size_t n, size_t *bad) {
+    unsigned char c = s[0];
+    int k;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) k = 2;
+    else if (c >= 0xE0 && c <= 0xEF) { k = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { k = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    else { *bad = 1; return 0; }
+    for (int i = 1; i < k; i++) {
+        if ((size_t)i >= n || s[i] < lo || s[i] > hi) { *bad = (size_t)i; return 0; }
+        lo = 0x80; hi = 0xBF;
+    }
+    return (size_t)k;
+}
+
+af_status af_hf_tokenizer_decode(const af_hf_tokenizer *t, const int32_t *ids, int64_t n, int skip_special, char **text, size_t *len) {
+    if (!t || (!ids && n) || n < 0 || !text || !len) return ir_fail(AF_ERR_INVALID, "af_hf_tokenizer_decode: NULL argument");
+    size_t cap = 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->vocab_size || !t->tok[ids[i]])
+            return ir_fail(AF_ERR_INVALID, "af_hf_tokenizer_decode: id %d (at %lld) is no token of this tokenizer (vocab %d)",
+                           (int)ids[i], (long long)i, t->vocab_size);
+        cap += t->tok_len[ids[i]];
+    }
+    uint8_t inv[0x144]; /* GPT-2's printable character (U+0021..U+0143) -> its byte */
+    bool has[0x144] = { false };
+    for (int b = 0; b < 256; b++) {
+        int k;
+        uint32_t c = text_utf8_next((const unsigned char *)t->byte_chr[b], (size_t)t->byte_len[b], &k);
+        inv[c] = (uint8_t)b;
+        has[c] = true;
+    }
+    unsigned char *raw = malloc(cap), *out = malloc(3 * cap);
+    if (!raw || !out) { free(raw); free(out); return ir_fail(AF_ERR_NOMEM, "af_hf_tokenizer_decode: out of memory"); }
+    size_t rl = 0, ol = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (skip_special && t->tok_special[ids[i]]) continue;
+        const unsigned char *s = (const unsigned char *)t->tok[ids[i]];
+        size_t m = t->tok_len[ids[i]], start = rl;
+        bool mapped = true;
+        for (size_t b = 0; b < m && mapped;) {
+            int k;
+            uint32_t c = text_utf8_next(s + b, m - b, &k);
+            if (c < 0x144 && has[c]) raw[rl++] = inv[c];
+            else mapped = false;
+            b += (size_t)k;
+        }
+        if (!mapped) { memcpy(raw + start, s, m); rl = start + m; }
+    }
+    for (size_t i = 0; i < rl;) {
+        size_t bad = 0, k = valid_len(raw + i, rl - i, &bad);
+        if (k) { memcpy(out + ol, raw + i, k); ol += k; i += k; }
+        else { memcpy(out + ol, "\xEF\xBF\xBD", 3); ol += 3; i += bad; }
+    }
+    free(raw);
+    out[ol] = 0;
+    *text = (char *)out;
+    *len = ol;
     return AF_OK;
 }

@@ -20,9 +20,10 @@ save_file({}, os.path.join(out, "none.safetensors"))
 save_file({"ids": torch.arange(3)}, os.path.join(out, "i64.safetensors"))
 
 # tokenizer.json seeds (tests/corpus/hf_tokenizer): small byte-level BPE files of the three
-# split styles, trained here by the tokenizers package on a few lines.
+# split styles, trained here by the tokenizers package on a few lines (Qwen2's with its NFC
+# normalizer, Llama 3's with its <|begin_of_text|> template, all with the ByteLevel decoder).
 try:
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 except ImportError:
     sys.exit(0)
 tdir = os.path.join(os.path.dirname(out.rstrip("/")), "hf_tokenizer")
@@ -35,4 +36,9 @@ for name, pat in (("llama3", L3), ("qwen2", Q2), ("gpt2", None)):
         [pre_tokenizers.Split(Regex(pat), behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]))
     tok.train_from_iterator(["hello world's 12345", "  x\n\ny"], trainers.BpeTrainer(
         vocab_size=20, special_tokens=["<|eot_id|>"], show_progress=False))
+    tok.decoder = decoders.ByteLevel()
+    if name == "qwen2":
+        tok.normalizer = normalizers.NFC()
+    if name == "llama3":
+        tok.post_processor = processors.TemplateProcessing(single="<|eot_id|> $A", special_tokens=[("<|eot_id|>", 0)])
     tok.save(os.path.join(tdir, name + ".json"))

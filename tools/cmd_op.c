@@ -160,7 +160,7 @@ int cmd_op(int argc, char **argv) {
             fprintf(stderr, CMD ": %s\n", err); /* err names the file */
             goto done;
         }
-        src[k] = af_input(g, source_name(op, k, buf, sizeof buf), o.target == AF_TARGET_CPU ? AF_F32 : AF_F16, af_shape_make(rank, dims));
+        src[k] = af_input(g, source_name(op, k, buf, sizeof buf), af_target_is_engine(o.target) ? AF_F16 : AF_F32, af_shape_make(rank, dims));
     }
     for (int i = 0; i < nattr; i++)
         if (check_attr(&desc, attrs[i])) { rc = 2; goto done; }

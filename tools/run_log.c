@@ -55,7 +55,7 @@ void run_log_begin(run_log *l, cli_log *f, af_trainer *t, const af_train_opts *o
     af_trainer_phase_seconds(t, l->phase_last);
 }
 
-static bool engine(const run_log *l) { return l->o.compile.target != AF_TARGET_CPU; }
+static bool engine(const run_log *l) { return af_target_is_engine(l->o.compile.target); }
 
 void run_log_header(run_log *l, const char *model, const char *extra) {
     if (!l->f) return;

@@ -1,11 +1,13 @@
-/* The family-file reader and writer: a flat JSON object (RFC 8259 syntax, restricted to
- * one level). The bytes are untrusted (a probe file comes from someone else's Mac), so
- * every bound is checked and nothing is read past n. */
+/* The family-file reader and writer: a flat JSON object (RFC 8259, restricted to one
+ * level). The bytes are untrusted (a probe file comes from someone else's Mac), so they
+ * go through the library's one strict JSON reader (ir_json_parse: duplicate keys,
+ * trailing bytes, invalid UTF-8 refused with line and column); this file only maps the
+ * members and checks the family file's own bounds (FF_MAX_*, no nesting, no NUL). */
 #include "engine/family_file.h"
 #include "ir/file.h"
 #include "ir/ir.h"
+#include "ir/json.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,122 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    const char *src;
-    const uint8_t *p;
-    size_t n, at;
-} lex;
-
 static char *dupstr(const char *s) {
     size_t n = strlen(s) + 1;
     char *p = malloc(n);
     return p ? memcpy(p, s, n) : NULL;
 }
 
-static af_status bad(const lex *l, const char *what) {
-    return ir_fail(AF_ERR_CORRUPT, "%s: byte %zu: %s (a family file is one flat JSON object: "
-                                  "\"key\": string, number, true, false or null)", l->src, l->at, what);
-}
-
-static void ws(lex *l) {
-    while (l->at < l->n && (l->p[l->at] == ' ' || l->p[l->at] == '\t' || l->p[l->at] == '\n' || l->p[l->at] == '\r')) l->at++;
-}
-
-static int hexval(uint8_t c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* A string into out (at most cap - 1 bytes); escapes are decoded, \u only below 0x80
- * (a family file's text is ASCII; raw UTF-8 bytes pass through unchanged). */
-static af_status string(lex *l, char *out, size_t cap) {
-    size_t k = 0;
-    if (l->at >= l->n || l->p[l->at] != '"') return bad(l, "expected a string");
-    l->at++;
-    for (;;) {
-        if (l->at >= l->n) return bad(l, "unterminated string");
-        uint8_t c = l->p[l->at++];
-        if (c == '"') break;
-        if (c < 0x20) return bad(l, "control character in a string (write it as an escape)");
-        if (c == '\\') {
-            if (l->at >= l->n) return bad(l, "unterminated escape");
-            uint8_t e = l->p[l->at++];
-            switch (e) {
-            case '"': case '\\': case '/': c = e; break;
-            case 'n': c = '\n'; break;
-            case 't': c = '\t'; break;
-            case 'r': c = '\r'; break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
-            case 'u': {
-                int v = 0;
-                for (int j = 0; j < 4; j++) {
-                    int h = l->at < l->n ? hexval(l->p[l->at]) : -1;
-                    if (h < 0) return bad(l, "\\u needs four hex digits");
-                    v = v * 16 + h;
-                    l->at++;
-                }
-                if (v == 0 || v >= 0x80) return bad(l, "\\u escapes are limited to ASCII 0x01..0x7f (write other characters as UTF-8)");
-                c = (uint8_t)v;
-                break;
-            }
-            default: return bad(l, "unknown escape");
-            }
-        }
-        if (k + 1 >= cap) return bad(l, "string too long");
-        out[k++] = (char)c;
-    }
-    out[k] = 0;
-    return AF_OK;
-}
-
-/* A number: an integer within int64 when it has no fraction or exponent, else a finite
- * double. The grammar is JSON's (no leading zeros, no '+', no bare '.'). */
-static af_status number(lex *l, ff_member *m) {
-    size_t s = l->at;
-    bool frac = false;
-    if (l->at < l->n && l->p[l->at] == '-') l->at++;
-    if (l->at >= l->n || l->p[l->at] < '0' || l->p[l->at] > '9') return bad(l, "expected a value");
-    if (l->p[l->at] == '0') l->at++;
-    else while (l->at < l->n && l->p[l->at] >= '0' && l->p[l->at] <= '9') l->at++;
-    if (l->at < l->n && l->p[l->at] == '.') {
-        frac = true;
-        l->at++;
-        if (l->at >= l->n || l->p[l->at] < '0' || l->p[l->at] > '9') return bad(l, "a digit must follow '.'");
-        while (l->at < l->n && l->p[l->at] >= '0' && l->p[l->at] <= '9') l->at++;
-    }
-    if (l->at < l->n && (l->p[l->at] == 'e' || l->p[l->at] == 'E')) {
-        frac = true;
-        l->at++;
-        if (l->at < l->n && (l->p[l->at] == '+' || l->p[l->at] == '-')) l->at++;
-        if (l->at >= l->n || l->p[l->at] < '0' || l->p[l->at] > '9') return bad(l, "a digit must follow the exponent");
-        while (l->at < l->n && l->p[l->at] >= '0' && l->p[l->at] <= '9') l->at++;
-    }
-    char tok[40];
-    size_t len = l->at - s;
-    if (len >= sizeof tok) return bad(l, "number too long");
-    memcpy(tok, l->p + s, len);
-    tok[len] = 0;
-    errno = 0;
-    if (!frac) {
-        long long v = strtoll(tok, NULL, 10);
-        if (errno) return bad(l, "integer out of range");
-        m->type = FF_INT;
-        m->i = v;
-        m->num = (double)v;
-    } else {
-        double v = strtod(tok, NULL);
-        if (errno || !isfinite(v)) return bad(l, "number out of range");
-        m->type = FF_NUM;
-        m->num = v;
-    }
-    return AF_OK;
-}
-
-static bool word(lex *l, const char *w) {
-    size_t k = strlen(w);
-    if (l->n - l->at < k || memcmp(l->p + l->at, w, k)) return false;
-    l->at += k;
-    return true;
+static af_status bad(const char *src, const char *key, const char *what) {
+    return ir_fail(AF_ERR_CORRUPT, "%s: %s%s%s%s (a family file is one flat JSON object: "
+                                  "\"key\": string, number, true, false or null)",
+                   src, key ? "member \"" : "", key ? key : "", key ? "\": " : "", what);
 }
 
 const ff_member *ff_get(const ff_doc *d, const char *key) {
@@ -164,64 +60,54 @@ void ff_free(ff_doc *d) {
     if (d) memset(d, 0, sizeof *d);
 }
 
+/* Integers are exact below 2^53 only (ir_json keeps numbers as doubles); a larger one is
+ * kept as a number, so a field that needs an integer refuses it rather than reading a
+ * rounded value. */
+#define FF_EXACT_INT 9007199254740992.0
+
 af_status ff_parse(const char *src, const uint8_t *buf, size_t n, ff_doc *out) {
-    lex l = { .src = src ? src : "family file", .p = buf, .n = n };
+    src = src ? src : "family file";
     memset(out, 0, sizeof *out);
-    if (n > FF_MAX_BYTES) return ir_fail(AF_ERR_CORRUPT, "%s: %zu bytes, over the %u-byte limit of a family file", l.src, n, FF_MAX_BYTES);
-    char *val = malloc(FF_MAX_STR + 1);
-    if (!val) return ir_fail(AF_ERR_NOMEM, "%s: out of memory", l.src);
+    if (n > FF_MAX_BYTES) return ir_fail(AF_ERR_CORRUPT, "%s: %zu bytes, over the %u-byte limit of a family file", src, n, FF_MAX_BYTES);
+    char err[256];
+    json_doc *j = ir_json_parse((const char *)buf, n, err, sizeof err);
+    if (!j) return bad(src, NULL, err);
     af_status st = AF_OK;
-    ws(&l);
-    if (l.at >= n || buf[l.at] != '{') { st = bad(&l, "expected '{'"); goto done; }
-    l.at++;
-    ws(&l);
-    if (l.at < n && buf[l.at] == '}') l.at++;
-    else for (;;) {
-        char key[FF_MAX_KEY + 1];
-        ws(&l);
-        size_t kat = l.at;
-        if ((st = string(&l, key, sizeof key))) goto done;
-        if (!key[0]) { l.at = kat; st = bad(&l, "empty key"); goto done; }
-        if (ff_get(out, key)) {
-            l.at = kat;
-            char why[FF_MAX_KEY + 40];
-            snprintf(why, sizeof why, "duplicate key \"%s\"", key);
-            st = bad(&l, why);
-            goto done;
-        }
-        ws(&l);
-        if (l.at >= n || buf[l.at] != ':') { st = bad(&l, "expected ':'"); goto done; }
-        l.at++;
-        ws(&l);
+    if (j->n[0].type != JSON_OBJ) { st = bad(src, NULL, "the document is not a JSON object"); goto done; }
+    if (j->n[0].count > FF_MAX_MEMBERS) { st = bad(src, NULL, "more than 4096 members"); goto done; }
+    for (int i = j->n[0].child; i >= 0; i = j->n[i].next) {
+        const json_node *v = &j->n[i];
+        const char *key = ir_json_key(j, i);
+        if (!v->keylen) { st = bad(src, NULL, "empty key"); goto done; }
+        if (strlen(key) != v->keylen) { st = bad(src, NULL, "a key holds a NUL byte"); goto done; }
+        if (v->keylen > FF_MAX_KEY) { st = bad(src, NULL, "a key longer than 63 bytes"); goto done; }
         ff_member tmp = { 0 };
-        if (l.at >= n) { st = bad(&l, "expected a value"); goto done; }
-        uint8_t c = buf[l.at];
-        if (c == '"') {
-            if ((st = string(&l, val, FF_MAX_STR + 1))) goto done;
-            tmp.type = FF_STR;
-        } else if (c == '{' || c == '[') {
-            st = bad(&l, "nested objects and arrays are not part of a family file");
+        switch (v->type) {
+        case JSON_OBJ: case JSON_ARR:
+            st = bad(src, key, "nested objects and arrays are not part of a family file");
             goto done;
-        } else if (word(&l, "true")) { tmp.type = FF_BOOL; tmp.i = 1; }
-        else if (word(&l, "false")) { tmp.type = FF_BOOL; tmp.i = 0; }
-        else if (word(&l, "null")) tmp.type = FF_NULL;
-        else if ((st = number(&l, &tmp))) goto done;
-        ff_member *m = add(out, key);
-        if (!m) { st = out->n >= FF_MAX_MEMBERS ? bad(&l, "more than 4096 members") : ir_fail(AF_ERR_NOMEM, "%s: out of memory", l.src); goto done; }
+        case JSON_STR:
+            if (!ir_json_is_text(j, i)) { st = bad(src, key, "the string holds a NUL byte (\\u0000)"); goto done; }
+            if (v->len > FF_MAX_STR) { st = bad(src, key, "string longer than 2047 bytes"); goto done; }
+            tmp.type = FF_STR;
+            break;
+        case JSON_BOOL: tmp.type = FF_BOOL; tmp.i = v->boolean; break;
+        case JSON_NULL: tmp.type = FF_NULL; break;
+        case JSON_NUM:
+            tmp.type = v->integer && fabs(v->num) < FF_EXACT_INT ? FF_INT : FF_NUM;
+            tmp.i = tmp.type == FF_INT ? (int64_t)v->num : 0;
+            tmp.num = v->num;
+            break;
+        }
+        ff_member *m = add(out, key); /* keys are unique: ir_json refuses duplicates */
+        if (!m) { st = ir_fail(AF_ERR_NOMEM, "%s: out of memory", src); goto done; }
         m->type = tmp.type;
         m->i = tmp.i;
         m->num = tmp.num;
-        if (tmp.type == FF_STR && !(m->str = dupstr(val))) { st = ir_fail(AF_ERR_NOMEM, "%s: out of memory", l.src); goto done; }
-        ws(&l);
-        if (l.at < n && buf[l.at] == ',') { l.at++; continue; }
-        if (l.at < n && buf[l.at] == '}') { l.at++; break; }
-        st = bad(&l, "expected ',' or '}'");
-        goto done;
+        if (tmp.type == FF_STR && !(m->str = dupstr(ir_json_str(j, i)))) { st = ir_fail(AF_ERR_NOMEM, "%s: out of memory", src); goto done; }
     }
-    ws(&l);
-    if (l.at != n) st = bad(&l, "trailing bytes after the object");
 done:
-    free(val);
+    ir_json_free(j);
     if (st) ff_free(out);
     return st;
 }

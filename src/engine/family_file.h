@@ -30,8 +30,9 @@ typedef struct ff_doc_t {
     int n, cap;
 } ff_doc;
 
-/* Parses a flat JSON object; duplicate keys are refused. On failure the error names
- * src, the byte offset and what was expected. */
+/* Parses a flat JSON object through ir_json_parse; duplicate keys are refused. On
+ * failure the error names src and either the line and column or the member. Integers
+ * are FF_INT below 2^53 in magnitude (exact); a longer one is FF_NUM. */
 af_status ff_parse(const char *src, const uint8_t *buf, size_t n, ff_doc *out);
 af_status ff_read(const char *path, ff_doc *out);
 void ff_free(ff_doc *d);

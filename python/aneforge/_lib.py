@@ -96,8 +96,11 @@ class Handle:
     every use after close raises ClosedError instead of touching freed memory."""
     _free = None
     _kind = "object"
+    _null_error = None  # an Error class: a NULL pointer from the constructor call raises it
 
     def __init__(self, ptr):
+        if not ptr and self._null_error:
+            raise self._null_error(last_error())
         self._ptr = ptr
 
     @property

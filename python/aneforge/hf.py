@@ -16,11 +16,7 @@ class Model(Handle):
     """A Hugging Face model held in fp32 (af_hf_model)."""
     _free = "af_hf_free"
     _kind = "Hugging Face model"
-
-    def __init__(self, ptr):
-        if not ptr:
-            raise CorruptError(last_error())
-        super().__init__(ptr)
+    _null_error = CorruptError
 
     @classmethod
     def load(cls, folder):
@@ -114,11 +110,7 @@ class Tokenizer(Handle):
     ids tokenizers' encode(text, add_special_tokens=False) gives."""
     _free = "af_hf_tokenizer_free"
     _kind = "tokenizer.json"
-
-    def __init__(self, ptr):
-        if not ptr:
-            raise CorruptError(last_error())
-        super().__init__(ptr)
+    _null_error = CorruptError
 
     @classmethod
     def load(cls, path):

@@ -38,14 +38,11 @@ def _cconfig(cfg):
 class Weights(Handle):
     """A config and its weights in llama2.c's order (af_llama_weights). .data is a
     float32 NumPy view of the weights (alive as long as this object)."""
-    _free = "af_llama_weights_free"
     _kind = "llama model"
-
     _free = None  # the memory belongs to _mem: views of .data and generators keep it alive
+    _null_error = CorruptError
 
     def __init__(self, ptr, version=None):
-        if not ptr:
-            raise CorruptError(last_error())
         super().__init__(ptr)
         self._mem = _Mem(ptr)
         self.version = version

@@ -14,11 +14,7 @@ class Tokenizer(Handle):
     """A llama2.c tokenizer (af_tokenizer): load(path), byte_level(), train(docs, vocab)."""
     _free = "af_tokenizer_free"
     _kind = "tokenizer"
-
-    def __init__(self, ptr):
-        if not ptr:
-            raise CorruptError(last_error())
-        super().__init__(ptr)
+    _null_error = CorruptError
 
     @classmethod
     def load(cls, path):

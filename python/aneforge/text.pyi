@@ -4,7 +4,6 @@ from typing import Any
 from ._lib import Handle
 
 class Tokenizer(Handle):
-    def __init__(self, ptr: Any) -> None: ...
     @classmethod
     def load(cls, path: Any) -> Any: ...
     @classmethod

@@ -30,6 +30,33 @@ static void permute_heads(const float *src, float *dst, int heads, int hd, int64
 /* slot index of a per-layer tensor (plain Llama layout: 9 slots per layer) */
 enum { S_IN, S_Q, S_K, S_V, S_O, S_POST, S_GATE, S_UP, S_DOWN };
 
+/* Copies every tensor between llama2.c's layout (data, laid out by lc) and the model's
+ * slots (m->w, in af_hf_param order: embedding, 9 per layer, final norm, classifier),
+ * permuting q's and k's rows between the two RoPE conventions; to_hf: llama2.c -> m. */
+static af_status copy_weights(const af_llama_config *lc, float *data, af_hf_model *m, bool to_hf) {
+    static const af_llama_tensor per_layer[9] = { AF_LLAMA_RMS_ATT, AF_LLAMA_WQ, AF_LLAMA_WK, AF_LLAMA_WV, AF_LLAMA_WO,
+                                                  AF_LLAMA_RMS_FFN, AF_LLAMA_W1, AF_LLAMA_W3, AF_LLAMA_W2 };
+    const hf_config *c = &m->c;
+    for (int i = 0; i < m->n; i++) {
+        af_llama_tensor t;
+        int layer = 0, k = -1;
+        if (i == 0) t = AF_LLAMA_TOKEN_EMBEDDING;
+        else if (i <= 9 * c->layers) { layer = (i - 1) / 9; k = (i - 1) % 9; t = per_layer[k]; }
+        else if (i == 9 * c->layers + 1) t = AF_LLAMA_RMS_FINAL;
+        else t = AF_LLAMA_CLASSIFIER;
+        int64_t off;
+        int rows, cols;
+        af_status st = af_llama_tensor_at(lc, t, layer, &off, &rows, &cols);
+        if (st) return st;
+        float *l = data + off, *h = m->w[i];
+        if (k == S_Q || k == S_K)
+            permute_heads(to_hf ? l : h, to_hf ? h : l, k == S_Q ? c->heads : c->kv_heads, c->head_dim, cols, to_hf);
+        else
+            memcpy(to_hf ? h : l, to_hf ? l : h, sizeof(float) * (size_t)rows * (size_t)cols);
+    }
+    return AF_OK;
+}
+
 af_hf_model *af_hf_from_llama(const af_llama_weights *w) {
     if (!w) { ir_fail(AF_ERR_INVALID, "af_hf_from_llama: weights are NULL"); return NULL; }
     const af_llama_config *lc = &w->cfg;
@@ -48,23 +75,9 @@ af_hf_model *af_hf_from_llama(const af_llama_weights *w) {
     c.tie = lc->shared_classifier;
     af_hf_model *m = hf_model_alloc(&c);
     if (!m) { ir_fail(AF_ERR_NOMEM, "af_hf_from_llama: out of memory"); return NULL; }
-    static const af_llama_tensor per_layer[9] = { AF_LLAMA_RMS_ATT, AF_LLAMA_WQ, AF_LLAMA_WK, AF_LLAMA_WV, AF_LLAMA_WO,
-                                                  AF_LLAMA_RMS_FFN, AF_LLAMA_W1, AF_LLAMA_W3, AF_LLAMA_W2 };
-    for (int i = 0; i < m->n; i++) {
-        af_llama_tensor t;
-        int layer = 0, k = -1;
-        if (i == 0) t = AF_LLAMA_TOKEN_EMBEDDING;
-        else if (i <= 9 * c.layers) { layer = (i - 1) / 9; k = (i - 1) % 9; t = per_layer[k]; }
-        else if (i == 9 * c.layers + 1) t = AF_LLAMA_RMS_FINAL;
-        else t = AF_LLAMA_CLASSIFIER;
-        int64_t off;
-        int rows, cols;
-        if (af_llama_tensor_at(lc, t, layer, &off, &rows, &cols) != AF_OK) { af_hf_free(m); return NULL; }
-        const float *src = w->data + off;
-        if (k == S_Q || k == S_K)
-            permute_heads(src, m->w[i], k == S_Q ? c.heads : c.kv_heads, c.head_dim, cols, true);
-        else
-            memcpy(m->w[i], src, sizeof(float) * (size_t)rows * (size_t)cols);
+    if (copy_weights(lc, (float *)w->data, m, true)) { /* only read in this direction */
+        af_hf_free(m);
+        return NULL;
     }
     return m;
 }
@@ -96,22 +109,9 @@ af_llama_weights *af_hf_to_llama(const af_hf_model *m) {
     lc.shared_classifier = c->tie;
     af_llama_weights *w = af_llama_weights_new(&lc);
     if (!w) return NULL;
-    static const af_llama_tensor per_layer[9] = { AF_LLAMA_RMS_ATT, AF_LLAMA_WQ, AF_LLAMA_WK, AF_LLAMA_WV, AF_LLAMA_WO,
-                                                  AF_LLAMA_RMS_FFN, AF_LLAMA_W1, AF_LLAMA_W3, AF_LLAMA_W2 };
-    for (int i = 0; i < m->n; i++) {
-        af_llama_tensor t;
-        int layer = 0, k = -1;
-        if (i == 0) t = AF_LLAMA_TOKEN_EMBEDDING;
-        else if (i <= 9 * c->layers) { layer = (i - 1) / 9; k = (i - 1) % 9; t = per_layer[k]; }
-        else if (i == 9 * c->layers + 1) t = AF_LLAMA_RMS_FINAL;
-        else t = AF_LLAMA_CLASSIFIER;
-        int64_t off;
-        int rows, cols;
-        if (af_llama_tensor_at(&lc, t, layer, &off, &rows, &cols) != AF_OK) { af_llama_weights_free(w); return NULL; }
-        if (k == S_Q || k == S_K)
-            permute_heads(m->w[i], w->data + off, k == S_Q ? c->heads : c->kv_heads, c->head_dim, cols, false);
-        else
-            memcpy(w->data + off, m->w[i], sizeof(float) * (size_t)rows * (size_t)cols);
+    if (copy_weights(&lc, w->data, (af_hf_model *)m, false)) { /* m is only read in this direction */
+        af_llama_weights_free(w);
+        return NULL;
     }
     return w;
 }

@@ -13,7 +13,9 @@
  *            its bridges as net.plist programs through the runtime, bit for bit as on
  *            ane-sim, with the same accounting */
 #include "aneforge.h"
+#include "ane/darwin/ane_probe_ops.h"
 #include "ane/darwin/ane_runtime.h"
+#include "engine/family_file.h"
 #include "mil/opinfo.h"
 #include "engine/walls.h"
 #include "fake_ane_control.h"
@@ -151,6 +153,63 @@ static void test_ops(void) {
             CHECK(covered[op] || rejected, "op '%s' never ran on the ane target", ir_ops[op].name);
     }
     printf("ane ops: %d cases, %d bit-identical to ane-sim, %d refused by both\n", ncases, nsame, nrefused);
+}
+
+/* The probe's op table (op.<name> in $AF_PROBED_FAMILY) against ane-sim loaded with the
+ * probe's file: every row of the op table has a verdict, and each row's probe program
+ * (probe_op_build) gets the same one on ane-sim as the probe got from the fake: refused,
+ * or compared with the CPU within PROBE_OP_PASS_ERR (pass) or not (wrong). */
+static void test_probe_ops(const char *path) {
+    ff_doc doc;
+    memset(&doc, 0, sizeof doc);
+    CHECK(ff_read(path, &doc) == AF_OK, "reading %s: %s", path, af_error_message());
+    int covered = 0, agree = 0, npass = 0;
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        char key[80];
+        snprintf(key, sizeof key, "op.%s", ir_ops[op].name);
+        const ff_member *m = ff_get(&doc, key);
+        const char *v = m && m->type == FF_STR ? m->str : NULL;
+        CHECK(v != NULL, "the probe file has no verdict for op '%s'", ir_ops[op].name);
+        if (!v) continue;
+        covered++;
+        const char *want = "cpu-only";
+        double err = 0;
+        if (!(ir_ops[op].flags & OPF_CPU_ONLY)) {
+            af_graph *g = af_graph_new();
+            probe_op_prog p;
+            af_status st = probe_op_build(g, op, &p);
+            CHECK(st == AF_OK, "op %s has no probe program: %s", ir_ops[op].name, af_error_message());
+            af_compile_opts os = sim_opts(sim_family), oc = { .target = AF_TARGET_CPU, .threads = 1 };
+            af_model *ms = st ? NULL : af_compile(g, p.nin, p.in, 1, &p.out, &os);
+            af_model *mc = ms ? af_compile(g, p.nin, p.in, 1, &p.out, &oc) : NULL;
+            want = "refused";
+            if (ms && mc) {
+                int64_t n = af_shape_count(p.out->shape);
+                float *y = calloc((size_t)n + 1, sizeof *y), *ref = calloc((size_t)n + 1, sizeof *ref);
+                af_buffer bi[PROBE_OP_MAX_IN], bs = AF_BUF_F32(y, n), bc = AF_BUF_F32(ref, n);
+                for (int k = 0; k < p.nin; k++) bi[k] = AF_BUF_F32(p.val[k], af_shape_count(p.in[k]->shape));
+                CHECK(af_run(ms, bi, &bs) == AF_OK && af_run(mc, bi, &bc) == AF_OK, "op %s: a run failed: %s", ir_ops[op].name,
+                      af_error_message());
+                err = probe_op_rel_err(y, ref, n);
+                want = err <= PROBE_OP_PASS_ERR ? "pass" : "wrong";
+                free(y);
+                free(ref);
+            }
+            af_model_free(ms);
+            af_model_free(mc);
+            if (!st) probe_op_free(&p);
+            af_graph_free(g);
+        }
+        bool same = !strncmp(v, want, strlen(want));
+        CHECK(same, "op %s: the probe recorded \"%s\", ane-sim with its file gives %s (max rel err %g)", ir_ops[op].name, v,
+              want, err);
+        agree += same;
+        npass += !strncmp(v, "pass", 4);
+    }
+    CHECK(covered == IR_OP_COUNT, "the probe recorded %d of the op table's %d rows", covered, IR_OP_COUNT);
+    printf("probe ops: %d of the op table's %d rows recorded, %d agree with ane-sim (%d pass)\n", covered, IR_OP_COUNT, agree,
+           npass);
+    ff_free(&doc);
 }
 
 /* y = a * b + c on fp16 inputs. */
@@ -451,6 +510,7 @@ int main(int argc, char **argv) {
         CHECK(af_compile_family(&oa, &device_family) == AF_OK, "the fake's device family: %s", af_error_message());
         probed = true;
         if (path) test_ops();
+        if (path) test_probe_ops(path);
     }
     if (all || !strcmp(which, "family")) test_family();
     if (all || !strcmp(which, "state")) test_state();

@@ -6,6 +6,7 @@
  * never tried; its field is written as unknown. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "aneforge_probe.h"
+#include "ane/darwin/ane_probe_ops.h"
 #include "ane/darwin/ane_runtime.h"
 #include "compile/plan.h"
 #include "cpu/cpu_exec.h"
@@ -54,7 +55,7 @@ static const struct { const char *name, *field, *what; step_fn fn; } steps[] = {
     { "crop_dma_saturates", "crop_dma_saturates", "a last-axis slice (begin 1) of 5000s, run and compared with the CPU", step_crop },
     { "compile_budget", "compile_budget", "distinct one-op programs compiled until the daemon refuses (one process)", step_budget },
     { "dispatch", NULL, "the dispatch latency floor: one small program evaluated repeatedly (median)", step_dispatch },
-    { "ops", NULL, "every elementwise op of the op table on [1, 16, 1, 32], run and compared with the CPU", step_ops },
+    { "ops", NULL, "every op of the op table and every bridge, one small program each, run and compared with the CPU; the unverified net.plist spellings", step_ops },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 
@@ -453,81 +454,5 @@ int af_family_compare(const char *path, const char *family, char *out, size_t n)
 
 /* ------------------------------------------------------------------ ops */
 
-static ir_op cur_op;
-
-/* op(x) or op(x, 0.5 x + 0.3) on inputs in [0.1, 0.9]: inside every op's domain (log,
- * sqrt, asin, atanh, pow). */
-static af_tensor *b_op(af_graph *g, int64_t v, af_tensor **in) {
-    (void)v;
-    *in = af_input(g, "x", AF_F16, AF_SHAPE(1, 16, 1, 32));
-    af_tensor *src[2] = { *in, af_adds(af_muls(*in, 0.5f), 0.3f) };
-    ir_attrs a;
-    memset(&a, 0, sizeof a);
-    return ir_build(cur_op, ir_ops[cur_op].kind == IR_KIND_BINARY ? 2 : 1, src, &a);
-}
-
-/* The same program on the CPU executor, in fp32 from the same fp16 inputs. */
-static af_status cpu_ref(const float *x, float *y) {
-    af_graph *g = af_graph_new();
-    af_tensor *in = NULL, *out = g ? b_op(g, 0, &in) : NULL;
-    compile_plan plan;
-    memset(&plan, 0, sizeof plan);
-    char msg[300];
-    af_status st = out ? plan_build(&plan, g, 1, &in, 1, &out, msg, sizeof msg) : AF_ERR_INVALID;
-    cpu_exec_opts o = { .threads = 1 };
-    cpu_exec *e = NULL;
-    if (!st) st = cpu_exec_new(&plan, &o, &e, msg, sizeof msg);
-    if (!st) {
-        af_buffer bi = AF_BUF_F32((float *)x, 512), bo = AF_BUF_F32(y, 512);
-        st = cpu_exec_run(e, &bi, &bo);
-    } else if (out) {
-        ir_fail(st, "%s", msg);
-    }
-    cpu_exec_free(e);
-    if (out) plan_free(&plan);
-    af_graph_free(g);
-    return st;
-}
-
-static af_status step_ops(af_probe *p, int quick, char *res, size_t n) {
-    (void)quick;
-    float x[512], ref[512];
-    for (int i = 0; i < 512; i++) x[i] = af_round_f16(0.1f + 0.8f * (float)((i * 37) % 512) / 511.0f);
-    int pass = 0, refused = 0, wrong = 0;
-    af_status st = AF_OK;
-    for (int op = 0; op < IR_OP_COUNT && !st; op++) {
-        if ((ir_ops[op].kind != IR_KIND_UNARY && ir_ops[op].kind != IR_KIND_BINARY) || (ir_ops[op].flags & OPF_CPU_ONLY)) continue;
-        cur_op = (ir_op)op;
-        char key[80], val[300], why[600];
-        snprintf(key, sizeof key, "op.%s", ir_ops[op].name);
-        float *y = NULL;
-        int64_t ny = 0;
-        if (cpu_ref(x, ref)) {
-            snprintf(val, sizeof val, "not probed: the CPU reference failed: %.200s", af_error_message());
-        } else if (try_program(b_op, 0, x, &y, &ny, why, sizeof why)) {
-            const char *w = why, *f;
-            while ((f = strstr(w, "FAILED: "))) w = f + 8;
-            snprintf(val, sizeof val, "refused: %.240s", w);
-            refused++;
-        } else {
-            double worst = 0;
-            int at = 0;
-            for (int i = 0; i < 512 && i < ny; i++) {
-                /* fp16 keeps ~3 digits, and the engine rounds every intermediate (0.5 x + 0.3
-                 * too): 1% of the value plus two ulps at 1.0 */
-                double e = fabs((double)y[i] - (double)ref[i]) / (1e-2 * fabs((double)ref[i]) + 2e-3);
-                if (!(e <= worst)) { worst = e; at = i; }
-            }
-            if (worst <= 1) { snprintf(val, sizeof val, "pass (worst error %.2g of the tolerance)", worst); pass++; }
-            else {
-                snprintf(val, sizeof val, "wrong: at %d the engine gave %g, the CPU %g (%.2g times the tolerance)", at, (double)y[at],
-                         (double)ref[at], worst);
-                wrong++;
-            }
-            free(y);
-        }
-        st = ff_set_str(&p->doc, key, val);
-    }
-    snprintf(res, n, "%d pass, %d refused, %d wrong numbers", pass, refused, wrong);
-    return st;
-}
+/* Every row of the op table and every unverified net.plist spelling (ane_probe_ops.c). */
+static af_status step_ops(af_probe *p, int quick, char *res, size_t n) { return probe_ops_step(&p->doc, p->path, quick, res, n); }

@@ -60,5 +60,23 @@ export FAKE_ANE_SUBTYPE=h16 FAKE_ANE_FAMILY="$src/tests/fake_ane/families/z9.jso
 "$cli" doctor --probe --quick -o "$out" --framework "$fake" >"$work/resume.log" 2>&1
 kept=$(grep -c ' kept: ' "$work/resume.log")
 [ "$kept" = 8 ] && grep -q "^0 fields differ" "$work/z9.cmp" || { echo "resume: kept $kept of 8 steps"; cat "$work/resume.log"; fail=1; }
+# the op step within a small compile budget: what does not fit is recorded "not probed"
+# (never silently missing), and removing step.ops resumes with only those; the table
+# ends as the unbudgeted run's
+grep '"op\.\|"spelling\.' "$out" | sort >"$work/ops.full"
+grep -v '"op\.\|"spelling\.\|"step.ops"' "$out" | sed 's/^  "compile_budget": [0-9]*,/  "compile_budget": 15,/' |
+  awk 'NR > 1 { if ($0 == "}") sub(/,$/, "", prev); print prev } { prev = $0 } END { print prev }' >"$work/budget.json"
+runs=0
+while [ $runs -lt 8 ]; do
+  runs=$((runs + 1))
+  "$cli" doctor --probe --quick -o "$work/budget.json" --framework "$fake" >"$work/budget.log" 2>&1
+  grep -q '"op\.[a-z0-9_]*": "not probed: the compile budget' "$work/budget.json" || break
+  grep -v '"step.ops"' "$work/budget.json" | awk 'NR > 1 { if ($0 == "}") sub(/,$/, "", prev); print prev } { prev = $0 } END { print prev }' \
+    >"$work/budget.next" && mv "$work/budget.next" "$work/budget.json"
+done
+grep '"op\.\|"spelling\.' "$work/budget.json" | sort >"$work/ops.budget"
+[ $runs -ge 3 ] && [ $runs -lt 8 ] && cmp -s "$work/ops.full" "$work/ops.budget" ||
+  { echo "budget: $runs runs of the op step within 15 compiles, the table differs:"; diff "$work/ops.full" "$work/ops.budget"; fail=1; }
+echo "the op step within a budget of 15 compiles: $runs runs"
 [ $fail = 0 ] && echo "probe_chips: all three chips recovered" || echo "probe_chips: FAILED"
 exit $fail

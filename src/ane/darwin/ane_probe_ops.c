@@ -17,7 +17,7 @@
 #include "compile/plan.h"
 #include "cpu/cpu_exec.h"
 #include "engine/family.h"
-#include "ir/fp16.h"
+#include "netplist/netplist.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,45 +47,45 @@ typedef struct {
 
 /* The rows a kind's program does not fit: every other row takes its kind's (kind_spec). */
 static const op_spec rows[IR_OP_COUNT] = {
-    [IR_OP_INPUT] = { 1, { X4 }, { D_UNIT }, 0, { "to=fp16" }, IR_OP_CAST + 1 },       /* fed and read back */
-    [IR_OP_CONST] = { 2, { X4, X4 }, { D_UNIT, D_CONST }, 0, { 0 }, IR_OP_MUL + 1 },   /* a baked weight */
-    [IR_OP_MATMUL_W] = { 2, { SH(1, 1, 8, 32), SH(16, 32) }, { D_UNIT, D_CONST } },
-    [IR_OP_MATMUL] = { 2, { SH(1, 2, 8, 32), SH(1, 2, 32, 16) } },
-    [IR_OP_TRANSPOSE] = { 1, { X4 }, { 0 }, 0, { "perm=0,2,1,3" } },
-    [IR_OP_RESHAPE] = { 1, { X4 }, { 0 }, 0, { "shape=1,4,8,16" } },
-    [IR_OP_SLICE_BY_SIZE] = { 1, { SH(1, 2, 4, 16) }, { D_BIG }, 0, { "begin=0,1,1,3", "size=1,1,2,8" } },
-    [IR_OP_CONCAT] = { 3, { SH(1, 2, 4, 16), SH(1, 3, 4, 16), SH(1, 1, 4, 16) }, { 0 }, 0, { "axis=1" } },
-    [IR_OP_SPLIT] = { 1, { X4 }, { 0 }, 0, { "axis=1", "begin=2", "size=3" } },
-    [IR_OP_GROUP_NORM] = { 3, { SH(1, 8, 2, 8), SH(8), SH(8) }, { 0 }, 0, { "eps=0.00001", "groups=2" } },
-    [IR_OP_CONV] = { 2, { SH(1, 4, 8, 8), SH(6, 4, 3, 3) }, { D_UNIT, D_CONST }, 0, { "pad=1,1" } },
-    [IR_OP_CONV_TRANSPOSE] = { 2, { SH(1, 4, 5, 6), SH(4, 3, 3, 3) }, { D_UNIT, D_CONST } },
-    [IR_OP_EMBEDDING] = { 2, { SH(11, 6), SH(1, 5) }, { D_UNIT, D_IDS }, 10 },
-    [IR_OP_EMBEDDING_GRAD] = { 2, { SH(4, 6, 5), SH(4, 6) }, { D_UNIT, D_IDS }, 3, { "vocab=7" } },
-    [IR_OP_SORT] = { 1, { SH(3, 9) }, { 0 }, 0, { "key_lane=1" } },
-    [IR_OP_TOPK] = { 1, { SH(3, 10) }, { 0 }, 0, { "k=5", "key_lane=2", "largest=1" } },
-    [IR_OP_ARGMINMAX] = { 1, { SH(1, 3, 4, 5) }, { 0 }, 0, { "channel=0", "max=1" } },
-    [IR_OP_GLOBAL_ARGMINMAX] = { 1, { SH(3, 4, 6) }, { 0 }, 0, { "axis=-1", "max=1" } },
-    [IR_OP_PIXEL_SHUFFLE] = { 1, { SH(1, 12, 3, 2) }, { 0 }, 0, { "fy=2", "fx=3" } },
-    [IR_OP_PIXEL_UNSHUFFLE] = { 1, { SH(1, 2, 6, 4) }, { 0 }, 0, { "fy=3", "fx=2" } },
-    [IR_OP_CHANNEL_TO_SPACE] = { 1, { SH(1, 12, 3, 2) }, { 0 }, 0, { "fy=2", "fx=3" } },
-    [IR_OP_SPACE_TO_CHANNEL] = { 1, { SH(1, 2, 6, 4) }, { 0 }, 0, { "fy=3", "fx=2" } },
-    [IR_OP_SPACE_TO_BATCH] = { 1, { SH(1, 3, 4, 6) }, { 0 }, 0, { "fy=2", "fx=3" } },
-    [IR_OP_BATCH_TO_SPACE] = { 1, { SH(6, 2, 3, 2) }, { 0 }, 0, { "fy=2", "fx=3" } },
-    [IR_OP_CROSS_PRODUCT] = { 2, { SH(4, 3), SH(4, 3) } },
-    [IR_OP_CROSS_CORRELATION] = { 2, { SH(5, 7), SH(2, 3) } },
-    [IR_OP_COST_VOLUME] = { 2, { SH(6), SH(10) }, { 0 }, 0, { "max_disparity=3" } },
-    [IR_OP_FPS] = { 1, { SH(40, 3) }, { 0 }, 0, { "k=7" } },
-    [IR_OP_RADIUS_SEARCH] = { 2, { SH(30, 3), SH(4, 3) }, { D_GRID, D_GRID }, 0, { "radius=1.5" } },
-    [IR_OP_DYNAMIC_SLICE] = { 2, { SH(3, 4), SH(1) }, { D_UNIT, D_START }, 0, { "axis=-1", "size=2" } },
-    [IR_OP_LRN] = { 1, { SH(1, 5, 3, 2) }, { 0 }, 0, { "alpha=0.3", "beta=0.75", "k=1" } },
-    [IR_OP_MINMAX_NORM] = { 1, { SH(1, 3, 4, 6) }, { 0 }, 0, { "axis=-1", "eps=0.01" } },
-    [IR_OP_SCALED_ELEMENTWISE] = { 2, { SH(3, 5), SH(3, 5) }, { 0 }, 0, { "op=add", "scale=0.75" } },
-    [IR_OP_EINSUM] = { 2, { SH(1, 3, 4, 5), SH(1, 5, 4, 6) } },
-    [IR_OP_SDPA] = { 3, { SH(1, 2, 6, 8), SH(1, 2, 6, 8), SH(1, 2, 6, 8) } },
-    [IR_OP_FLATTEN] = { 1, { SH(3, 4, 5) } },
-    [IR_OP_DROPOUT] = { 1, { SH(2, 3, 4) }, { 0 }, 0, { "rate=0" } },
-    [IR_OP_BROADCAST] = { 1, { SH(1, 5, 4) }, { 0 }, 0, { "axis=0", "size=3" } },
-    [IR_OP_INPUT_VIEW] = { 1, { SH(4, 6) }, { 0 }, 0, { "offset=5", "size=11" } },
+    [IR_OP_INPUT] = { .nsrc = 1, .s = { X4 }, .attrs = { "to=fp16" }, .via = IR_OP_CAST + 1 }, /* fed and read back */
+    [IR_OP_CONST] = { .nsrc = 2, .s = { X4, X4 }, .dom = { D_UNIT, D_CONST }, .via = IR_OP_MUL + 1 }, /* a baked weight */
+    [IR_OP_MATMUL_W] = { .nsrc = 2, .s = { SH(1, 1, 8, 32), SH(16, 32) }, .dom = { D_UNIT, D_CONST } },
+    [IR_OP_MATMUL] = { .nsrc = 2, .s = { SH(1, 2, 8, 32), SH(1, 2, 32, 16) } },
+    [IR_OP_TRANSPOSE] = { .nsrc = 1, .s = { X4 }, .attrs = { "perm=0,2,1,3" } },
+    [IR_OP_RESHAPE] = { .nsrc = 1, .s = { X4 }, .attrs = { "shape=1,4,8,16" } },
+    [IR_OP_SLICE_BY_SIZE] = { .nsrc = 1, .s = { SH(1, 2, 4, 16) }, .dom = { D_BIG }, .attrs = { "begin=0,1,1,3", "size=1,1,2,8" } },
+    [IR_OP_CONCAT] = { .nsrc = 3, .s = { SH(1, 2, 4, 16), SH(1, 3, 4, 16), SH(1, 1, 4, 16) }, .attrs = { "axis=1" } },
+    [IR_OP_SPLIT] = { .nsrc = 1, .s = { X4 }, .attrs = { "axis=1", "begin=2", "size=3" } },
+    [IR_OP_GROUP_NORM] = { .nsrc = 3, .s = { SH(1, 8, 2, 8), SH(8), SH(8) }, .attrs = { "eps=0.00001", "groups=2" } },
+    [IR_OP_CONV] = { .nsrc = 2, .s = { SH(1, 4, 8, 8), SH(6, 4, 3, 3) }, .dom = { D_UNIT, D_CONST }, .attrs = { "pad=1,1" } },
+    [IR_OP_CONV_TRANSPOSE] = { .nsrc = 2, .s = { SH(1, 4, 5, 6), SH(4, 3, 3, 3) }, .dom = { D_UNIT, D_CONST } },
+    [IR_OP_EMBEDDING] = { .nsrc = 2, .s = { SH(11, 6), SH(1, 5) }, .dom = { D_UNIT, D_IDS }, .hi = 10 },
+    [IR_OP_EMBEDDING_GRAD] = { .nsrc = 2, .s = { SH(4, 6, 5), SH(4, 6) }, .dom = { D_UNIT, D_IDS }, .hi = 3, .attrs = { "vocab=7" } },
+    [IR_OP_SORT] = { .nsrc = 1, .s = { SH(3, 9) }, .attrs = { "key_lane=1" } },
+    [IR_OP_TOPK] = { .nsrc = 1, .s = { SH(3, 10) }, .attrs = { "k=5", "key_lane=2", "largest=1" } },
+    [IR_OP_ARGMINMAX] = { .nsrc = 1, .s = { SH(1, 3, 4, 5) }, .attrs = { "channel=0", "max=1" } },
+    [IR_OP_GLOBAL_ARGMINMAX] = { .nsrc = 1, .s = { SH(3, 4, 6) }, .attrs = { "axis=-1", "max=1" } },
+    [IR_OP_PIXEL_SHUFFLE] = { .nsrc = 1, .s = { SH(1, 12, 3, 2) }, .attrs = { "fy=2", "fx=3" } },
+    [IR_OP_PIXEL_UNSHUFFLE] = { .nsrc = 1, .s = { SH(1, 2, 6, 4) }, .attrs = { "fy=3", "fx=2" } },
+    [IR_OP_CHANNEL_TO_SPACE] = { .nsrc = 1, .s = { SH(1, 12, 3, 2) }, .attrs = { "fy=2", "fx=3" } },
+    [IR_OP_SPACE_TO_CHANNEL] = { .nsrc = 1, .s = { SH(1, 2, 6, 4) }, .attrs = { "fy=3", "fx=2" } },
+    [IR_OP_SPACE_TO_BATCH] = { .nsrc = 1, .s = { SH(1, 3, 4, 6) }, .attrs = { "fy=2", "fx=3" } },
+    [IR_OP_BATCH_TO_SPACE] = { .nsrc = 1, .s = { SH(6, 2, 3, 2) }, .attrs = { "fy=2", "fx=3" } },
+    [IR_OP_CROSS_PRODUCT] = { .nsrc = 2, .s = { SH(4, 3), SH(4, 3) } },
+    [IR_OP_CROSS_CORRELATION] = { .nsrc = 2, .s = { SH(5, 7), SH(2, 3) } },
+    [IR_OP_COST_VOLUME] = { .nsrc = 2, .s = { SH(6), SH(10) }, .attrs = { "max_disparity=3" } },
+    [IR_OP_FPS] = { .nsrc = 1, .s = { SH(40, 3) }, .attrs = { "k=7" } },
+    [IR_OP_RADIUS_SEARCH] = { .nsrc = 2, .s = { SH(30, 3), SH(4, 3) }, .dom = { D_GRID, D_GRID }, .attrs = { "radius=1.5" } },
+    [IR_OP_DYNAMIC_SLICE] = { .nsrc = 2, .s = { SH(3, 4), SH(1) }, .dom = { D_UNIT, D_START }, .attrs = { "axis=-1", "size=2" } },
+    [IR_OP_LRN] = { .nsrc = 1, .s = { SH(1, 5, 3, 2) }, .attrs = { "alpha=0.3", "beta=0.75", "k=1" } },
+    [IR_OP_MINMAX_NORM] = { .nsrc = 1, .s = { SH(1, 3, 4, 6) }, .attrs = { "axis=-1", "eps=0.01" } },
+    [IR_OP_SCALED_ELEMENTWISE] = { .nsrc = 2, .s = { SH(3, 5), SH(3, 5) }, .attrs = { "op=add", "scale=0.75" } },
+    [IR_OP_EINSUM] = { .nsrc = 2, .s = { SH(1, 3, 4, 5), SH(1, 5, 4, 6) } },
+    [IR_OP_SDPA] = { .nsrc = 3, .s = { SH(1, 2, 6, 8), SH(1, 2, 6, 8), SH(1, 2, 6, 8) } },
+    [IR_OP_FLATTEN] = { .nsrc = 1, .s = { SH(3, 4, 5) } },
+    [IR_OP_DROPOUT] = { .nsrc = 1, .s = { SH(2, 3, 4) }, .attrs = { "rate=0" } },
+    [IR_OP_BROADCAST] = { .nsrc = 1, .s = { SH(1, 5, 4) }, .attrs = { "axis=0", "size=3" } },
+    [IR_OP_INPUT_VIEW] = { .nsrc = 1, .s = { SH(4, 6) }, .attrs = { "offset=5", "size=11" } },
 };
 
 /* A kind whose ops all take one program shape; false for a kind whose rows differ (each
@@ -345,32 +345,21 @@ done:
 
 /* ------------------------------------------------------------------ spellings */
 
-enum { SP_SEED, SP_REF, SP_UNVERIFIED };
-static const struct { const char *type, *field; int source; } spellings[] = {
-#define SPELLING(type, field, source, note) { type, field, SP_##source },
-#include "netplist/bridge_spellings.def"
-#undef SPELLING
-};
-
-static const char *const unit_type[IR_OP_COUNT] = {
-#define BRIDGE(id, type, describe, read) [IR_OP_##id] = type,
-#include "netplist/bridge_units.def"
-#undef BRIDGE
-};
-
-/* A spelling is tried by the program of every bridge op whose unit writes it: accepted
- * when they compiled and gave the CPU's numbers (a misread key shows as wrong numbers:
- * the probes use unequal factors and non-default parameters), else what they got. */
+/* A spelling (bridge_spellings, netplist.h) is tried by the program of every bridge op
+ * whose unit writes it: accepted when they compiled and gave the CPU's numbers (a
+ * misread key shows as wrong numbers or a refusal: the programs use unequal factors and
+ * parameters other than the defaults), else what they got. */
 static af_status judge_spellings(ctx *c, int *n_ok, int *n_tried) {
     af_status st = AF_OK;
-    for (size_t r = 0; r < sizeof spellings / sizeof spellings[0] && !st; r++) {
-        if (spellings[r].source != SP_UNVERIFIED) continue;
+    for (const bridge_spelling *r = bridge_spellings; r->type && !st; r++) {
+        if (r->source != BRIDGE_UNVERIFIED) continue;
         char ops[300] = "", v[900], key[FF_MAX_KEY + 1];
         int nops = 0, npass = 0;
         size_t k = 0;
         const char *bad = NULL;
         for (int op = 0; op < IR_OP_COUNT; op++) {
-            if (!unit_type[op] || strcmp(unit_type[op], spellings[r].type)) continue;
+            const bridge_unit_row *u = bridge_unit_info((ir_op)op);
+            if (!u || strcmp(u->type, r->type)) continue;
             nops++;
             if (!strcmp(c->res[op], "pass")) npass++;
             else if (!bad) bad = ir_ops[op].name;
@@ -387,7 +376,7 @@ static af_status judge_spellings(ctx *c, int *n_ok, int *n_tried) {
             const ff_member *m = ff_get(c->doc, okey);
             snprintf(v, sizeof v, "not confirmed: %s %.700s", bad, m && m->type == FF_STR ? m->str : "was not probed");
         }
-        snprintf(key, sizeof key, "spelling.%s.%s", spellings[r].type, spellings[r].field);
+        snprintf(key, sizeof key, "spelling.%s.%s", r->type, r->field);
         st = ff_set_str(c->doc, key, v);
     }
     return st;

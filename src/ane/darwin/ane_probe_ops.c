@@ -200,7 +200,6 @@ enum { GROUP = 16 };
 
 typedef struct {
     ff_doc *doc;
-    const char *path;
     af_family_id family;
     int64_t limit;            /* compiles this process may make */
     int done, total;          /* progress */
@@ -400,7 +399,6 @@ af_status probe_ops_step(ff_doc *doc, const char *path, int quick, char *res, si
     ctx *c = calloc(1, sizeof *c);
     if (!c) return ir_fail(AF_ERR_NOMEM, "probe: out of memory");
     c->doc = doc;
-    c->path = path;
     c->total = IR_OP_COUNT;
     ane_rt_device d;
     ane_rt_device_info(&d);

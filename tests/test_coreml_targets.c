@@ -58,7 +58,7 @@ static bool has_bytes(const unsigned char *b, size_t n, const char *s) {
 
 /* Model.specificationVersion (field 1, the first varint) and the opset name. */
 static void check_header(const char *pkg, int ios, const char *label) {
-    char p[300], opset[16];
+    char p[300], opset[32];
     snprintf(p, sizeof p, "%s/Data/com.apple.CoreML/model.mlmodel", pkg);
     size_t n = 0;
     const unsigned char *b = slurp(p, &n);

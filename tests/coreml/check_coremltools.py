@@ -9,7 +9,8 @@
    MLModel(skip_model_load=True); coremltools' own milproto loader reads the program
    back, and its op types and constants equal those of the MIL text aneforge emits for
    the same model (weights read from that text's weight.bin with NumPy).
-   Deployment targets: every iOS 15..18 x fp16/fp32 package of the MLP, the CNN, the
+   Deployment targets: every iOS 15..18 x fp16/fp32 package of the MLP (and as a
+   classifier), the CNN, the
    llama, an embedding (gather) and the built-in programs is read back under its own
    opset (so each op is checked against that target's definition), with the target's
    specification version and opset name, the I/O dtypes it allows (iOS 15: fp32, cast
@@ -212,6 +213,8 @@ def export_llama():
     ct.models.MLModel(pkg, skip_model_load=True)
     prog = milproto_load(spec, 9, os.path.join(pkg, "Data", "com.apple.CoreML", "weights"))
     ops = [op.op_type for op in prog.functions["main"].operations]
+    x1 = os.path.join(WORK, "targets_x1.npy")
+    np.save(x1, np.load(x)[:1])
     tok = os.path.join(WORK, "llama_tokens.npy")
     np.save(tok, np.load(os.path.join(fx, "model_a_tokens.npy")).reshape(1, 16))
     run("run", pkg, "--in", f"input={tok}", "--out", fresh(os.path.join(WORK, "llama.out")), "--fp32")
@@ -343,8 +346,9 @@ def op_consts(fn):
 
 
 def export_targets():
-    """Every deployment target (iOS 15..18) x precision for the trained MLP and CNN, the
-    llama fixture, the built-in programs and an embedding (gather): the specification
+    """Every deployment target (iOS 15..18) x precision for the trained MLP (also as a
+    classifier) and CNN, the llama fixture, the built-in programs and an embedding
+    (gather): the specification
     version and opset of the target, the program read back under that opset's op
     definitions, op types equal to the iOS 18 package's (plus iOS 15's I/O casts), the
     I/O and op dtypes the target allows, constants equal, and `aneforge run` outputs
@@ -357,6 +361,8 @@ def export_targets():
     open(os.path.join(emb, "model.mil"), "w").write(EMBEDDING_MIL)
     x = os.path.join(WORK, "targets_x.npy")
     np.save(x, np.random.RandomState(5).rand(2, 1, 28, 28).astype(np.float32))
+    x1 = os.path.join(WORK, "targets_x1.npy")
+    np.save(x1, np.load(x)[:1])
     tok = os.path.join(WORK, "llama_tokens.npy")
     np.save(tok, np.load(os.path.join(fx, "model_a_tokens.npy")).reshape(1, 16))
     ids = os.path.join(WORK, "emb_ids.npy")
@@ -367,6 +373,7 @@ def export_targets():
         "cnn": (["--ckpt", os.path.join(WORK, "cnn.ckpt"), "--batch", "2"], f"input={x}"),
         "llama": (["--ckpt", os.path.join(fx, "model_a_v0.bin")], f"input={tok}"),
         "embedding": (["--mil", os.path.join(emb, "model.mil")], f"ids={ids}"),
+        "classifier": (["--ckpt", os.path.join(WORK, "mlp.ckpt"), "--classes", "0..9"], f"input={x1}"),
         "conv": (["--sample", "conv"], None), "attention": (["--sample", "attention"], None),
         "mlp-step": (["--sample", "mlp-step"], None),
     }
@@ -398,12 +405,15 @@ def export_targets():
                 types = [op.op_type for op in ops]
                 floats = {mtypes.builtin_to_string(o.dtype) for op in ops for o in op.outputs
                           if o.dtype is not None and mtypes.is_float(o.dtype)}
-                # iOS 15's casts at the ends: fp32 function inputs to fp16, fp16 results to fp32
+                # the casts at the ends: iOS 15's fp32 inputs to fp16 and fp16 results to fp32,
+                # a classifier's probabilities to the fp32 that classify reads
                 ends = [op for op in ops if op.op_type == "cast" and
-                        (op.x.name in fn.inputs or any(op.outputs[0] is o for o in fn.outputs))]
+                        (op.x.name in fn.inputs or any(op.outputs[0] is o for o in fn.outputs) or
+                         any(c.op_type == "classify" for c in op.outputs[0].child_ops))]
                 inner = {mtypes.builtin_to_string(o.dtype) for op in ops if op not in ends for o in op.outputs
                          if o.dtype is not None and mtypes.is_float(o.dtype)}
-                if inner != {prec} or floats != ({"fp16", "fp32"} if prec == "fp16" and ios == 15 else {prec}):
+                if inner != {prec} or floats != ({"fp16", "fp32"} if prec == "fp16" and (ios == 15 or name == "classifier")
+                                                 else {prec}):
                     bad.append(f"op dtypes {sorted(floats)} (inside {sorted(inner)}), want {prec}")
                 consts = op_consts(fn)
                 if base is None:
@@ -415,6 +425,9 @@ def export_targets():
                     if types != want:
                         bad.append(f"ops {types} != {want}")
                     for k, v in base[1].items():
+                        if re.fullmatch(r"const_[0-9]+", k):  # an inline value coremltools' loader named by a counter
+                            k = next((c for c in consts if re.fullmatch(r"const_[0-9]+", c) and consts[c].shape == v.shape and
+                                      consts[c].dtype == v.dtype and np.array_equal(consts[c], v)), k)
                         w = consts.get(k)
                         if w is None and v.size == 1 or w is not None and v.size == 1 and ios < 17:
                             continue  # scalars: folded differently, or narrowed to x's dtype before iOS 17
@@ -434,7 +447,8 @@ def export_targets():
                             bad.append(f"logits {err:.3g} from llama2.c's")
                     elif ios == 18:
                         base_out = got
-                    elif any(not np.array_equal(got[k], base_out[k]) for k in base_out):
+                    elif [v.shape for v in got.values()] != [v.shape for v in base_out.values()] or any(
+                            not np.array_equal(a, b) for a, b in zip(got.values(), base_out.values())):
                         bad.append("outputs differ from the iOS 18 package's")
                 for b in bad:
                     failures.append(f"export {label}: {b}")

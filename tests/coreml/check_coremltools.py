@@ -213,8 +213,6 @@ def export_llama():
     ct.models.MLModel(pkg, skip_model_load=True)
     prog = milproto_load(spec, 9, os.path.join(pkg, "Data", "com.apple.CoreML", "weights"))
     ops = [op.op_type for op in prog.functions["main"].operations]
-    x1 = os.path.join(WORK, "targets_x1.npy")
-    np.save(x1, np.load(x)[:1])
     tok = os.path.join(WORK, "llama_tokens.npy")
     np.save(tok, np.load(os.path.join(fx, "model_a_tokens.npy")).reshape(1, 16))
     run("run", pkg, "--in", f"input={tok}", "--out", fresh(os.path.join(WORK, "llama.out")), "--fp32")

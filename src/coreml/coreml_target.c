@@ -46,30 +46,32 @@ typedef struct {
     size_t nwhy;
 } target;
 
-/* The statement defining name, -1 for an argument or an unknown name. */
-static int def_of(const mil_func *f, const char *name) {
-    for (int i = 0; i < f->nstmts; i++)
+/* The statement before `before` defining name, -1 for an argument or an unknown name.
+ * Searched backwards: the emitter writes each const just before its reader. */
+static int def_of(const mil_func *f, const char *name, int before) {
+    for (int i = before - 1; i >= 0; i--)
         for (int k = 0; k < f->stmts[i].nout; k++)
             if (!strcmp(f->stmts[i].out_names[k], name)) return i;
     return -1;
 }
 
-static const mil_type *type_of(const mil_func *f, const char *name) {
+static const mil_type *type_of(const mil_func *f, const char *name, int before) {
     for (int i = 0; i < f->nparams; i++)
         if (!strcmp(f->params[i].name, name)) return &f->params[i].type;
-    int d = def_of(f, name);
+    int d = def_of(f, name, before);
     if (d < 0) return NULL;
     for (int k = 0; k < f->stmts[d].nout; k++)
         if (!strcmp(f->stmts[d].out_names[k], name)) return &f->stmts[d].out_types[k];
     return NULL;
 }
 
-/* The literal of the const statement defining v (or v's own literal), NULL if none. */
-static mil_lit *lit_of(const mil_func *f, const mil_value *v, int *stmt) {
+/* The literal of the const statement (before `before`) defining v, or v's own literal;
+ * NULL if none. */
+static mil_lit *lit_of(const mil_func *f, const mil_value *v, int before, int *stmt) {
     *stmt = -1;
     if (v->kind == MIL_V_LIT) return v->lit;
     if (v->kind != MIL_V_IDENT) return NULL;
-    int d = def_of(f, v->ident);
+    int d = def_of(f, v->ident, before);
     if (d < 0 || strcmp(f->stmts[d].op, "const") || f->stmts[d].nargs != 1 || f->stmts[d].args[0].val.kind != MIL_V_LIT)
         return NULL;
     *stmt = d;
@@ -117,7 +119,7 @@ static bool drop_newer_args(target *t) {
                 if (t->ios >= newer_args[k].ios || strcmp(s->op, newer_args[k].op) || strcmp(s->args[a].name, newer_args[k].arg))
                     continue;
                 int d;
-                const mil_lit *l = lit_of(f, &s->args[a].val, &d);
+                const mil_lit *l = lit_of(f, &s->args[a].val, i, &d);
                 if (!l || !l->v || l->count != 1 || l->v[0] != newer_args[k].dflt) {
                     snprintf(t->why, t->nwhy, "op %s (%s) sets %s, which iOS %d's %s lacks; choose --ios %d or later",
                              s->op, s->out_names[0], newer_args[k].arg, t->ios, s->op, newer_args[k].ios);
@@ -145,12 +147,12 @@ static bool match_scalars(target *t) {
         if (!strcmp(s->op, "const") || !strcmp(s->op, "cast")) continue;
         bool fp16 = false;
         for (int a = 0; a < s->nargs && !fp16; a++) {
-            const mil_type *ty = s->args[a].val.kind == MIL_V_IDENT ? type_of(f, s->args[a].val.ident) : NULL;
+            const mil_type *ty = s->args[a].val.kind == MIL_V_IDENT ? type_of(f, s->args[a].val.ident, i) : NULL;
             fp16 = ty && ty->dt == MIL_FP16 && ty->rank > 0;
         }
         for (int a = 0; fp16 && a < s->nargs; a++) {
             int d;
-            mil_lit *l = lit_of(f, &s->args[a].val, &d);
+            mil_lit *l = lit_of(f, &s->args[a].val, i, &d);
             if (!l || l->type.dt != MIL_FP32 || l->type.rank || l->blob || !l->v || l->count != 1) continue;
             float h = af_f16_to_f32(af_f32_to_f16((float)l->v[0]));
             if ((h == 0 && l->v[0] != 0) || (isinf(h) && !isinf(l->v[0]))) {
@@ -172,7 +174,7 @@ static const char *fresh(target *t, const char *base, const char *suffix) {
     for (int k = 0; k < 1000; k++) {
         if (k) snprintf(buf, sizeof buf, "%s%s_%d", base, suffix, k);
         else snprintf(buf, sizeof buf, "%s%s", base, suffix);
-        if (!type_of(t->f, buf)) return mil_strndup(t->a, buf, strlen(buf));
+        if (!type_of(t->f, buf, t->f->nstmts)) return mil_strndup(t->a, buf, strlen(buf));
     }
     return NULL;
 }
@@ -218,8 +220,8 @@ static bool fp32_io(target *t) {
     int nin = 0, nout = 0;
     for (int i = 0; i < f->nparams; i++) nin += f->params[i].type.dt == MIL_FP16;
     for (int i = 0; i < f->nret; i++) {
-        const mil_type *ty = type_of(f, f->ret[i].name);
-        nout += ty && ty->dt == MIL_FP16 && def_of(f, f->ret[i].name) >= 0;
+        const mil_type *ty = type_of(f, f->ret[i].name, f->nstmts);
+        nout += ty && ty->dt == MIL_FP16 && def_of(f, f->ret[i].name, f->nstmts) >= 0;
     }
     if (!nin && !nout) return true;
     mil_stmt *stmts = mil_alloc(t->a, sizeof *stmts * (size_t)(f->nstmts + 2 * (nin + nout)));
@@ -242,7 +244,7 @@ static bool fp32_io(target *t) {
     f->nstmts = n;
     for (int i = 0; i < f->nret; i++) {
         const char *r = f->ret[i].name;
-        int d = def_of(f, r);
+        int d = def_of(f, r, f->nstmts);
         if (d < 0 || d < body) continue; /* an argument returned as is: fp32 already */
         mil_stmt *s = &f->stmts[d];
         int k = 0;

@@ -18,8 +18,9 @@ typedef struct {
     const char *license;
     const char *version;       /* versionString */
     const char *description;   /* shortDescription */
-    int ios;                   /* deployment target: 17 or 18 (0 = 18), i.e. macOS 14 or 15,
-                                * specification version 8 or 9; earlier ones are refused */
+    int ios;                   /* deployment target: 15 to 18 (0 = 18), i.e. macOS 12 to 15,
+                                * specification version 6 to 9 (docs/coreml.md's table;
+                                * iOS 15: fp32 inputs and outputs, cast to fp16 inside) */
     int precision;             /* 16 (0 = 16) or 32: fp32 inputs, outputs, values and weights
                                 * (coremltools' compute_precision=FLOAT32); the fp32 weights
                                 * are the graph's fp32 constants, not their fp16 roundings */
@@ -35,7 +36,8 @@ typedef struct {
 
 /* Writes the part of g that computes `out` from `in` (af_compile's rules) as the Core ML
  * package `path` (normally ending in .mlpackage): an mlProgram for iOS 18 / macOS 15
- * (specification version 9, opset CoreML8; o->ios = 17 picks iOS 17), fp16 inputs, outputs and
+ * (specification version 9, opset CoreML8; o->ios = 15, 16 or 17 picks an earlier target,
+ * in what its opset accepts), fp16 inputs, outputs and
  * weights (fp32 with o->precision = 32), a classifier with o->nclasses labels, every op
  * lowered as af_mil_emit lowers it. Input and output features carry the tensors' names
  * and shapes. The package is built beside `path` and renamed into place: `path` must not

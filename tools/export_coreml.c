@@ -170,7 +170,8 @@ static int export_main(int argc, char **argv, char ***labels, int *nlabels) {
         else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 1 << 20, &seq)) return bad("--seq is a positive length, not '%s'", v); }
         else if (!strcmp(k, "--ios")) {
             long ios;
-            if (cli_parse_long(v, 17, 18, &ios)) return bad("--ios (the deployment target) is 17 or 18, not '%s'", v);
+            if (cli_parse_long(v, 15, 18, &ios))
+                return bad("--ios (the deployment target) is 15 to 18 (iOS 15..18 / macOS 12..15), not '%s'", v);
             o.ios = (int)ios;
         } else if (!strcmp(k, "--author")) o.author = v;
         else if (!strcmp(k, "--license")) o.license = v;

@@ -19,14 +19,24 @@ from .mil import Program
 from .model import compile
 
 
-def _opts(author, license, version, description, ios):
+_TARGETS = (15, 16, 17, 18)  # deployment targets iOS 15..18 / macOS 12..15 (specification versions 6..9)
+
+
+def _opts(author, license, version, description, ios, precision):
+    ios = 18 if ios is None else ios
+    if isinstance(ios, bool) or ios not in _TARGETS:
+        raise InvalidError("coreml: ios=%r: the deployment target is 15, 16, 17 or 18 (iOS 15..18 / macOS 12..15)" % (ios,))
+    bits = {16: 16, 32: 32, "fp16": 16, "fp32": 32}.get(precision) if not isinstance(precision, bool) else None
+    if bits is None:
+        raise InvalidError("coreml: precision=%r: choose \"fp16\" or \"fp32\"" % (precision,))
     o = _cdefs.af_coreml_opts()
     keep = []
     for k, v in (("author", author), ("license", license), ("version", version), ("description", description)):
         if v is not None:
             keep.append(ctypes.create_string_buffer(encode(v, k)))  # alive until the call returns
             setattr(o, k, ctypes.addressof(keep[-1]))
-    o.ios = int(ios or 0)
+    o.ios = int(ios)
+    o.precision = bits
     return o, keep
 
 
@@ -37,11 +47,13 @@ def _tensors(ts, what):
     return ts
 
 
-def export(outputs, inputs, path, author=None, license=None, version=None, description=None, ios=18):
+def export(outputs, inputs, path, author=None, license=None, version=None, description=None, ios=18,
+           precision="fp16"):
     """Writes the part of the graph computing `outputs` from `inputs` as the Core ML
-    package `path` (af_coreml_export): an mlProgram for iOS 18 / macOS 15 (ios=17: iOS 17),
-    fp16 inputs, outputs and weights. `path` must not exist yet; a failure leaves nothing
-    behind. Returns path."""
+    package `path` (af_coreml_export): an mlProgram for the deployment target iOS `ios`
+    (15..18, i.e. macOS 12..15; default 18), fp16 inputs, outputs and weights (iOS 15:
+    fp32 inputs and outputs cast to fp16 inside), or fp32 throughout with precision="fp32".
+    `path` must not exist yet; a failure leaves nothing behind. Returns path."""
     outputs, inputs = _tensors(outputs, "outputs"), _tensors(inputs, "inputs")
     if not outputs:
         raise InvalidError("coreml.export(): at least one output")
@@ -49,23 +61,24 @@ def export(outputs, inputs, path, author=None, license=None, version=None, descr
     for t in outputs + inputs:
         if t.graph is not g:
             raise InvalidError("coreml.export(): inputs and outputs come from different graphs")
-    o, keep = _opts(author, license, version, description, ios)
+    o, keep = _opts(author, license, version, description, ios, precision)
     ins = (ctypes.c_void_p * max(1, len(inputs)))(*[t.ptr for t in inputs])
     outs = (ctypes.c_void_p * len(outputs))(*[t.ptr for t in outputs])
     check(lib.af_coreml_export(g.ptr, len(inputs), ins, len(outputs), outs, ctypes.byref(o), encode(path, "path")))
     return os.fspath(path)
 
 
-def export_net(net, path, batch, weights=None, author=None, license=None, version=None, description=None, ios=18):
-    """Exports a built-in net (af.nets.mlp/cnn, a llama) for a fixed batch: fp16 input
-    "input" [batch, sample...] to "output" [batch, out_dim] (af_coreml_export_net).
-    weights: arrays in the net's parameter order (a Trainer's params()); None: the
-    net's initial values."""
+def export_net(net, path, batch, weights=None, author=None, license=None, version=None, description=None, ios=18,
+               precision="fp16"):
+    """Exports a built-in net (af.nets.mlp/cnn, a llama) for a fixed batch: input
+    "input" [batch, sample...] to "output" [batch, out_dim] (af_coreml_export_net), for
+    iOS `ios` in `precision` as export() does. weights: arrays in the net's parameter
+    order (a Trainer's params()); None: the net's initial values."""
     c = net.c_net() if hasattr(net, "c_net") else None
     if c is None:
         raise ClosedError("coreml.export_net(): %r is no open net (a Trainer takes the net it is given); "
                           "make the net again, e.g. af.nets.mlp(...)" % (net,))
-    o, keep = _opts(author, license, version, description, ios)
+    o, keep = _opts(author, license, version, description, ios, precision)
     arrs, wp = None, None
     if weights is not None:
         arrs = [np.ascontiguousarray(w, np.float32) for w in weights]

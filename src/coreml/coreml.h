@@ -16,7 +16,9 @@
 #include "mil/milblob.h"
 
 /* Deployment target iOS N: specification version N - 9, opset "CoreML<N - 10>" (iOS 18:
- * version 9, CoreML8, as coremltools numbers them). */
+ * version 9, CoreML8, as coremltools numbers them). iOS 15 is the first with mlProgram. */
+#define COREML_IOS_MIN 15
+#define COREML_IOS_MAX 18
 #define COREML_MAX_MODEL ((uint64_t)1 << 30)  /* model.mlmodel bytes we read */
 #define COREML_MAX_MANIFEST ((uint64_t)1 << 20)
 #define COREML_DATA "Data"
@@ -39,6 +41,12 @@ af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, a
 
 /* Rewrites the emitted fp16 function f to fp32 in place; *w32: its new weight file. */
 af_status coreml_fp32(mil_func *f, af_graph *g, const milblob_writer *w16, milblob_writer **w32);
+
+/* Rewrites the emitted function f, in place, into what the opset of iOS `ios` accepts
+ * (coreml_target.c: fp32 I/O with casts on iOS 15, scalars in x's dtype before iOS 17,
+ * inputs later opsets added dropped); new nodes come from a. AF_ERR_UNSUPPORTED naming
+ * the op, the target and the fix where the program needs a later target. */
+af_status coreml_target(mil_func *f, mil_arena *a, int ios);
 
 /* Classifiers (coreml_classify.c): checks o's labels against the program's results
  * (false with why set), writes the classify op and the block's two outputs into blk,

@@ -3,8 +3,8 @@
  * and its weight file rewritten with fp32 records. A constant's exact fp32 values are
  * taken from the graph constant it was emitted from (found by its values' fp16
  * rounding, preferring the same name), so the package holds the trained fp32 weights,
- * not their fp16 roundings; a constant the lowering computed itself (a scale, an
- * epsilon) keeps its fp16 value, widened. */
+ * not their fp16 roundings; an adds/muls scalar likewise from its node's attribute; a
+ * constant the lowering computed itself (a scale) keeps its fp16 value, widened. */
 #include "coreml/coreml.h"
 #include "mil/milblob.h"
 #include "ir/ir.h"
@@ -27,7 +27,17 @@ static const float *exact_values(af_graph *g, const char *name, int64_t n, const
         found = t->data;
         matches++;
     }
-    return matches == 1 ? found : NULL;
+    if (matches == 1) return found;
+    /* an adds/muls scalar (an input normalisation's mean and 1/std): the graph's fp32
+     * value when every such scalar with this fp16 rounding agrees */
+    for (int i = 0; !matches && n == 1 && g && i < g->n; i++) {
+        const af_tensor *t = g->t[i];
+        if ((t->op != IR_OP_ADDS && t->op != IR_OP_MULS) || af_f32_to_f16(t->a.scalar) != (h ? h[0] : af_f32_to_f16((float)v[0])))
+            continue;
+        if (found && *found != t->a.scalar) return NULL;
+        found = &t->a.scalar;
+    }
+    return matches ? NULL : found;
 }
 
 static void widen_type(mil_type *t) {

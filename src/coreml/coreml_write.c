@@ -172,7 +172,7 @@ static void meta_entry(pb_buf *md, const char *k, const char *v) {
 }
 
 static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *model, char *why, size_t n) {
-    int ios = o && o->ios ? o->ios : 18;
+    int ios = o && o->ios ? o->ios : COREML_IOS_MAX;
     char opset[32];
     snprintf(opset, sizeof opset, "CoreML%d", ios - 10); /* coremltools' names: iOS 16 is CoreML6 */
     pb_buf desc = { 0 }, blk = { 0 }, fn = { 0 };
@@ -234,14 +234,14 @@ af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, a
     mil_program prog;
     af_status st = AF_OK;
     char why[300] = "";
-    /* iOS 16's op set wants fp16 scalars (a layer_norm's epsilon) where the emitter's
-     * iOS 17+ spelling has fp32; iOS 15 has no fp16 input or output features. */
-    if (o && o->ios && (o->ios < 17 || o->ios > 18))
-        return ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: deployment target iOS %d: choose 17 or 18 (the programs use "
-                       "iOS 17 op signatures and fp16 inputs and outputs)", o->ios);
+    if (o && o->ios && (o->ios < COREML_IOS_MIN || o->ios > COREML_IOS_MAX))
+        return ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: deployment target iOS %d: choose %d to %d (iOS %d..%d / macOS "
+                       "12..15, specification versions %d to %d)", o->ios, COREML_IOS_MIN, COREML_IOS_MAX, COREML_IOS_MIN,
+                       COREML_IOS_MAX, COREML_IOS_MIN - 9, COREML_IOS_MAX - 9);
     if (!mil_parse_program(text, len, &arena, &diag, &prog)) st = ir_fail(diag.st, "af_coreml_export: %s", diag.msg);
     else if (prog.nfuncs != 1) st = ir_fail(AF_ERR_INVALID, "af_coreml_export: the emitted program has %d functions, not 1", prog.nfuncs);
     else if (o && o->precision == 32 && (st = coreml_fp32(&prog.funcs[0], g, w16, w32))) (void)0;
+    else if ((st = coreml_target(&prog.funcs[0], &arena, o && o->ios ? o->ios : COREML_IOS_MAX))) (void)0;
     else if (!encode_func(&prog.funcs[0], o, model, why, sizeof why)) st = ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: %s", why);
     else if (model->oom) st = ir_fail(AF_ERR_NOMEM, "af_coreml_export: out of memory encoding the model");
     mil_arena_free(&arena);

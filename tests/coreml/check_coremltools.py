@@ -9,6 +9,13 @@
    MLModel(skip_model_load=True); coremltools' own milproto loader reads the program
    back, and its op types and constants equal those of the MIL text aneforge emits for
    the same model (weights read from that text's weight.bin with NumPy).
+   Deployment targets: every iOS 15..18 x fp16/fp32 package of the MLP (and as a
+   classifier), the CNN, the
+   llama, an embedding (gather) and the built-in programs is read back under its own
+   opset (so each op is checked against that target's definition), with the target's
+   specification version and opset name, the I/O dtypes it allows (iOS 15: fp32, cast
+   inside), fp16 or fp32 ops, the iOS 18 package's ops and constants, and the same
+   `aneforge run` outputs (the llama: llama2.c's logits).
 3. Classifiers and fp32: the MLP exported with --classes 0..9 and --labels FILE has the
    description (predictedFeatureName, predictedProbabilitiesName, output feature kinds)
    coremltools writes for ct.ClassifierConfig, and a classify op with the labels; with
@@ -304,9 +311,161 @@ def export_classifier_fp32():
           f"rounding to the fp16 package's: {same}, finer than fp16: {finer}")
 
 
+EMBEDDING_MIL = """program(1.3)
+{
+    func main<ios18>(tensor<fp16, [4]> ids) {
+            tensor<fp16, [7, 3]> table = const()[name = string("table"), val = tensor<fp16, [7, 3]>([%s])];
+            string idx_dtype = const()[name = string("idx_dtype"), val = string("int32")];
+            tensor<int32, [4]> idx = cast(dtype = idx_dtype, x = ids)[name = string("idx")];
+            int32 ax = const()[name = string("ax"), val = int32(0)];
+            tensor<fp16, [4, 3]> rows = gather(axis = ax, indices = idx, x = table)[name = string("rows")];
+        } -> (rows);
+}
+""" % ", ".join(str(i * 0.25) for i in range(21))
+
+
+def program_of(pkg):
+    spec = ct.utils.load_spec(pkg)
+    ct.models.MLModel(pkg, skip_model_load=True)
+    # loaded under the package's own opset: every op is checked against that target's definition
+    prog = milproto_load(spec, spec.specificationVersion, os.path.join(pkg, "Data", "com.apple.CoreML", "weights"))
+    return spec, prog.functions["main"]
+
+
+def op_consts(fn):
+    """{const name: value} of the constants the ops read (coremltools folds consts into them)."""
+    vals = {}
+    for op in fn.operations:
+        for v in op.inputs.values():
+            for x in (v if isinstance(v, (list, tuple)) else [v]):
+                if getattr(x, "val", None) is not None and hasattr(x, "name"):
+                    vals[x.name] = np.asarray(x.val)
+    return vals
+
+
+def export_targets():
+    """Every deployment target (iOS 15..18) x precision for the trained MLP (also as a
+    classifier) and CNN, the llama fixture, the built-in programs and an embedding
+    (gather): the specification
+    version and opset of the target, the program read back under that opset's op
+    definitions, op types equal to the iOS 18 package's (plus iOS 15's I/O casts), the
+    I/O and op dtypes the target allows, constants equal, and `aneforge run` outputs
+    equal to the iOS 18 package's (the llama's: llama2.c's logits)."""
+    from coremltools.converters.mil.mil import types as mtypes
+    AT = ct.proto.FeatureTypes_pb2.ArrayFeatureType
+    fx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "llama")
+    emb = os.path.join(WORK, "embedding.mil")
+    os.makedirs(emb, exist_ok=True)
+    open(os.path.join(emb, "model.mil"), "w").write(EMBEDDING_MIL)
+    x = os.path.join(WORK, "targets_x.npy")
+    np.save(x, np.random.RandomState(5).rand(2, 1, 28, 28).astype(np.float32))
+    x1 = os.path.join(WORK, "targets_x1.npy")
+    np.save(x1, np.load(x)[:1])
+    tok = os.path.join(WORK, "llama_tokens.npy")
+    np.save(tok, np.load(os.path.join(fx, "model_a_tokens.npy")).reshape(1, 16))
+    ids = os.path.join(WORK, "emb_ids.npy")
+    np.save(ids, np.array([3, 0, 6, 3], np.float32))
+    logits = np.load(os.path.join(fx, "model_a_logits.npy")).astype(np.float64)
+    sources = {
+        "mlp": (["--ckpt", os.path.join(WORK, "mlp.ckpt"), "--batch", "2"], f"input={x}"),
+        "cnn": (["--ckpt", os.path.join(WORK, "cnn.ckpt"), "--batch", "2"], f"input={x}"),
+        "llama": (["--ckpt", os.path.join(fx, "model_a_v0.bin")], f"input={tok}"),
+        "embedding": (["--mil", os.path.join(emb, "model.mil")], f"ids={ids}"),
+        "classifier": (["--ckpt", os.path.join(WORK, "mlp.ckpt"), "--classes", "0..9"], f"input={x1}"),
+        "conv": (["--sample", "conv"], None), "attention": (["--sample", "attention"], None),
+        "mlp-step": (["--sample", "mlp-step"], None),
+    }
+    checked = 0
+    for name, (src, feed) in sources.items():
+        for prec in ("fp16", "fp32"):
+            base = None
+            for ios in (18, 17, 16, 15):
+                label = f"{name} iOS {ios} {prec}"
+                pkg = fresh(os.path.join(WORK, f"target_{name}_{ios}_{prec}.mlpackage"))
+                run("export", "--format", "coreml", *src, "-o", pkg, "--ios", str(ios), "--precision", prec)
+                try:
+                    spec, fn = program_of(pkg)
+                except Exception as e:  # coremltools refuses what the target's op set does not accept
+                    failures.append(f"{label}: coremltools cannot read it back: {type(e).__name__}: {e}")
+                    continue
+                bad = []
+                if spec.specificationVersion != ios - 9:
+                    bad.append(f"specification version {spec.specificationVersion}, want {ios - 9}")
+                if spec.mlProgram.functions["main"].opset != f"CoreML{ios - 10}" or fn.opset_version != ios - 9:
+                    bad.append(f"opset {spec.mlProgram.functions['main'].opset}, want CoreML{ios - 10}")
+                fp16_io = prec == "fp16" and ios >= 16
+                want_io = AT.FLOAT16 if fp16_io else AT.FLOAT32
+                io = [f.type.multiArrayType.dataType for f in list(spec.description.input) + list(spec.description.output)
+                      if f.type.WhichOneof("Type") == "multiArrayType"]
+                if any(d not in (want_io, AT.INT32) for d in io) or want_io not in io:
+                    bad.append(f"feature dtypes {io}, want {want_io}")
+                ops = [op for op in fn.operations if op.op_type != "const"]
+                types = [op.op_type for op in ops]
+                floats = {mtypes.builtin_to_string(o.dtype) for op in ops for o in op.outputs
+                          if o.dtype is not None and mtypes.is_float(o.dtype)}
+                # the casts at the ends: iOS 15's fp32 inputs to fp16 and fp16 results to fp32,
+                # a classifier's probabilities to the fp32 that classify reads
+                ends = [op for op in ops if op.op_type == "cast" and
+                        (op.x.name in fn.inputs or any(op.outputs[0] is o for o in fn.outputs) or
+                         any(c.op_type == "classify" for c in op.outputs[0].child_ops))]
+                inner = {mtypes.builtin_to_string(o.dtype) for op in ops if op not in ends for o in op.outputs
+                         if o.dtype is not None and mtypes.is_float(o.dtype)}
+                if inner != {prec} or floats != ({"fp16", "fp32"} if prec == "fp16" and (ios == 15 or name == "classifier")
+                                                 else {prec}):
+                    bad.append(f"op dtypes {sorted(floats)} (inside {sorted(inner)}), want {prec}")
+                consts = op_consts(fn)
+                if base is None:
+                    nf16 = [sum(f.type.multiArrayType.dataType == AT.FLOAT16 for f in fs)
+                            for fs in (spec.description.input, spec.description.output)]
+                    base = (types, consts, nf16[0], nf16[1])
+                else:
+                    want = types_for(base, ios)
+                    if types != want:
+                        bad.append(f"ops {types} != {want}")
+                    for k, v in base[1].items():
+                        if re.fullmatch(r"const_[0-9]+", k):  # an inline value coremltools' loader named by a counter
+                            k = next((c for c in consts if re.fullmatch(r"const_[0-9]+", c) and consts[c].shape == v.shape and
+                                      consts[c].dtype == v.dtype and np.array_equal(consts[c], v)), k)
+                        w = consts.get(k)
+                        if w is None and v.size == 1 or w is not None and v.size == 1 and ios < 17:
+                            continue  # scalars: folded differently, or narrowed to x's dtype before iOS 17
+                        num = np.issubdtype(v.dtype, np.number) and w is not None and np.issubdtype(w.dtype, np.number)
+                        if w is None or w.shape != v.shape or not (np.array_equal(w.astype(np.float64), v.astype(np.float64))
+                                                                   if num else np.array_equal(w, v)):
+                            bad.append(f"constant {k} differs from the iOS 18 package's")
+                            break
+                if feed:
+                    out = fresh(os.path.join(WORK, f"target_{name}_{ios}_{prec}.out"))
+                    run("run", pkg, "--in", feed, "--out", out, "--fp32")
+                    got = {f: np.load(os.path.join(out, f)).astype(np.float64) for f in sorted(os.listdir(out)) if f.endswith(".npy")}
+                    if name == "llama":
+                        y = next(iter(got.values())).reshape(16, 37)
+                        err = np.abs(y - logits).max() / np.abs(logits).max()
+                        if err > (2e-2 if prec == "fp16" else 1e-4):
+                            bad.append(f"logits {err:.3g} from llama2.c's")
+                    elif ios == 18:
+                        base_out = got
+                    elif [v.shape for v in got.values()] != [v.shape for v in base_out.values()] or any(
+                            not np.array_equal(a, b) for a, b in zip(got.values(), base_out.values())):
+                        bad.append("outputs differ from the iOS 18 package's")
+                for b in bad:
+                    failures.append(f"export {label}: {b}")
+                checked += not bad
+    print(f"export targets: {checked} of {len(sources) * 8} packages (iOS 15..18 x fp16/fp32 of {', '.join(sources)}) "
+          "read back by coremltools under their own opset with the target's spec version, I/O dtypes, ops and constants")
+
+
+def types_for(base, ios):
+    """The op types a target's package has: the iOS 18 package's, with iOS 15's casts of
+    its fp16 inputs first and of its fp16 outputs last."""
+    types, _, nin, nout = base
+    return ["cast"] * nin + types + ["cast"] * nout if ios == 15 else types
+
+
 os.makedirs(WORK, exist_ok=True)
 try:
     export_cases()
+    export_targets()
     export_classifier_fp32()
     export_llama()
     import_cases()

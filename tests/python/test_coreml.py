@@ -109,3 +109,41 @@ def test_bad_input_raises_the_library_message(tmp_path, rng):
     (tmp_path / "bad.mlpackage" / "Manifest.json").write_text("{not json")
     with pytest.raises(af.Error):
         af.coreml.load(tmp_path / "bad.mlpackage")
+
+
+def spec_version(pkg):
+    """Model.specificationVersion: field 1, the first varint of model.mlmodel."""
+    b = (pkg / "Data" / "com.apple.CoreML" / "model.mlmodel").read_bytes()
+    assert b[0] == 0x08
+    return b[1]
+
+
+@pytest.mark.parametrize("ios", [15, 16, 17, 18])
+@pytest.mark.parametrize("precision", ["fp16", "fp32"])
+def test_deployment_targets(tmp_path, rng, ios, precision):
+    """Every target in both precisions: its specification version, the input dtype the
+    target allows (iOS 15 has no fp16 features), and the same outputs as NumPy."""
+    g, x, y, W, b = small(rng)
+    pkg = tmp_path / "t.mlpackage"
+    af.coreml.export(y, [x], pkg, ios=ios, precision=precision)
+    assert spec_version(pkg) == ios - 9
+    X = rng.standard_normal((2, 3)).astype(np.float32)
+    with af.coreml.open(pkg) as q:
+        io = "fp16" if precision == "fp16" and ios >= 16 else "fp32"
+        assert q.input_dtypes == [io] and q.output_dtypes == [io]
+        out = q.compile()(x=X)
+    tol = 5e-3 if precision == "fp16" else 1e-5
+    np.testing.assert_allclose(np.asarray(out, np.float32), np.maximum(X @ W + b, 0), rtol=tol, atol=tol)
+    net = af.nets.mlp(sample=(3,), hidden=4, classes=2, seed=1)
+    af.coreml.export_net(net, tmp_path / "n.mlpackage", 2, ios=ios, precision=precision)
+    assert spec_version(tmp_path / "n.mlpackage") == ios - 9
+
+
+def test_bad_target_or_precision_names_the_range(tmp_path, rng):
+    g, x, y, W, b = small(rng)
+    for bad in (14, 19, "18", True):
+        with pytest.raises(af.InvalidError, match="the deployment target is 15, 16, 17 or 18"):
+            af.coreml.export(y, [x], tmp_path / "b.mlpackage", ios=bad)
+    with pytest.raises(af.InvalidError, match='precision=8: choose "fp16" or "fp32"'):
+        af.coreml.export(y, [x], tmp_path / "b.mlpackage", precision=8)
+    assert not (tmp_path / "b.mlpackage").exists()

@@ -36,6 +36,11 @@ static void test_builtin_unchanged(void) {
                   fi->compile_hangs_on_large_batch == old[i].hang && fi->wide_row_max == 16384 && fi->compile_budget == 119,
               "%s: a limit differs from the table it replaced", old[i].name);
         CHECK(fi->unknown == 1u << 8, "%s: only surface_align may be unknown in a built-in family (mask %x)", old[i].name, fi->unknown);
+        /* the fields issue 30 added: the runtime's 64 inputs, about 2 GB of weights, and the
+         * accumulator's 32752 (the constant ane-sim applied before it was a field) */
+        CHECK(fi->max_inputs == 64 && fi->max_weight_bytes == (int64_t)1 << 31 && fi->matmul_overflow == 32752,
+              "%s: max_inputs %lld, max_weight_bytes %lld, matmul_overflow %lld", old[i].name, (long long)fi->max_inputs,
+              (long long)fi->max_weight_bytes, (long long)fi->matmul_overflow);
     }
     af_family_id f;
     CHECK(ane_family_parse("m5", &f) == AF_OK && f == AF_FAMILY_A16, "m5 still means A16");
@@ -43,6 +48,8 @@ static void test_builtin_unchanged(void) {
     const ane_family_info *a17 = ane_family_info_of(f);
     CHECK(a17 && (a17->unknown & 1u << 3) && a17->max_kernel_w == 15 && a17->max_spatial == 65536,
           "A17's kernel width is unknown (marked) and stands in from A16");
+    CHECK(a17 && (a17->unknown & 7u << 9) == 7u << 9 && a17->max_inputs == 64 && a17->matmul_overflow == 32752,
+          "A17's input count, program size and overflow point are unknown (marked) and stand in from A16");
     CHECK(ane_family_parse("h17", &f) == AF_OK && ane_family_info_of(f)->surface_align == 128, "h17's 128-byte alignment (PR #35)");
 }
 
@@ -82,6 +89,21 @@ static void test_loaded_family_walls(void) {
     m = af_compile(g, 1, &x, 1, &k8, &o);
     CHECK(!m && strstr(af_error_message(), "kernel width 8 exceeds 7 on Z9"), "kernel width 8 is walled on Z9: %s", af_error_message());
     af_model_free(m);
+    /* program size: 1500032 bytes of constants (fp16) compile on Z9, 64 more do not */
+    for (int extra = 0; extra <= 1; extra++) {
+        int64_t c = 1500032 / 64 + extra; /* channels of 32 fp16 values */
+        float *data = calloc((size_t)c * 32, sizeof *data);
+        af_tensor *cx = af_input(g, "cx", AF_F16, AF_SHAPE(1, c, 1, 32));
+        af_tensor *cy = af_mul(cx, af_const(g, "big", AF_SHAPE(1, c, 1, 32), data));
+        m = af_compile(g, 1, &cx, 1, &cy, &o);
+        if (!extra) CHECK(m != NULL, "1500032 bytes of weights pass on Z9: %s", af_error_message());
+        else
+            CHECK(!m && strstr(af_error_message(), "the program-size limit at const 'big'") &&
+                      strstr(af_error_message(), "reach 1500096 bytes (fp16) with this one, over the 1500032 bytes one program holds on Z9"),
+                  "1500096 bytes are walled on Z9: %s", m ? "it compiled" : af_error_message());
+        af_model_free(m);
+        free(data);
+    }
     af_tensor *w = af_input(g, "w", AF_F16, AF_SHAPE(1, 12001));
     af_tensor *y = af_adds(w, 1.0f);
     m = af_compile(g, 1, &w, 1, &y, &o);

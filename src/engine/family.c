@@ -28,6 +28,9 @@ const ane_family_field ane_family_fields[] = {
     F(compile_hangs_on_large_batch, 0, 1, "large-batch compiles hang"),
     F(compile_budget, 1, 1 << 20, "compiles per process"),
     F(surface_align, 0, 1 << 16, "IOSurface byte alignment (0: none needed)"),
+    F(max_inputs, 1, 1 << 16, "inputs one program binds"),
+    F(max_weight_bytes, 1, (int64_t)1 << 40, "constant weight bytes per program"),
+    F(matmul_overflow, 1, 65504, "matmul/conv output magnitude before inf"),
 };
 #undef F
 const int ane_family_nfields = (int)(sizeof ane_family_fields / sizeof ane_family_fields[0]);
@@ -111,7 +114,8 @@ static af_status from_doc(const ff_doc *d, const char *src, bool is_builtin, ane
         if (!known && !free_key(m->key, m->type))
             return ir_fail(AF_ERR_CORRUPT, "%s: unknown key \"%s\" (or a value of the wrong type); the fields are max_spatial, "
                           "max_axis, max_rank, max_kernel_w, wide_row_max, crop_dma_saturates, compile_hangs_on_large_batch, "
-                          "compile_budget, surface_align, each with an optional <field>_source string", src, m->key);
+                          "compile_budget, surface_align, max_inputs, max_weight_bytes, matmul_overflow, each with an "
+                          "optional <field>_source string", src, m->key);
     }
     for (int f = 0; f < ane_family_nfields; f++) {
         const ane_family_field *fd = &ane_family_fields[f];
@@ -119,7 +123,7 @@ static af_status from_doc(const ff_doc *d, const char *src, bool is_builtin, ane
         int64_t *v = (int64_t *)((char *)out + fd->offset);
         if (!m) return ir_fail(AF_ERR_CORRUPT, "%s: no \"%s\" (%s); write null when it is unknown", src, fd->key, fd->what);
         if (m->type == FF_NULL) {
-            if (is_builtin && f != ane_family_nfields - 1)
+            if (is_builtin && fd->offset != offsetof(ane_family_info, surface_align))
                 return ir_fail(AF_ERR_CORRUPT, "%s: a built-in family must know \"%s\"", src, fd->key);
             if (!base && fd->offset != offsetof(ane_family_info, surface_align))
                 return ir_fail(AF_ERR_CORRUPT, "%s: \"%s\" is null (unknown) and the file names no \"base\" family to take it "

@@ -22,7 +22,11 @@ typedef struct {
                                   * conv weight gradients (A13 per seed 000, A14 per ane-formats.md) */
     int64_t compile_hangs_on_large_batch; /* large-batch programs compile for minutes or hang (A13, seed 000) */
     int64_t compile_budget;  /* compiles per process before the compiler fails */
-    int64_t surface_align;   /* IOSurface byte alignment the engine needs (0: unknown) */
+    int64_t surface_align;   /* bytes an IOSurface's row (the whole 1-D surface) must be a multiple of
+                              * (0: none needed, or unknown) */
+    int64_t max_inputs;      /* inputs one program may bind (the runtime binds at most 64) */
+    int64_t max_weight_bytes; /* constant weight bytes (fp16) one program may hold */
+    int64_t matmul_overflow; /* matmul and conv outputs beyond +-this become +-inf (the accumulator's range) */
     uint32_t unknown;        /* bit i: field i was null in the file (taken from base) */
 } ane_family_info;
 

@@ -179,13 +179,48 @@ static af_status check_shape(ctx *c, const af_tensor *t, bool activation) {
     return AF_OK;
 }
 
+/* The runtime binds each input to its own surface, and the engine takes only so many. */
+static af_status check_input_count(ctx *c) {
+    if (c->m->nin <= c->fi->max_inputs) return AF_OK;
+    return wall(c, AF_ERR_UNSUPPORTED, c->m->in[c->fi->max_inputs], "input-count limit",
+                "concat several inputs into one (along the channel axis) and slice them apart inside the program, or split the "
+                "program into several",
+                "the program has %d inputs; %s binds at most %lld (input %lld is the first over)", c->m->nin, c->fi->name,
+                (long long)c->fi->max_inputs, (long long)c->fi->max_inputs);
+}
+
+/* Program size: every constant is compiled into the program (as fp16, 2 bytes an
+ * element); the wall names the constant that takes the total over the limit. */
+static af_status check_weight_bytes(ctx *c) {
+    bool *seen = calloc((size_t)c->m->ntensors + 1, sizeof *seen);
+    if (!seen) { snprintf(c->msg, c->n, "out of memory"); return AF_ERR_NOMEM; }
+    int64_t total = 0;
+    af_status st = AF_OK;
+    for (int s = 0; s < c->m->nsched && !st; s++) {
+        const af_tensor *t = c->m->sched[s];
+        for (int k = 0; k < t->nsrc && !st; k++) {
+            const af_tensor *w = t->src[k];
+            if (w->op != IR_OP_CONST || seen[w->id]) continue;
+            seen[w->id] = true;
+            total += 2 * af_shape_count(w->shape);
+            if (total > c->fi->max_weight_bytes)
+                st = wall(c, AF_ERR_UNSUPPORTED, w, "program-size limit",
+                          "feed large weights as inputs (parameters are inputs already) or split the program into several",
+                          "the program's constants reach %lld bytes (fp16) with this one, over the %lld bytes one program "
+                          "holds on %s", (long long)total, (long long)c->fi->max_weight_bytes, c->fi->name);
+        }
+    }
+    free(seen);
+    return st;
+}
+
 static const char *const io_remedy_in =
     "declare the input AF_F16 (af_run still takes fp32 host buffers and rounds them to fp16; parameters keep their fp32 master on the host)";
 
 af_status ane_rules_validate(const compile_plan *m, af_family_id family, char *msg, size_t n) {
     ctx c = { .m = m, .fi = ane_family_info_of(family), .msg = msg, .n = n };
     if (!c.fi) { snprintf(msg, n, "ane-sim: unknown family %d", (int)family); return AF_ERR_INVALID; }
-    af_status st = AF_OK;
+    af_status st = check_input_count(&c);
     for (int i = 0; i < m->nin && !st; i++) {
         const af_tensor *t = m->in[i];
         if (t->dtype == AF_F32 && !(t->flags & IR_TF_PARAM))
@@ -204,6 +239,7 @@ af_status ane_rules_validate(const compile_plan *m, af_family_id family, char *m
         if (!st) st = check_embedding(&c, t);
         if (!st) st = check_shape(&c, t, true);
     }
+    if (!st) st = check_weight_bytes(&c);
     if (st) return st;
     /* An output is declared fp32 when an af_cast to fp32 (or an fp32 input) reaches it
      * through nodes that stay fp32. */

@@ -12,6 +12,7 @@
 #include "mil/mil.h"
 #include "netplist/netplist.h"
 #include "sim/budget.h"
+#include "engine/family.h"
 #include "engine/walls.h"
 #include "sim/quirks.h"
 #include "sim/wgrad.h"
@@ -33,6 +34,7 @@ typedef struct {
     ane_program prog;
     int64_t flops;
     bool *is_state;             /* per input: bound as resident state */
+    float acc_max;              /* the family's matmul_overflow: matmul/conv outputs beyond it become +-inf */
 } sim_state;
 
 static void sim_free(void *state) {
@@ -58,7 +60,7 @@ static void apply_quirks(void *ctx, int s, const af_tensor *t, float *out, const
     sim_state *st = ctx;
     unsigned q = st->quirk[s];
     if (q & AF_QUIRK_WGRAD_CROP) ane_wgrad_crop(t, out, ins);
-    if (q & AF_QUIRK_ACC_SAT) saturate(out, af_shape_count(t->shape), AF_ANE_ACC_MAX);
+    if (q & AF_QUIRK_ACC_SAT) saturate(out, af_shape_count(t->shape), st->acc_max);
     if (q & AF_QUIRK_CROP_SAT) saturate(out, af_shape_count(t->shape), AF_ANE_CROP_MAX);
     if ((q & AF_QUIRK_PRECISION) && ane_precision_check(t, ins))
         st->quirk[s] &= (unsigned char)~AF_QUIRK_PRECISION; /* reported once per node */
@@ -99,6 +101,8 @@ static af_status sim_init(const backend_cfg *cfg, const compile_plan *p, void **
     sim_state *s = calloc(1, sizeof *s);
     if (!s) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
     s->outer = p;
+    const ane_family_info *fi = ane_family_info_of(cfg->family);
+    s->acc_max = fi ? (float)fi->matmul_overflow : AF_ANE_ACC_MAX;
     s->is_state = calloc((size_t)p->nin + 1, sizeof *s->is_state);
     af_status st = s->is_state ? AF_OK : AF_ERR_NOMEM;
     if (!st && cfg->via_mil && !plan_has_bridge(p)) st = build_via_mil(s, p, msg, n); /* a bridge has no MIL */

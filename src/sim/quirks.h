@@ -9,12 +9,12 @@
 
 /* Per-node engine numerics (one byte per schedule index). */
 enum {
-    AF_QUIRK_ACC_SAT = 1u << 0,   /* matmul/conv: the wide accumulator becomes +-inf beyond AF_ANE_ACC_MAX */
+    AF_QUIRK_ACC_SAT = 1u << 0,   /* matmul/conv: the wide accumulator becomes +-inf beyond the family's matmul_overflow */
     AF_QUIRK_CROP_SAT = 1u << 1,  /* A13/A14 crop DMA (last-axis begin != 0): +-inf beyond AF_ANE_CROP_MAX */
     AF_QUIRK_PRECISION = 1u << 2, /* user sub: run the near-equal precision check (cleared once reported) */
     AF_QUIRK_WGRAD_CROP = 1u << 3, /* A13/A14 conv weight gradient: width-offset rows see dy through the crop DMA */
 };
-#define AF_ANE_ACC_MAX 32752.0f   /* 65504 / 2, measured on M2 Pro and M5 */
+#define AF_ANE_ACC_MAX 32752.0f   /* 65504 / 2, measured on M2 Pro and M5: the built-in families' matmul_overflow */
 #define AF_ANE_CROP_MAX 4094.0f   /* 65504 / 16: the Q.4 x16 crop-DMA range */
 
 /* The AF_QUIRK_* bits of each schedule entry for the family (malloc'd, nsched + 1

@@ -28,7 +28,8 @@
  *   underlying_errors          compile errors wrap the compiler's under NSUnderlyingError
  *   diagnostics                the compiler says why it refused (0: "Validation
  *                              diagnostics: none", as macOS 26 reports)
- *   FAKE_ANE_FAMILY            a family file: the chip whose walls and budget it has
+ *   FAKE_ANE_FAMILY            a family file: the chip whose walls, budget and IOSurface row
+ *                              alignment (surface_align: evaluate refuses other rows) it has
  *   compile budget             after FAKE_ANE_COMPILE_BUDGET (119) compiles per process
  *   load                       fake_ane_fail_loads(n) makes loads fail like a busy daemon
  *   unloaded model             evaluate fails
@@ -777,6 +778,8 @@ static id bind(fmodel *m, CFTypeRef objs, CFTypeRef idx, int is_in, uint8_t **ba
     const char *what = is_in ? "input" : "output";
     if (fake_array_count(objs) != n)
         return fake_error("evaluate: the request binds %ld %s surfaces; the program has %d", (long)fake_array_count(objs), what, n);
+    const ane_family_info *fi = ane_family_info_of(fake_family());
+    int64_t align = fi ? fi->surface_align : 0; /* the family's rule, when its file gives one */
     for (int i = 0; i < n; i++) base[i] = NULL;
     for (int k = 0; k < n; k++) {
         int64_t i;
@@ -794,6 +797,10 @@ static id bind(fmodel *m, CFTypeRef objs, CFTypeRef idx, int is_in, uint8_t **ba
             return fake_error("evaluate: %s surface %d (%s) holds %zu bytes; its layout needs at least %zu: surfaces bound "
                               "in the wrong order or sized for another tensor", what, k, name, have, l->extent);
         if (locked) return fake_error("evaluate: %s surface %d (%s) is still locked by the CPU", what, k, name);
+        size_t row = fake_surface_row_bytes(((fsurfobj *)fake_array_get(objs, k))->s);
+        if (align > 0 && row % (size_t)align)
+            return fake_error("evaluate: %s surface %d (%s) has %zu-byte rows, not a multiple of %lld: this engine needs "
+                              "IOSurface rows aligned to %lld bytes", what, k, name, row, (long long)align, (long long)align);
     }
     return NULL;
 }

@@ -72,6 +72,8 @@ FAKE_HIDDEN void fake_note(const char *fmt, ...) __attribute__((format(printf, 1
 
 /* IOSurface internals (iosurface.c). */
 FAKE_HIDDEN int fake_surface(CFTypeRef s, uint8_t **base, size_t *bytes, int *locked);
+/* Its bytes per row (the whole surface for the 1-D surfaces everyone makes). */
+FAKE_HIDDEN size_t fake_surface_row_bytes(CFTypeRef s);
 
 /* Control functions the fake exports for tests (declared in fake_ane_control.h). */
 #include "fake_ane_control.h"

@@ -81,6 +81,15 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   add_test(NAME ane_backend_diagnose COMMAND test_ane_backend diagnose)
   set_tests_properties(ane_backend_diagnose PROPERTIES TIMEOUT 120
                        ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-diagnose;OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16;FAKE_ANE_FAMILY=${CMAKE_CURRENT_SOURCE_DIR}/tests/fake_ane/families/z9.json")
+  # The fake configured as Z9 enforces the walls the probe bisects (surface rows, inputs, matmul overflow).
+  add_executable(test_probe_walls ${FAKE_DIR}/test_probe_walls.c)
+  target_link_libraries(test_probe_walls PRIVATE af_test_support)
+  target_include_directories(test_probe_walls PRIVATE ${FAKE_DIR})
+  target_compile_definitions(test_probe_walls PRIVATE AF_FAKE_ANE="$<TARGET_FILE:fake_ane>")
+  add_dependencies(test_probe_walls fake_ane)
+  add_test(NAME probe_walls COMMAND test_probe_walls)
+  set_tests_properties(probe_walls PROPERTIES TIMEOUT 120
+                       ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-probe-walls;OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16;FAKE_ANE_FAMILY=${CMAKE_CURRENT_SOURCE_DIR}/tests/fake_ane/families/z9.json")
   # doctor --probe against the fake configured as three chips (tests/fake_ane/families/).
   add_test(NAME probe_chips COMMAND sh ${FAKE_DIR}/probe_chips.sh $<TARGET_FILE:aneforge> $<TARGET_FILE:fake_ane>
            $<TARGET_FILE:test_ane_backend> ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/fake_ane/probe-chips)

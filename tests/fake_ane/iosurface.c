@@ -11,7 +11,7 @@
 typedef struct {
     struct objc_object h;
     uint8_t *base;
-    size_t alloc;
+    size_t alloc, row; /* bytes, and bytes per row */
     int locks;
     uint32_t seed;
 } fsurface;
@@ -58,6 +58,7 @@ IOSurfaceRef IOSurfaceCreate(CFDictionaryRef properties) {
     fsurface *s = fake_new(&fake_IOSurface, sizeof *s);
     if (!s) return NULL;
     s->alloc = (size_t)alloc;
+    s->row = (size_t)bpr;
     size_t rounded = (s->alloc + 16383) & ~(size_t)16383; /* whole pages, as IOSurface allocates */
     if (!(s->base = aligned_alloc(16384, rounded))) {
         fake_release(s);
@@ -98,6 +99,11 @@ void *IOSurfaceGetBaseAddress(IOSurfaceRef buffer) {
 size_t IOSurfaceGetAllocSize(IOSurfaceRef buffer) {
     fsurface *s = as_surface(buffer);
     return s ? s->alloc : 0;
+}
+
+size_t fake_surface_row_bytes(CFTypeRef obj) {
+    fsurface *s = fake_is(obj, &fake_IOSurface) ? (fsurface *)obj : NULL;
+    return s ? s->row : 0;
 }
 
 int fake_surface(CFTypeRef obj, uint8_t **base, size_t *bytes, int *locked) {

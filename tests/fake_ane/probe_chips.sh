@@ -18,7 +18,7 @@ for chip in "a13 h13 $src/src/engine/families/a13.json" "a16 h16 $src/src/engine
   if ! "$cli" doctor --probe --quick -o "$out" --framework "$fake" >"$work/$name.log" 2>&1; then
     echo "$name: doctor --probe failed:"; cat "$work/$name.log"; fail=1; continue
   fi
-  grep -q "10 of 10 steps measured" "$work/$name.log" || { echo "$name: a step failed"; cat "$work/$name.log"; fail=1; }
+  grep -q "15 of 15 steps measured" "$work/$name.log" || { echo "$name: a step failed"; cat "$work/$name.log"; fail=1; }
   # every row of the op table has its verdict, none silently missing, and the fake gives
   # the chip's table: the CPU-only rows named, embedding_grad refused (no scatter), the
   # last-axis slice of 5000s wrong where the crop DMA saturates (a13, z9), all else pass
@@ -39,6 +39,8 @@ for chip in "a13 h13 $src/src/engine/families/a13.json" "a16 h16 $src/src/engine
   [ "$nacc" = "$nsp" ] && [ "$(grep -c '"spelling\.' "$out")" = "$nsp" ] ||
     { echo "$name: $nacc of $nsp unverified spellings accepted"; grep '"spelling\.' "$out"; fail=1; }
   grep '"step.ops"' "$out"
+  # GEMM throughput is a measurement (never compared): it must be there and positive
+  grep -q '"measured.fp16_gemm_gflops": [1-9][0-9]*,' "$out" || { echo "$name: no GEMM throughput"; grep gemm "$out"; fail=1; }
   "$cli" doctor --compare "$held" --family "$out" >"$work/$name.cmp" 2>&1
   rc=$?
   cat "$work/$name.cmp"
@@ -47,7 +49,7 @@ for chip in "a13 h13 $src/src/engine/families/a13.json" "a16 h16 $src/src/engine
   fi
   # a second run keeps every finished step and compiles nothing
   "$cli" doctor --probe --quick -o "$out" --framework "$fake" >"$work/$name.again" 2>&1
-  [ "$(grep -c ' kept: ' "$work/$name.again")" = 10 ] || { echo "$name: the second run did not resume"; cat "$work/$name.again"; fail=1; }
+  [ "$(grep -c ' kept: ' "$work/$name.again")" = 15 ] || { echo "$name: the second run did not resume"; cat "$work/$name.again"; fail=1; }
   AF_PROBED_FAMILY="$out" FAKE_ANE_COMPILE_BUDGET=100000 "$backend" probed >"$work/$name.corpus" 2>&1 || {
     echo "$name: ane-sim with the probe's file disagrees with the fake:"; tail -20 "$work/$name.corpus"; fail=1; }
   tail -2 "$work/$name.corpus"
@@ -59,7 +61,7 @@ grep -v '"step.compile_budget"\|"step.dispatch"' "$out" | awk 'NR > 1 { if ($0 =
 export FAKE_ANE_SUBTYPE=h16 FAKE_ANE_FAMILY="$src/tests/fake_ane/families/z9.json"
 "$cli" doctor --probe --quick -o "$out" --framework "$fake" >"$work/resume.log" 2>&1
 kept=$(grep -c ' kept: ' "$work/resume.log")
-[ "$kept" = 8 ] && grep -q "^0 fields differ" "$work/z9.cmp" || { echo "resume: kept $kept of 8 steps"; cat "$work/resume.log"; fail=1; }
+[ "$kept" = 13 ] && grep -q "^0 fields differ" "$work/z9.cmp" || { echo "resume: kept $kept of 13 steps"; cat "$work/resume.log"; fail=1; }
 # the op step within a small compile budget: what does not fit is recorded "not probed"
 # (never silently missing), and removing step.ops resumes with only those; the table
 # ends as the unbudgeted run's

@@ -4,6 +4,7 @@
 #include "netplist/plist.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,9 +104,20 @@ af_status ane_rt_netplist_symbols(const char *xml, size_t len, int nin, int nout
 
 /* ---------------------------------------------------------------- layouts */
 
+static _Atomic size_t surface_step = ANE_RT_SURFACE_ROUND;
+static atomic_bool surface_odd;
+
+void ane_rt_set_surface_step(size_t step, bool odd) {
+    atomic_store(&surface_step, step ? step : ANE_RT_SURFACE_ROUND);
+    atomic_store(&surface_odd, odd);
+}
+
 static size_t round_surface(size_t bytes) {
+    size_t step = atomic_load(&surface_step);
     if (bytes < ANE_RT_MIN_SURFACE) bytes = ANE_RT_MIN_SURFACE;
-    return (bytes + ANE_RT_SURFACE_ROUND - 1) / ANE_RT_SURFACE_ROUND * ANE_RT_SURFACE_ROUND;
+    size_t n = (bytes + step - 1) / step;
+    if (atomic_load(&surface_odd) && n % 2 == 0) n++;
+    return n * step;
 }
 
 /* Flat when every dimension longer than 1 has the packed stride. */

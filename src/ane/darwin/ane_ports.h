@@ -47,6 +47,11 @@ void ane_rt_layout_flat(ane_rt_layout *l, int index, int64_t count);
  * element count or an index the request cannot carry. */
 af_status ane_rt_layouts(CFTypeRef attrs, bool inputs, int n, const char (*sym)[ANE_RT_SYMBOL], const int64_t *count,
                          ane_rt_layout *out, bool *found);
+/* The chip probe's knob for IOSurface alignment (ane_probe.c): the surfaces of programs
+ * compiled from now on are sized in steps of `step` bytes (0: back to
+ * ANE_RT_SURFACE_ROUND), and with `odd` in an odd number of steps, so that each size is a
+ * multiple of step and of nothing twice as large. */
+void ane_rt_set_surface_step(size_t step, bool odd);
 /* Copies the tensor between host (packed fp16) and a surface's base in layout l. */
 void ane_rt_layout_copy(const ane_rt_layout *l, uint8_t *surface, uint16_t *host, bool to_surface);
 /* True when two layouts place every element at the same byte. */

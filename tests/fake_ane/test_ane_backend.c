@@ -15,6 +15,7 @@
 #include "aneforge.h"
 #include "ane/darwin/ane_runtime.h"
 #include "mil/opinfo.h"
+#include "engine/family.h"
 #include "engine/walls.h"
 #include "fake_ane_control.h"
 #include "support/bridge_mix.h"
@@ -404,6 +405,75 @@ static void test_bridges(void) {
     af_graph_free(dg);
 }
 
+/* One program per family-file limit a compiler refuses for, each within aneforge's
+ * A16 walls (an h16 device) but past the made-up Z9's (the fake's compiler,
+ * $FAKE_ANE_FAMILY) that gives no reason (macOS 26): the error must name the op, the
+ * limit with its value in the A16 family file, what to try and the probe. */
+typedef struct {
+    const char *field, *op, *remedy;
+    af_tensor *(*build)(af_graph *g, af_tensor **x);
+} diag_case;
+
+static af_tensor *d_rank(af_graph *g, af_tensor **x) { /* Z9: rank <= 4 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 2, 2, 2, 8));
+    return af_adds(*x, 1.0f);
+}
+static af_tensor *d_spatial(af_graph *g, af_tensor **x) { /* Z9: W <= 12000 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 13000));
+    return af_adds(*x, 1.0f);
+}
+static af_tensor *d_axis(af_graph *g, af_tensor **x) { /* Z9: every axis <= 30000 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 31000, 1, 1));
+    return af_adds(*x, 1.0f);
+}
+static af_tensor *d_kernel(af_graph *g, af_tensor **x) { /* Z9: kernel width <= 7 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 512));
+    return af_conv(*x, af_const_fill(g, AF_SHAPE(1, 1, 1, 10), 0.5f), NULL, NULL, NULL, 1);
+}
+static af_tensor *d_wide_row(af_graph *g, af_tensor **x) { /* Z9: a concat reads rows of <= 5000 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(2, 3000));
+    af_tensor *rows[2] = { af_reshape(af_adds(*x, 1.0f), AF_SHAPE(1, 6000)), af_reshape(af_muls(*x, 2.0f), AF_SHAPE(1, 6000)) };
+    return af_concat(2, rows, 0);
+}
+
+static void test_diagnose(void *h) {
+    int (*fake_set)(const char *, long);
+    *(void **)&fake_set = dlsym(h, "fake_ane_set");
+    CHECK(fake_set && fake_set("diagnostics", 0), "the fake has the diagnostics switch");
+    static const diag_case cases[] = {
+        { "max_rank", "add", "fold leading axes", d_rank },
+        { "max_spatial", "add", "split the axis", d_spatial },
+        { "max_axis", "add", "split the axis", d_axis },
+        { "max_kernel_w", "conv", "split the kernel", d_kernel },
+        { "wide_row_max", "reshape", "keep each tensor's natural row width", d_wide_row },
+    };
+    const ane_family_info *fi = ane_family_info_of(AF_FAMILY_A16);
+    int covered_fields = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const diag_case *c = &cases[i];
+        af_graph *g = af_graph_new();
+        af_tensor *x = NULL, *y = c->build(g, &x);
+        af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+        af_model *m = af_compile(g, 1, &x, 1, &y, &o);
+        const char *msg = af_error_message();
+        int64_t value = -1;
+        for (int f = 0; f < ane_family_nfields; f++)
+            if (!strcmp(ane_family_fields[f].key, c->field)) value = ane_family_get(fi, f);
+        char cause[80], limit[120];
+        snprintf(cause, sizeof cause, "Likely cause: %s '", c->op);
+        snprintf(limit, sizeof limit, "of %s = %lld in the A16 family file", c->field, (long long)value);
+        bool ok = !m && strstr(msg, "Validation diagnostics: none") && strstr(msg, cause) && strstr(msg, limit) &&
+                  strstr(msg, c->remedy) && strstr(msg, "doctor --probe");
+        CHECK(ok, "%s: the refusal must name the op (%s), the limit (%s), the remedy and the probe: %s", c->field, cause, limit,
+              m ? "it compiled" : msg);
+        if (getenv("ANE_TEST_VERBOSE")) printf("%s: %s\n", c->field, msg);
+        covered_fields += ok;
+        af_model_free(m);
+        af_graph_free(g);
+    }
+    CHECK(covered_fields == 5, "%d of the 5 refusal limits diagnosed", covered_fields);
+}
+
 int main(int argc, char **argv) {
     const char *tmp = getenv("TMPDIR"); /* where the runtime stages programs, as macOS's always exists */
     if (tmp) mkdir(tmp, 0700);
@@ -416,28 +486,7 @@ int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "all";
     bool all = !strcmp(which, "all");
     if (all || !strcmp(which, "ops")) test_ops();
-    if (!strcmp(which, "diagnose")) {
-        /* The fake as the made-up Z9 (kernel width <= 7) on an h16 device (aneforge's A16
-         * family: <= 15), its compiler giving no reason (macOS 26): a width-10 conv passes
-         * A16's walls, the engine refuses it, and the error names the op, the limit, what
-         * to try and the probe. */
-        int (*fake_set)(const char *, long);
-        *(void **)&fake_set = dlsym(h, "fake_ane_set");
-        CHECK(fake_set && fake_set("diagnostics", 0), "the fake has the diagnostics switch");
-        af_graph *g = af_graph_new();
-        af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 512));
-        af_tensor *y = af_conv(x, af_const_fill(g, AF_SHAPE(1, 1, 1, 10), 0.5f), NULL, NULL, NULL, 1);
-        af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
-        af_model *m = af_compile(g, 1, &x, 1, &y, &o);
-        const char *msg = af_error_message();
-        printf("%s\n", msg);
-        CHECK(!m && strstr(msg, "Validation diagnostics: none") && strstr(msg, "Likely cause: conv") &&
-                  strstr(msg, "kernel width = 10") && strstr(msg, "max_kernel_w = 15 in the A16 family file") &&
-                  strstr(msg, "Try: split the kernel") && strstr(msg, "doctor --probe"),
-              "the refusal must name the op, the limit, the remedy and the probe: %s", msg);
-        af_model_free(m);
-        af_graph_free(g);
-    }
+    if (!strcmp(which, "diagnose")) test_diagnose(h);
     if (!strcmp(which, "probed")) {
         /* The fake configured as a chip ($FAKE_ANE_FAMILY) against ane-sim loaded with what
          * doctor --probe measured of it ($AF_PROBED_FAMILY): the same pass/refuse table and

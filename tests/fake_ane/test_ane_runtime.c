@@ -14,7 +14,8 @@
  *               bit-identical to the CPU executor in fp16, and the small ones close to
  *               a naive double reference
  *   cache       the same program twice compiles once; handles are independent;
- *               releasing everything frees every fake object and the staged files
+ *               releasing everything frees every fake object and the staged files;
+ *               asked for again, it reloads from the daemon without compiling
  *   alias       resident state: an output aliased onto its input accumulates across
  *               evaluations with no host copy; a size mismatch is refused
  *   budget      the fake daemon's budget and the runtime's own budget: clear errors,
@@ -330,9 +331,22 @@ static void case_cache(void) {
     ane_rt_release(p2);
     CHECK(dir_entries(getenv("TMPDIR")) == 0, "the staged files were not removed after the last release");
     CHECK(fake.live_objects() == live, "fake objects leaked: %ld alive, %ld before", fake.live_objects(), live);
-    /* compiling again after the last release is a real compile */
-    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p1) == AF_OK && ane_rt_compile_count() == before + 2,
-          "a released program must compile again");
+    /* asked for again after the last release: the daemon still has it compiled
+     * (-compiledModelExists), so it is loaded again without compiling, and runs */
+    int64_t reloads = ane_rt_reload_count();
+    fake_before = fake.compiles();
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p1) == AF_OK && ane_rt_compile_count() == before + 1 &&
+              fake.compiles() == fake_before && ane_rt_reload_count() == reloads + 1,
+          "a released program must reload without compiling: %lld compiles, %ld in the fake, %lld reloads",
+          (long long)(ane_rt_compile_count() - before), fake.compiles() - fake_before,
+          (long long)(ane_rt_reload_count() - reloads));
+    if (p1) {
+        uint16_t x[128], y[128];
+        for (int i = 0; i < 128; i++) x[i] = 0x3c00; /* 1 */
+        const uint16_t *in[1] = { x };
+        uint16_t *out[1] = { y };
+        CHECK(ane_rt_eval(p1, in, out) == AF_OK && f16(y[7]) == 3, "the reloaded program must run: %s", af_error_message());
+    }
     ane_rt_release(p1);
     emitted_free(&e);
     af_graph_free(gp.g);

@@ -33,7 +33,10 @@
  *   no_inputs   refused before compiling (the request validation would refuse it)
  *   layouts     surface sizes; padded rows and shuffled ports (and no attributes) give
  *               ane-sim's bits
- *   alias       (above) also with state copied instead of aliased */
+ *   alias       (above) also with state copied instead of aliased
+ * and issue 30's macOS differences:
+ *   entry       under each FAKE_ANE_MACOS profile (14, 15, 26) programs compile and run
+ *               through the entry point that works there, kept once found, and logged */
 #define _DEFAULT_SOURCE 1
 #include "ane/darwin/ane_runtime.h"
 #include "ane/darwin/ane_ports.h"
@@ -932,9 +935,9 @@ static void case_netplist(void) {
     ir_f16_to_f32_array(&h, &scale, 1);
     ane_rt_ports ports = {.nin = 4, .nout = 1, .in_count = {16, 48, 48, 12}, .out_count = {16}};
     ane_rt_program *p = NULL, *p2 = NULL;
-    int64_t before = ane_rt_compile_count();
     CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p) == AF_OK, "compile: %s", af_error_message());
-    CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p2) == AF_OK && ane_rt_compile_count() - before == 1,
+    int64_t before = ane_rt_compile_count(); /* (the first compile costs 2 where the first entry point fails: macOS 26) */
+    CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p2) == AF_OK && ane_rt_compile_count() == before,
           "the same program again is a cache hit");
     test_rng r = {11};
     float q[16], k[48], v[48], m[12], y[16];
@@ -1009,6 +1012,85 @@ static void case_device(void) {
     }
 }
 
+/* ---------------------------------------------------------------- compile entry points */
+
+static char logged[4096];
+static void keep_log(af_log_level level, const char *msg, void *user) {
+    (void)level; (void)user;
+    size_t k = strlen(logged);
+    snprintf(logged + k, sizeof logged - k, "%s\n", msg);
+}
+
+/* One small program compiled and run (relu(x) * k on ones = k); the fake's compiles it cost. */
+static long compile_and_run(float k, const char *what) {
+    graph_prog gp = small_prog(k);
+    emitted e;
+    long before = fake.compiles();
+    ane_rt_program *p = NULL;
+    if (!emit(&gp, &e)) return -1;
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) == AF_OK && p, "%s: %s", what, af_error_message());
+    if (p) {
+        uint16_t x[128], y[128];
+        for (int i = 0; i < 128; i++) x[i] = 0x3c00; /* 1 */
+        const uint16_t *in[1] = { x };
+        uint16_t *out[1] = { y };
+        CHECK(ane_rt_eval(p, in, out) == AF_OK && f16(y[9]) == k, "%s: got %g, want %g (%s)", what, f16(y[9]), k, af_error_message());
+    }
+    ane_rt_release(p);
+    emitted_free(&e);
+    af_graph_free(gp.g);
+    return fake.compiles() - before;
+}
+
+/* The fake as each macOS profile ($FAKE_ANE_MACOS, read by the fake): 14 has no in-memory
+ * compile selector (the client entry point from the start), 15 both (in-memory), 26 an
+ * in-memory compile that fails (one failure, then the client entry point, kept). Every
+ * profile compiles and runs, and the log and ane_rt_compile_entry say which was used. */
+static void case_entry(void) {
+    const char *env = getenv("FAKE_ANE_MACOS");
+    long os = env ? atol(env) : 15;
+    static const char inmem[] = "-[_ANEInMemoryModel compileWithQoS:options:error:]",
+                      client[] = "-[_ANEClient compileModel:options:qos:error:]";
+    af_set_log(keep_log, NULL);
+    open_fake();
+    CHECK(!strcmp(ane_rt_compile_entry(), os <= 14 ? client : inmem), "macOS %ld: before compiling, the entry point is %s",
+          os, ane_rt_compile_entry());
+    if (os >= 26) { /* both refuse while the client's compile is broken too: both named, nothing kept */
+        fake.set("client_compile", 0);
+        graph_prog gp = small_prog(9);
+        emitted e;
+        ane_rt_program *p = NULL;
+        if (emit(&gp, &e)) {
+            CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) != AF_OK && !p, "both entry points fail: no program");
+            CHECK(contains(af_error_message(), "compileModelAtURL: failed") && contains(af_error_message(), client) &&
+                      contains(af_error_message(), "client_compile=0"),
+                  "the error must give both entry points' failures: %s", af_error_message());
+            emitted_free(&e);
+        }
+        af_graph_free(gp.g);
+        fake.set("client_compile", 1);
+        CHECK(!strcmp(ane_rt_compile_entry(), inmem), "a failure of both must not change the choice: %s", ane_rt_compile_entry());
+        logged[0] = 0;
+    }
+    long first = compile_and_run(3, "the first program");
+    CHECK(first == (os >= 26 ? 2 : 1), "macOS %ld: the first program cost %ld compiles in the fake", os, first);
+    long second = compile_and_run(5, "the second program");
+    CHECK(second == 1, "macOS %ld: the entry point that worked is kept: the second program cost %ld compiles", os, second);
+    const char *want = os <= 15 && os > 14 ? inmem : client;
+    CHECK(!strcmp(ane_rt_compile_entry(), want), "macOS %ld: compiled through %s, want %s", os, ane_rt_compile_entry(), want);
+    if (os <= 14)
+        CHECK(contains(logged, "has no -[_ANEInMemoryModel compileWithQoS:options:error:]; compiling through -[_ANEClient"),
+              "the log must say the in-memory entry point is missing and which is used: %s", logged);
+    else if (os >= 26)
+        CHECK(contains(logged, "-[_ANEInMemoryModel compileWithQoS:options:error:] failed (") && contains(logged, "compileModelAtURL") &&
+                  contains(logged, "compiled through -[_ANEClient compileModel:options:qos:error:] instead"),
+              "the log must say the in-memory compile failed and the client one is used: %s", logged);
+    else
+        CHECK(logged[0] == 0, "the preferred entry point needs no log line: %s", logged);
+    printf("macOS %ld: %s\n%s", os, ane_rt_compile_entry(), logged);
+    af_set_log(NULL, NULL);
+}
+
 int main(int argc, char **argv) {
     static const struct { const char *name; void (*run)(void); } cases[] = {
         { "trampoline", case_trampoline }, { "missing", case_missing }, { "programs", case_programs },
@@ -1016,7 +1098,7 @@ int main(int argc, char **argv) {
         { "load_retry", case_load_retry }, { "traps", case_traps },     { "device", case_device },
         { "netplist", case_netplist },     { "weights", case_weights },
         { "model_path", case_model_path }, { "compile_failure", case_compile_failure }, { "no_inputs", case_no_inputs },
-        { "layouts", case_layouts },
+        { "layouts", case_layouts },       { "entry", case_entry },
     };
     int ran = 0;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)

@@ -450,8 +450,6 @@ static af_status compile_staged(ane_rt_model *m, id model, const rt_source *src,
             if (ep_chosen < 0 && k > 0)
                 ir_log(AF_LOG_WARN, "ane: %s failed (%s); compiled through %s instead, which this process keeps using",
                        ep_names[order[0]], first, ep_names[order[k]]);
-            else if (ep_chosen < 0 && order[k] != EP_INMEM)
-                ir_log(AF_LOG_INFO, "ane: compiling through %s", ep_names[order[k]]);
             ep_chosen = order[k];
             return AF_OK;
         }

@@ -70,6 +70,11 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000;FAKE_ANE_SUBTYPE=h16")
   endforeach()
 
+  # Past a small daemon budget: programs compiled before reload without compiling.
+  add_test(NAME ane_backend_budget_reload COMMAND test_ane_backend budget_reload)
+  set_tests_properties(ane_backend_budget_reload PROPERTIES TIMEOUT 120
+                       ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-budget-reload;OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=4;FAKE_ANE_SUBTYPE=h16")
+
   # `aneforge train --target ane` on the MNIST subset agrees with ane-sim (a short form of
   # the full MNIST run README reports).
   add_test(NAME cli_train_ane COMMAND sh ${FAKE_DIR}/cli_train_ane.sh $<TARGET_FILE:aneforge> $<TARGET_FILE:fake_ane>

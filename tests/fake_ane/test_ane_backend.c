@@ -7,6 +7,8 @@
  *   family   the family comes from the device; naming another one is refused
  *   state    resident state: bind, write, read, and runs that advance it
  *   budget   a spent compile budget is a clear af_compile error, not a crash
+ *   budget_reload  epochs that rebuild their programs run past a small budget: what the
+ *            daemon still has compiled reloads without compiling (issue 30)
  *   train    the MLP's resident, device and host plans on ane:m1 leave the weights
  *            ane-sim:m1 leaves, with one dispatch per resident step
  *   bridges  a graph with three bridge ops (support/bridge_mix.h) runs as 7 segments,
@@ -240,6 +242,81 @@ static void test_budget(void) {
     for (int k = 0; k < 3; k++) af_model_free(m[k]);
     af_model_free(hit);
     af_graph_free(g);
+}
+
+static char budget_log[2048];
+static void keep_budget_log(af_log_level level, const char *msg, void *user) {
+    (void)level; (void)user;
+    size_t k = strlen(budget_log);
+    snprintf(budget_log + k, sizeof budget_log - k, "%s\n", msg);
+}
+
+/* One epoch: the same three programs (x * 2, x * 3, x * 4) built, compiled, run and freed
+ * anew, as a trainer that rebuilds its plans each epoch does; each result must equal
+ * ane-sim's through MIL. Returns the compiles its models report. */
+static int64_t budget_epoch(int epoch) {
+    int64_t compiles = 0;
+    af_graph *g = af_graph_new();
+    af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(4, 16));
+    float in[64], a[64], b[64];
+    test_rng r = { 40 + (uint64_t)epoch };
+    test_fill_uniform(&r, in, 64, -2, 2);
+    for (int k = 0; k < 3; k++) {
+        af_tensor *y = af_muls(x, (float)(k + 2));
+        af_compile_opts oa = ane_opts(AF_FAMILY_DEFAULT), os = sim_opts(AF_FAMILY_A16);
+        af_model *ma = af_compile(g, 1, &x, 1, &y, &oa);
+        char why[1024];
+        snprintf(why, sizeof why, "%s", ma ? "" : af_error_message());
+        af_model *ms = af_compile(g, 1, &x, 1, &y, &os);
+        CHECK(ma && ms, "epoch %d, program %d: %s", epoch, k, ma ? af_error_message() : why);
+        if (!ma || !ms) { af_model_free(ma); af_model_free(ms); continue; }
+        af_buffer bi = AF_BUF_F32(in, 64), ba = AF_BUF_F32(a, 64), bs = AF_BUF_F32(b, 64);
+        CHECK(af_run(ma, &bi, &ba) == AF_OK && af_run(ms, &bi, &bs) == AF_OK && !memcmp(a, b, sizeof a),
+              "epoch %d, program %d: the ane target and ane-sim differ (%s)", epoch, k, af_error_message());
+        af_stats st;
+        af_model_stats(ma, &st);
+        compiles += st.compiles;
+        af_model_free(ma);
+        af_model_free(ms);
+    }
+    af_graph_free(g);
+    return compiles;
+}
+
+/* Past a small budget ($FAKE_ANE_COMPILE_BUDGET=4 for the fake daemon, 4 for the
+ * runtime): six epochs ask for 18 compiles of 3 programs; the daemon still has each
+ * compiled, so they reload without compiling and every epoch runs. A new program past
+ * the budget is refused with a message naming the family file's compile_budget, and
+ * the old ones still reload after that. */
+static void test_budget_reload(void) {
+    ane_rt_set_compile_budget(4);
+    af_set_log(keep_budget_log, NULL);
+    int64_t before = ane_rt_compile_count(), reported = 0;
+    for (int e = 0; e < 6; e++) reported += budget_epoch(e);
+    CHECK(ane_rt_compile_count() - before == 3 && reported == 3 && ane_rt_reload_count() == 15,
+          "6 epochs of 3 programs: %lld real compiles (%lld reported), %lld reloads; want 3 and 15",
+          (long long)(ane_rt_compile_count() - before), (long long)reported, (long long)ane_rt_reload_count());
+    af_graph *g = af_graph_new();
+    af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(4, 16));
+    af_tensor *y4 = af_adds(x, 1.0f), *y5 = af_adds(x, 2.0f);
+    af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+    af_model *m4 = af_compile(g, 1, &x, 1, &y4, &o);
+    CHECK(m4 != NULL, "the fourth program fits the budget of 4: %s", af_error_message());
+    af_model *m5 = af_compile(g, 1, &x, 1, &y5, &o);
+    const char *msg = af_error_message();
+    char budget[120];
+    snprintf(budget, sizeof budget, "the A16 family file's compile_budget is %lld compiles per process",
+             (long long)ane_family_info_of(AF_FAMILY_A16)->compile_budget);
+    CHECK(!m5 && strstr(msg, "compiled 4 programs, its budget (4;") && strstr(msg, budget) && strstr(msg, "restart the process") &&
+              strstr(msg, "doctor --probe"),
+          "a new program past the budget: the message must name the budget and the family file's: %s", m5 ? "it compiled" : msg);
+    printf("%s\n", msg);
+    CHECK(strstr(budget_log, "compile budget spent (4 compiles;") && strstr(budget_log, budget),
+          "the log must say the budget is spent: %s", budget_log);
+    CHECK(budget_epoch(6) == 0, "after the budget is spent, programs compiled before still reload");
+    af_model_free(m4);
+    af_graph_free(g);
+    af_set_log(NULL, NULL);
 }
 
 /* Two separable blobs in 16 dimensions, 2 classes, one-hot targets. */
@@ -516,5 +593,6 @@ int main(int argc, char **argv) {
     }
     if (all || !strcmp(which, "bridges")) test_bridges();
     if (all || !strcmp(which, "budget")) test_budget(); /* last: it spends the budget */
+    if (!strcmp(which, "budget_reload")) test_budget_reload();
     return check_finish("ane_backend");
 }

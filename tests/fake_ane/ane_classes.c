@@ -1,5 +1,6 @@
 /* The fake _ANE classes: _ANEInMemoryModelDescriptor, _ANEInMemoryModel, _ANERequest,
- * _ANEIOSurfaceObject and _ANEDeviceInfo, with the methods the runtime calls. The
+ * _ANEIOSurfaceObject, _ANEDeviceInfo, _ANEClient, _ANEModel (and NSURL), with the
+ * methods the runtime calls. The
  * program runs through aneforge's own MIL reader and CPU executor in fp16, reading
  * model.mil and weights/weight.bin from the model's -localModelPath as the daemon
  * does. It behaves as docs/fake-ane.md says the real framework does, each behaviour
@@ -28,6 +29,12 @@
  *   underlying_errors          compile errors wrap the compiler's under NSUnderlyingError
  *   diagnostics                the compiler says why it refused (0: "Validation
  *                              diagnostics: none", as macOS 26 reports)
+ *   macos                      FAKE_ANE_MACOS: 14 has no -compileWithQoS:options:error:,
+ *                              15 (default) both compile entry points, 26 an in-memory
+ *                              compile that fails (the client's works)
+ *   client_compile             -[_ANEClient compileModel:options:qos:error:] (0: fails)
+ *   the daemon's cache         what compiled is kept by identifier: -compiledModelExists,
+ *                              and -loadWithQoS loads it without compiling
  *   FAKE_ANE_FAMILY            a family file: the chip whose walls and budget it has
  *   compile budget             after FAKE_ANE_COMPILE_BUDGET (119) compiles per process
  *   load                       fake_ane_fail_loads(n) makes loads fail like a busy daemon

@@ -788,6 +788,12 @@ static void plan_ports(fmodel *m) {
 static BOOL model_load(id self, SEL op, unsigned qos, id options, id *err) {
     (void)op; (void)qos; (void)options;
     fmodel *m = (fmodel *)self;
+    if (m->state == LOADED) return YES;
+    int busy = atomic_load(&failing_loads);
+    if (busy > 0) {
+        atomic_store(&failing_loads, busy - 1);
+        return fail(err, fake_error("ANEProgramLoad() failed: no free program slot (the daemon reclaims them lazily; retry)"));
+    }
     if (m->state == CREATED) { /* compiled before (or through _ANEClient): aned loads what it kept */
         id e = NULL;
         if (!daemon_load(m, &e))
@@ -798,12 +804,6 @@ static BOOL model_load(id self, SEL op, unsigned qos, id options, id *err) {
             return fail(err, e);
         }
         m->state = COMPILED;
-    }
-    if (m->state == LOADED) return YES;
-    int busy = atomic_load(&failing_loads);
-    if (busy > 0) {
-        atomic_store(&failing_loads, busy - 1);
-        return fail(err, fake_error("ANEProgramLoad() failed: no free program slot (the daemon reclaims them lazily; retry)"));
     }
     if (atomic_fetch_add(&loaded, 1) >= MAX_LOADED) {
         atomic_fetch_sub(&loaded, 1);

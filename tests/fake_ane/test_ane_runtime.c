@@ -489,6 +489,12 @@ static void case_load_retry(void) {
           "the framework's load error is missing: %s", af_error_message());
     printf("load: %s\n", af_error_message());
     CHECK(dir_entries(getenv("TMPDIR")) == 0, "a failed compile left its staged files");
+    /* a program the daemon reports compiled but will not load is compiled after all */
+    int64_t before = ane_rt_compile_count();
+    fake.fail_loads(2);
+    CHECK(ane_rt_compile(ea.mil, ea.len, ea.w, ea.wn, &ea.ports, &p) == AF_OK && p && ane_rt_compile_count() == before + 1,
+          "a kept program that fails to load must be compiled again: %s", af_error_message());
+    ane_rt_release(p);
     emitted_free(&ea);
     emitted_free(&eb);
     af_graph_free(a.g);

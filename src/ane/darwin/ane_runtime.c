@@ -421,12 +421,13 @@ static BOOL compile_with(int ep, ane_rt_model *m, id model, const rt_source *src
  * compiled (-compiledModelExists: compiled earlier, in this process or another, and
  * loaded by -loadWithQoS without compiling, so it costs no budget), else through the
  * entry point that works here, within the budget. */
-static af_status compile_staged(ane_rt_model *m, id model, const rt_source *src, CFDictionaryRef empty) {
+static af_status compile_staged(ane_rt_model *m, id model, const rt_source *src, CFDictionaryRef empty, bool *reload) {
     char words[300];
-    if (have_exists && ANE_MSG(BOOL (*)(id, SEL))(model, sel("compiledModelExists"))) {
+    if (*reload && have_exists && ANE_MSG(BOOL (*)(id, SEL))(model, sel("compiledModelExists"))) {
         atomic_fetch_add(&reloads, 1);
         return AF_OK;
     }
+    *reload = false;
     if (atomic_load(&compiles) >= atomic_load(&budget)) {
         budget_words(words, sizeof words);
         if (!atomic_exchange(&budget_logged, 1))
@@ -499,15 +500,24 @@ static af_status model_compile(ane_rt_model *m, const rt_source *src) {
         if (!model) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModel could not be created from the descriptor");
     }
     if (!st) st = stage(m, model, src);
-    if (!st) st = compile_staged(m, model, src, empty);
-    if (!st) {
+    bool reload = true; /* first try what the daemon may still have compiled */
+    if (!st) st = compile_staged(m, model, src, empty, &reload);
+    for (int pass = 0; !st && pass < 2; pass++) {
         BOOL ok = send_qos(model, "loadWithQoS:options:error:", empty, &err);
         if (!ok) { /* the daemon frees program slots lazily: give it a moment, once */
             usleep(100000);
             ok = send_qos(model, "loadWithQoS:options:error:", empty, &err);
         }
-        if (!ok) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: load failed (after one retry): %s", describe(err, why, sizeof why));
-        else m->model = obj_retain(model);
+        if (ok) {
+            m->model = obj_retain(model);
+            break;
+        }
+        if (reload) { /* what the daemon kept would not load: compile it after all */
+            reload = false;
+            st = compile_staged(m, model, src, empty, &reload);
+            continue;
+        }
+        st = ir_fail(AF_ERR_UNSUPPORTED, "ane: load failed (after one retry): %s", describe(err, why, sizeof why));
     }
     release(text);
     release(weights);

@@ -432,6 +432,7 @@ static void case_alias(void) {
 static void case_budget(void) {
     open_fake();
     fake.set_compile_budget(fake.compiles() + 3);
+    ane_rt_set_compile_budget(ane_rt_compile_count() + 4); /* the daemon refuses first, near the runtime's budget */
     emitted e[6];
     graph_prog gp[6];
     ane_rt_program *p[6] = { 0 };
@@ -445,6 +446,10 @@ static void case_budget(void) {
           "a compile past the daemon's budget must fail");
     CHECK(contains(af_error_message(), "compile failed") && contains(af_error_message(), "restart the process"),
           "the framework's error text is missing: %s", af_error_message());
+    CHECK(contains(af_error_message(), "Likely cause: the compile budget: this was compile 4 in this process") &&
+              contains(af_error_message(), "the A16 family file's compile_budget is 119") &&
+              contains(af_error_message(), "doctor --probe"),
+          "a refusal near the budget must name it as the likely cause: %s", af_error_message());
     printf("daemon budget: %s\n", af_error_message());
     /* the runtime's own budget refuses before asking the daemon */
     fake.set_compile_budget(1000);

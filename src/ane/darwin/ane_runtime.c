@@ -19,8 +19,15 @@
  *               adds files of its own (net.plist, the weights under each first key) and
  *               deletes the folder on unload, so it is removed recursively on every
  *               failure and a missing folder after unload is normal
- *   compile     -compileWithQoS:options:error:, then -loadWithQoS:options:error: (one
- *               retry after 100 ms: the daemon reclaims slots lazily)
+ *   compile     nothing when -compiledModelExists (the daemon kept it: maderix/ANE issue
+ *               24), else -compileWithQoS:options:error: or, where this macOS lacks or
+ *               breaks it, what that method does inside (published decompiles):
+ *               -[[_ANEClient sharedConnection] compileModel:[_ANEModel modelAtURL:folder
+ *               key:identifier] options:{kANEFModelTypeKey: MIL or ANECIR,
+ *               kANEFInMemoryModelIdentifierKey: identifier} qos:error:]; the first entry
+ *               point that compiles is kept for the process
+ *   load        -loadWithQoS:options:error: (one retry after 100 ms: the daemon reclaims
+ *               slots lazily; a kept program that will not load is compiled after all)
  *   ports       -modelAttributes' NetworkStatusList[0].LiveInputList / LiveOutputList name
  *               each port by Symbol, in an order of the model's (bound in another order,
  *               inputs read as zeros): each port is bound at its list index, found by its

@@ -56,6 +56,11 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
     set_tests_properties(ane_runtime_linked_${case} PROPERTIES TIMEOUT 120
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16")
   endforeach()
+  foreach(os 14 26)
+    add_test(NAME ane_runtime_linked_entry_macos${os} COMMAND test_ane_runtime_linked entry)
+    set_tests_properties(ane_runtime_linked_entry_macos${os} PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-entry-${os};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16;FAKE_ANE_MACOS=${os}")
+  endforeach()
 
   # The ane backend (AF_TARGET_ANE) end to end against the fake: every op, the family,
   # resident state, the compile budget, the training plans.

@@ -824,6 +824,8 @@ typedef struct {
     const char *family_chips; /* the chips of that family ("M1"), or NULL when the family is unknown */
     int64_t compiles;         /* real compiles in this process so far */
     int64_t compile_budget;   /* the most this process compiles before refusing (below the daemon's limit) */
+    const char *compile_entry; /* the compile entry point used ("-[_ANEInMemoryModel compileWithQoS:options:error:]",
+                                * or the _ANEClient one where this macOS lacks it or it fails); NULL before af_ane_open */
 } af_ane_device;
 /* Fills *out. Works without af_ane_open (subtype then stays ""). */
 AF_API af_status af_ane_device_info(af_ane_device *out);

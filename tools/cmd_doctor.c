@@ -91,6 +91,7 @@ static int run_checks(const char *path, const char *source) {
     af_ane_device_info(&dev);
     printf("%-10s ok (%lld real compile%s; budget %lld per process)\n", "compile", (long long)(dev.compiles - before),
            dev.compiles - before == 1 ? "" : "s", (long long)dev.compile_budget);
+    printf("%-10s %s\n", "entry", dev.compile_entry ? dev.compile_entry : "unknown");
 
     float a[C * S], b[C * S], y[C * S];
     for (int i = 0; i < C * S; i++) { /* small multiples of 1/4: every sum is exact in fp16 */

@@ -138,6 +138,7 @@ class af_ane_device(Structure):
         ('family_chips', c_void_p),
         ('compiles', c_int64),
         ('compile_budget', c_int64),
+        ('compile_entry', c_void_p),
     ]
 
 class af_backward_opts(Structure):

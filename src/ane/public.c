@@ -26,5 +26,6 @@ af_status af_ane_device_info(af_ane_device *out) {
     out->family_chips = fi ? fi->chips : NULL;
     out->compiles = ane_rt_compile_count();
     out->compile_budget = ane_rt_compile_budget();
+    out->compile_entry = ane_rt_compile_entry();
     return st;
 }

@@ -1,5 +1,6 @@
 /* The fake _ANE classes: _ANEInMemoryModelDescriptor, _ANEInMemoryModel, _ANERequest,
- * _ANEIOSurfaceObject and _ANEDeviceInfo, with the methods the runtime calls. The
+ * _ANEIOSurfaceObject, _ANEDeviceInfo, _ANEClient, _ANEModel (and NSURL), with the
+ * methods the runtime calls. The
  * program runs through aneforge's own MIL reader and CPU executor in fp16, reading
  * model.mil and weights/weight.bin from the model's -localModelPath as the daemon
  * does. It behaves as docs/fake-ane.md says the real framework does, each behaviour
@@ -28,6 +29,12 @@
  *   underlying_errors          compile errors wrap the compiler's under NSUnderlyingError
  *   diagnostics                the compiler says why it refused (0: "Validation
  *                              diagnostics: none", as macOS 26 reports)
+ *   macos                      FAKE_ANE_MACOS: 14 has no -compileWithQoS:options:error:,
+ *                              15 (default) both compile entry points, 26 an in-memory
+ *                              compile that fails (the client's works)
+ *   client_compile             -[_ANEClient compileModel:options:qos:error:] (0: fails)
+ *   the daemon's cache         what compiled is kept by identifier: -compiledModelExists,
+ *                              and -loadWithQoS loads it without compiling
  *   FAKE_ANE_FAMILY            a family file: the chip whose walls, budget and IOSurface row
  *                              alignment (surface_align: evaluate refuses other rows) it has
  *   compile budget             after FAKE_ANE_COMPILE_BUDGET (119) compiles per process
@@ -69,6 +76,8 @@ static struct { const char *name; atomic_long on; } switches[] = {
     { "weights_strict", 1 }, { "framework_files", 1 }, { "attributes", 1 },     { "padded_rows", 1 },
     { "shuffled_ports", 1 }, { "validate", 1 },        { "alias_surfaces", 1 }, { "underlying_errors", 1 },
     { "dict_order", 1 }, { "diagnostics", 1 },
+    { "macos", 15 },         /* the OS profile (FAKE_ANE_MACOS): which compile entry point works */
+    { "client_compile", 1 }, /* 0: -[_ANEClient compileModel:options:qos:error:] fails too */
 };
 static char model_root[1024];
 
@@ -76,6 +85,8 @@ int fake_ane_set(const char *name, long value);
 
 /* $FAKE_ANE_SET ("name=0,name=1"): the switches for a whole process, read once. */
 static void switches_from_env(void) {
+    const char *os = getenv("FAKE_ANE_MACOS");
+    if (os && *os) fake_ane_set("macos", atol(os));
     const char *env = getenv("FAKE_ANE_SET");
     char buf[512];
     snprintf(buf, sizeof buf, "%s", env ? env : "");
@@ -574,8 +585,7 @@ static id compile_error(const char *detail) {
     char copy[900];
     snprintf(copy, sizeof copy, "%s", detail); /* detail may be the last error fake_error overwrites */
     id under = fake_error("ANECCompile() FAILED: %s", copy);
-    return fake_error_wrap(under, "Error Domain=com.apple.appleneuralengine Code=3 \"-[_ANEInMemoryModel compileWithQoS:"
-                                  "options:error:]: compilation failure\"");
+    return fake_error_wrap(under, "Error Domain=com.apple.appleneuralengine Code=3 \"compilation failure\"");
 }
 
 static void write_whole(const char *path, const void *b, size_t n) {
@@ -610,43 +620,154 @@ static void save_model_files(fmodel *m) {
     }
 }
 
+/* The program parsed and compiled as the engine the fake stands for: ane-sim's model of
+ * it, whose family walls refuse here as ANECCompile would and whose run has the family's
+ * fp16 numerics. From the source bytes (a MIL file's weights given in memory). */
+static id build_program(fmodel *m, int netplist, const uint8_t *text, size_t n, const uint8_t *w0, size_t w0n,
+                        const uint8_t *w1, size_t w1n) {
+    if (netplist) {
+        char why[600] = "";
+        if (!fake_netplist_build(text, n, w0, w0n, w1, w1n, &m->mod, &m->out_u8, why, sizeof why)) return compile_error(why);
+    } else {
+        mil_blobsrc blob = { AF_MIL_WEIGHT_PATH, w0, w0n };
+        mil_read_opts ro = { .source_name = "model.mil", .model_dir = m->dir, .nblobs = w0 ? 1 : 0, .blobs = &blob };
+        if (mil_parse((const char *)text, n, &ro, &m->mod)) return compile_error(af_error_message());
+    }
+    if (m->mod.nin > MAX_PORTS || m->mod.nout > MAX_PORTS)
+        return fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS);
+    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = fake_family(),
+                           .threads = 1, .via_mil = AF_OFF, .precision_check = AF_OFF }; /* a host heuristic, not the engine's */
+    if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
+        return compile_error(af_error_message());
+    return NULL;
+}
+
+static void program_drop(fmodel *m) {
+    af_model_free(m->prog);
+    af_graph_free(m->mod.g);
+    m->prog = NULL;
+    memset(&m->mod, 0, sizeof m->mod);
+}
+
+/* ---------------------------------------------------------------- the daemon's compiled programs */
+
+/* What aned keeps of each compiled program, by the in-memory model's identifier
+ * (maderix/ANE issue 24: -compiledModelExists answers YES for it and -loadWithQoS loads
+ * it without compiling; kANEFInMemoryModelIdentifierKey names it to -[_ANEClient
+ * compileModel:...]). Here: the program's source, rebuilt at load; the newest 512. */
+typedef struct fcompiled {
+    struct fcompiled *next;
+    char hex[200];
+    int netplist;
+    uint8_t *b[3]; /* text, weights (MIL: weight.bin; net.plist: weights.0, weights.1) */
+    size_t n[3];
+} fcompiled;
+static fcompiled *daemon_cache;
+static pthread_mutex_t daemon_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void compiled_free(fcompiled *c) {
+    for (int i = 0; c && i < 3; i++) free(c->b[i]);
+    free(c);
+}
+
+static void daemon_keep(const char *hex, int netplist, const uint8_t *const b[3], const size_t n[3]) {
+    fcompiled *c = calloc(1, sizeof *c);
+    if (!c) return;
+    snprintf(c->hex, sizeof c->hex, "%s", hex);
+    c->netplist = netplist;
+    for (int i = 0; i < 3; i++)
+        if (b[i] && (c->b[i] = malloc(n[i] + 1))) {
+            memcpy(c->b[i], b[i], n[i]);
+            c->n[i] = n[i];
+        }
+    pthread_mutex_lock(&daemon_lock);
+    int k = 0;
+    for (fcompiled **q = &daemon_cache; *q;) {
+        if (!strcmp((*q)->hex, hex) || ++k >= 512) {
+            fcompiled *old = *q;
+            *q = old->next;
+            compiled_free(old);
+        } else q = &(*q)->next;
+    }
+    c->next = daemon_cache;
+    daemon_cache = c;
+    pthread_mutex_unlock(&daemon_lock);
+}
+
+/* Rebuilds the program aned keeps for m's identifier into m; 0 when it keeps none. */
+static int daemon_load(fmodel *m, id *e) {
+    pthread_mutex_lock(&daemon_lock);
+    fcompiled *c = daemon_cache;
+    while (c && strcmp(c->hex, m->hex)) c = c->next;
+    if (c) {
+        *e = build_program(m, c->netplist, c->b[0], c->n[0], c->b[1], c->n[1], c->b[2], c->n[2]);
+    }
+    pthread_mutex_unlock(&daemon_lock);
+    return c != NULL;
+}
+
+static BOOL model_compiled_exists(id self, SEL op) {
+    (void)op;
+    pthread_mutex_lock(&daemon_lock);
+    fcompiled *c = daemon_cache;
+    while (c && strcmp(c->hex, ((fmodel *)self)->hex)) c = c->next;
+    pthread_mutex_unlock(&daemon_lock);
+    return c != NULL;
+}
+
+/* Counts a compile against the daemon's per-process budget; the error past it. */
+static id spend_compile(void) {
+    long k = atomic_fetch_add(&compiles, 1) + 1;
+    if (k > compile_budget())
+        return fake_error("ANECCompile() FAILED: compile %ld in this process; the daemon allows about %ld per "
+                          "process (restart the process or reuse compiled programs)", k, compile_budget());
+    return NULL;
+}
+
 static BOOL model_compile(id self, SEL op, unsigned qos, id options, id *err) {
     (void)op; (void)qos;
     fmodel *m = (fmodel *)self;
     if (options && fake_dict_count(options) < 0) return fail(err, fake_error("compileWithQoS: options must be a dictionary"));
-    long k = atomic_fetch_add(&compiles, 1) + 1;
-    if (k > compile_budget())
-        return fail(err, fake_error("ANECCompile() FAILED: compile %ld in this process; the daemon allows about %ld per "
-                                    "process (restart the process or reuse compiled programs)", k, compile_budget()));
+    id e = spend_compile();
+    if (e) return fail(err, e);
     if (m->state != CREATED) return fail(err, fake_error("compileWithQoS: the model is already compiled"));
+    if (sw("macos") >= 26) /* the profile whose in-memory compile entry point is broken */
+        return fail(err, fake_error_wrap(fake_error("compileModelAtURL: failed (FAKE_ANE_MACOS=%ld: this entry point is "
+                                                    "broken here; -[_ANEClient compileModel:options:qos:error:] works)",
+                                                    sw("macos")),
+                                         "-[_ANEInMemoryModel compileWithQoS:options:error:]: compile entry point failed"));
     if (!m->desc->weights) {
         fake_note("compileWithQoS: failed silently: the descriptor's weights dictionary was nil (pass an empty dictionary)");
         return fail(err, NULL);
     }
-    id e = check_staged(m, m->dir);
+    e = check_staged(m, m->dir);
     if (e) return fail(err, e);
     if (sw("framework_files")) save_model_files(m);
-    size_t n;
-    const char *text = (const char *)fake_data_bytes(m->desc->mil, &n);
+    const uint8_t *b[3] = { NULL, NULL, NULL };
+    size_t n[3] = { 0, 0, 0 };
+    b[0] = fake_data_bytes(m->desc->mil, &n[0]);
     if (m->desc->netplist) {
-        size_t w0n = 0, w1n = 0;
-        const uint8_t *w0 = entry_bytes(fake_dict_get(m->desc->weights, "weights.0"), &w0n);
-        const uint8_t *w1 = entry_bytes(fake_dict_get(m->desc->weights, "weights.1"), &w1n);
-        char why[600] = "";
-        if (!fake_netplist_build((const uint8_t *)text, n, w0, w0n, w1, w1n, &m->mod, &m->out_u8, why, sizeof why))
-            return fail(err, compile_error(why));
+        b[1] = entry_bytes(fake_dict_get(m->desc->weights, "weights.0"), &n[1]);
+        b[2] = entry_bytes(fake_dict_get(m->desc->weights, "weights.1"), &n[2]);
+        e = build_program(m, 1, b[0], n[0], b[1], n[1], b[2], n[2]);
     } else {
-        mil_read_opts ro = { .source_name = "model.mil", .model_dir = m->dir };
-        if (mil_parse(text, n, &ro, &m->mod)) return fail(err, compile_error(af_error_message()));
+        e = build_program(m, 0, b[0], n[0], NULL, 0, NULL, 0); /* weights from the staged folder */
     }
-    if (m->mod.nin > MAX_PORTS || m->mod.nout > MAX_PORTS)
-        return fail(err, fake_error("ANECCompile() FAILED: more than %d inputs or outputs", MAX_PORTS));
-    /* The engine the fake stands for is ane-sim's model of it: the family's compiler walls
-     * refuse here as ANECCompile would, and the run has the family's fp16 numerics. */
-    af_compile_opts co = { .target = AF_TARGET_ANE_SIM, .sim_engine = sim_engine(), .family = fake_family(),
-                           .threads = 1, .via_mil = AF_OFF, .precision_check = AF_OFF }; /* a host heuristic, not the engine's */
-    if (!(m->prog = af_compile(m->mod.g, m->mod.nin, m->mod.in, m->mod.nout, m->mod.out, &co)))
-        return fail(err, compile_error(af_error_message()));
+    if (e) {
+        program_drop(m);
+        return fail(err, e);
+    }
+    if (!m->desc->netplist) { /* aned keeps the compiled program, weights and all */
+        char path[1400];
+        snprintf(path, sizeof path, "%s/weights/weight.bin", m->dir);
+        uint8_t *w = (uint8_t *)read_file(path, &n[1]);
+        b[1] = w;
+        if (!w) n[1] = 0;
+        daemon_keep(m->hex, 0, b, n);
+        free(w);
+    } else {
+        daemon_keep(m->hex, 1, b, n);
+    }
     m->state = COMPILED;
     return YES;
 }
@@ -668,12 +789,22 @@ static void plan_ports(fmodel *m) {
 static BOOL model_load(id self, SEL op, unsigned qos, id options, id *err) {
     (void)op; (void)qos; (void)options;
     fmodel *m = (fmodel *)self;
-    if (m->state == CREATED) return fail(err, fake_error("loadWithQoS: the model is not compiled (call -compileWithQoS:options:error: first)"));
     if (m->state == LOADED) return YES;
     int busy = atomic_load(&failing_loads);
     if (busy > 0) {
         atomic_store(&failing_loads, busy - 1);
         return fail(err, fake_error("ANEProgramLoad() failed: no free program slot (the daemon reclaims them lazily; retry)"));
+    }
+    if (m->state == CREATED) { /* compiled before (or through _ANEClient): aned loads what it kept */
+        id e = NULL;
+        if (!daemon_load(m, &e))
+            return fail(err, fake_error("loadWithQoS: the model is not compiled (call -compileWithQoS:options:error: first, or "
+                                        "-[_ANEClient compileModel:options:qos:error:] with its identifier)"));
+        if (e) {
+            program_drop(m);
+            return fail(err, e);
+        }
+        m->state = COMPILED;
     }
     if (atomic_fetch_add(&loaded, 1) >= MAX_LOADED) {
         atomic_fetch_sub(&loaded, 1);
@@ -866,9 +997,128 @@ static const fake_method model_im[] = {
     { "unloadWithQoS:error:", (void (*)(void))model_unload },
     { "localModelPath", (void (*)(void))model_path },
     { "modelAttributes", (void (*)(void))model_attributes },
+    { "compiledModelExists", (void (*)(void))model_compiled_exists },
 };
 static struct objc_class model_meta = { NULL, 0, "_ANEInMemoryModel", NULL, model_cm, 1, 0, NULL, 1 };
-static struct objc_class c_model = { &model_meta, 0, "_ANEInMemoryModel", &fake_NSObject, model_im, 7, 0, model_dealloc, 0 };
+static struct objc_class c_model = { &model_meta, 0, "_ANEInMemoryModel", &fake_NSObject, model_im, 8, 0, model_dealloc, 0 };
+
+/* The OS profiles (FAKE_ANE_MACOS; which macOS does what is not known, these are the
+ * shapes of failure users report): 14, no -compileWithQoS:options:error: on
+ * _ANEInMemoryModel; 15 (the default), every entry point works; 26, the in-memory
+ * compile fails (model_compile). */
+int fake_selector_hidden(Class cls, const char *name) {
+    return cls == &c_model && sw("macos") <= 14 && !strcmp(name, "compileWithQoS:options:error:");
+}
+
+/* ---------------------------------------------------------------- NSURL, _ANEModel, _ANEClient */
+
+/* +[NSURL fileURLWithPath:isDirectory:] and -path: all the runtime needs of a URL. */
+typedef struct { struct objc_object h; CFStringRef path; } furl;
+static void url_dealloc(void *o) { fake_release((void *)((furl *)o)->path); }
+static id url_new(Class self, SEL op, id path, BOOL dir) {
+    (void)op; (void)dir;
+    if (!fake_string_text(path)) {
+        fake_note("+[NSURL fileURLWithPath:isDirectory:]: the path is not an NSString");
+        return NULL;
+    }
+    furl *u = fake_new(self, sizeof *u);
+    if (!u) return NULL;
+    fake_retain(path);
+    u->path = (CFStringRef)path;
+    return fake_autorelease(u);
+}
+static id url_path(id self, SEL op) { (void)op; return (id)((furl *)self)->path; }
+static const fake_method url_cm[] = { { "fileURLWithPath:isDirectory:", (void (*)(void))url_new } };
+static const fake_method url_im[] = { { "path", (void (*)(void))url_path } };
+static struct objc_class url_meta = { NULL, 0, "NSURL", NULL, url_cm, 1, 0, NULL, 1 };
+static struct objc_class c_url = { &url_meta, 0, "NSURL", &fake_NSObject, url_im, 1, 0, url_dealloc, 0 };
+
+/* +[_ANEModel modelAtURL:key:]: a compiled-or-to-compile model on disk (the folder). */
+typedef struct { struct objc_object h; furl *url; CFStringRef key; } fanemodel;
+static void anemodel_dealloc(void *o) {
+    fake_release(((fanemodel *)o)->url);
+    fake_release((void *)((fanemodel *)o)->key);
+}
+static id anemodel_new(Class self, SEL op, id url, id key) {
+    (void)op;
+    if (!fake_is(url, &c_url) || !fake_string_text(key)) {
+        fake_note("+[_ANEModel modelAtURL:key:]: the URL must be an NSURL and the key an NSString");
+        return NULL;
+    }
+    fanemodel *a = fake_new(self, sizeof *a);
+    if (!a) return NULL;
+    fake_retain(url);
+    fake_retain(key);
+    a->url = (furl *)url;
+    a->key = (CFStringRef)key;
+    return fake_autorelease(a);
+}
+static const fake_method anemodel_cm[] = { { "modelAtURL:key:", (void (*)(void))anemodel_new } };
+static struct objc_class anemodel_meta = { NULL, 0, "_ANEModel", NULL, anemodel_cm, 1, 0, NULL, 1 };
+static struct objc_class c_anemodel = { &anemodel_meta, 0, "_ANEModel", &fake_NSObject, NULL, 0, 0, anemodel_dealloc, 0 };
+
+/* The option keys and values the framework exports (immortal CFStrings; the real
+ * constants' text is not known, so the runtime looks the symbols up). */
+typedef struct { struct objc_object h; const char *s; } fkey;
+#define KEY(var)                                                          \
+    static fkey var##_obj = { { &fake_CFString, 1L << 40 }, #var };       \
+    const CFStringRef var = (CFStringRef)&var##_obj;
+KEY(kANEFModelTypeKey)
+KEY(kANEFModelMILValue)
+KEY(kANEFModelANECIRValue)
+KEY(kANEFInMemoryModelIdentifierKey)
+KEY(kANEFInMemoryModelIsCachedKey)
+#undef KEY
+
+/* The daemon connection: one per process, never freed. */
+static struct objc_class client_meta, c_client;
+static struct objc_object shared_client = { &c_client, 1L << 40 };
+static id client_shared(Class self, SEL op) { (void)self; (void)op; return &shared_client; }
+
+/* -[_ANEClient compileModel:options:qos:error:]: compiles the files in the model's
+ * folder (model.mil and weights/weight.bin, or net.plist and weights.N) and keeps the
+ * result under options[kANEFInMemoryModelIdentifierKey], where the in-memory model of
+ * that identifier loads it. The same per-process budget as -compileWithQoS. */
+static BOOL client_compile(id self, SEL op, id model, id options, unsigned qos, id *err) {
+    (void)self; (void)op; (void)qos;
+    if (!fake_is(model, &c_anemodel)) return fail(err, fake_error("compileModel: the model is not an _ANEModel"));
+    const char *type = fake_string_text(fake_dict_get(options, "kANEFModelTypeKey"));
+    const char *hex = fake_string_text(fake_dict_get(options, "kANEFInMemoryModelIdentifierKey"));
+    if (!type || (strcmp(type, "kANEFModelMILValue") && strcmp(type, "kANEFModelANECIRValue")))
+        return fail(err, fake_error("compileModel: options[kANEFModelTypeKey] must be kANEFModelMILValue or kANEFModelANECIRValue"));
+    if (!hex)
+        return fail(err, fake_error("compileModel: no options[kANEFInMemoryModelIdentifierKey]: the compiled program could not "
+                                    "be found by an in-memory model"));
+    id e = spend_compile();
+    if (e) return fail(err, e);
+    if (!sw("client_compile"))
+        return fail(err, fake_error("-[_ANEClient compileModel:options:qos:error:]: ANECCompile() FAILED (the fake's "
+                                    "client_compile=0)"));
+    int netplist = !strcmp(type, "kANEFModelANECIRValue");
+    const char *dir = fake_string_text(((fanemodel *)model)->url->path);
+    static const char *const files[2][3] = { { "model.mil", "weights/weight.bin", NULL }, { "net.plist", "weights.0", "weights.1" } };
+    uint8_t *b[3] = { NULL, NULL, NULL };
+    size_t n[3] = { 0, 0, 0 };
+    char path[1400];
+    for (int i = 0; i < 3 && files[netplist][i]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[netplist][i]);
+        b[i] = (uint8_t *)read_file(path, &n[i]);
+        if (!b[i]) n[i] = 0;
+    }
+    fmodel scratch;
+    memset(&scratch, 0, sizeof scratch);
+    snprintf(scratch.dir, sizeof scratch.dir, "%s", dir);
+    e = !b[0] ? fake_error("ANECCompile() FAILED: cannot read %s/%s", dir, files[netplist][0])
+              : build_program(&scratch, netplist, b[0], n[0], b[1], n[1], b[2], n[2]);
+    program_drop(&scratch);
+    if (!e) daemon_keep(hex, netplist, (const uint8_t *const *)b, n);
+    for (int i = 0; i < 3; i++) free(b[i]);
+    return e ? fail(err, e) : YES;
+}
+static const fake_method client_cm[] = { { "sharedConnection", (void (*)(void))client_shared } };
+static const fake_method client_im[] = { { "compileModel:options:qos:error:", (void (*)(void))client_compile } };
+static struct objc_class client_meta = { NULL, 0, "_ANEClient", NULL, client_cm, 1, 0, NULL, 1 };
+static struct objc_class c_client = { &client_meta, 0, "_ANEClient", &fake_NSObject, client_im, 1, 0, NULL, 0 };
 
 /* ---------------------------------------------------------------- _ANEDeviceInfo */
 
@@ -896,7 +1146,7 @@ static struct objc_class probe_meta = { NULL, 0, "FakeTrampolineProbe", NULL, pr
 static struct objc_class c_probe = { &probe_meta, 0, "FakeTrampolineProbe", &fake_NSObject, NULL, 0, 0, NULL, 0 };
 
 static void register_all(void) {
-    Class all[] = { &c_desc, &c_model, &c_request, &c_surfobj, &c_device, &c_probe };
+    Class all[] = { &c_desc, &c_model, &c_request, &c_surfobj, &c_device, &c_probe, &c_url, &c_anemodel, &c_client };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) fake_register(all[i]);
 }
 

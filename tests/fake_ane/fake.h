@@ -46,6 +46,9 @@ FAKE_HIDDEN void *fake_autorelease(void *obj);
 FAKE_HIDDEN int fake_is(const void *obj, Class cls);
 /* Registers a class (and its metaclass) for objc_getClass. */
 FAKE_HIDDEN void fake_register(Class cls);
+/* True when the fake's macOS profile (ane_classes.c) removes selector name from cls: a
+ * message with it raises, and respondsToSelector: answers NO. */
+FAKE_HIDDEN int fake_selector_hidden(Class cls, const char *name);
 /* The IMP objc_msgSend jumps to (called from the assembly trampoline). */
 FAKE_HIDDEN void (*fake_lookup(id self, SEL op))(void);
 

@@ -26,6 +26,21 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16")
   endforeach()
 
+  # The compile entry point under each macOS profile of the fake (FAKE_ANE_MACOS), and
+  # whole cases run through the fallback (26: the in-memory compile fails, 14: it is absent).
+  foreach(os 14 15 26)
+    add_test(NAME ane_runtime_entry_macos${os} COMMAND test_ane_runtime entry)
+    set_tests_properties(ane_runtime_entry_macos${os} PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-entry-${os};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16;FAKE_ANE_MACOS=${os}")
+  endforeach()
+  foreach(case programs netplist layouts)
+    foreach(os 14 26)
+      add_test(NAME ane_runtime_${case}_macos${os} COMMAND test_ane_runtime ${case})
+      set_tests_properties(ane_runtime_${case}_macos${os} PROPERTIES TIMEOUT 120
+                           ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-${case}-${os};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16;FAKE_ANE_MACOS=${os}")
+    endforeach()
+  endforeach()
+
   # The same cases against the runtime's Apple branch (ANE_RT_LINKED: libobjc,
   # CoreFoundation and IOSurface symbols linked at build time, as on macOS), compiled
   # here against the SDK-signature stubs and linked to the fake framework. The darwin
@@ -41,6 +56,11 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
     set_tests_properties(ane_runtime_linked_${case} PROPERTIES TIMEOUT 120
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16")
   endforeach()
+  foreach(os 14 26)
+    add_test(NAME ane_runtime_linked_entry_macos${os} COMMAND test_ane_runtime_linked entry)
+    set_tests_properties(ane_runtime_linked_entry_macos${os} PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-linked-entry-${os};OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16;FAKE_ANE_MACOS=${os}")
+  endforeach()
 
   # The ane backend (AF_TARGET_ANE) end to end against the fake: every op, the family,
   # resident state, the compile budget, the training plans.
@@ -54,6 +74,11 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
     set_tests_properties(ane_backend_${case} PROPERTIES TIMEOUT 300
                          ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-${case};OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=100000;FAKE_ANE_SUBTYPE=h16")
   endforeach()
+
+  # Past a small daemon budget: programs compiled before reload without compiling.
+  add_test(NAME ane_backend_budget_reload COMMAND test_ane_backend budget_reload)
+  set_tests_properties(ane_backend_budget_reload PROPERTIES TIMEOUT 120
+                       ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-backend-budget-reload;OPENBLAS_NUM_THREADS=1;FAKE_ANE_COMPILE_BUDGET=4;FAKE_ANE_SUBTYPE=h16")
 
   # `aneforge train --target ane` on the MNIST subset agrees with ane-sim (a short form of
   # the full MNIST run README reports).

@@ -1,7 +1,8 @@
 /* Functions only the fake framework has: tests look them up with dlsym() on the
  * library they gave ane_rt_open, to set the fake up and to see what it saw. The fake
- * also reads FAKE_ANE_COMPILE_BUDGET, FAKE_ANE_SUBTYPE and FAKE_ANE_SET ("name=0,...",
- * the switches of fake_ane_set) from the environment (the fake is test equipment; the
+ * also reads FAKE_ANE_COMPILE_BUDGET, FAKE_ANE_SUBTYPE, FAKE_ANE_MACOS (14, 15, 26: which
+ * compile entry point works) and FAKE_ANE_SET ("name=0,...", the switches of fake_ane_set)
+ * from the environment (the fake is test equipment; the
  * library itself reads no environment). */
 #ifndef FAKE_ANE_CONTROL_H
 #define FAKE_ANE_CONTROL_H
@@ -19,7 +20,8 @@ long fake_ane_evaluations(void);
 long fake_ane_live_objects(void);
 /* Sets one of the fake's behaviours (ane_classes.c lists them: weights_strict,
  * framework_files, attributes, padded_rows, shuffled_ports, validate, alias_surfaces,
- * underlying_errors; 1 = as the real framework, the default); 0 for an unknown name. */
+ * underlying_errors, diagnostics, client_compile; 1 = as the real framework, the
+ * default; and macos, the OS profile); 0 for an unknown name. */
 int fake_ane_set(const char *name, long value);
 /* Where -localModelPath puts model folders (NULL or "": NSTemporaryDirectory()). */
 void fake_ane_set_model_root(const char *dir);

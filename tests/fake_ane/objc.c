@@ -153,29 +153,50 @@ static id nsobject_description(id self, SEL op) {
     return fake_autorelease((void *)fake_string(self->isa->is_meta ? ((Class)self)->name : self->isa->name));
 }
 
+/* The method for name in cls's chain; NULL when there is none, or when the fake's macOS
+ * profile took it away (fake_selector_hidden). Class objects answer NSObject's instance
+ * methods too, as in Objective-C. */
+static void (*find_method(Class cls, const char *name))(void);
+
+static BOOL nsobject_responds(id self, SEL op, SEL which) {
+    (void)op;
+    return find_method(self->isa, (const char *)which) != NULL;
+}
+static BOOL nsobject_instances_respond(id self, SEL op, SEL which) { /* self is a class */
+    (void)op;
+    return find_method((Class)self, (const char *)which) != NULL;
+}
+
 static const fake_method nsobject_methods[] = {
     { "retain", (void (*)(void))nsobject_retain },
     { "release", (void (*)(void))nsobject_release },
     { "autorelease", (void (*)(void))nsobject_autorelease },
     { "description", (void (*)(void))nsobject_description },
+    { "respondsToSelector:", (void (*)(void))nsobject_responds },
+    { "instancesRespondToSelector:", (void (*)(void))nsobject_instances_respond },
 };
-struct objc_class fake_NSObject = { NULL, 0, "NSObject", NULL, nsobject_methods, 4, 0, NULL, 0 };
+struct objc_class fake_NSObject = { NULL, 0, "NSObject", NULL, nsobject_methods, 6, 0, NULL, 0 };
 
 /* The IMP for a message to nil: returns 0 in every return register. */
 extern void fake_objc_nil_imp(void) FAKE_HIDDEN;
+
+static void (*find_method(Class cls, const char *name))(void) {
+    for (Class c = cls; c; c = c->super)
+        for (int i = 0; i < c->nmethods; i++)
+            if (!strcmp(c->methods[i].sel, name)) return fake_selector_hidden(c, name) ? NULL : c->methods[i].imp;
+    if (cls->is_meta)
+        for (int i = 0; i < fake_NSObject.nmethods; i++)
+            if (!strcmp(nsobject_methods[i].sel, name)) return nsobject_methods[i].imp;
+    return NULL;
+}
 
 void (*fake_lookup(id self, SEL op))(void) {
     if (!self) return fake_objc_nil_imp;
     const char *name = (const char *)op;
     Class cls = self->isa;
     if (!cls) die("message to a deallocated object:", "?", name);
-    for (Class c = cls; c; c = c->super)
-        for (int i = 0; i < c->nmethods; i++)
-            if (!strcmp(c->methods[i].sel, name)) return c->methods[i].imp;
-    /* class objects answer NSObject's instance methods too, as in Objective-C */
-    if (cls->is_meta)
-        for (int i = 0; i < fake_NSObject.nmethods; i++)
-            if (!strcmp(nsobject_methods[i].sel, name)) return nsobject_methods[i].imp;
+    void (*imp)(void) = find_method(cls, name);
+    if (imp) return imp;
     die("unrecognized selector sent to", cls->is_meta ? ((Class)self)->name : cls->name, name);
     return NULL;
 }

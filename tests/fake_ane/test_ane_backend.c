@@ -7,6 +7,8 @@
  *   family   the family comes from the device; naming another one is refused
  *   state    resident state: bind, write, read, and runs that advance it
  *   budget   a spent compile budget is a clear af_compile error, not a crash
+ *   budget_reload  epochs that rebuild their programs run past a small budget: what the
+ *            daemon still has compiled reloads without compiling (issue 30)
  *   train    the MLP's resident, device and host plans on ane:m1 leave the weights
  *            ane-sim:m1 leaves, with one dispatch per resident step
  *   bridges  a graph with three bridge ops (support/bridge_mix.h) runs as 7 segments,
@@ -17,6 +19,7 @@
 #include "ane/darwin/ane_runtime.h"
 #include "engine/family_file.h"
 #include "mil/opinfo.h"
+#include "engine/family.h"
 #include "engine/walls.h"
 #include "fake_ane_control.h"
 #include "support/bridge_mix.h"
@@ -300,6 +303,81 @@ static void test_budget(void) {
     af_graph_free(g);
 }
 
+static char budget_log[2048];
+static void keep_budget_log(af_log_level level, const char *msg, void *user) {
+    (void)level; (void)user;
+    size_t k = strlen(budget_log);
+    snprintf(budget_log + k, sizeof budget_log - k, "%s\n", msg);
+}
+
+/* One epoch: the same three programs (x * 2, x * 3, x * 4) built, compiled, run and freed
+ * anew, as a trainer that rebuilds its plans each epoch does; each result must equal
+ * ane-sim's through MIL. Returns the compiles its models report. */
+static int64_t budget_epoch(int epoch) {
+    int64_t compiles = 0;
+    af_graph *g = af_graph_new();
+    af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(4, 16));
+    float in[64], a[64], b[64];
+    test_rng r = { 40 + (uint64_t)epoch };
+    test_fill_uniform(&r, in, 64, -2, 2);
+    for (int k = 0; k < 3; k++) {
+        af_tensor *y = af_muls(x, (float)(k + 2));
+        af_compile_opts oa = ane_opts(AF_FAMILY_DEFAULT), os = sim_opts(AF_FAMILY_A16);
+        af_model *ma = af_compile(g, 1, &x, 1, &y, &oa);
+        char why[1024];
+        snprintf(why, sizeof why, "%s", ma ? "" : af_error_message());
+        af_model *ms = af_compile(g, 1, &x, 1, &y, &os);
+        CHECK(ma && ms, "epoch %d, program %d: %s", epoch, k, ma ? af_error_message() : why);
+        if (!ma || !ms) { af_model_free(ma); af_model_free(ms); continue; }
+        af_buffer bi = AF_BUF_F32(in, 64), ba = AF_BUF_F32(a, 64), bs = AF_BUF_F32(b, 64);
+        CHECK(af_run(ma, &bi, &ba) == AF_OK && af_run(ms, &bi, &bs) == AF_OK && !memcmp(a, b, sizeof a),
+              "epoch %d, program %d: the ane target and ane-sim differ (%s)", epoch, k, af_error_message());
+        af_stats st;
+        af_model_stats(ma, &st);
+        compiles += st.compiles;
+        af_model_free(ma);
+        af_model_free(ms);
+    }
+    af_graph_free(g);
+    return compiles;
+}
+
+/* Past a small budget ($FAKE_ANE_COMPILE_BUDGET=4 for the fake daemon, 4 for the
+ * runtime): six epochs ask for 18 compiles of 3 programs; the daemon still has each
+ * compiled, so they reload without compiling and every epoch runs. A new program past
+ * the budget is refused with a message naming the family file's compile_budget, and
+ * the old ones still reload after that. */
+static void test_budget_reload(void) {
+    ane_rt_set_compile_budget(4);
+    af_set_log(keep_budget_log, NULL);
+    int64_t before = ane_rt_compile_count(), reported = 0;
+    for (int e = 0; e < 6; e++) reported += budget_epoch(e);
+    CHECK(ane_rt_compile_count() - before == 3 && reported == 3 && ane_rt_reload_count() == 15,
+          "6 epochs of 3 programs: %lld real compiles (%lld reported), %lld reloads; want 3 and 15",
+          (long long)(ane_rt_compile_count() - before), (long long)reported, (long long)ane_rt_reload_count());
+    af_graph *g = af_graph_new();
+    af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(4, 16));
+    af_tensor *y4 = af_adds(x, 1.0f), *y5 = af_adds(x, 2.0f);
+    af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+    af_model *m4 = af_compile(g, 1, &x, 1, &y4, &o);
+    CHECK(m4 != NULL, "the fourth program fits the budget of 4: %s", af_error_message());
+    af_model *m5 = af_compile(g, 1, &x, 1, &y5, &o);
+    const char *msg = af_error_message();
+    char budget[120];
+    snprintf(budget, sizeof budget, "the A16 family file's compile_budget is %lld compiles per process",
+             (long long)ane_family_info_of(AF_FAMILY_A16)->compile_budget);
+    CHECK(!m5 && strstr(msg, "compiled 4 programs, its budget (4;") && strstr(msg, budget) && strstr(msg, "restart the process") &&
+              strstr(msg, "doctor --probe"),
+          "a new program past the budget: the message must name the budget and the family file's: %s", m5 ? "it compiled" : msg);
+    printf("%s\n", msg);
+    CHECK(strstr(budget_log, "compile budget spent (4 compiles;") && strstr(budget_log, budget),
+          "the log must say the budget is spent: %s", budget_log);
+    CHECK(budget_epoch(6) == 0, "after the budget is spent, programs compiled before still reload");
+    af_model_free(m4);
+    af_graph_free(g);
+    af_set_log(NULL, NULL);
+}
+
 /* Two separable blobs in 16 dimensions, 2 classes, one-hot targets. */
 static void make_data(int n, float *x, float *y, test_rng *r) {
     for (int i = 0; i < n; i++) {
@@ -463,6 +541,75 @@ static void test_bridges(void) {
     af_graph_free(dg);
 }
 
+/* One program per family-file limit a compiler refuses for, each within aneforge's
+ * A16 walls (an h16 device) but past the made-up Z9's (the fake's compiler,
+ * $FAKE_ANE_FAMILY) that gives no reason (macOS 26): the error must name the op, the
+ * limit with its value in the A16 family file, what to try and the probe. */
+typedef struct {
+    const char *field, *op, *remedy;
+    af_tensor *(*build)(af_graph *g, af_tensor **x);
+} diag_case;
+
+static af_tensor *d_rank(af_graph *g, af_tensor **x) { /* Z9: rank <= 4 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 2, 2, 2, 8));
+    return af_adds(*x, 1.0f);
+}
+static af_tensor *d_spatial(af_graph *g, af_tensor **x) { /* Z9: W <= 12000 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 13000));
+    return af_adds(*x, 1.0f);
+}
+static af_tensor *d_axis(af_graph *g, af_tensor **x) { /* Z9: every axis <= 30000 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 31000, 1, 1));
+    return af_adds(*x, 1.0f);
+}
+static af_tensor *d_kernel(af_graph *g, af_tensor **x) { /* Z9: kernel width <= 7 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 512));
+    return af_conv(*x, af_const_fill(g, AF_SHAPE(1, 1, 1, 10), 0.5f), NULL, NULL, NULL, 1);
+}
+static af_tensor *d_wide_row(af_graph *g, af_tensor **x) { /* Z9: a concat reads rows of <= 5000 */
+    *x = af_input(g, "x", AF_F16, AF_SHAPE(2, 3000));
+    af_tensor *rows[2] = { af_reshape(af_adds(*x, 1.0f), AF_SHAPE(1, 6000)), af_reshape(af_muls(*x, 2.0f), AF_SHAPE(1, 6000)) };
+    return af_concat(2, rows, 0);
+}
+
+static void test_diagnose(void *h) {
+    int (*fake_set)(const char *, long);
+    *(void **)&fake_set = dlsym(h, "fake_ane_set");
+    CHECK(fake_set && fake_set("diagnostics", 0), "the fake has the diagnostics switch");
+    static const diag_case cases[] = {
+        { "max_rank", "add", "fold leading axes", d_rank },
+        { "max_spatial", "add", "split the axis", d_spatial },
+        { "max_axis", "add", "split the axis", d_axis },
+        { "max_kernel_w", "conv", "split the kernel", d_kernel },
+        { "wide_row_max", "reshape", "keep each tensor's natural row width", d_wide_row },
+    };
+    const ane_family_info *fi = ane_family_info_of(AF_FAMILY_A16);
+    int covered_fields = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const diag_case *c = &cases[i];
+        af_graph *g = af_graph_new();
+        af_tensor *x = NULL, *y = c->build(g, &x);
+        af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
+        af_model *m = af_compile(g, 1, &x, 1, &y, &o);
+        const char *msg = af_error_message();
+        int64_t value = -1;
+        for (int f = 0; f < ane_family_nfields; f++)
+            if (!strcmp(ane_family_fields[f].key, c->field)) value = ane_family_get(fi, f);
+        char cause[80], limit[120];
+        snprintf(cause, sizeof cause, "Likely cause: %s '", c->op);
+        snprintf(limit, sizeof limit, "of %s = %lld in the A16 family file", c->field, (long long)value);
+        bool ok = !m && strstr(msg, "Validation diagnostics: none") && strstr(msg, cause) && strstr(msg, limit) &&
+                  strstr(msg, c->remedy) && strstr(msg, "doctor --probe");
+        CHECK(ok, "%s: the refusal must name the op (%s), the limit (%s), the remedy and the probe: %s", c->field, cause, limit,
+              m ? "it compiled" : msg);
+        if (getenv("ANE_TEST_VERBOSE")) printf("%s: %s\n", c->field, msg);
+        covered_fields += ok;
+        af_model_free(m);
+        af_graph_free(g);
+    }
+    CHECK(covered_fields == 5, "%d of the 5 refusal limits diagnosed", covered_fields);
+}
+
 int main(int argc, char **argv) {
     const char *tmp = getenv("TMPDIR"); /* where the runtime stages programs, as macOS's always exists */
     if (tmp) mkdir(tmp, 0700);
@@ -475,28 +622,7 @@ int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "all";
     bool all = !strcmp(which, "all");
     if (all || !strcmp(which, "ops")) test_ops();
-    if (!strcmp(which, "diagnose")) {
-        /* The fake as the made-up Z9 (kernel width <= 7) on an h16 device (aneforge's A16
-         * family: <= 15), its compiler giving no reason (macOS 26): a width-10 conv passes
-         * A16's walls, the engine refuses it, and the error names the op, the limit, what
-         * to try and the probe. */
-        int (*fake_set)(const char *, long);
-        *(void **)&fake_set = dlsym(h, "fake_ane_set");
-        CHECK(fake_set && fake_set("diagnostics", 0), "the fake has the diagnostics switch");
-        af_graph *g = af_graph_new();
-        af_tensor *x = af_input(g, "x", AF_F16, AF_SHAPE(1, 1, 1, 512));
-        af_tensor *y = af_conv(x, af_const_fill(g, AF_SHAPE(1, 1, 1, 10), 0.5f), NULL, NULL, NULL, 1);
-        af_compile_opts o = ane_opts(AF_FAMILY_DEFAULT);
-        af_model *m = af_compile(g, 1, &x, 1, &y, &o);
-        const char *msg = af_error_message();
-        printf("%s\n", msg);
-        CHECK(!m && strstr(msg, "Validation diagnostics: none") && strstr(msg, "Likely cause: conv") &&
-                  strstr(msg, "kernel width = 10") && strstr(msg, "max_kernel_w = 15 in the A16 family file") &&
-                  strstr(msg, "Try: split the kernel") && strstr(msg, "doctor --probe"),
-              "the refusal must name the op, the limit, the remedy and the probe: %s", msg);
-        af_model_free(m);
-        af_graph_free(g);
-    }
+    if (!strcmp(which, "diagnose")) test_diagnose(h);
     if (!strcmp(which, "probed")) {
         /* The fake configured as a chip ($FAKE_ANE_FAMILY) against ane-sim loaded with what
          * doctor --probe measured of it ($AF_PROBED_FAMILY): the same pass/refuse table and
@@ -527,5 +653,6 @@ int main(int argc, char **argv) {
     }
     if (all || !strcmp(which, "bridges")) test_bridges();
     if (all || !strcmp(which, "budget")) test_budget(); /* last: it spends the budget */
+    if (!strcmp(which, "budget_reload")) test_budget_reload();
     return check_finish("ane_backend");
 }

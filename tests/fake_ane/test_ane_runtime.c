@@ -14,7 +14,8 @@
  *               bit-identical to the CPU executor in fp16, and the small ones close to
  *               a naive double reference
  *   cache       the same program twice compiles once; handles are independent;
- *               releasing everything frees every fake object and the staged files
+ *               releasing everything frees every fake object and the staged files;
+ *               asked for again, it reloads from the daemon without compiling
  *   alias       resident state: an output aliased onto its input accumulates across
  *               evaluations with no host copy; a size mismatch is refused
  *   budget      the fake daemon's budget and the runtime's own budget: clear errors,
@@ -32,7 +33,10 @@
  *   no_inputs   refused before compiling (the request validation would refuse it)
  *   layouts     surface sizes; padded rows and shuffled ports (and no attributes) give
  *               ane-sim's bits
- *   alias       (above) also with state copied instead of aliased */
+ *   alias       (above) also with state copied instead of aliased
+ * and issue 30's macOS differences:
+ *   entry       under each FAKE_ANE_MACOS profile (14, 15, 26) programs compile and run
+ *               through the entry point that works there, kept once found, and logged */
 #define _DEFAULT_SOURCE 1
 #include "ane/darwin/ane_runtime.h"
 #include "ane/darwin/ane_ports.h"
@@ -330,9 +334,22 @@ static void case_cache(void) {
     ane_rt_release(p2);
     CHECK(dir_entries(getenv("TMPDIR")) == 0, "the staged files were not removed after the last release");
     CHECK(fake.live_objects() == live, "fake objects leaked: %ld alive, %ld before", fake.live_objects(), live);
-    /* compiling again after the last release is a real compile */
-    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p1) == AF_OK && ane_rt_compile_count() == before + 2,
-          "a released program must compile again");
+    /* asked for again after the last release: the daemon still has it compiled
+     * (-compiledModelExists), so it is loaded again without compiling, and runs */
+    int64_t reloads = ane_rt_reload_count();
+    fake_before = fake.compiles();
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p1) == AF_OK && ane_rt_compile_count() == before + 1 &&
+              fake.compiles() == fake_before && ane_rt_reload_count() == reloads + 1,
+          "a released program must reload without compiling: %lld compiles, %ld in the fake, %lld reloads",
+          (long long)(ane_rt_compile_count() - before), fake.compiles() - fake_before,
+          (long long)(ane_rt_reload_count() - reloads));
+    if (p1) {
+        uint16_t x[128], y[128];
+        for (int i = 0; i < 128; i++) x[i] = 0x3c00; /* 1 */
+        const uint16_t *in[1] = { x };
+        uint16_t *out[1] = { y };
+        CHECK(ane_rt_eval(p1, in, out) == AF_OK && f16(y[7]) == 3, "the reloaded program must run: %s", af_error_message());
+    }
     ane_rt_release(p1);
     emitted_free(&e);
     af_graph_free(gp.g);
@@ -415,6 +432,7 @@ static void case_alias(void) {
 static void case_budget(void) {
     open_fake();
     fake.set_compile_budget(fake.compiles() + 3);
+    ane_rt_set_compile_budget(ane_rt_compile_count() + 4); /* the daemon refuses first, near the runtime's budget */
     emitted e[6];
     graph_prog gp[6];
     ane_rt_program *p[6] = { 0 };
@@ -428,6 +446,10 @@ static void case_budget(void) {
           "a compile past the daemon's budget must fail");
     CHECK(contains(af_error_message(), "compile failed") && contains(af_error_message(), "restart the process"),
           "the framework's error text is missing: %s", af_error_message());
+    CHECK(contains(af_error_message(), "Likely cause: the compile budget: this was compile 4 in this process") &&
+              contains(af_error_message(), "the A16 family file's compile_budget is 119") &&
+              contains(af_error_message(), "doctor --probe"),
+          "a refusal near the budget must name it as the likely cause: %s", af_error_message());
     printf("daemon budget: %s\n", af_error_message());
     /* the runtime's own budget refuses before asking the daemon */
     fake.set_compile_budget(1000);
@@ -472,6 +494,12 @@ static void case_load_retry(void) {
           "the framework's load error is missing: %s", af_error_message());
     printf("load: %s\n", af_error_message());
     CHECK(dir_entries(getenv("TMPDIR")) == 0, "a failed compile left its staged files");
+    /* a program the daemon reports compiled but will not load is compiled after all */
+    int64_t before = ane_rt_compile_count();
+    fake.fail_loads(2);
+    CHECK(ane_rt_compile(ea.mil, ea.len, ea.w, ea.wn, &ea.ports, &p) == AF_OK && p && ane_rt_compile_count() == before + 1,
+          "a kept program that fails to load must be compiled again: %s", af_error_message());
+    ane_rt_release(p);
     emitted_free(&ea);
     emitted_free(&eb);
     af_graph_free(a.g);
@@ -918,9 +946,9 @@ static void case_netplist(void) {
     ir_f16_to_f32_array(&h, &scale, 1);
     ane_rt_ports ports = {.nin = 4, .nout = 1, .in_count = {16, 48, 48, 12}, .out_count = {16}};
     ane_rt_program *p = NULL, *p2 = NULL;
-    int64_t before = ane_rt_compile_count();
     CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p) == AF_OK, "compile: %s", af_error_message());
-    CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p2) == AF_OK && ane_rt_compile_count() - before == 1,
+    int64_t before = ane_rt_compile_count(); /* (the first compile costs 2 where the first entry point fails: macOS 26) */
+    CHECK(ane_rt_compile_netplist(xml, len, NULL, 0, w1, 2, &ports, &p2) == AF_OK && ane_rt_compile_count() == before,
           "the same program again is a cache hit");
     test_rng r = {11};
     float q[16], k[48], v[48], m[12], y[16];
@@ -995,6 +1023,85 @@ static void case_device(void) {
     }
 }
 
+/* ---------------------------------------------------------------- compile entry points */
+
+static char logged[4096];
+static void keep_log(af_log_level level, const char *msg, void *user) {
+    (void)level; (void)user;
+    size_t k = strlen(logged);
+    snprintf(logged + k, sizeof logged - k, "%s\n", msg);
+}
+
+/* One small program compiled and run (relu(x) * k on ones = k); the fake's compiles it cost. */
+static long compile_and_run(float k, const char *what) {
+    graph_prog gp = small_prog(k);
+    emitted e;
+    long before = fake.compiles();
+    ane_rt_program *p = NULL;
+    if (!emit(&gp, &e)) return -1;
+    CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) == AF_OK && p, "%s: %s", what, af_error_message());
+    if (p) {
+        uint16_t x[128], y[128];
+        for (int i = 0; i < 128; i++) x[i] = 0x3c00; /* 1 */
+        const uint16_t *in[1] = { x };
+        uint16_t *out[1] = { y };
+        CHECK(ane_rt_eval(p, in, out) == AF_OK && f16(y[9]) == k, "%s: got %g, want %g (%s)", what, f16(y[9]), k, af_error_message());
+    }
+    ane_rt_release(p);
+    emitted_free(&e);
+    af_graph_free(gp.g);
+    return fake.compiles() - before;
+}
+
+/* The fake as each macOS profile ($FAKE_ANE_MACOS, read by the fake): 14 has no in-memory
+ * compile selector (the client entry point from the start), 15 both (in-memory), 26 an
+ * in-memory compile that fails (one failure, then the client entry point, kept). Every
+ * profile compiles and runs, and the log and ane_rt_compile_entry say which was used. */
+static void case_entry(void) {
+    const char *env = getenv("FAKE_ANE_MACOS");
+    long os = env ? atol(env) : 15;
+    static const char inmem[] = "-[_ANEInMemoryModel compileWithQoS:options:error:]",
+                      client[] = "-[_ANEClient compileModel:options:qos:error:]";
+    af_set_log(keep_log, NULL);
+    open_fake();
+    CHECK(!strcmp(ane_rt_compile_entry(), os <= 14 ? client : inmem), "macOS %ld: before compiling, the entry point is %s",
+          os, ane_rt_compile_entry());
+    if (os >= 26) { /* both refuse while the client's compile is broken too: both named, nothing kept */
+        fake.set("client_compile", 0);
+        graph_prog gp = small_prog(9);
+        emitted e;
+        ane_rt_program *p = NULL;
+        if (emit(&gp, &e)) {
+            CHECK(ane_rt_compile(e.mil, e.len, e.w, e.wn, &e.ports, &p) != AF_OK && !p, "both entry points fail: no program");
+            CHECK(contains(af_error_message(), "compileModelAtURL: failed") && contains(af_error_message(), client) &&
+                      contains(af_error_message(), "client_compile=0"),
+                  "the error must give both entry points' failures: %s", af_error_message());
+            emitted_free(&e);
+        }
+        af_graph_free(gp.g);
+        fake.set("client_compile", 1);
+        CHECK(!strcmp(ane_rt_compile_entry(), inmem), "a failure of both must not change the choice: %s", ane_rt_compile_entry());
+        logged[0] = 0;
+    }
+    long first = compile_and_run(3, "the first program");
+    CHECK(first == (os >= 26 ? 2 : 1), "macOS %ld: the first program cost %ld compiles in the fake", os, first);
+    long second = compile_and_run(5, "the second program");
+    CHECK(second == 1, "macOS %ld: the entry point that worked is kept: the second program cost %ld compiles", os, second);
+    const char *want = os <= 15 && os > 14 ? inmem : client;
+    CHECK(!strcmp(ane_rt_compile_entry(), want), "macOS %ld: compiled through %s, want %s", os, ane_rt_compile_entry(), want);
+    if (os <= 14)
+        CHECK(contains(logged, "has no -[_ANEInMemoryModel compileWithQoS:options:error:]; compiling through -[_ANEClient"),
+              "the log must say the in-memory entry point is missing and which is used: %s", logged);
+    else if (os >= 26)
+        CHECK(contains(logged, "-[_ANEInMemoryModel compileWithQoS:options:error:] failed (") && contains(logged, "compileModelAtURL") &&
+                  contains(logged, "compiled through -[_ANEClient compileModel:options:qos:error:] instead"),
+              "the log must say the in-memory compile failed and the client one is used: %s", logged);
+    else
+        CHECK(logged[0] == 0, "the preferred entry point needs no log line: %s", logged);
+    printf("macOS %ld: %s\n%s", os, ane_rt_compile_entry(), logged);
+    af_set_log(NULL, NULL);
+}
+
 int main(int argc, char **argv) {
     static const struct { const char *name; void (*run)(void); } cases[] = {
         { "trampoline", case_trampoline }, { "missing", case_missing }, { "programs", case_programs },
@@ -1002,7 +1109,7 @@ int main(int argc, char **argv) {
         { "load_retry", case_load_retry }, { "traps", case_traps },     { "device", case_device },
         { "netplist", case_netplist },     { "weights", case_weights },
         { "model_path", case_model_path }, { "compile_failure", case_compile_failure }, { "no_inputs", case_no_inputs },
-        { "layouts", case_layouts },
+        { "layouts", case_layouts },       { "entry", case_entry },
     };
     int ran = 0;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)

@@ -43,6 +43,8 @@ int main(void) {
     printf("%s\n", out);
     CHECK(rc == 0, "doctor against the fake exited %d", rc);
     CHECK(strstr(out, "load       ok") && strstr(out, "compile    ok") && strstr(out, "run        ok"), "a step did not pass");
+    CHECK(strstr(out, "entry      -[_ANEInMemoryModel compileWithQoS:options:error:]") != NULL,
+          "doctor must say which compile entry point it used");
     CHECK(strstr(out, "engine     h13") && strstr(out, "A13 (M1)"), "the fake's subtype h13 must read as family A13 (M1)");
     CHECK(strstr(out, "(--framework)") != NULL, "the framework's source is not named");
 

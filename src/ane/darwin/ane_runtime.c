@@ -19,8 +19,15 @@
  *               adds files of its own (net.plist, the weights under each first key) and
  *               deletes the folder on unload, so it is removed recursively on every
  *               failure and a missing folder after unload is normal
- *   compile     -compileWithQoS:options:error:, then -loadWithQoS:options:error: (one
- *               retry after 100 ms: the daemon reclaims slots lazily)
+ *   compile     nothing when -compiledModelExists (the daemon kept it: maderix/ANE issue
+ *               24), else -compileWithQoS:options:error: or, where this macOS lacks or
+ *               breaks it, what that method does inside (published decompiles):
+ *               -[[_ANEClient sharedConnection] compileModel:[_ANEModel modelAtURL:folder
+ *               key:identifier] options:{kANEFModelTypeKey: MIL or ANECIR,
+ *               kANEFInMemoryModelIdentifierKey: identifier} qos:error:]; the first entry
+ *               point that compiles is kept for the process
+ *   load        -loadWithQoS:options:error: (one retry after 100 ms: the daemon reclaims
+ *               slots lazily; a kept program that will not load is compiled after all)
  *   ports       -modelAttributes' NetworkStatusList[0].LiveInputList / LiveOutputList name
  *               each port by Symbol, in an order of the model's (bound in another order,
  *               inputs read as zeros): each port is bound at its list index, found by its
@@ -52,9 +59,11 @@
 #include "ane/darwin/ane_ports.h"
 #include "ane/darwin/apple_api.h"
 #include "data/sha256.h"
+#include "engine/family.h"
 #include "ir/ir.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -107,6 +116,22 @@ static atomic_llong compiles;
 static atomic_llong budget = ANE_RT_COMPILE_BUDGET;
 static atomic_int state_alias = 1;
 
+/* The compile entry points, preferred first. Which exist and work differs between macOS
+ * releases (compileModelAtURL is reported broken on macOS 26: ane-chips.md), so each is
+ * looked for at load, tried in order until one compiles, and the one that did is kept
+ * for the rest of the process (a later failure of a proven entry point is the program's,
+ * not the entry point's). */
+enum { EP_INMEM, EP_CLIENT, EP_COUNT };
+static const char *const ep_names[EP_COUNT] = { "-[_ANEInMemoryModel compileWithQoS:options:error:]",
+                                                "-[_ANEClient compileModel:options:qos:error:]" };
+static bool ep_have[EP_COUNT], have_exists;
+static int ep_chosen = -1; /* under the lock: the entry point that compiled, -1 until one has */
+static Class c_client, c_anemodel, c_url;
+/* -[_ANEClient compileModel:...]'s option keys and values, exported by the framework */
+static CFStringRef k_type, k_mil, k_anecir, k_ident, k_cached;
+static atomic_llong reloads;
+static atomic_int budget_logged;
+
 int64_t ane_rt_compile_count(void) { return (int64_t)atomic_load(&compiles); }
 int64_t ane_rt_compile_budget(void) { return (int64_t)atomic_load(&budget); }
 void ane_rt_set_compile_budget(int64_t n) {
@@ -116,6 +141,53 @@ void ane_rt_set_state_alias(int on) { atomic_store(&state_alias, on != 0); }
 int ane_rt_state_alias(void) { return atomic_load(&state_alias); }
 
 const char *ane_rt_framework(void) { return loaded_path[0] ? loaded_path : NULL; }
+
+const char *ane_rt_compile_entry(void) {
+    if (pthread_mutex_lock(&lock)) return NULL;
+    int e = ep_chosen;
+    if (e < 0 && loaded_path[0]) e = ep_have[EP_INMEM] ? EP_INMEM : ep_have[EP_CLIENT] ? EP_CLIENT : -1;
+    pthread_mutex_unlock(&lock);
+    return e < 0 ? NULL : ep_names[e];
+}
+
+int64_t ane_rt_reload_count(void) { return (int64_t)atomic_load(&reloads); }
+
+static SEL sel(const char *name);
+
+/* Whether instances of c answer selector (+[NSObject instancesRespondToSelector:]). */
+static bool responds(Class c, const char *selector) {
+    return c && ANE_MSG(BOOL (*)(Class, SEL, SEL))(c, sel("instancesRespondToSelector:"), sel(selector));
+}
+
+/* An NSString constant the framework exports, or NULL. */
+static CFStringRef framework_string(const char *symbol) {
+    const CFStringRef *p = ane_apple.framework ? (const CFStringRef *)dlsym(ane_apple.framework, symbol) : NULL;
+    return p ? *p : NULL;
+}
+
+/* Which compile entry points this framework has (under the lock, after the classes). */
+static af_status find_entry_points(const char *path) {
+    ep_chosen = -1;
+    ep_have[EP_INMEM] = responds(c_model, "compileWithQoS:options:error:");
+    have_exists = responds(c_model, "compiledModelExists");
+    c_client = A.objc_getClass("_ANEClient");
+    c_anemodel = A.objc_getClass("_ANEModel");
+    c_url = A.objc_getClass("NSURL");
+    k_type = framework_string("kANEFModelTypeKey");
+    k_mil = framework_string("kANEFModelMILValue");
+    k_anecir = framework_string("kANEFModelANECIRValue");
+    k_ident = framework_string("kANEFInMemoryModelIdentifierKey");
+    k_cached = framework_string("kANEFInMemoryModelIsCachedKey");
+    ep_have[EP_CLIENT] = c_client && c_anemodel && c_url && k_type && k_mil && k_anecir && k_ident &&
+                         responds(c_client, "compileModel:options:qos:error:");
+    if (!ep_have[EP_INMEM] && !ep_have[EP_CLIENT])
+        return ir_fail(AF_ERR_UNSUPPORTED, "ane: %s has neither compile entry point (%s, nor %s with the kANEF* option keys): "
+                       "this macOS changed the private API; please file an issue with the output of `aneforge doctor`",
+                       path, ep_names[EP_INMEM], ep_names[EP_CLIENT]);
+    if (!ep_have[EP_INMEM])
+        ir_log(AF_LOG_INFO, "ane: this framework has no %s; compiling through %s", ep_names[EP_INMEM], ep_names[EP_CLIENT]);
+    return AF_OK;
+}
 
 /* ---------------------------------------------------------------- loading */
 
@@ -139,6 +211,7 @@ af_status ane_rt_open(const char *framework_path) {
             if (!(*slots[i] = A.objc_getClass(names[i])))
                 st = ir_fail(AF_ERR_UNSUPPORTED, "ane: %s loaded but has no class %s: this macOS changed the private API",
                              path, names[i]);
+        if (!st) st = find_entry_points(path);
         if (!st) snprintf(loaded_path, sizeof loaded_path, "%s", path);
         else ane_apple_unload(); /* a later call may name the right framework */
     }
@@ -313,6 +386,104 @@ static CFDictionaryRef weights_dict(const rt_source *src) {
     return w;
 }
 
+/* The family file's compile budget, as a sentence for messages. */
+static void budget_words(char *out, size_t n) {
+    ane_rt_device dev;
+    const ane_family_info *fi = !ane_rt_device_info(&dev) ? ane_family_info_of(dev.family) : NULL;
+    if (fi)
+        snprintf(out, n, "the %s family file's compile_budget is %lld compiles per process, past which the ANE daemon refuses "
+                 "every compile until the process restarts", fi->name, (long long)fi->compile_budget);
+    else
+        snprintf(out, n, "the ANE daemon refuses every compile after about 119 in one process, until it restarts");
+}
+
+/* -[_ANEClient compileModel:options:qos:error:] on the staged folder, as the in-memory
+ * model's own compile does it (its -saveModelFiles folder, +[_ANEModel modelAtURL:key:],
+ * the model type and the in-memory identifier under which its -loadWithQoS finds the
+ * compiled program). */
+static BOOL client_compile(ane_rt_model *m, id model, bool netplist, id *err) {
+    *err = NULL;
+    CFStringRef path = str(m->dir);
+    id hex = send(model, "hexStringIdentifier");
+    id url = path ? ANE_MSG(id (*)(Class, SEL, id, BOOL))(c_url, sel("fileURLWithPath:isDirectory:"), (id)path, (BOOL)1) : NULL;
+    id am = url && hex ? ANE_MSG(id (*)(Class, SEL, id, id))(c_anemodel, sel("modelAtURL:key:"), url, hex) : NULL;
+    CFNumberRef no = num(0);
+    const void *keys[3] = { k_type, k_ident, k_cached }, *vals[3] = { netplist ? k_anecir : k_mil, hex, no };
+    CFDictionaryRef opts = am && no ? dict(k_cached ? 3 : 2, keys, vals) : NULL;
+    id client = opts ? ANE_MSG(id (*)(Class, SEL))(c_client, sel("sharedConnection")) : NULL;
+    BOOL ok = client && ANE_MSG(BOOL (*)(id, SEL, id, id, unsigned, id *))(client, sel("compileModel:options:qos:error:"), am,
+                                                                          (id)opts, ANE_RT_QOS, err);
+    release(opts);
+    release(no);
+    release(path);
+    return ok;
+}
+
+static BOOL compile_with(int ep, ane_rt_model *m, id model, const rt_source *src, CFDictionaryRef empty, id *err) {
+    atomic_fetch_add(&compiles, 1); /* a failed compile still spends the daemon's budget */
+    return ep == EP_INMEM ? send_qos(model, "compileWithQoS:options:error:", empty, err) : client_compile(m, model, src->netplist, err);
+}
+
+/* Compiles the staged program (under the lock): nothing when the daemon still has it
+ * compiled (-compiledModelExists: compiled earlier, in this process or another, and
+ * loaded by -loadWithQoS without compiling, so it costs no budget), else through the
+ * entry point that works here, within the budget. */
+static af_status compile_staged(ane_rt_model *m, id model, const rt_source *src, CFDictionaryRef empty, bool *reload) {
+    char words[300];
+    if (*reload && have_exists && ANE_MSG(BOOL (*)(id, SEL))(model, sel("compiledModelExists"))) {
+        atomic_fetch_add(&reloads, 1);
+        return AF_OK;
+    }
+    *reload = false;
+    if (atomic_load(&compiles) >= atomic_load(&budget)) {
+        budget_words(words, sizeof words);
+        if (!atomic_exchange(&budget_logged, 1))
+            ir_log(AF_LOG_WARN, "ane: compile budget spent (%lld compiles; %s): programs compiled before reload without "
+                   "compiling; new ones are refused", (long long)atomic_load(&compiles), words);
+        return ir_fail(AF_ERR_UNSUPPORTED,
+                       "ane: this process has compiled %lld programs, its budget (%lld; %s). Programs compiled before "
+                       "still reload without compiling; for new ones reuse compiled programs (feed weights as inputs) or save "
+                       "a checkpoint and restart the process to resume. To measure this chip's budget: aneforge doctor --probe",
+                       (long long)atomic_load(&compiles), (long long)atomic_load(&budget), words);
+    }
+    int order[EP_COUNT], n = 0;
+    if (ep_chosen >= 0) order[n++] = ep_chosen; /* proven here: its failures are the program's */
+    else
+        for (int e = 0; e < EP_COUNT; e++)
+            if (ep_have[e]) order[n++] = e;
+    char first[1024] = "";
+    id err = NULL;
+    for (int k = 0; k < n; k++) {
+        if (compile_with(order[k], m, model, src, empty, &err)) {
+            if (ep_chosen < 0 && k > 0)
+                ir_log(AF_LOG_WARN, "ane: %s failed (%s); compiled through %s instead, which this process keeps using",
+                       ep_names[order[0]], first, ep_names[order[k]]);
+            ep_chosen = order[k];
+            return AF_OK;
+        }
+        if (!k) describe(err, first, sizeof first);
+    }
+    char hint[900] = "";
+    ane_rt_device dev;
+    const ane_family_info *fi = !ane_rt_device_info(&dev) ? ane_family_info_of(dev.family) : NULL;
+    int64_t done = atomic_load(&compiles);
+    if (fi && (done >= fi->compile_budget * 3 / 4 || done >= atomic_load(&budget) * 3 / 4)) {
+        budget_words(words, sizeof words);
+        snprintf(hint, sizeof hint, ". Likely cause: the compile budget: this was compile %lld in this process and %s. Try: "
+                 "reuse compiled programs, or restart the process. To measure this chip's budget: aneforge doctor --probe",
+                 (long long)done, words);
+    } else if (!src->netplist && fi) {
+        ane_rt_diagnose(src->text, src->len, dev.family, hint, sizeof hint);
+    }
+    if (n > 1) { /* both refused: most likely the program; the error keeps room for the hint */
+        char second[1024];
+        describe(err, second, sizeof second);
+        return ir_fail(AF_ERR_UNSUPPORTED, "ane: compile failed: %.300s (and through %s: %.150s)%s", first, ep_names[order[1]],
+                       second, hint);
+    }
+    return ir_fail(AF_ERR_UNSUPPORTED, "ane: compile failed: %s%s", first, hint);
+}
+
 /* Descriptor, model, staged files, compile, load. m->model is set only when loaded. */
 static af_status model_compile(ane_rt_model *m, const rt_source *src) {
     char why[1024];
@@ -336,24 +507,24 @@ static af_status model_compile(ane_rt_model *m, const rt_source *src) {
         if (!model) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: _ANEInMemoryModel could not be created from the descriptor");
     }
     if (!st) st = stage(m, model, src);
-    if (!st) {
-        BOOL ok = send_qos(model, "compileWithQoS:options:error:", empty, &err);
-        atomic_fetch_add(&compiles, 1); /* a failed compile still spends the daemon's budget */
-        if (!ok) {
-            char hint[900] = "";
-            ane_rt_device dev;
-            if (!src->netplist && !ane_rt_device_info(&dev)) ane_rt_diagnose(src->text, src->len, dev.family, hint, sizeof hint);
-            st = ir_fail(AF_ERR_UNSUPPORTED, "ane: compile failed: %s%s", describe(err, why, sizeof why), hint);
-        }
-    }
-    if (!st) {
+    bool reload = true; /* first try what the daemon may still have compiled */
+    if (!st) st = compile_staged(m, model, src, empty, &reload);
+    for (int pass = 0; !st && pass < 2; pass++) {
         BOOL ok = send_qos(model, "loadWithQoS:options:error:", empty, &err);
         if (!ok) { /* the daemon frees program slots lazily: give it a moment, once */
             usleep(100000);
             ok = send_qos(model, "loadWithQoS:options:error:", empty, &err);
         }
-        if (!ok) st = ir_fail(AF_ERR_UNSUPPORTED, "ane: load failed (after one retry): %s", describe(err, why, sizeof why));
-        else m->model = obj_retain(model);
+        if (ok) {
+            m->model = obj_retain(model);
+            break;
+        }
+        if (reload) { /* what the daemon kept would not load: compile it after all */
+            reload = false;
+            st = compile_staged(m, model, src, empty, &reload);
+            continue;
+        }
+        st = ir_fail(AF_ERR_UNSUPPORTED, "ane: load failed (after one retry): %s", describe(err, why, sizeof why));
     }
     release(text);
     release(weights);
@@ -372,12 +543,7 @@ static af_status model_get(const uint8_t key[32], const rt_source *src, ane_rt_m
         }
     af_status st = AF_OK;
     ane_rt_model *m = NULL;
-    if (atomic_load(&compiles) >= atomic_load(&budget))
-        st = ir_fail(AF_ERR_UNSUPPORTED,
-                     "ane: this process has compiled %lld programs, its budget (the ANE daemon fails after about 119 "
-                     "compiles per process); reuse compiled programs (feed weights as inputs) or restart the process",
-                     (long long)atomic_load(&compiles));
-    else if (!(m = calloc(1, sizeof *m)))
+    if (!(m = calloc(1, sizeof *m)))
         st = ir_fail(AF_ERR_NOMEM, "ane: out of memory");
     if (!st) {
         memcpy(m->key, key, 32);

@@ -14,10 +14,18 @@
  *
  * Compiled programs are cached by the SHA-256 of (MIL text, weights): compiling the
  * same program again loads nothing and compiles nothing, it only gives the caller its
- * own surfaces and request on the loaded model. Every real compile counts against a
+ * own surfaces and request on the loaded model. A program released and asked for again
+ * is reloaded without compiling while the daemon still has it compiled
+ * (-compiledModelExists, maderix/ANE issue 24). Every real compile counts against a
  * per-process budget (the daemon fails after about 119 compiles in one process):
- * past ane_rt_compile_budget() compiles, ane_rt_compile refuses with AF_ERR_UNSUPPORTED
- * and a message saying to reuse programs or restart the process.
+ * past ane_rt_compile_budget() compiles, ane_rt_compile refuses new programs with
+ * AF_ERR_UNSUPPORTED and a message naming the family file's compile_budget, saying to
+ * reuse programs or restart the process.
+ *
+ * Compiling goes through -[_ANEInMemoryModel compileWithQoS:options:error:] or, where
+ * this macOS lacks it or it fails, -[_ANEClient compileModel:options:qos:error:] on the
+ * same staged folder; the first that compiles is kept for the process and logged
+ * (ane_rt_compile_entry).
  *
  * Not thread-safe per program; the cache and loader are. */
 #ifndef ANE_DARWIN_RUNTIME_H
@@ -101,7 +109,12 @@ void ane_rt_release(ane_rt_program *p);
  * To measure this chip's limits: aneforge doctor --probe ..." ("" when nothing fits). */
 void ane_rt_diagnose(const char *mil, size_t len, af_family_id family, char *out, size_t n);
 
-/* Real compiles done by this process (cache hits do not count), and the budget. */
+/* The compile entry point this process uses (the one that compiled, else the one it
+ * would try first), as "-[Class selector]"; NULL before ane_rt_open. */
+const char *ane_rt_compile_entry(void);
+/* Programs loaded without compiling because the daemon still had them compiled. */
+int64_t ane_rt_reload_count(void);
+/* Real compiles done by this process (cache hits and reloads do not count), and the budget. */
 int64_t ane_rt_compile_count(void);
 int64_t ane_rt_compile_budget(void);
 /* Sets the budget (>= 0): lower for callers that know their daemon allows fewer; higher

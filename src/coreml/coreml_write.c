@@ -222,7 +222,7 @@ bool coreml_encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
     for (int i = 0; ok && i < f->nparams; i++)
         ok = f->params[i].type.state ? coreml_state_feature(&desc, f->params[i].name, &f->params[i].type, why, n)
                                      : feature(&desc, 1, f->params[i].name, &f->params[i].type, why, n);
-    if (classifier) {
+    if (ok && classifier) {
         const mil_type *t = f->nret ? type_of(f, f->ret[0].name) : NULL;
         ok = t && coreml_classify_check(o, f->nret, t, why, n);
         if (ok) coreml_classify_features(&desc, o);

@@ -7,6 +7,7 @@
 #ifndef ANEFORGE_COREML_H
 #define ANEFORGE_COREML_H
 #include "aneforge.h"
+#include "aneforge_llama.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +54,20 @@ AF_API af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, in
  * values) baked in as constants. Otherwise as af_coreml_export. */
 AF_API af_status af_coreml_export_net(const af_net *net, int batch, const float *const *weights,
                                       const af_coreml_opts *o, const char *path);
+
+/* A llama2.c-architecture model (af_llama_weights, aneforge_llama.h) as a decode program
+ * with its KV cache in Core ML states (iOS 18 / macOS 15, specification version 9): one
+ * call runs one token, inputs "input_ids" [1, 1] (the token id) and "position" [1, 1]
+ * (0, 1, ... in order), states "key_cache" and "value_cache" [layers, kv_heads,
+ * max_seq, head_size] (fp16, zeros in a fresh MLState), output "logits" [1, vocab], the
+ * stateless forward's logits at that position. max_seq 0 = the model's seq_len.
+ * fp16 inputs: vocabulary and max_seq up to 2048. o->ios other than 0 or 18, and
+ * o->precision 32, are AF_ERR_UNSUPPORTED naming the rule; otherwise as af_coreml_export.
+ * Read back (af_coreml_open), each state is an fp16 argument and its value after the
+ * call is a result named as the state, after the logits: feed it back for the next
+ * token (af_model_bind_state does that inside a compiled model). */
+AF_API af_status af_coreml_export_llama_kv(const af_llama_weights *w, int max_seq, const af_coreml_opts *o,
+                                           const char *path);
 
 /* A Core ML package (or .mlmodel) read as a MIL program (aneforge.h's af_mil_open
  * family: its graph, named arguments and results, run-time index checks); function NULL

@@ -36,6 +36,15 @@ static af_status from_llama(const char *path, int seq, int batch, const af_corem
     return st;
 }
 
+/* A llama as a decode program with its KV cache in Core ML states (iOS 18). */
+static af_status from_llama_kv(const char *path, int max_seq, const af_coreml_opts *o, const char *out) {
+    af_llama_weights *w = llama_model_load(path);
+    if (!w) return af_fail(AF_ERR_INVALID, "%s", af_error_message());
+    af_status st = af_coreml_export_llama_kv(w, max_seq, o, out);
+    af_llama_weights_free(w);
+    return st;
+}
+
 /* The checkpoint's model rebuilt, its trained weights read back, and exported. */
 static af_status from_ckpt(const char *path, int seq, int batch, const af_coreml_opts *o, const char *out) {
     af_checkpoint *c = NULL;
@@ -154,11 +163,13 @@ int cmd_export_coreml(int argc, char **argv) {
 
 static int export_main(int argc, char **argv, char ***labels, int *nlabels) {
     const char *ckpt = NULL, *mil = NULL, *sample = NULL, *out = NULL;
-    long batch = 1, seq = 0;
+    long batch = 1, seq = 0, max_seq = 0;
+    bool kv = false;
     af_coreml_opts o = { 0 };
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (k[0] != '-') return bad("unexpected argument '%s'", k);
+        if (!strcmp(k, "--kv-cache")) { kv = true; continue; }
         if (!v) return bad("%s needs a value", k);
         i++;
         if (!strcmp(k, "--format")) continue;
@@ -167,6 +178,7 @@ static int export_main(int argc, char **argv, char ***labels, int *nlabels) {
         else if (!strcmp(k, "--sample")) sample = v;
         else if (!strcmp(k, "-o") || !strcmp(k, "--out")) out = v;
         else if (!strcmp(k, "--batch")) { if (cli_parse_long(v, 1, 65536, &batch)) return bad("--batch is 1..65536, not '%s'", v); }
+        else if (!strcmp(k, "--max-seq")) { if (cli_parse_long(v, 1, 1 << 20, &max_seq)) return bad("--max-seq is a positive length, not '%s'", v); }
         else if (!strcmp(k, "--seq")) { if (cli_parse_long(v, 1, 1 << 20, &seq)) return bad("--seq is a positive length, not '%s'", v); }
         else if (!strcmp(k, "--ios")) {
             long ios;
@@ -191,8 +203,11 @@ static int export_main(int argc, char **argv, char ***labels, int *nlabels) {
     }
     if (!out) return bad("%s", "-o is required: the package to write, e.g. Model.mlpackage");
     if (!!ckpt + !!mil + !!sample != 1) return bad("%s", "give exactly one of --ckpt, --mil and --sample");
+    if (kv && !ckpt) return bad("%s", "--kv-cache exports a llama: give --ckpt (a 'train llama --save' checkpoint or a llama2.c model file)");
+    if (!kv && max_seq) return bad("%s", "--max-seq is the KV cache's length: it goes with --kv-cache (the stateless forward takes --seq)");
     af_status st;
-    if (ckpt) st = from_ckpt(ckpt, (int)seq, (int)batch, &o, out);
+    if (kv) st = from_llama_kv(ckpt, (int)max_seq, &o, out);
+    else if (ckpt) st = from_ckpt(ckpt, (int)seq, (int)batch, &o, out);
     else if (mil) {
         af_graph *g;
         int nin, nout;

@@ -55,6 +55,19 @@ bool coreml_classify_check(const af_coreml_opts *o, int nret, const mil_type *pr
 void coreml_classify_op(pb_buf *blk, const af_coreml_opts *o, const char *prob, const mil_type *prob_type);
 void coreml_classify_features(pb_buf *desc, const af_coreml_opts *o);
 
+/* Encodes the parsed function f as a Model protobuf into model (coreml_encode's second
+ * half, for callers that build or rewrite the syntax tree themselves); false with why. */
+bool coreml_encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *model, char *why, size_t n);
+
+/* States (coreml_state.c): a state argument's description entry (ModelDescription.state),
+ * and whether the deployment target ios allows f's states (iOS 18); false with why. */
+bool coreml_state_feature(pb_buf *desc, const char *name, const mil_type *t, char *why, size_t n);
+bool coreml_states_check(const mil_func *f, int ios, char *why, size_t n);
+
+/* Writes the package folder `path` (which must not exist) from the model bytes and the
+ * weight file: built beside it and renamed into place, nothing left on failure. */
+af_status coreml_write_package(const char *path, const pb_buf *model, const milblob_writer *w);
+
 /* Decodes a Model protobuf (untrusted) into MIL text in *text (NUL-terminated, the caller
  * frees it with pb_free); source names the file in messages. */
 af_status coreml_decode(const uint8_t *bytes, size_t n, const char *source, pb_buf *text);

@@ -62,6 +62,29 @@ static af_status write_package(const char *tmp, const pb_buf *model, const pb_bu
     return AF_OK;
 }
 
+af_status coreml_write_package(const char *path, const pb_buf *model, const milblob_writer *w) {
+    pb_buf manifest = { 0 };
+    af_status st = coreml_manifest_write(model, &manifest);
+    char *tmp = st ? NULL : malloc(strlen(path) + 16);
+    if (!st && !tmp) st = ir_fail(AF_ERR_NOMEM, "af_coreml_export: out of memory");
+    if (!st) {
+        sprintf(tmp, "%s.part-XXXXXX", path);
+        if (!mkdtemp(tmp)) {
+            st = ir_fail(AF_ERR_IO, "af_coreml_export: cannot create a folder beside %s: %s", path, strerror(errno));
+            free(tmp);
+            tmp = NULL;
+        }
+    }
+    if (!st) st = write_package(tmp, model, &manifest, w);
+    if (!st && rename(tmp, path))
+        st = ir_fail(AF_ERR_IO, "af_coreml_export: cannot rename the package to %s: %s", path, strerror(errno));
+    if (st && tmp) remove_tree(tmp);
+    if (!st) chmod(path, 0755); /* mkdtemp made it 0700 */
+    free(tmp);
+    pb_free(&manifest);
+    return st;
+}
+
 af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, int nout, af_tensor *const *out,
                            const af_coreml_opts *o, const char *path) {
     if (!path || !*path) return ir_fail(AF_ERR_INVALID, "af_coreml_export: path is NULL or empty");
@@ -73,29 +96,12 @@ af_status af_coreml_export(af_graph *g, int nin, af_tensor *const *in, int nout,
     milblob_writer *w;
     af_status st = mil_emit_mem(g, nin, in, nout, out, &text, &len, &w, NULL);
     if (st) return st;
-    pb_buf model, manifest = { 0 };
+    pb_buf model;
     milblob_writer *w32;
     st = coreml_encode(text, len, o, g, w, &w32, &model);
     free(text);
-    if (!st) st = coreml_manifest_write(&model, &manifest);
-    char *tmp = st ? NULL : malloc(strlen(path) + 16);
-    if (!st && !tmp) st = ir_fail(AF_ERR_NOMEM, "af_coreml_export: out of memory");
-    if (!st) {
-        sprintf(tmp, "%s.part-XXXXXX", path);
-        if (!mkdtemp(tmp)) {
-            st = ir_fail(AF_ERR_IO, "af_coreml_export: cannot create a folder beside %s: %s", path, strerror(errno));
-            free(tmp);
-            tmp = NULL;
-        }
-    }
-    if (!st) st = write_package(tmp, &model, &manifest, w32 ? w32 : w);
-    if (!st && rename(tmp, path))
-        st = ir_fail(AF_ERR_IO, "af_coreml_export: cannot rename the package to %s: %s", path, strerror(errno));
-    if (st && tmp) remove_tree(tmp);
-    if (!st) chmod(path, 0755); /* mkdtemp made it 0700 */
-    free(tmp);
+    if (!st) st = coreml_write_package(path, &model, w32 ? w32 : w);
     pb_free(&model);
-    pb_free(&manifest);
     milblob_writer_free(w);
     milblob_writer_free(w32);
     return st;

@@ -10,9 +10,28 @@
 #include <stdio.h>
 #include <string.h>
 
+#define DEC_MAX_STATES 64
+
+typedef struct {
+    mil_dtype dt;
+    int rank;
+    int64_t dim[MIL_MAX_RANK];
+    bool state; /* StateType wrapping this tensor type */
+} ptype;
+
+/* A state: a function's state argument, or the model description's entry. */
+typedef struct {
+    char name[128];
+    ptype t;
+} dstate;
+
 typedef struct {
     const char *source;
     pb_buf *out;
+    dstate states[DEC_MAX_STATES]; /* the function being read: its state arguments */
+    int nstates;
+    dstate described[DEC_MAX_STATES]; /* ModelDescription.state(13) */
+    int ndescribed;
     char why[400];
     af_status st; /* AF_ERR_CORRUPT unless unsup() said first */
     /* a classifier's classify op is left out: the function returns its probabilities
@@ -64,14 +83,28 @@ static bool get_str(dec *d, const pb_field *f, char *s, size_t n, bool ident, co
     return ok || unsup(d, "%s \"%s\" is not a MIL identifier ([A-Za-z_][A-Za-z0-9_]*)", what, s);
 }
 
-typedef struct {
-    mil_dtype dt;
-    int rank;
-    int64_t dim[MIL_MAX_RANK];
-} ptype;
+static bool value_type_in(dec *d, const pb_field *vf, ptype *t, const char *what, bool outer);
 
-/* TensorType { dataType(1), rank(2), dimensions(3) } inside ValueType { tensorType(1) } */
-static bool value_type(dec *d, const pb_field *vf, ptype *t, const char *what) {
+/* TensorType { dataType(1), rank(2), dimensions(3) } inside ValueType { tensorType(1) },
+ * or a state wrapping one: ValueType { stateType(5): StateType { wrappedType(1) } }. */
+static bool value_type(dec *d, const pb_field *vf, ptype *t, const char *what) { return value_type_in(d, vf, t, what, true); }
+
+static bool state_type(dec *d, const pb_field *sf, ptype *t, const char *what) {
+    if (!want_len(d, sf, what)) return false;
+    pb_rd r = pb_sub(sf);
+    pb_field f, wrapped = { 0 };
+    bool more;
+    while (next(d, &r, &f, &more, what) && more)
+        if (f.field == 1) wrapped = f;
+    if (d->why[0]) return false;
+    if (!wrapped.field) return bad(d, "%s is a state without a wrapped type", what, NULL);
+    if (!value_type_in(d, &wrapped, t, what, false)) return false;
+    if (!t->rank) return unsup(d, "%s is a state of a scalar; Core ML states wrap tensors", what, NULL);
+    t->state = true;
+    return true;
+}
+
+static bool value_type_in(dec *d, const pb_field *vf, ptype *t, const char *what, bool outer) {
     memset(t, 0, sizeof *t);
     if (!want_len(d, vf, what)) return false;
     pb_rd r = pb_sub(vf);
@@ -79,6 +112,7 @@ static bool value_type(dec *d, const pb_field *vf, ptype *t, const char *what) {
     bool more, seen = false;
     int64_t rank = 0; /* proto3 leaves a zero rank out */
     while (next(d, &r, &f, &more, what) && more) {
+        if (f.field == 5 && outer) return state_type(d, &f, t, what);
         if (f.field >= 2 && f.field <= 5) {
             static const char *kinds[] = { "", "", "a list", "a tuple", "a dictionary", "a state" };
             return unsup(d, "%s is %s; aneforge imports tensors only", what, kinds[f.field]);
@@ -132,9 +166,9 @@ static bool value_type(dec *d, const pb_field *vf, ptype *t, const char *what) {
 
 static void type_text(pb_buf *o, const ptype *t) {
     if (!t->rank) { pb_printf(o, "%s", mil_dtype_name(t->dt)); return; }
-    pb_printf(o, "tensor<%s, [", mil_dtype_name(t->dt));
+    pb_printf(o, "%stensor<%s, [", t->state ? "state<" : "", mil_dtype_name(t->dt));
     for (int i = 0; i < t->rank; i++) pb_printf(o, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
-    pb_printf(o, "]>");
+    pb_printf(o, "]>%s", t->state ? ">" : "");
 }
 
 static int64_t count_of(const ptype *t) {
@@ -252,6 +286,7 @@ static bool value_text(dec *d, const pb_field *vf, const char *what) {
     if (!typef.field) return bad(d, "%s has no type", what, NULL);
     ptype t;
     if (!value_type(d, &typef, &t, what)) return false;
+    if (t.state) return bad(d, "%s is a value of a state type; only function inputs are states", what, NULL);
     int64_t count = count_of(&t);
     if (count < 0) return unsup(d, "%s has more elements than aneforge allows", what, NULL);
     if (blob.field) {
@@ -368,6 +403,57 @@ static bool classify(dec *d, const pb_field *of, const char *what) {
     return true;
 }
 
+/* The one name an input's Argument { arguments(1): Binding { name(1) } } binds. */
+static bool bound_name(dec *d, const pb_field *arg, char *name, size_t n, const char *what) {
+    name[0] = 0;
+    if (!arg->field || !want_len(d, arg, what)) return bad(d, "%s has an input without an argument", what, NULL);
+    pb_rd ar = pb_sub(arg);
+    pb_field b, v;
+    bool mb, mv;
+    int nb = 0;
+    while (next(d, &ar, &b, &mb, what) && mb) {
+        if (b.field != 1 || !want_len(d, &b, what)) continue;
+        nb++;
+        pb_rd br = pb_sub(&b);
+        while (next(d, &br, &v, &mv, what) && mv)
+            if (v.field == 1 && !get_str(d, &v, name, n, true, what)) return false;
+        if (d->why[0]) return false;
+    }
+    if (d->why[0]) return false;
+    return (nb == 1 && name[0]) || unsup(d, "%s: an input binds something other than one named value", what, NULL);
+}
+
+/* write_state(input = state, data = value) has no output; MIL text has no statement
+ * without one, so it is read as coremltools' dialect op coreml_update_state, whose
+ * output (the value, typed as the state's wrapped tensor) nothing reads. */
+static bool write_state(dec *d, const pb_field *of, int index, const char *what) {
+    char key[128], st[128] = "", val[128] = "";
+    pb_rd r = pb_sub(of);
+    pb_field f;
+    bool more;
+    while (next(d, &r, &f, &more, what) && more) {
+        if (f.field == 3) return bad(d, "%s has outputs; write_state has none", what, NULL);
+        if (f.field != 2) continue;
+        pb_field arg;
+        if (!map_entry(d, &f, key, sizeof key, &arg, what)) return false;
+        if (!strcmp(key, "input") && !bound_name(d, &arg, st, sizeof st, what)) return false;
+        if (!strcmp(key, "data") && !bound_name(d, &arg, val, sizeof val, what)) return false;
+    }
+    if (d->why[0]) return false;
+    if (!st[0] || !val[0]) return bad(d, "%s needs the inputs input (the state) and data", what, NULL);
+    const dstate *s = NULL;
+    for (int i = 0; i < d->nstates && !s; i++)
+        if (!strcmp(d->states[i].name, st)) s = &d->states[i];
+    if (!s) return bad(d, "%s writes \"%s\", which is not a state input of the function", what, st);
+    ptype t = s->t;
+    t.state = false;
+    pb_printf(d->out, "            ");
+    type_text(d->out, &t);
+    pb_printf(d->out, " write_state_%d_%s = coreml_update_state(state = %s, value = %s)[name = string(\"write_state_%d_%s\")];\n",
+              index, st, st, val, index, st);
+    return !d->out->oom || bad(d, "out of memory", NULL, NULL);
+}
+
 /* Operation { type(1), inputs(2), outputs(3), blocks(4), attributes(5) } as a statement. */
 static bool operation(dec *d, const pb_field *of, int index) {
     pb_buf *o = d->out;
@@ -386,6 +472,7 @@ static bool operation(dec *d, const pb_field *of, int index) {
     if (!type[0]) return bad(d, "%s has no type", what, NULL);
     snprintf(what, sizeof what, "operation %d (%s)", index, type);
     if (!strcmp(type, "classify")) return classify(d, of, what);
+    if (!strcmp(type, "write_state")) return write_state(d, of, index, what);
     /* outputs first: T a, T b = */
     char first[128] = "";
     r = pb_sub(of);
@@ -490,6 +577,96 @@ static bool block(dec *d, const pb_field *bf) {
     return true;
 }
 
+/* A function's state input: described in the model description with its shape, fp16. */
+static bool state_input(dec *d, const char *name, const ptype *t) {
+    if (d->nstates == DEC_MAX_STATES) return unsup(d, "a function has more than 64 states", NULL, NULL);
+    const dstate *ds = NULL;
+    for (int i = 0; i < d->ndescribed && !ds; i++)
+        if (!strcmp(d->described[i].name, name)) ds = &d->described[i];
+    if (!ds) return bad(d, "state input %s is not among the model description's states (ModelDescription.state)", name, NULL);
+    bool same = ds->t.rank == t->rank && t->dt == MIL_FP16;
+    for (int i = 0; same && i < t->rank; i++) same = ds->t.dim[i] == t->dim[i];
+    if (!same) return bad(d, "state input %s differs from its description (Core ML states are fp16, of the described shape)", name, NULL);
+    dstate *s = &d->states[d->nstates++];
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->t = *t;
+    return true;
+}
+
+/* ModelDescription { state(13): FeatureDescription { name(1), type(3): FeatureType {
+ * stateType(8): StateFeatureType { arrayType(1): ArrayFeatureType { shape(1),
+ * dataType(2) } } } } }: the states, which the state inputs must match. */
+static bool description(dec *d, const pb_field *df) {
+    const char *what = "the model description's states";
+    if (!want_len(d, df, what)) return false;
+    pb_rd r = pb_sub(df);
+    pb_field f;
+    bool more;
+    while (next(d, &r, &f, &more, what) && more) {
+        if (f.field != 13) continue;
+        if (!want_len(d, &f, what)) return false;
+        if (d->ndescribed == DEC_MAX_STATES) return unsup(d, "the model describes more than 64 states", NULL, NULL);
+        dstate *s = &d->described[d->ndescribed];
+        memset(s, 0, sizeof *s);
+        pb_rd fr = pb_sub(&f);
+        pb_field g, at = { 0 };
+        bool m2;
+        while (next(d, &fr, &g, &m2, what) && m2) {
+            if (g.field == 1 && !get_str(d, &g, s->name, sizeof s->name, true, "a state's name")) return false;
+            if (g.field != 3 || !want_len(d, &g, what)) continue;
+            pb_rd tr = pb_sub(&g);
+            pb_field h;
+            bool m3;
+            while (next(d, &tr, &h, &m3, what) && m3) {
+                if (h.field != 8 || !want_len(d, &h, what)) {
+                    if (h.field >= 1 && h.field <= 7) return bad(d, "a state's description is not a stateType", NULL, NULL);
+                    continue;
+                }
+                pb_rd sr = pb_sub(&h);
+                pb_field k;
+                bool m4;
+                while (next(d, &sr, &k, &m4, what) && m4)
+                    if (k.field == 1 && want_len(d, &k, what)) at = k;
+                if (d->why[0]) return false;
+            }
+            if (d->why[0]) return false;
+        }
+        if (d->why[0]) return false;
+        if (!s->name[0] || !at.field) return bad(d, "%s: an entry without a name or an array type", what, NULL);
+        pb_rd ar = pb_sub(&at);
+        while (next(d, &ar, &g, &m2, what) && m2) {
+            if (g.field == 2 && g.wt == PB_VARINT) s->t.dt = g.v == 65552 ? MIL_FP16 : MIL_DT_NONE;
+            if (g.field != 1) continue;
+            pb_rd vals = pb_sub(&g), one = { 0 };
+            uint8_t b[10];
+            if (g.wt == PB_VARINT) { /* unpacked: one dimension per field */
+                size_t k = 0;
+                uint64_t v = g.v;
+                do { b[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); v >>= 7; } while (v);
+                one.p = b, one.end = b + k, vals = one;
+            } else if (g.wt != PB_LEN) return bad(d, "%s: a shape of the wrong wire type", what, NULL);
+            while (vals.p < vals.end) {
+                uint64_t v = 0;
+                int shift = 0;
+                for (;;) {
+                    if (vals.p == vals.end || shift > 63) return bad(d, "%s: a malformed shape", what, NULL);
+                    uint8_t c = *vals.p++;
+                    v |= (uint64_t)(c & 0x7f) << shift;
+                    shift += 7;
+                    if (!(c & 0x80)) break;
+                }
+                if (s->t.rank == MIL_MAX_RANK) return unsup(d, "a state has more than 8 dimensions", NULL, NULL);
+                if (v < 1 || v > ((uint64_t)1 << 40)) return bad(d, "%s: a dimension of 0 or over 2^40", what, NULL);
+                s->t.dim[s->t.rank++] = (int64_t)v;
+            }
+        }
+        if (d->why[0]) return false;
+        if (s->t.dt != MIL_FP16) return unsup(d, "state %s is not fp16 (Core ML's states are)", s->name, NULL);
+        d->ndescribed++;
+    }
+    return !d->why[0];
+}
+
 /* Function { inputs(1), opset(2), block_specializations(3) } */
 static bool function(dec *d, const char *name, const pb_field *ff) {
     char what[200], opset[64] = "", key[64];
@@ -517,12 +694,14 @@ static bool function(dec *d, const char *name, const pb_field *ff) {
     if (!opset[0]) return bad(d, "%s names no opset", what, NULL);
     pb_printf(d->out, "    func %s<%s>(", name, opset);
     int nin = 0;
+    d->nstates = 0;
     r = pb_sub(ff);
     while (next(d, &r, &f, &more, what) && more) {
         if (f.field != 1) continue;
         char in[128];
         ptype t;
         if (!named_type(d, &f, in, sizeof in, &t, "a function input")) return false;
+        if (t.state && !state_input(d, in, &t)) return false;
         pb_printf(d->out, "%s", nin++ ? ", " : "");
         type_text(d->out, &t);
         pb_printf(d->out, " %s", in);
@@ -561,13 +740,14 @@ af_status coreml_decode(const uint8_t *bytes, size_t n, const char *source, pb_b
     memset(text, 0, sizeof *text);
     dec d = { .source = source ? source : "<model.mlmodel>", .out = text, .st = AF_OK };
     pb_rd r = { bytes, bytes + n };
-    pb_field f, prog = { 0 };
+    pb_field f, prog = { 0 }, desc = { 0 };
     bool more;
     int other = 0;
     uint64_t spec = 0;
     while (next(&d, &r, &f, &more, "the model") && more) {
         if (f.field == 1 && f.wt == PB_VARINT) spec = f.v;
         else if (f.field == 502) prog = f;
+        else if (f.field == 2) desc = f;
         else if (f.field >= 200 && f.field < 1000 && !other) other = f.field;
     }
     af_status st = AF_ERR_CORRUPT;
@@ -582,7 +762,7 @@ af_status coreml_decode(const uint8_t *bytes, size_t n, const char *source, pb_b
         st = AF_ERR_UNSUPPORTED;
         snprintf(d.why, sizeof d.why, "specification version %llu; ML programs are versions 6 (iOS 15) to 10", (unsigned long long)spec);
     } else if (!d.why[0]) {
-        program(&d, &prog);
+        if (!desc.field || description(&d, &desc)) program(&d, &prog);
         st = d.st ? d.st : AF_ERR_CORRUPT;
         if (!text->oom) pb_raw(text, "", 1), text->n--; /* NUL-terminate */
         if (text->oom && !d.why[0]) st = AF_ERR_NOMEM, snprintf(d.why, sizeof d.why, "out of memory");

@@ -18,6 +18,13 @@ static void value_type(pb_buf *b, int field, const mil_type *t) {
         pb_msg(&tt, 3, &d);
     }
     pb_msg(&vt, 1, &tt);
+    if (t->state) { /* ValueType { stateType(5): StateType { wrappedType(1): ValueType } } */
+        pb_buf st = { 0 }, outer = { 0 };
+        pb_msg(&st, 1, &vt);
+        pb_msg(&outer, 5, &st);
+        pb_msg(b, field, &outer);
+        return;
+    }
     pb_msg(b, field, &vt);
 }
 
@@ -96,7 +103,42 @@ static bool binding(pb_buf *arg, const mil_value *v, char *why, size_t n) {
     return true;
 }
 
-/* Operation { type(1), inputs(2): map<string, Argument>, outputs(3), attributes(5) } */
+static bool operation(pb_buf *blk, const mil_stmt *s, char *why, size_t n);
+
+/* coreml_update_state is coremltools' dialect op: a package holds write_state(input =
+ * state, data = value), which has no output, then read_state(input = state) for the
+ * value, left out when nothing reads it (as coremltools' milproto writer does). */
+static bool update_state(pb_buf *blk, const mil_func *f, int at, char *why, size_t n) {
+    const mil_stmt *s = &f->stmts[at];
+    const mil_arg *st = NULL, *val = NULL;
+    for (int i = 0; i < s->nargs; i++) {
+        if (!strcmp(s->args[i].name, "state")) st = &s->args[i];
+        if (!strcmp(s->args[i].name, "value")) val = &s->args[i];
+    }
+    if (!st || !val || s->nout != 1) { snprintf(why, n, "coreml_update_state %s needs state, value and one output", s->nout ? s->out_names[0] : ""); return false; }
+    char wname[200];
+    snprintf(wname, sizeof wname, "%s_write_state", s->out_names[0]);
+    const char *wnames[1] = { wname };
+    mil_arg wargs[2] = { { "input", st->val, 0, 0 }, { "data", val->val, 0, 0 } };
+    mil_stmt w = { .nout = 0, .out_names = wnames, .op = "write_state", .nargs = 2, .args = wargs };
+    if (!operation(blk, &w, why, n)) return false;
+    bool used = false;
+    for (int i = at + 1; !used && i < f->nstmts; i++)
+        for (int k = 0; !used && k < f->stmts[i].nargs; k++) {
+            const mil_value *v = &f->stmts[i].args[k].val;
+            used = v->kind == MIL_V_IDENT && !strcmp(v->ident, s->out_names[0]);
+            for (int j = 0; !used && v->kind == MIL_V_TUPLE && j < v->n; j++)
+                used = v->items[j].kind == MIL_V_IDENT && !strcmp(v->items[j].ident, s->out_names[0]);
+        }
+    for (int i = 0; !used && i < f->nret; i++) used = !strcmp(f->ret[i].name, s->out_names[0]);
+    if (!used) return true;
+    mil_arg rargs[1] = { { "input", st->val, 0, 0 } };
+    mil_stmt r = { .nout = 1, .out_types = s->out_types, .out_names = s->out_names, .op = "read_state", .nargs = 1, .args = rargs };
+    return operation(blk, &r, why, n);
+}
+
+/* Operation { type(1), inputs(2): map<string, Argument>, outputs(3), attributes(5) };
+ * a statement without outputs (write_state) carries its name in out_names[0]. */
 static bool operation(pb_buf *blk, const mil_stmt *s, char *why, size_t n) {
     pb_buf op = { 0 };
     bool is_const = !strcmp(s->op, "const");
@@ -171,14 +213,16 @@ static void meta_entry(pb_buf *md, const char *k, const char *v) {
     pb_msg(md, 100, &e);
 }
 
-static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *model, char *why, size_t n) {
+bool coreml_encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *model, char *why, size_t n) {
     int ios = o && o->ios ? o->ios : COREML_IOS_MAX;
     char opset[32];
     snprintf(opset, sizeof opset, "CoreML%d", ios - 10); /* coremltools' names: iOS 16 is CoreML6 */
     pb_buf desc = { 0 }, blk = { 0 }, fn = { 0 };
-    bool ok = true, classifier = o && o->nclasses > 0;
-    for (int i = 0; ok && i < f->nparams; i++) ok = feature(&desc, 1, f->params[i].name, &f->params[i].type, why, n);
-    if (classifier) {
+    bool ok = coreml_states_check(f, ios, why, n), classifier = o && o->nclasses > 0;
+    for (int i = 0; ok && i < f->nparams; i++)
+        ok = f->params[i].type.state ? coreml_state_feature(&desc, f->params[i].name, &f->params[i].type, why, n)
+                                     : feature(&desc, 1, f->params[i].name, &f->params[i].type, why, n);
+    if (ok && classifier) {
         const mil_type *t = f->nret ? type_of(f, f->ret[0].name) : NULL;
         ok = t && coreml_classify_check(o, f->nret, t, why, n);
         if (ok) coreml_classify_features(&desc, o);
@@ -196,7 +240,8 @@ static bool encode_func(const mil_func *f, const af_coreml_opts *o, pb_buf *mode
     }
     meta_entry(&md, "com.github.apple.coremltools.source", "aneforge " AF_VERSION);
     pb_msg(&desc, 100, &md);
-    for (int i = 0; ok && i < f->nstmts; i++) ok = operation(&blk, &f->stmts[i], why, n);
+    for (int i = 0; ok && i < f->nstmts; i++)
+        ok = !strcmp(f->stmts[i].op, "coreml_update_state") ? update_state(&blk, f, i, why, n) : operation(&blk, &f->stmts[i], why, n);
     if (ok && classifier) coreml_classify_op(&blk, o, f->ret[0].name, type_of(f, f->ret[0].name));
     for (int i = 0; ok && !classifier && i < f->nret; i++) pb_str(&blk, 2, f->ret[i].name);
     for (int i = 0; ok && i < f->nparams; i++) {
@@ -242,7 +287,7 @@ af_status coreml_encode(const char *text, size_t len, const af_coreml_opts *o, a
     else if (prog.nfuncs != 1) st = ir_fail(AF_ERR_INVALID, "af_coreml_export: the emitted program has %d functions, not 1", prog.nfuncs);
     else if (o && o->precision == 32 && (st = coreml_fp32(&prog.funcs[0], g, w16, w32))) (void)0;
     else if ((st = coreml_target(&prog.funcs[0], &arena, o && o->ios ? o->ios : COREML_IOS_MAX))) (void)0;
-    else if (!encode_func(&prog.funcs[0], o, model, why, sizeof why)) st = ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: %s", why);
+    else if (!coreml_encode_func(&prog.funcs[0], o, model, why, sizeof why)) st = ir_fail(AF_ERR_UNSUPPORTED, "af_coreml_export: %s", why);
     else if (model->oom) st = ir_fail(AF_ERR_NOMEM, "af_coreml_export: out of memory encoding the model");
     mil_arena_free(&arena);
     if (st) {

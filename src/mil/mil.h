@@ -97,6 +97,9 @@ typedef struct {
     const char **out_types; /* and of each result */
     int nguards;            /* owned by g: the run-time indices to check */
     mil_index_guard *guards;
+    int nstates;            /* Core ML states (iOS 18): each state argument is an fp16 input of
+                             * the wrapped shape, and its value after the run is one of the
+                             * last nstates results, named as the state, in argument order */
 } mil_module;
 
 /* Checks the n = count(guard->idx) values v the guarded indices took in a run:

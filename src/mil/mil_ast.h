@@ -65,6 +65,7 @@ typedef struct {
     int rank;
     int64_t dim[MIL_MAX_RANK];
     bool dynamic;      /* a '?' or symbolic dimension */
+    bool state;        /* state<tensor<...>>: a Core ML state wrapping this tensor type (iOS 18) */
     int line, col;
 } mil_type;
 
@@ -132,6 +133,8 @@ typedef struct {
     float *vals;        /* a const's values as floats, once resolved (arena) */
     int cls;            /* its value class (MIL_VC_*), once built */
     int uses;
+    af_tensor *state;   /* a state argument's input (its t stays NULL: read through read_state) */
+    af_tensor *state_now; /* and its value now: the input, then each coreml_update_state's value */
 } mil_sym;
 
 typedef struct {

@@ -43,6 +43,7 @@ typedef struct { const char *name; mil_op_fn fn; int op; } mil_op_entry;
 /* The handlers of mil_map_ext.c and mil_map_layout.c, NULL-name terminated. */
 extern const mil_op_entry mil_ops_ext[];
 extern const mil_op_entry mil_ops_layout[];
+extern const mil_op_entry mil_ops_state[]; /* read_state, coreml_update_state (mil_map_state.c) */
 
 #define X_(name) mil_targ(c, name, true, NULL)
 #define NEED(p) do { if (!(p)) return false; } while (0)

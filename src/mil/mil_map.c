@@ -716,6 +716,8 @@ static const mil_op_entry *find_op(const char *name) {
         if (!strcmp(e->name, name)) return e;
     for (const mil_op_entry *e = mil_ops_layout; e->name; e++)
         if (!strcmp(e->name, name)) return e;
+    for (const mil_op_entry *e = mil_ops_state; e->name; e++)
+        if (!strcmp(e->name, name)) return e;
     return NULL;
 }
 
@@ -751,11 +753,20 @@ bool mil_map_function(mil_mapper *M) {
         if (!s->t) return mil_error(M->diag, AF_ERR_NOMEM, p->line, p->col, "out of memory");
         s->cls = mil_dtype_class(p->type.dt);
         if (s->cls != MIL_VC_FLOAT) s->t->flags |= IR_TF_EXACT;
+        if (p->type.state) { /* read only through read_state (mil_map_state.c) */
+            s->state = s->state_now = s->t;
+            s->t = NULL;
+            M->mod->nstates++;
+        }
     }
     for (int i = 0; i < f->nstmts; i++) { /* a use before its definition is an error */
         const mil_stmt *s = &f->stmts[i];
         for (int k = 0; k < s->nargs; k++) NEED(count_use(M, &s->args[k].val, s->args[k].line, s->args[k].col));
-        for (int k = 0; k < s->nout; k++) NEED(mil_define(M, s->out_names[k], i, &s->out_types[k], s->line, s->col));
+        for (int k = 0; k < s->nout; k++) {
+            if (s->out_types[k].state)
+                return mil_error(M->diag, AF_ERR_UNSUPPORTED, s->line, s->col, "'%s' is declared a state; only function arguments are states", s->out_names[k]);
+            NEED(mil_define(M, s->out_names[k], i, &s->out_types[k], s->line, s->col));
+        }
         if (!strcmp(s->op, "const")) NEED(bind_const(M, s));
     }
     for (int i = 0; i < f->nret; i++) {
@@ -783,7 +794,7 @@ bool mil_map_function(mil_mapper *M) {
 
     mil_module *m = M->mod;
     m->nin = f->nparams;
-    m->nout = f->nret;
+    m->nout = f->nret + m->nstates; /* each state's value after the run is a result too */
     m->in = ir_graph_own(M->g, calloc((size_t)m->nin + 1, sizeof *m->in));
     m->in_names = ir_graph_own(M->g, calloc((size_t)m->nin + 1, sizeof *m->in_names));
     m->out = ir_graph_own(M->g, calloc((size_t)m->nout + 1, sizeof *m->out));
@@ -792,11 +803,12 @@ bool mil_map_function(mil_mapper *M) {
     m->out_types = ir_graph_own(M->g, calloc((size_t)m->nout + 1, sizeof *m->out_types));
     if (!m->in || !m->in_names || !m->out || !m->out_names || !m->in_types || !m->out_types) return mil_error(M->diag, AF_ERR_NOMEM, f->line, f->col, "out of memory");
     for (int i = 0; i < m->nin; i++) {
-        m->in[i] = mil_lookup(M, f->params[i].name)->t;
+        mil_sym *ps = mil_lookup(M, f->params[i].name);
+        m->in[i] = ps->state ? ps->state : ps->t;
         m->in_names[i] = m->in[i]->name;
         m->in_types[i] = mil_dtype_name(f->params[i].type.dt);
     }
-    for (int i = 0; i < m->nout; i++) {
+    for (int i = 0; i < f->nret; i++) {
         const mil_ret *r = &f->ret[i];
         mil_sym *s = mil_lookup(M, r->name);
         call c = { .M = M, .s = &(mil_stmt){ .op = "return", .line = r->line, .col = r->col } };
@@ -810,6 +822,14 @@ bool mil_map_function(mil_mapper *M) {
         m->out[i] = s->t;
         m->out_names[i] = ir_graph_own(M->g, ir_strdup(r->name));
         if (!m->out_names[i]) return mil_error(M->diag, AF_ERR_NOMEM, r->line, r->col, "out of memory");
+    }
+    for (int i = 0, k = f->nret; i < f->nparams; i++) { /* the states' values after the run */
+        mil_sym *ps = mil_lookup(M, f->params[i].name);
+        if (!ps->state) continue;
+        m->out[k] = ps->state_now;
+        m->out_types[k] = mil_dtype_name(f->params[i].type.dt);
+        m->out_names[k] = ir_graph_own(M->g, ir_strdup(ps->name));
+        if (!m->out_names[k++]) return mil_error(M->diag, AF_ERR_NOMEM, f->line, f->col, "out of memory");
     }
     if (af_graph_error(M->g)) return mil_error(M->diag, AF_ERR_INVALID, f->line, f->col, "%s", af_graph_error(M->g));
     return true;

@@ -16,6 +16,7 @@ typedef struct {
     mil_arena *a;
     mil_diag *d;
     int depth;
+    bool in_state; /* inside state<...>: a nested state is not a tensor */
 } parser;
 
 #define TRY(x) do { if (!(x)) return false; } while (0)
@@ -183,6 +184,20 @@ static bool parse_type(parser *p, mil_type *ty) {
             }
         }
         TRY(next(p));
+        return expect(p, ">");
+    }
+    if (is(p, "state") && !p->in_state) { /* state<tensor<...>>: Core ML's only wrapped type */
+        int line = p->tok.line, col = p->tok.col;
+        TRY(next(p) && expect(p, "<"));
+        p->in_state = true;
+        bool ok = parse_type(p, ty);
+        p->in_state = false;
+        TRY(ok);
+        if (ty->kind != MIL_TY_TENSOR || !ty->rank)
+            return mil_error(p->d, AF_ERR_UNSUPPORTED, line, col, "a state wraps a tensor<dtype, [dims]> (Core ML's rule)");
+        ty->state = true;
+        ty->line = line;
+        ty->col = col;
         return expect(p, ">");
     }
     if (is(p, "state") || is(p, "dict") || is(p, "tuple") || is(p, "list")) {

@@ -115,7 +115,7 @@ if(NOT APPLE AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|aarch64|ar
   add_test(NAME probe_walls COMMAND test_probe_walls)
   set_tests_properties(probe_walls PROPERTIES TIMEOUT 120
                        ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/fake_ane/tmp-probe-walls;OPENBLAS_NUM_THREADS=1;FAKE_ANE_SUBTYPE=h16;FAKE_ANE_FAMILY=${CMAKE_CURRENT_SOURCE_DIR}/tests/fake_ane/families/z9.json")
-  # doctor --probe against the fake configured as three chips (tests/fake_ane/families/).
+  # doctor --probe against the fake configured as four chips (A13, A16, H17 and the made-up Z9) (tests/fake_ane/families/).
   add_test(NAME probe_chips COMMAND sh ${FAKE_DIR}/probe_chips.sh $<TARGET_FILE:aneforge> $<TARGET_FILE:fake_ane>
            $<TARGET_FILE:test_ane_backend> ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/fake_ane/probe-chips)
   set_tests_properties(probe_chips PROPERTIES TIMEOUT 600)

@@ -1,6 +1,6 @@
 #!/bin/sh
-# doctor --probe against the fake framework configured as three chips (the built-in A13
-# and A16 files and a made-up Z9 the tests hold back): the probe must recover every limit
+# doctor --probe against the fake framework configured as four chips (the built-in A13,
+# A16 and H17 files, H17 for M5's 128-byte surfaces, and a made-up Z9 the tests hold back): the probe must recover every limit
 # it measures exactly (doctor --compare of the chip's file with the probe's: 0 differ),
 # resume after an interruption, and ane-sim loaded with the probe's file must agree with
 # the fake on every corpus case (test_ane_backend probed).
@@ -10,7 +10,7 @@ cli=$1 fake=$2 backend=$3 src=$4 work=$5
 rm -rf "$work" && mkdir -p "$work/tmp" || exit 1
 fail=0
 for chip in "a13 h13 $src/src/engine/families/a13.json" "a16 h16 $src/src/engine/families/a16.json" \
-            "z9 h16 $src/tests/fake_ane/families/z9.json"; do
+            "h17 h17 $src/src/engine/families/h17.json" "z9 h16 $src/tests/fake_ane/families/z9.json"; do
   set -- $chip
   name=$1 sub=$2 held=$3 out="$work/$1.json"
   export TMPDIR="$work/tmp" FAKE_ANE_SUBTYPE=$sub FAKE_ANE_FAMILY=$held OPENBLAS_NUM_THREADS=1
@@ -80,5 +80,5 @@ grep '"op\.\|"spelling\.' "$work/budget.json" | sort >"$work/ops.budget"
 [ $runs -ge 3 ] && [ $runs -lt 8 ] && cmp -s "$work/ops.full" "$work/ops.budget" ||
   { echo "budget: $runs runs of the op step within 15 compiles, the table differs:"; diff "$work/ops.full" "$work/ops.budget"; fail=1; }
 echo "the op step within a budget of 15 compiles: $runs runs"
-[ $fail = 0 ] && echo "probe_chips: all three chips recovered" || echo "probe_chips: FAILED"
+[ $fail = 0 ] && echo "probe_chips: all four chips recovered" || echo "probe_chips: FAILED"
 exit $fail

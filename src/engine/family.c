@@ -69,7 +69,7 @@ static bool has_prefix(const char *s, const char *p) { return !strncmp(s, p, str
 /* Keys a family file may hold besides the fields: descriptions and citations, and what
  * a probe measured that the simulator does not use. */
 static bool free_key(const char *k, ff_type t) {
-    static const char *const strs[] = { "note", "subtype", "chip", "model", "macos", "framework" };
+    static const char *const strs[] = { "note", "subtype", "chip", "model", "macos", "framework", "compile_entry" };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (!strcmp(k, strs[i])) return t == FF_STR;
     size_t n = strlen(k);

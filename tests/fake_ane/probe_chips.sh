@@ -9,11 +9,13 @@ set -u
 cli=$1 fake=$2 backend=$3 src=$4 work=$5
 rm -rf "$work" && mkdir -p "$work/tmp" || exit 1
 fail=0
-for chip in "a13 h13 $src/src/engine/families/a13.json" "a16 h16 $src/src/engine/families/a16.json" \
-            "h17 h17 $src/src/engine/families/h17.json" "z9 h16 $src/tests/fake_ane/families/z9.json"; do
+# each chip on one of the fake's macOS profiles (14: no in-memory compile selector; 26: an
+# in-memory compile that fails): the probe records the compile entry point that worked
+for chip in "a13 h13 $src/src/engine/families/a13.json 14 _ANEClient" "a16 h16 $src/src/engine/families/a16.json 15 _ANEInMemoryModel" \
+            "h17 h17 $src/src/engine/families/h17.json 26 _ANEClient" "z9 h16 $src/tests/fake_ane/families/z9.json 15 _ANEInMemoryModel"; do
   set -- $chip
-  name=$1 sub=$2 held=$3 out="$work/$1.json"
-  export TMPDIR="$work/tmp" FAKE_ANE_SUBTYPE=$sub FAKE_ANE_FAMILY=$held OPENBLAS_NUM_THREADS=1
+  name=$1 sub=$2 held=$3 out="$work/$1.json" entry=$5
+  export TMPDIR="$work/tmp" FAKE_ANE_SUBTYPE=$sub FAKE_ANE_FAMILY=$held FAKE_ANE_MACOS=$4 OPENBLAS_NUM_THREADS=1
   unset FAKE_ANE_COMPILE_BUDGET ANEFORGE_ANE_FRAMEWORK
   if ! "$cli" doctor --probe --quick -o "$out" --framework "$fake" >"$work/$name.log" 2>&1; then
     echo "$name: doctor --probe failed:"; cat "$work/$name.log"; fail=1; continue
@@ -39,6 +41,8 @@ for chip in "a13 h13 $src/src/engine/families/a13.json" "a16 h16 $src/src/engine
   [ "$nacc" = "$nsp" ] && [ "$(grep -c '"spelling\.' "$out")" = "$nsp" ] ||
     { echo "$name: $nacc of $nsp unverified spellings accepted"; grep '"spelling\.' "$out"; fail=1; }
   grep '"step.ops"' "$out"
+  grep -q '"macos": "not macOS' "$out" && grep -q "\"compile_entry\": \"-\[$entry " "$out" ||
+    { echo "$name: macOS $4 should record the OS and the entry point $entry:"; grep '"macos"\|"compile_entry"' "$out"; fail=1; }
   # GEMM throughput is a measurement (never compared): it must be there and positive
   grep -q '"measured.fp16_gemm_gflops": [1-9][0-9]*,' "$out" || { echo "$name: no GEMM throughput"; grep gemm "$out"; fail=1; }
   "$cli" doctor --compare "$held" --family "$out" >"$work/$name.cmp" 2>&1

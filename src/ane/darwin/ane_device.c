@@ -44,6 +44,14 @@ af_status ane_rt_device_info(ane_rt_device *out) {
     if (sysctlbyname("machdep.cpu.brand_string", out->chip, &len, NULL, 0)) out->chip[0] = 0;
     len = sizeof out->model - 1;
     if (sysctlbyname("hw.model", out->model, &len, NULL, 0)) out->model[0] = 0;
+    /* The OS version decides which compile entry point works (ane_runtime.c), so the
+     * probe records it beside the chip. */
+    char ver[24] = "", build[24] = "";
+    len = sizeof ver - 1;
+    if (sysctlbyname("kern.osproductversion", ver, &len, NULL, 0)) ver[0] = 0;
+    len = sizeof build - 1;
+    if (sysctlbyname("kern.osversion", build, &len, NULL, 0)) build[0] = 0;
+    if (ver[0]) snprintf(out->macos, sizeof out->macos, build[0] ? "%s (%s)" : "%s", ver, build);
 #endif
     subtype(out->subtype, sizeof out->subtype);
     out->family = ane_rt_family_of_subtype(out->subtype);

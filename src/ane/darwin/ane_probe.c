@@ -400,6 +400,9 @@ static af_status step_dispatch(af_probe *p, int quick, char *res, size_t n) {
     st = ane_rt_compile(mil, len, NULL, 0, &ports, &prog);
     free(mil);
     if (st) return st;
+    /* which compile entry point this macOS took (ane_runtime.c's run-time choice) */
+    const char *entry = ane_rt_compile_entry();
+    if ((st = ff_set_str(&p->doc, "compile_entry", entry ? entry : "no compile entry point recorded"))) { ane_rt_release(prog); return st; }
     enum { MAXN = 1000 };
     int reps = quick ? 50 : MAXN;
     double *t = malloc(sizeof *t * MAXN);
@@ -691,6 +694,7 @@ static af_status step_device(af_probe *p, int quick, char *res, size_t n) {
     af_status st = ff_set_str(&p->doc, "name", name);
     if (!st) st = ff_set_str(&p->doc, "chips", d.chip[0] ? d.chip : "not reported (not macOS)");
     if (!st && d.model[0]) st = ff_set_str(&p->doc, "model", d.model);
+    if (!st) st = ff_set_str(&p->doc, "macos", d.macos[0] ? d.macos : "not macOS (the fake framework)");
     if (!st) st = ff_set_str(&p->doc, "subtype", d.subtype[0] ? d.subtype : "unknown");
     if (!st && fi) st = ff_set_str(&p->doc, "base", fi->name);
     if (!st) st = ff_set_str(&p->doc, "framework", ane_rt_framework() ? ane_rt_framework() : "?");

@@ -51,6 +51,7 @@ typedef struct {
 typedef struct {
     char chip[128];      /* sysctl machdep.cpu.brand_string ("Apple M1 Pro"); "" where there is none */
     char model[64];      /* sysctl hw.model ("MacBookPro18,3"); "" where there is none */
+    char macos[64];      /* sysctl kern.osproductversion and kern.osversion ("15.3.1 (24D70)"); "" off macOS */
     char subtype[32];    /* +[_ANEDeviceInfo aneSubType] ("h13", "h16"); "" when unknown */
     af_family_id family; /* from the subtype, else from the chip name; AF_FAMILY_DEFAULT if neither tells */
 } ane_rt_device;

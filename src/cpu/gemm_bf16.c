@@ -138,7 +138,7 @@ typedef struct {
     bool amx;       /* tile by tile (rows_amx) instead of row-major (rows_avx512) */
     int64_t lines;  /* adj: stored rows that hold data (M or N); paired: K */
     int64_t len;    /* adj: K; paired: the stored rows' length (N or M) */
-    int64_t dcols;  /* D's columns: Kp/2 (A) or Np (B) */
+    int64_t drows, dcols; /* D's size: Mp x Kp/2 (A) or Kp/2 x Np (B) */
     int64_t kt;     /* Kp/32: tiles along k */
     uint32_t *dst;
     uint32_t *other; /* B transposed only, or NULL: also B as stored untransposed (see keep_other) */
@@ -173,14 +173,15 @@ __attribute__((target("avx512f,avx512bw"))) static void emit_other(const packer 
     }
 }
 
-/* Row blocks [b0, b1) of D, every column block. */
+/* Blocks [b0, b1) of 16 stored lines (D's rows, or its columns where the vectors are its
+ * columns), each along the whole line, so each line is read from start to end. */
 __attribute__((target("avx512f,avx512bw"))) static void pack_range(void *ctx, int64_t b0, int64_t b1) {
     const packer *x = ctx;
     __m512i v[16];
-    for (int64_t r0 = b0 * 16; r0 < b1 * 16; r0 += 16)
-        for (int64_t c0 = 0; c0 < x->dcols; c0 += 16) {
+    for (int64_t a = b0 * 16; a < b1 * 16; a += 16)
+        for (int64_t b = 0; b < (x->cols ? x->drows : x->dcols); b += 16) {
             /* vector j: line a + j of the operand, from b along it */
-            int64_t a = x->cols ? c0 : r0, b = x->cols ? r0 : c0;
+            int64_t r0 = x->cols ? b : a, c0 = x->cols ? a : b;
             for (int j = 0; j < 16; j++) {
                 if (x->adj) {
                     int64_t line = a + j;
@@ -305,12 +306,12 @@ bool cpu_sgemm_bf16(cpu_pool *p, cpu_bf16_path path, int64_t M, int64_t N, int64
 }
 
 /* Packs one operand into dst (and B's other layout into other), split over the pool by
- * 16-row blocks of D. */
-static void pack(cpu_pool *p, packer *x, int64_t drows) {
+ * blocks of 16 stored lines. */
+static void pack(cpu_pool *p, packer *x) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    cpu_pool_for(p, drows / 16, 4, pack_range, x);
+    cpu_pool_for(p, (x->cols ? x->dcols : x->drows) / 16, 4, pack_range, x);
 #else
-    (void)p, (void)x, (void)drows;
+    (void)p, (void)x;
 #endif
 }
 
@@ -411,12 +412,12 @@ bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
         free(bp);
         return false;
     }
-    packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
-    pack(p, &pa, Mp);
+    packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
+    pack(p, &pa);
     if (!hit) {
-        packer pb = { B, ldb, tb, tb, true, amx, tb ? N : K, tb ? K : N, Np, Kp / 32, (uint32_t *)bp,
+        packer pb = { B, ldb, tb, tb, true, amx, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)bp,
                       keep ? (uint32_t *)keep->bp : NULL, Kp, Np / 32 };
-        pack(p, &pb, Kp / 2);
+        pack(p, &pb);
         atomic_fetch_add(&stat_packed, 1);
         if (keep) keep->step = cache->step;
     } else {

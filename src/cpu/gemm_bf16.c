@@ -269,6 +269,14 @@ __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int
                     _tile_dpbf16ps(2, 5, 6);
                     _tile_dpbf16ps(3, 5, 7);
                 }
+                if (i0 + 32 <= j->M && j0 + 32 <= j->N) { /* a whole block: straight into C */
+                    float *c = j->C + i0 * j->ldc + j0;
+                    _tile_stored(0, c, j->ldc * 4);
+                    _tile_stored(1, c + 16, j->ldc * 4);
+                    _tile_stored(2, c + 16 * j->ldc, j->ldc * 4);
+                    _tile_stored(3, c + 16 * j->ldc + 16, j->ldc * 4);
+                    continue;
+                }
                 _tile_stored(0, out[0], 64);
                 _tile_stored(1, out[1], 64);
                 _tile_stored(2, out[2], 64);

@@ -82,6 +82,24 @@ static void check_gemm_cache(cpu_bf16_path path, cpu_pool *pool) {
     static const int other;
     CHECK(cpu_sgemm_bf16_c(pool, path, 0, 0, M, K, N, dy, N, W, K, dx, K, cache, &other, false), "refused");
     CHECK(reused() == r0 + 1, "a packing taken under another tensor's key");
+    /* the same tensor read from another buffer is not the kept packing */
+    float *W2 = malloc(sizeof(float) * N * K);
+    for (int64_t i = 0; i < N * K; i++) W2[i] = W[i];
+    CHECK(cpu_sgemm_bf16_c(pool, path, 0, 0, M, K, N, dy, N, W2, K, dx, K, cache, &key, false), "refused");
+    CHECK(reused() == r0 + 1, "a packing taken for another buffer");
+    /* a weight fed from a new buffer each step keeps one entry, not one per buffer */
+    size_t bytes = cpu_bf16_cache_bytes(cache);
+    CHECK(bytes >= (size_t)(N * K * 2), "kept packing of %lld bytes", (long long)bytes);
+    for (int step = 0; step < 4; step++) {
+        cpu_bf16_cache_step(cache);
+        CHECK(cpu_sgemm_bf16_c(pool, path, 0, 1, M, N, K, x, K, step % 2 ? W : W2, K, y, N, cache, &key, true), "refused");
+        CHECK(cpu_sgemm_bf16_c(pool, path, 0, 0, M, K, N, dy, N, step % 2 ? W : W2, K, dx, K, cache, &key, false), "refused");
+    }
+    CHECK(cpu_bf16_cache_bytes(cache) == bytes, "the cache grew from %lld to %lld bytes over new buffers",
+          (long long)bytes, (long long)cpu_bf16_cache_bytes(cache));
+    CHECK(reused() == r0 + 5, "alternating buffers: %lld reuses, 5 expected", (long long)(reused() - r0));
+    free(W2);
+    r0 = reused() - 1;
     /* the optimizer writes W; the new step must pack it again */
     for (int64_t i = 0; i < N * K; i++) W[i] = -2 * W[i] + 0.25f;
     cpu_bf16_cache_step(cache);

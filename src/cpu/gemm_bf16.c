@@ -364,11 +364,18 @@ void cpu_bf16_cache_step(cpu_bf16_cache *c) {
     if (c) c->step++;
 }
 
-static cache_entry *find(cpu_bf16_cache *c, const void *key, const float *data, int64_t K, int64_t N, int64_t ld,
-                         cpu_bf16_path path) {
+size_t cpu_bf16_cache_bytes(const cpu_bf16_cache *c) {
+    size_t n = 0;
+    for (int i = 0; c && i < c->n; i++) n += c->e[i].cap * 2;
+    return n;
+}
+
+/* One entry per tensor and layout; the data pointer is checked on use, so a caller that
+ * feeds a weight from a new buffer each run reuses its entry instead of adding one. */
+static cache_entry *find(cpu_bf16_cache *c, const void *key, int64_t K, int64_t N, int64_t ld, cpu_bf16_path path) {
     for (int i = 0; c && i < c->n; i++) {
         cache_entry *e = &c->e[i];
-        if (e->key == key && e->data == data && e->K == K && e->N == N && e->ld == ld && e->path == path) return e;
+        if (e->key == key && e->K == K && e->N == N && e->ld == ld && e->path == path) return e;
     }
     return NULL;
 }
@@ -377,7 +384,7 @@ static cache_entry *find(cpu_bf16_cache *c, const void *key, const float *data, 
  * stale until the packing in it is complete; NULL when memory runs out. */
 static cache_entry *claim(cpu_bf16_cache *c, const void *key, const float *data, int64_t K, int64_t N, int64_t ld,
                           cpu_bf16_path path, size_t need) {
-    cache_entry *e = find(c, key, data, K, N, ld, path);
+    cache_entry *e = find(c, key, K, N, ld, path);
     if (!e) {
         if (c->n == c->cap) {
             int cap = c->cap ? 2 * c->cap : 16;
@@ -389,6 +396,7 @@ static cache_entry *claim(cpu_bf16_cache *c, const void *key, const float *data,
         *e = (cache_entry){ key, data, K, N, ld, path, 0, NULL, 0 };
     }
     e->step = 0;
+    e->data = data;
     if (e->cap < need) {
         uint16_t *grown = realloc(e->bp, need * 2);
         if (!grown) return NULL;
@@ -410,8 +418,8 @@ bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
     bool amx = path == CPU_BF16_AMX;
     /* B untransposed, packed earlier in this step (by the product that read it transposed) */
-    cache_entry *hit = cache && key && !tb ? find(cache, key, B, K, N, ldb, path) : NULL;
-    if (hit && hit->step != cache->step) hit = NULL;
+    cache_entry *hit = cache && key && !tb ? find(cache, key, K, N, ldb, path) : NULL;
+    if (hit && (hit->step != cache->step || hit->data != B)) hit = NULL;
     /* B transposed whose untransposed use follows: pack that too, in the same pass */
     cache_entry *keep = cache && key && tb && keep_other ? claim(cache, key, B, N, K, ldb, path, (size_t)(Np * Kp)) : NULL;
     uint16_t *ap = malloc((size_t)(Mp * Kp) * 2), *bp = hit ? NULL : malloc((size_t)(Kp * Np) * 2);

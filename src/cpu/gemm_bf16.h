@@ -6,6 +6,7 @@
 #ifndef AF_CPU_GEMM_BF16_H
 #define AF_CPU_GEMM_BF16_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "cpu/pool.h"
 
@@ -38,6 +39,7 @@ typedef struct cpu_bf16_cache cpu_bf16_cache;
 cpu_bf16_cache *cpu_bf16_cache_new(void); /* NULL when out of memory */
 void cpu_bf16_cache_free(cpu_bf16_cache *c);
 void cpu_bf16_cache_step(cpu_bf16_cache *c);
+size_t cpu_bf16_cache_bytes(const cpu_bf16_cache *c); /* the kept packings' buffers */
 /* cpu_sgemm_bf16_t with the cache: `key` names the tensor B is (NULL: no caching). When
  * tb is clear, a packing of B kept this step under key (same B, K, N, ldb, path) replaces
  * packing it. When tb is set and keep_other, B's untransposed packing is kept under key. */

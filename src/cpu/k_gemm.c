@@ -48,7 +48,7 @@ void cpu_kgemm(const cpu_call *c, cpu_pool *p, int ta, int tb, int64_t M, int64_
     const af_tensor *w = weight_of(c, p, B, K, N);
     bool ok = (beta == 0.0f || T) &&
               cpu_sgemm_bf16_c(p, (cpu_bf16_path)c->bf16, ta, tb, M, N, K, A, lda, B, ldb, T ? T : C, T ? N : ldc,
-                               c->bf16_cache, w, w && tb && read_later(c->t, w));
+                               w ? c->bf16_cache : NULL, w, w && tb && read_later(c->t, w));
     if (!ok) {
         free(T);
         cpu_sgemm_ep(p, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, ep);

@@ -5,13 +5,17 @@
  * warm-up; with 1 thread, CPU time, which a busy machine disturbs less). The optimizer
  * update is not included (it is elementwise over the params). With runs 0 it only prints
  * the step's GFLOP as JSON (all nodes; and the products alone, less recomputation).
- *   build/bench_llama_profile [dim layers heads kv_heads hidden vocab seq batch [runs [threads]]]
+ * With bf16 1 the matmul products run as under --precision bf16 (the CPU's best bf16
+ * path; refused where it has none), and the count of weight packings taken from the
+ * forward (gemm_bf16.h's cache) is printed.
+ *   build/bench_llama_profile [dim layers heads kv_heads hidden vocab seq batch [runs [threads [bf16]]]]
  *   build/bench_llama_profile 288 6 6 6 768 512 256 4 3 2 */
 #define _POSIX_C_SOURCE 200809L
 #include "aneforge.h"
 #include "aneforge_llama.h"
 #include "compile/plan.h"
 #include "cpu/cpu_exec.h"
+#include "cpu/gemm_bf16.h"
 #include "ir/ir.h"
 
 #include <stdio.h>
@@ -49,8 +53,8 @@ static void shape_str(af_shape s, char *buf, size_t cap) {
 }
 
 int main(int argc, char **argv) {
-    int v[10] = { 288, 6, 6, 6, 768, 512, 256, 4, 3, 2 };
-    for (int i = 1; i < argc && i <= 10; i++) v[i - 1] = atoi(argv[i]);
+    int v[11] = { 288, 6, 6, 6, 768, 512, 256, 4, 3, 2, 0 };
+    for (int i = 1; i < argc && i <= 11; i++) v[i - 1] = atoi(argv[i]);
     af_llama_config c = { v[0], v[4], v[1], v[2], v[3], v[5], v[6], 1 };
     int T = v[6], B = v[7], runs = v[8], threads = v[9], V = c.vocab_size;
     if (threads == 1) clock_id = CLOCK_THREAD_CPUTIME_ID;
@@ -90,7 +94,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     prof pr = { 0, calloc((size_t)p.nsched, sizeof(double)) };
-    cpu_exec_opts o = { .threads = threads, .after_node = after, .hook_ctx = &pr };
+    cpu_exec_opts o = { .threads = threads, .after_node = after, .hook_ctx = &pr, .bf16 = v[10] ? cpu_gemm_bf16_best() : 0 };
+    if (v[10] && !o.bf16) { fprintf(stderr, "bf16: this CPU has neither AMX-BF16 nor AVX512-BF16\n"); return 1; }
     cpu_exec *e;
     if (cpu_exec_new(&p, &o, &e, msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); return 1; }
     af_buffer bin[2 + MAXP], bout[1 + MAXP];
@@ -121,8 +126,14 @@ int main(int argc, char **argv) {
         count_op[p.sched[i]->op]++;
         flops_op[p.sched[i]->op] += (double)plan_node_flops(p.sched[i]);
     }
-    printf("forward+backward: %.1f ms per run (%d runs, %d threads, %d nodes), loss %.4f\n", 1000 * total / runs, runs,
-           threads, p.nsched, lv);
+    printf("forward+backward: %.1f ms per run (%d runs, %d threads, %d nodes, %s), loss %.4f\n", 1000 * total / runs, runs,
+           threads, p.nsched, o.bf16 ? cpu_bf16_path_name((cpu_bf16_path)o.bf16) : "fp32", lv);
+    if (o.bf16) {
+        int64_t packed, reused;
+        cpu_bf16_stats(&packed, &reused);
+        printf("bf16: %lld right operands packed, %lld taken from the forward's packing (%d runs)\n", (long long)packed,
+               (long long)reused, runs + 1);
+    }
     printf("%-22s %9s %6s %6s %9s\n", "op", "ms/run", "share", "nodes", "GFLOP/s");
     for (int k = 0; k < IR_OP_COUNT; k++) {
         int best = -1;

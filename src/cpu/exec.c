@@ -2,6 +2,7 @@
 #include "cpu/cpu_exec.h"
 #include "cpu/fuse.h"
 #include "cpu/gemm.h"
+#include "cpu/gemm_bf16.h"
 #include "cpu/kernels.h"
 #include "cpu/mem_plan.h"
 #include "ir/fp16.h"
@@ -24,6 +25,7 @@ struct cpu_exec {
     cpu_pool *pool;
     int *state_out;        /* per input: the output copied onto it after a run, or -1 */
     cpu_fusion *fusion;    /* per schedule index, or NULL: no fusion */
+    cpu_bf16_cache *bf16_cache; /* bf16 only: weights' packings kept from forward to backward */
 };
 
 static bool needs_rounding(const cpu_exec *e, const af_tensor *t) {
@@ -42,6 +44,7 @@ void cpu_exec_free(cpu_exec *e) {
     free(e->srcptr);
     free(e->state_out);
     free(e->fusion);
+    cpu_bf16_cache_free(e->bf16_cache);
     cpu_pool_release(e->pool);
     free(e);
 }
@@ -100,6 +103,7 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
     for (int id = 0; id < p->ntensors; id++)
         if (e->offset[id] >= 0) e->val[id] = e->arena + e->offset[id];
     if (e->o.threads > 1 && !(e->pool = cpu_pool_shared(e->o.threads))) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory starting threads");
+    if (e->o.bf16 && !(e->bf16_cache = cpu_bf16_cache_new())) return refuse(e, msg, n, AF_ERR_NOMEM, "out of memory");
     cpu_blas_set_threads(e->o.threads);
     *out = e;
     return AF_OK;
@@ -172,6 +176,7 @@ static void place_outputs(cpu_exec *e, const af_buffer *in, af_buffer *out) {
 
 af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     const compile_plan *p = e->p;
+    cpu_bf16_cache_step(e->bf16_cache); /* a new step: the inputs may have changed */
     feed_inputs(e, in);
     place_outputs(e, in, out);
     const float **ins = e->srcptr;
@@ -203,7 +208,7 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         for (int k = 0; k < t->nsrc; k++) ins[k] = e->val[t->src[k]->id];
         cpu_call c = { .t = t, .in = ins, .out = out, .pool = e->pool, .scratch = e->scratch,
                        .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16, .ep = f && f->tail >= 0 && f->mask_x < 0 ? &ep : NULL,
-                       .relu_x = f && f->mask_x >= 0 ? e->val[f->mask_x] : NULL, .bf16 = e->o.bf16 };
+                       .relu_x = f && f->mask_x >= 0 ? e->val[f->mask_x] : NULL, .bf16 = e->o.bf16, .bf16_cache = e->bf16_cache };
         cpu_kernels[t->op](&c);
         if (e->o.after_node && (!e->o.hook_at || e->o.hook_at[s])) e->o.after_node(e->o.hook_ctx, s, t, e->val[t->id], ins);
         if (needs_rounding(e, t)) ir_round_f16_array(e->val[t->id], af_shape_count(t->shape));

@@ -1,6 +1,7 @@
-/* The bf16 GEMM (gemm_bf16.h). Both operands are packed once per call, rounded to bf16
- * in software (so both kernels see the same operands, denormals included), padded with
- * zeros to whole 32 x 32 blocks:
+/* The bf16 GEMM (gemm_bf16.h). Both operands are packed for each call (B may come from a
+ * cpu_bf16_cache instead), rounded to bf16 in software (so both kernels see the same
+ * operands, denormals included), padded with zeros to whole 32 x 32 blocks, the packing
+ * split over the pool:
  *   Ap [Mp][Kp]        row-major bf16 rows of A
  *   Bp [Kp/2][Np][2]   B in pairs along k ("VNNI" layout): what vdpbf16ps and tdpbf16ps
  *                      multiply a pair of A against
@@ -9,6 +10,7 @@
 #define _GNU_SOURCE
 #include "cpu/gemm_bf16.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,22 +75,130 @@ __attribute__((target("avx512f"))) static inline __m512i round16(__m512 x) {
     return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
 }
 
-/* A row of n floats to bf16 (16 at a time, the tail by the scalar rounding). */
-__attribute__((target("avx512f"))) static void pack_row_avx512(const float *src, int64_t n, uint16_t *dst) {
-    int64_t k = 0;
-    for (; k + 16 <= n; k += 16) _mm256_storeu_si256((__m256i *)(dst + k), _mm512_cvtepi32_epi16(round16(_mm512_loadu_ps(src + k))));
-    for (; k < n; k++) dst[k] = cpu_bf16_round(src[k]);
+static inline __mmask16 first(int64_t n) { return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1); }
+
+/* n <= 32 consecutive floats (zeros past n) as 16 bf16 pairs: lane t = (x[2t], x[2t + 1]). */
+__attribute__((target("avx512f"))) static inline __m512i adjacent(const float *x, int64_t n) {
+    if (n <= 0) return _mm512_setzero_si512();
+    __m256i lo = _mm512_cvtepi32_epi16(round16(_mm512_maskz_loadu_ps(first(n), x)));
+    __m256i hi = n > 16 ? _mm512_cvtepi32_epi16(round16(_mm512_maskz_loadu_ps(first(n - 16), x + 16))) : _mm256_setzero_si256();
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-/* Rows k and k + 1 of B (n columns) into pairs: dst[2j] from r0[j], dst[2j + 1] from r1[j]. */
-__attribute__((target("avx512f"))) static void pack_pairs_avx512(const float *r0, const float *r1, int64_t n, uint16_t *dst) {
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512i lo = round16(_mm512_loadu_ps(r0 + j));
-        __m512i hi = r1 ? round16(_mm512_loadu_ps(r1 + j)) : _mm512_setzero_si512();
-        _mm512_storeu_si512(dst + 2 * j, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+/* n <= 16 floats of two rows (r1 NULL: zeros) as pairs: lane t = (r0[t], r1[t]). */
+__attribute__((target("avx512f"))) static inline __m512i paired(const float *r0, const float *r1, int64_t n) {
+    if (n <= 0 || !r0) return _mm512_setzero_si512();
+    __m512i lo = round16(_mm512_maskz_loadu_ps(first(n), r0));
+    __m512i hi = r1 ? round16(_mm512_maskz_loadu_ps(first(n), r1)) : _mm512_setzero_si512();
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* v[r][c] -> v[c][r] over 16 x 16 32-bit lanes. */
+__attribute__((target("avx512f"))) static inline void transpose16(__m512i v[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
     }
-    for (; j < n; j++) dst[2 * j] = cpu_bf16_round(r0[j]), dst[2 * j + 1] = r1 ? cpu_bf16_round(r1[j]) : 0;
+    for (int i = 0; i < 16; i += 4) {
+        v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* v[4a + b] now holds, in 128-bit lane L, row-group a's column 4L + b. */
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_i32x4(v[i], v[4 + i], 0x88);
+        t[4 + i] = _mm512_shuffle_i32x4(v[i], v[4 + i], 0xdd);
+        t[8 + i] = _mm512_shuffle_i32x4(v[8 + i], v[12 + i], 0x88);
+        t[12 + i] = _mm512_shuffle_i32x4(v[8 + i], v[12 + i], 0xdd);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0x88);
+        v[8 + i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0xdd);
+        v[4 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0x88);
+        v[12 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0xdd);
+    }
+}
+
+/* Both packed operands are matrices of bf16 pairs along k (32-bit "dwords"):
+ *   A: D(i, p) = (A(i, 2p), A(i, 2p + 1)), Mp x Kp/2     B: D(p, n) = (B(2p, n), B(2p + 1, n)), Kp/2 x Np
+ * made 16 x 16 dwords at a time. Where k runs along a stored row (A untransposed, B
+ * transposed) a stored row gives 16 pairs at once ("adjacent"); elsewhere two stored rows
+ * give 16 pairs ("paired"). Those 16-lane vectors are the block's rows when they run along
+ * D's rows (A untransposed, B untransposed) and its columns otherwise, then transposed in
+ * registers: no fp32 copy of a transposed operand. Every dword is written (zeros past the
+ * edges), so the buffers need no clearing. */
+typedef struct {
+    const float *src;
+    int64_t ld;
+    bool adj;       /* k runs along the stored rows */
+    bool cols;      /* the vectors are the block's columns */
+    bool is_b;      /* D is B's layout (else A's) */
+    bool amx;       /* tile by tile (rows_amx) instead of row-major (rows_avx512) */
+    int64_t lines;  /* adj: stored rows that hold data (M or N); paired: K */
+    int64_t len;    /* adj: K; paired: the stored rows' length (N or M) */
+    int64_t drows, dcols; /* D's size: Mp x Kp/2 (A) or Kp/2 x Np (B) */
+    int64_t kt;     /* Kp/32: tiles along k */
+    uint32_t *dst;
+    uint32_t *other; /* B transposed only, or NULL: also B as stored untransposed (see keep_other) */
+    int64_t ocols;   /* other's columns: Kp */
+    int64_t okt;     /* other's tiles along k: Np/32 */
+} packer;
+
+/* Where row r of D's 16 x 16 block (r0, c0) starts, and the step between its rows. */
+static uint32_t *block_at(uint32_t *d, bool is_b, bool amx, int64_t dcols, int64_t kt, int64_t r0, int64_t c0, int64_t *step) {
+    if (!amx) {
+        *step = dcols;
+        return d + r0 * dcols + c0;
+    }
+    *step = 16;
+    /* A: tiles [Mp/16][Kp/32] of 16 rows x 16 pairs; B: tiles [Np/16][Kp/32] of 16 pairs x 16 columns */
+    return is_b ? d + ((c0 / 16) * kt + r0 / 16) * 256 : d + ((r0 / 16) * kt + c0 / 16) * 256;
+}
+
+/* B transposed is W stored [N, K]; its 16 stored rows n0.. as adjacent vectors v (32 k
+ * each from 2 p0) are also 8 pairs of rows of W used untransposed, [K' = N, N' = K]:
+ * D'(q, m) = (W[2q][m], W[2q + 1][m]) for q = n0/2 .. +8, m = 2 p0 .. +32. */
+__attribute__((target("avx512f,avx512bw"))) static void emit_other(const packer *x, const __m512i v[16], int64_t n0, int64_t p0) {
+    static const uint16_t lo_idx[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                        8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    __m512i lo = _mm512_loadu_si512(lo_idx), hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    for (int j = 0; j < 8; j++) {
+        int64_t step, q = n0 / 2 + j;
+        uint32_t *d0 = block_at(x->other, true, x->amx, x->ocols, x->okt, q & ~(int64_t)15, 2 * p0, &step);
+        uint32_t *d1 = block_at(x->other, true, x->amx, x->ocols, x->okt, q & ~(int64_t)15, 2 * p0 + 16, &step);
+        _mm512_storeu_si512(d0 + (q & 15) * step, _mm512_permutex2var_epi16(v[2 * j], lo, v[2 * j + 1]));
+        _mm512_storeu_si512(d1 + (q & 15) * step, _mm512_permutex2var_epi16(v[2 * j], hi, v[2 * j + 1]));
+    }
+}
+
+/* Blocks [b0, b1) of 16 stored lines (D's rows, or its columns where the vectors are its
+ * columns), each along the whole line, so each line is read from start to end. */
+__attribute__((target("avx512f,avx512bw"))) static void pack_range(void *ctx, int64_t b0, int64_t b1) {
+    const packer *x = ctx;
+    __m512i v[16];
+    for (int64_t a = b0 * 16; a < b1 * 16; a += 16)
+        for (int64_t b = 0; b < (x->cols ? x->drows : x->dcols); b += 16) {
+            /* vector j: line a + j of the operand, from b along it */
+            int64_t r0 = x->cols ? b : a, c0 = x->cols ? a : b;
+            for (int j = 0; j < 16; j++) {
+                if (x->adj) {
+                    int64_t line = a + j;
+                    v[j] = line < x->lines ? adjacent(x->src + line * x->ld + 2 * b, x->len - 2 * b) : _mm512_setzero_si512();
+                } else {
+                    int64_t k = 2 * (a + j);
+                    v[j] = k < x->lines ? paired(x->src + k * x->ld + b, k + 1 < x->lines ? x->src + (k + 1) * x->ld + b : NULL,
+                                                 x->len - b)
+                                        : _mm512_setzero_si512();
+                }
+            }
+            if (x->other) emit_other(x, v, c0, r0);
+            if (x->cols) transpose16(v);
+            int64_t step;
+            uint32_t *d = block_at(x->dst, x->is_b, x->amx, x->dcols, x->kt, r0, c0, &step);
+            for (int j = 0; j < 16; j++) _mm512_storeu_si512(d + j * step, v[j]);
+        }
 }
 
 /* 8 x 32 of C per register block: 16 accumulators, a broadcast pair of A per row and two
@@ -159,6 +269,14 @@ __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int
                     _tile_dpbf16ps(2, 5, 6);
                     _tile_dpbf16ps(3, 5, 7);
                 }
+                if (i0 + 32 <= j->M && j0 + 32 <= j->N) { /* a whole block: straight into C */
+                    float *c = j->C + i0 * j->ldc + j0;
+                    _tile_stored(0, c, j->ldc * 4);
+                    _tile_stored(1, c + 16, j->ldc * 4);
+                    _tile_stored(2, c + 16 * j->ldc, j->ldc * 4);
+                    _tile_stored(3, c + 16 * j->ldc + 16, j->ldc * 4);
+                    continue;
+                }
                 _tile_stored(0, out[0], 64);
                 _tile_stored(1, out[1], 64);
                 _tile_stored(2, out[2], 64);
@@ -195,56 +313,137 @@ bool cpu_sgemm_bf16(cpu_pool *p, cpu_bf16_path path, int64_t M, int64_t N, int64
     return cpu_sgemm_bf16_t(p, path, 0, 0, M, N, K, A, lda, B, ldb, C, ldc);
 }
 
-/* A transposed operand is first copied untransposed (a plain fp32 transpose), so both
- * packings below stay the contiguous vector loops. */
-static float *untranspose(const float *src, int64_t ld, int64_t rows, int64_t cols) {
-    float *t = malloc(sizeof(float) * (size_t)(rows * cols));
-    if (!t) return NULL;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) t[i * cols + j] = src[j * ld + i];
-    return t;
+/* Packs one operand into dst (and B's other layout into other), split over the pool by
+ * blocks of 16 stored lines. */
+static void pack(cpu_pool *p, packer *x) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    cpu_pool_for(p, (x->cols ? x->dcols : x->drows) / 16, 4, pack_range, x);
+#else
+    (void)p, (void)x;
+#endif
+}
+
+/* One weight's packing for a later product of the step (cpu_bf16_cache). */
+typedef struct {
+    const void *key;
+    const float *data;
+    int64_t K, N, ld;
+    cpu_bf16_path path;
+    uint64_t step;     /* the step it was packed in; 0: none */
+    uint16_t *bp;
+    size_t cap;        /* bp's size in uint16 */
+} cache_entry;
+
+struct cpu_bf16_cache {
+    uint64_t step;
+    cache_entry *e;
+    int n, cap;
+};
+
+static atomic_llong stat_packed, stat_reused;
+
+void cpu_bf16_stats(int64_t *packed_b, int64_t *reused_b) {
+    if (packed_b) *packed_b = atomic_load(&stat_packed);
+    if (reused_b) *reused_b = atomic_load(&stat_reused);
+}
+
+cpu_bf16_cache *cpu_bf16_cache_new(void) {
+    cpu_bf16_cache *c = calloc(1, sizeof *c);
+    if (c) c->step = 1;
+    return c;
+}
+
+void cpu_bf16_cache_free(cpu_bf16_cache *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) free(c->e[i].bp);
+    free(c->e);
+    free(c);
+}
+
+void cpu_bf16_cache_step(cpu_bf16_cache *c) {
+    if (c) c->step++;
+}
+
+size_t cpu_bf16_cache_bytes(const cpu_bf16_cache *c) {
+    size_t n = 0;
+    for (int i = 0; c && i < c->n; i++) n += c->e[i].cap * 2;
+    return n;
+}
+
+/* One entry per tensor and layout; the data pointer is checked on use, so a caller that
+ * feeds a weight from a new buffer each run reuses its entry instead of adding one. */
+static cache_entry *find(cpu_bf16_cache *c, const void *key, int64_t K, int64_t N, int64_t ld, cpu_bf16_path path) {
+    for (int i = 0; c && i < c->n; i++) {
+        cache_entry *e = &c->e[i];
+        if (e->key == key && e->K == K && e->N == N && e->ld == ld && e->path == path) return e;
+    }
+    return NULL;
+}
+
+/* The entry for B stored [K, N] (found or added, its buffer at least `need`), marked
+ * stale until the packing in it is complete; NULL when memory runs out. */
+static cache_entry *claim(cpu_bf16_cache *c, const void *key, const float *data, int64_t K, int64_t N, int64_t ld,
+                          cpu_bf16_path path, size_t need) {
+    cache_entry *e = find(c, key, K, N, ld, path);
+    if (!e) {
+        if (c->n == c->cap) {
+            int cap = c->cap ? 2 * c->cap : 16;
+            cache_entry *grown = realloc(c->e, sizeof *grown * (size_t)cap);
+            if (!grown) return NULL;
+            c->e = grown, c->cap = cap;
+        }
+        e = &c->e[c->n++];
+        *e = (cache_entry){ key, data, K, N, ld, path, 0, NULL, 0 };
+    }
+    e->step = 0;
+    e->data = data;
+    if (e->cap < need) {
+        uint16_t *grown = realloc(e->bp, need * 2);
+        if (!grown) return NULL;
+        e->bp = grown, e->cap = need;
+    }
+    return e;
 }
 
 bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
+    return cpu_sgemm_bf16_c(p, path, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, NULL, NULL, false);
+}
+
+bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                      cpu_bf16_cache *cache, const void *key, bool keep_other) {
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0) return false;
-    if (ta || tb) {
-        float *at = ta ? untranspose(A, lda, M, K) : NULL, *bt = tb ? untranspose(B, ldb, K, N) : NULL;
-        bool ok = (!ta || at) && (!tb || bt) &&
-                  cpu_sgemm_bf16_t(p, path, 0, 0, M, N, K, ta ? at : A, ta ? K : lda, tb ? bt : B, tb ? N : ldb, C, ldc);
-        free(at);
-        free(bt);
-        return ok;
-    }
     int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
-    uint16_t *ap = calloc((size_t)(Mp * Kp), 2), *bp = calloc((size_t)(Kp * Np), 2);
-    if (!ap || !bp) {
+    bool amx = path == CPU_BF16_AMX;
+    /* B untransposed, packed earlier in this step (by the product that read it transposed) */
+    cache_entry *hit = cache && key && !tb ? find(cache, key, K, N, ldb, path) : NULL;
+    if (hit && (hit->step != cache->step || hit->data != B)) hit = NULL;
+    /* B transposed whose untransposed use follows: pack that too, in the same pass */
+    cache_entry *keep = cache && key && tb && keep_other ? claim(cache, key, B, N, K, ldb, path, (size_t)(Np * Kp)) : NULL;
+    uint16_t *ap = malloc((size_t)(Mp * Kp) * 2), *bp = hit ? NULL : malloc((size_t)(Kp * Np) * 2);
+    if (!ap || (!hit && !bp)) {
         free(ap);
         free(bp);
         return false;
     }
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    /* both paths imply AVX-512F */
-    if (path == CPU_BF16_AMX) { /* tile by tile: A [Mp/16][Kp/32][16][32], B [Np/16][Kp/32][16 pairs][16][2] */
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t k = 0; k < K; k += 32)
-                pack_row_avx512(A + i * lda + k, K - k < 32 ? K - k : 32, ap + ((i / 16) * (Kp / 32) + k / 32) * 512 + (i % 16) * 32);
-        for (int64_t k = 0; k < K; k += 2)
-            for (int64_t n = 0; n < N; n += 16)
-                pack_pairs_avx512(B + k * ldb + n, k + 1 < K ? B + (k + 1) * ldb + n : NULL, N - n < 16 ? N - n : 16,
-                                  bp + ((n / 16) * (Kp / 32) + k / 32) * 512 + ((k % 32) / 2) * 32);
+    packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
+    pack(p, &pa);
+    if (!hit) {
+        packer pb = { B, ldb, tb, tb, true, amx, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)bp,
+                      keep ? (uint32_t *)keep->bp : NULL, Kp, Np / 32 };
+        pack(p, &pb);
+        atomic_fetch_add(&stat_packed, 1);
+        if (keep) keep->step = cache->step;
     } else {
-        for (int64_t i = 0; i < M; i++) pack_row_avx512(A + i * lda, K, ap + i * Kp);
-        for (int64_t k = 0; k < K; k += 2)
-            pack_pairs_avx512(B + k * ldb, k + 1 < K ? B + (k + 1) * ldb : NULL, N, bp + k * Np);
+        atomic_fetch_add(&stat_reused, 1);
     }
-#endif
-    job j = { ap, bp, M, N, Kp, Np, C, ldc };
+    job j = { ap, hit ? hit->bp : bp, M, N, Kp, Np, C, ldc };
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    cpu_pool_for(p, Mp / 32, 1, path == CPU_BF16_AMX ? rows_amx : rows_avx512, &j);
+    cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, &j);
 #else
-    (void)p, (void)j;
+    (void)j;
 #endif
     free(ap);
     free(bp);

@@ -6,6 +6,7 @@
 #ifndef AF_CPU_GEMM_BF16_H
 #define AF_CPU_GEMM_BF16_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "cpu/pool.h"
 
@@ -26,4 +27,25 @@ bool cpu_sgemm_bf16(cpu_pool *p, cpu_bf16_path path, int64_t M, int64_t N, int64
  * [K,M], B stored [N,K]), as cpu_sgemm takes them. */
 bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+
+/* Packings kept within a step. A weight W [N, K] is read twice per training step, in the
+ * forward (x W^T: B transposed) and in the input gradient (dy W: B as stored), each in its
+ * own packed layout (pairs along K, then along N). The forward's packing pass also writes
+ * the second layout into the cache, and the gradient's product takes it from there, so W
+ * is read and rounded once per step. A step is one executor run: inputs, weights among
+ * them, change only between runs (the optimizer writes them there), so
+ * cpu_bf16_cache_step, called at the start of each run, makes every kept packing stale. */
+typedef struct cpu_bf16_cache cpu_bf16_cache;
+cpu_bf16_cache *cpu_bf16_cache_new(void); /* NULL when out of memory */
+void cpu_bf16_cache_free(cpu_bf16_cache *c);
+void cpu_bf16_cache_step(cpu_bf16_cache *c);
+size_t cpu_bf16_cache_bytes(const cpu_bf16_cache *c); /* the kept packings' buffers */
+/* cpu_sgemm_bf16_t with the cache: `key` names the tensor B is (NULL: no caching). When
+ * tb is clear, a packing of B kept this step under key (same B, K, N, ldb, path) replaces
+ * packing it. When tb is set and keep_other, B's untransposed packing is kept under key. */
+bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                      cpu_bf16_cache *cache, const void *key, bool keep_other);
+/* Process-wide counts, for tests and benchmarks: B operands packed, and taken from a cache. */
+void cpu_bf16_stats(int64_t *packed_b, int64_t *reused_b);
 #endif

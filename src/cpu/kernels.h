@@ -17,6 +17,7 @@ typedef struct {
     const cpu_epilogue *ep;  /* a fused bias/ReLU (fuse.h) for matmul_w, matmul, conv; else NULL */
     const float *relu_x;     /* pool gradients: a fused ReLU gradient, dx kept where x > x - x; else NULL */
     int bf16;                /* a cpu_bf16_path: matmul and conv GEMMs in bf16 with fp32 sums; 0 = fp32 */
+    struct cpu_bf16_cache *bf16_cache; /* the run's kept weight packings (gemm_bf16.h), or NULL */
 } cpu_call;
 
 typedef void (*cpu_kernel_fn)(const cpu_call *c);

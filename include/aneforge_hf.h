@@ -108,6 +108,50 @@ AF_API af_status        af_hf_tokenizer_encode_special(const af_hf_tokenizer *t,
 AF_API af_status        af_hf_tokenizer_decode(const af_hf_tokenizer *t, const int32_t *ids, int64_t n, int skip_special,
                                                char **text, size_t *len);
 
+/* The id of one token given by its text (an added or special token such as "<|im_end|>",
+ * or any vocab entry), or -1 when text is not exactly one token. */
+AF_API int32_t          af_hf_tokenizer_token_id(const af_hf_tokenizer *t, const char *token);
+
+/* Chat templates. tokenizer_config.json's `chat_template` is Jinja; aneforge recognises
+ * the families the supported models ship by their markers and renders them itself:
+ * "chatml" (Qwen2, Qwen2.5, SmolLM2: <|im_start|>role\n...<|im_end|>\n, with the
+ * template's default system prompt), "qwen3" (ChatML whose assistant turns carry
+ * <think>...</think> as Qwen3's template does), "llama3" (Llama 3's <|begin_of_text|>
+ * <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>) and "llama2" ([INST] ...
+ * [/INST] with <<SYS>>). Any other template (Llama 3.1's dated system block too) is
+ * refused by name: give a raw prompt instead. docs/hf.md has the table. */
+typedef struct { const char *role; const char *content; } af_chat_message; /* role: system, user, assistant */
+typedef struct af_hf_chat af_hf_chat;
+/* dir/tokenizer_config.json's chat_template (or dir/chat_template.jinja), bos_token and eos_token. */
+AF_API af_hf_chat *af_hf_chat_load(const char *dir);
+/* The same from a template's text and its special tokens (NULL: unset); `what` names it in messages. */
+AF_API af_hf_chat *af_hf_chat_parse(const char *tmpl, const char *bos_token, const char *eos_token, const char *what);
+AF_API void        af_hf_chat_free(af_hf_chat *c);
+/* "chatml", "qwen3", "llama3" or "llama2". */
+AF_API const char *af_hf_chat_family(const af_hf_chat *c);
+/* The token that ends a turn ("<|im_end|>", "<|eot_id|>", Llama 2's eos_token): where generation stops. */
+AF_API const char *af_hf_chat_end_of_turn(const af_hf_chat *c);
+/* The text of n messages as transformers' apply_chat_template(messages, tokenize=False,
+ * add_generation_prompt) gives it; *text malloc'd, NUL-terminated (free with af_free). */
+AF_API af_status   af_hf_chat_render(const af_hf_chat *c, const af_chat_message *m, int n, int add_generation_prompt,
+                                     char **text, size_t *len);
+/* Its ids, as apply_chat_template(..., tokenize=True): the text encoded with special
+ * tokens as their ids and no post-processor template (free *ids with af_free). */
+AF_API af_status   af_hf_chat_encode(const af_hf_chat *c, const af_hf_tokenizer *t, const af_chat_message *m, int n,
+                                     int add_generation_prompt, int32_t **ids, int64_t *count);
+
+/* Generation with any supported model: the forward graph over the tokens so far (no KV
+ * cache: each token runs the graph again, compiled for the CPU at the next power of two
+ * of the length, at least 16). feed appends one token at the next position; logits are
+ * the next token's [vocab]. At most max_position_embeddings tokens. */
+typedef struct af_hf_gen af_hf_gen;
+AF_API af_hf_gen   *af_hf_gen_new(const af_hf_model *m, int threads);
+AF_API void         af_hf_gen_free(af_hf_gen *g);
+AF_API af_status    af_hf_gen_feed(af_hf_gen *g, int32_t token);
+AF_API const float *af_hf_gen_logits(const af_hf_gen *g);
+/* config.json's eos_token_id entries (up to max; the count). */
+AF_API int          af_hf_eos_ids(const af_hf_model *m, int32_t *ids, int max);
+
 #ifdef __cplusplus
 }
 #endif

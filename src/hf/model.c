@@ -312,3 +312,14 @@ af_status af_hf_set_params(af_hf_model *m, af_tensor *const *params, int n) {
     }
     return AF_OK;
 }
+
+int af_hf_eos_ids(const af_hf_model *m, int32_t *ids, int max) {
+    if (!m) return 0;
+    int k = 0;
+    for (int i = 0; i < m->c.n_eos; i++)
+        if (m->c.eos[i] >= 0 && m->c.eos[i] < m->c.vocab) {
+            if (ids && k < max) ids[k] = (int32_t)m->c.eos[i];
+            k++;
+        }
+    return k < max || !ids ? k : max;
+}

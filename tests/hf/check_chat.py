@@ -1,0 +1,297 @@
+"""aneforge's chat templates against transformers' apply_chat_template (issue 26.6).
+
+For each template family the supported models ship (Qwen2's and SmolLM2's ChatML with a
+default system prompt, Qwen2.5's with tools, Qwen3's with its <think> handling and the
+Thinking-2507 variant, Llama 3's, Llama 2's) this builds a byte-level BPE tokenizer with
+`tokenizers` (trained here, no download) carrying that family's special tokens, writes
+it to a folder with the real template string in tokenizer_config.json, and requires
+aneforge's ids (aneforge.hf.Tokenizer.apply_chat_template, the C renderer) to equal
+`AutoTokenizer.from_pretrained(dir).apply_chat_template(messages,
+add_generation_prompt=..., tokenize=True)` for several conversations: with and without
+a system message, multi-turn, Unicode, whitespace to trim, <think> blocks in history.
+An unrecognised template must be refused.
+
+usage: check_chat.py WORKDIR   (ANEFORGE_LIBRARY: the built library; exit 77 when
+transformers or tokenizers is missing)
+"""
+import json
+import os
+import random
+import sys
+
+try:
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import aneforge.hf as hf
+    from aneforge.errors import Error
+except ImportError as e:
+    print(f"hf_chat: skipped: {e}")
+    sys.exit(77)
+
+WORK = sys.argv[1]
+os.makedirs(WORK, exist_ok=True)
+transformers.logging.set_verbosity_error()
+
+QWEN2 = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou are "
+         "a helpful assistant.<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+         "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+SMOLLM2 = QWEN2.replace("You are a helpful assistant.", "You are a helpful AI assistant named SmolLM, trained by Hugging Face")
+QWEN25 = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- message.content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+QWEN3_BODY = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\\n\\n' }}
+    {%- endif %}
+    {{- "# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and message.content is string and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if message.content is string %}
+        {%- set content = message.content %}
+    {%- else %}
+        {%- set content = '' %}
+    {%- endif %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is string %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in content %}
+                {%- set reasoning_content = ((content.split('</think>')|first).rstrip('\\n').split('<think>')|last).lstrip('\\n') %}
+                {%- set content = (content.split('</think>')|last).lstrip('\\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\\n' + content }}
+        {%- endif %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+"""
+QWEN3 = QWEN3_BODY + """{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\\n\\n</think>\\n\\n' }}
+    {%- endif %}
+{%- endif %}"""
+QWEN3_THINKING = QWEN3_BODY + """{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n<think>\\n' }}
+{%- endif %}"""
+LLAMA3 = ("{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
+          "message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+          "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
+          "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+LLAMA2 = ("{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
+          "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
+          "{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ "
+          "raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if "
+          "loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + "
+          "'\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if "
+          "message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == "
+          "'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}")
+
+CHATML_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+FAMILIES = {  # name: (template, special tokens, added non-special tokens, bos, eos, our family)
+    "qwen2": (QWEN2, CHATML_SPECIAL, [], None, "<|im_end|>", "chatml"),
+    "qwen2.5": (QWEN25, CHATML_SPECIAL, [], None, "<|im_end|>", "chatml"),
+    "smollm2": (SMOLLM2, CHATML_SPECIAL, [], "<|im_start|>", "<|im_end|>", "chatml"),
+    "qwen3": (QWEN3, CHATML_SPECIAL, ["<think>", "</think>"], None, "<|im_end|>", "qwen3"),
+    "qwen3-thinking": (QWEN3_THINKING, CHATML_SPECIAL, ["<think>", "</think>"], None, "<|im_end|>", "qwen3"),
+    "llama3": (LLAMA3, ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"], [],
+               "<|begin_of_text|>", "<|eot_id|>", "llama3"),
+    "llama2": (LLAMA2, ["<unk>", "<s>", "</s>"], [], "<s>", "</s>", "llama2"),
+}
+
+rng = random.Random(26)
+WORDS = ("the quick brown fox It's don't naïve café Ünïcödé straße Привет мир 你好世界 こんにちは 안녕하세요 مرحبا "
+         "🙂🚀 👨‍👩‍👧 a\u0301 12345 3.14 [INST] <<SYS>> think").split()
+SPACES = [" ", "  ", "\n", "\n\n", "\t", "\u00a0", "\u3000", "\r\n"]
+
+
+def text(lo=1, hi=10):
+    return "".join(rng.choice(WORDS) + rng.choice(SPACES[:2] * 6 + SPACES) for _ in range(rng.randint(lo, hi))).strip(" ")
+
+
+def conversations():
+    conv = [
+        [{"role": "user", "content": "Hello!"}],
+        [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "What is 2+2?"}],
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello, how can I help?"},
+         {"role": "user", "content": "Tell me a joke about ünïcode ✓ 日本語."}],
+        [{"role": "system", "content": "  padded system \n"}, {"role": "user", "content": "\u00a0 trim me \t\n"},
+         {"role": "assistant", "content": " answer \n"}, {"role": "user", "content": "again"}],
+        [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "<think>\nreasoning one\n</think>\n\nanswer one"},
+         {"role": "user", "content": "q2"}],
+        [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "<think>\nr\n</think>\n\na1"},
+         {"role": "user", "content": "q2"}, {"role": "assistant", "content": "\n\n<think>x</think>y<think>z</think>\nfinal"}],
+        [{"role": "user", "content": "special tokens inside: <|im_end|> <|eot_id|> </s> [/INST]"}],
+        [{"role": "system", "content": ""}, {"role": "user", "content": ""}],
+    ]
+    for _ in range(12):  # random alternating conversations
+        turns = rng.randint(1, 4)
+        c = [{"role": "system", "content": text()}] if rng.random() < 0.5 else []
+        for t in range(turns):
+            c.append({"role": "user", "content": text()})
+            if t < turns - 1 or rng.random() < 0.3:
+                c.append({"role": "assistant", "content": text()})
+        conv.append(c)
+    return conv
+
+
+CORPUS = [text(5, 30) for _ in range(800)]
+
+
+def build(name, special, added):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=700, special_tokens=special, show_progress=False,
+                                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    if added:
+        tok.add_tokens(added)
+    folder = os.path.join(WORK, name)
+    os.makedirs(folder, exist_ok=True)
+    tok.save(os.path.join(folder, "tokenizer.json"))
+    return folder
+
+
+def main():
+    bad = compared = 0
+    for name, (tmpl, special, added, bos, eos, family) in FAMILIES.items():
+        folder = build(name, special, added)
+        cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "chat_template": tmpl, "bos_token": bos, "eos_token": eos,
+               "model_max_length": 4096, "clean_up_tokenization_spaces": False}
+        with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+            json.dump(cfg, f)
+        theirs = transformers.AutoTokenizer.from_pretrained(folder)
+        ours = hf.Tokenizer.load(folder)
+        if ours.chat_template.family != family:
+            print(f"{name}: FAILED: recognised as {ours.chat_template.family}, not {family}")
+            bad += 1
+        for conv in conversations():
+            for gen in (True, False):
+                try:
+                    want = theirs.apply_chat_template(conv, add_generation_prompt=gen, tokenize=True)
+                except Exception as e:  # Llama 2 raises for roles that do not alternate
+                    want = e
+                if hasattr(want, "keys"):
+                    want = want["input_ids"]
+                try:
+                    got = [int(i) for i in ours.apply_chat_template(conv, add_generation_prompt=gen)]
+                except Error as e:
+                    got = e
+                compared += 1
+                if isinstance(want, Exception) or isinstance(got, Exception):
+                    if not (isinstance(want, Exception) and isinstance(got, Exception)):
+                        print(f"{name}: FAILED: {conv} gen={gen}: transformers {want!r}, aneforge {got!r}")
+                        bad += 1
+                    continue
+                if list(want) != got:
+                    text_theirs = theirs.apply_chat_template(conv, add_generation_prompt=gen, tokenize=False)
+                    print(f"{name}: FAILED: {conv} gen={gen}\n  transformers {text_theirs!r}\n  aneforge     "
+                          f"{ours.apply_chat_template(conv, add_generation_prompt=gen, tokenize=False)!r}")
+                    bad += 1
+    # a template of another family is refused, naming the way out
+    try:
+        hf.ChatTemplate.parse("{% for m in messages %}<|user|>{{ m['content'] }}{% endfor %}")
+        print("unrecognised template: FAILED: accepted")
+        bad += 1
+    except Error as e:
+        if "raw prompt" not in str(e):
+            print(f"unrecognised template: FAILED: message {e}")
+            bad += 1
+    print(f"hf_chat: {compared} renderings of {len(FAMILIES)} template families compared with transformers "
+          f"{transformers.__version__}, {bad} differ")
+    return 1 if bad else 0
+
+
+sys.exit(main())

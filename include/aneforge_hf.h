@@ -149,6 +149,8 @@ AF_API af_hf_gen   *af_hf_gen_new(const af_hf_model *m, int threads);
 AF_API void         af_hf_gen_free(af_hf_gen *g);
 AF_API af_status    af_hf_gen_feed(af_hf_gen *g, int32_t token);
 AF_API const float *af_hf_gen_logits(const af_hf_gen *g);
+/* config.json's max_position_embeddings: the longest sequence the model takes. */
+AF_API int          af_hf_max_positions(const af_hf_model *m);
 /* config.json's eos_token_id entries (up to max; the count). */
 AF_API int          af_hf_eos_ids(const af_hf_model *m, int32_t *ids, int max);
 

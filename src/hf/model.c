@@ -323,3 +323,5 @@ int af_hf_eos_ids(const af_hf_model *m, int32_t *ids, int max) {
         }
     return k < max || !ids ? k : max;
 }
+
+int af_hf_max_positions(const af_hf_model *m) { return m ? m->c.max_pos : 0; }

@@ -128,6 +128,7 @@ class ChatTemplate(Handle):
 
     @property
     def family(self):
+        """"chatml", "qwen3", "llama3" or "llama2"."""
         return cstr(lib.af_hf_chat_family(self.ptr))
 
     @property

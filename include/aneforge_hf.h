@@ -117,9 +117,11 @@ AF_API int32_t          af_hf_tokenizer_token_id(const af_hf_tokenizer *t, const
  * "chatml" (Qwen2, Qwen2.5, SmolLM2: <|im_start|>role\n...<|im_end|>\n, with the
  * template's default system prompt), "qwen3" (ChatML whose assistant turns carry
  * <think>...</think> as Qwen3's template does), "llama3" (Llama 3's <|begin_of_text|>
- * <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>) and "llama2" ([INST] ...
- * [/INST] with <<SYS>>). Any other template (Llama 3.1's dated system block too) is
- * refused by name: give a raw prompt instead. docs/hf.md has the table. */
+ * <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>), "llama3.1" (Llama 3.1 and
+ * 3.2: the same after a system turn holding the knowledge cutoff and the date: the
+ * template's date_string, or today's local date where it calls strftime_now, as
+ * transformers does) and "llama2" ([INST] ... [/INST] with <<SYS>>). Any other template
+ * is refused, naming its start: give a raw prompt instead. docs/hf.md has the table. */
 typedef struct { const char *role; const char *content; } af_chat_message; /* role: system, user, assistant */
 typedef struct af_hf_chat af_hf_chat;
 /* dir/tokenizer_config.json's chat_template (or dir/chat_template.jinja), bos_token and eos_token. */
@@ -127,7 +129,7 @@ AF_API af_hf_chat *af_hf_chat_load(const char *dir);
 /* The same from a template's text and its special tokens (NULL: unset); `what` names it in messages. */
 AF_API af_hf_chat *af_hf_chat_parse(const char *tmpl, const char *bos_token, const char *eos_token, const char *what);
 AF_API void        af_hf_chat_free(af_hf_chat *c);
-/* "chatml", "qwen3", "llama3" or "llama2". */
+/* "chatml", "qwen3", "llama3", "llama3.1" or "llama2". */
 AF_API const char *af_hf_chat_family(const af_hf_chat *c);
 /* The token that ends a turn ("<|im_end|>", "<|eot_id|>", Llama 2's eos_token): where generation stops. */
 AF_API const char *af_hf_chat_end_of_turn(const af_hf_chat *c);

@@ -95,8 +95,20 @@ int main(void) {
     /* refusals name what is wrong and the way out */
     refused("{{ messages[0]['content'] }}<|assistant|>", NULL, "not one aneforge recognises");
     refused("{{ messages[0]['content'] }}<|assistant|>", NULL, "raw prompt");
+    refused("{{- bos_token }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}{% set image_ns = namespace(has_images=false) %}"
+            "<|start_header_id|><|eot_id|>", "<|begin_of_text|>", "images (Llama 3.2 Vision)");
     refused("{{- bos_token }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}<|start_header_id|><|eot_id|>", "<|begin_of_text|>",
-            "Cutting Knowledge Date");
+            "neither strftime_now nor a date_string");
+    /* Llama 3.1: the system turn first, always, with the template's date */
+    static const char L31[] = "{{- bos_token }}{%- set date_string = \"26 Jul 2024\" %}{{- \"Cutting Knowledge Date: December "
+                              "2023\\n\" }}{{- \"Today Date: \" + date_string + \"\\n\\n\" }}<|start_header_id|><|eot_id|>";
+    expect(L31, "<|begin_of_text|>", "<|eot_id|>", "llama3.1", one, 1, 1,
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: "
+           "26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
+           "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect(L31, "<|begin_of_text|>", "<|eot_id|>", "llama3.1", l3, 2, 0,
+           "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: "
+           "26 Jul 2024\n\nsys<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|>");
     refused(LLAMA3, NULL, "needs bos_token");
     return check_finish("hf_chat");
 }

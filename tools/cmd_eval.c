@@ -42,7 +42,7 @@ static void usage(FILE *f) {
             "  --init DIR      the same as --model DIR (the spelling train llama uses for a folder)\n"
             "  --data PATH     the tokens\n"
             "  --seq N         tokens per window, 1..65536 (default: the model's seq_len, at most 65536, or\n"
-            "                  fewer for a short file)\n"
+            "                  fewer for a short file; a folder: max_position_embeddings, at most 1024)\n"
             "  --batch B       windows per forward pass (default 8)\n"
             "  --threads N     CPU threads (default one per core)\n"
             "  --json          one JSON line: loss, perplexity, tokens, windows, seq, seconds\n"
@@ -82,7 +82,12 @@ typedef struct {
     const af_llama_weights *w;
     const af_hf_model *hf;
     int vocab, seq_len, nparams;
+    int default_seq; /* windows without --seq: seq_len, or for a folder at most HF_DEFAULT_SEQ */
 } eval_model;
+
+/* A folder's max_position_embeddings can be 40960 (Qwen3): a default window that long
+ * would need gigabytes of attention scores, so a folder's default is at most this. */
+enum { HF_DEFAULT_SEQ = 1024 };
 
 /* The model's forward for [B, T] token ids -> logits [B, T, vocab], compiled for the CPU. */
 static af_model *compile_forward(const eval_model *em, int B, int T, int threads, af_graph **g_out,
@@ -106,10 +111,13 @@ static af_model *compile_forward(const eval_model *em, int B, int T, int threads
 
 static int evaluate(const eval_args *a, const eval_model *em, const int32_t *tok, int64_t n) {
     const int V = em->vocab, seq_len = em->seq_len;
-    int T = llama_eval_window(n, seq_len, a->seq);
-    if (!a->seq && seq_len > LLAMA_EVAL_MAX_SEQ && n - 1 > LLAMA_EVAL_MAX_SEQ)
+    int T = llama_eval_window(n, em->default_seq, a->seq);
+    if (!a->seq && em->default_seq > LLAMA_EVAL_MAX_SEQ && n - 1 > LLAMA_EVAL_MAX_SEQ)
         fprintf(stderr, "aneforge eval llama: the model's seq_len %d is above eval's limit of %d: windows of %d (set --seq)\n",
                 seq_len, LLAMA_EVAL_MAX_SEQ, T);
+    else if (!a->seq && em->default_seq < seq_len && n - 1 > T)
+        fprintf(stderr, "aneforge eval llama: windows of %d tokens, a folder's default (max_position_embeddings is %d: set "
+                "--seq for longer ones)\n", T, seq_len);
     if (T > seq_len) {
         fprintf(stderr, "aneforge eval llama: --seq %d is longer than the model's seq_len %d\n", T, seq_len);
         return 2;
@@ -202,6 +210,7 @@ int cmd_eval(int argc, char **argv) {
         const af_llama_config *c = af_llama_weights_config(w);
         em.vocab = c->vocab_size, em.seq_len = c->seq_len, em.nparams = af_llama_param_count(c);
     }
+    em.default_seq = hf && em.seq_len > HF_DEFAULT_SEQ ? HF_DEFAULT_SEQ : em.seq_len;
     int32_t *tok = NULL;
     int64_t n = 0;
     if (af_tokens_read(a.data, 0, &tok, &n)) {

@@ -6,6 +6,8 @@
  *   Qwen3: ChatML whose assistant turns move <think>...</think> around (below);
  *   Llama 3: <|begin_of_text|> then <|start_header_id|>role<|end_header_id|>\n\n
  *     trimmed content <|eot_id|>;
+ *   Llama 3.1 / 3.2: the same after a system turn that always comes first, holding the
+ *     knowledge cutoff, the date and the system message;
  *   Llama 2: <s>[INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] answer </s>.
  * Anything else is refused with its opening, so a raw prompt is used knowingly. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
@@ -17,21 +19,24 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CFG_MAX_FILE ((uint64_t)16 << 20)
 
-typedef enum { CHAT_CHATML, CHAT_QWEN3, CHAT_LLAMA3, CHAT_LLAMA2 } chat_family;
+typedef enum { CHAT_CHATML, CHAT_QWEN3, CHAT_LLAMA3, CHAT_LLAMA31, CHAT_LLAMA2 } chat_family;
 
 struct af_hf_chat {
     chat_family family;
     bool think_prompt;    /* Qwen3 thinking models: the generation prompt opens <think>\n */
     char *default_system; /* ChatML: the system turn when the first message is not one */
     char *bos, *eos;      /* the template's bos_token and eos_token ("" when unset) */
+    char *cutoff;         /* Llama 3.1: "Cutting Knowledge Date: December 2023" */
+    char *date;           /* Llama 3.1: the template's date_string; NULL: today's (strftime_now) */
 };
 
-static const char *const FAMILY_NAME[] = { "chatml", "qwen3", "llama3", "llama2" };
+static const char *const FAMILY_NAME[] = { "chatml", "qwen3", "llama3", "llama3.1", "llama2" };
 
 /* A growing output string. */
 typedef struct { char *s; size_t n, cap; bool oom; } sbuf;
@@ -123,6 +128,8 @@ static char *default_system(const char *t, size_t n, bool *oom) {
 void af_hf_chat_free(af_hf_chat *c) {
     if (!c) return;
     free(c->default_system);
+    free(c->cutoff);
+    free(c->date);
     free(c->bos);
     free(c->eos);
     free(c);
@@ -141,18 +148,31 @@ af_hf_chat *af_hf_chat_parse(const char *tmpl, const char *bos, const char *eos,
         c->think_prompt = c->family == CHAT_QWEN3 && find(tmpl, n, "<|im_start|>assistant\\n<think>\\n'");
         c->default_system = default_system(tmpl, n, &oom);
     } else if (find(tmpl, n, "<|start_header_id|>") && find(tmpl, n, "<|eot_id|>")) {
-        /* Llama 3.1 and later open with a system turn holding the knowledge cutoff and a
-         * date (3.2: today's, strftime_now): a different rendering, not done here. */
-        const char *why = find(tmpl, n, "strftime_now") ? "strftime_now (today's date)"
-                          : find(tmpl, n, "Cutting Knowledge Date") ? "the 'Cutting Knowledge Date' system block"
-                          : find(tmpl, n, "tools") ? "tool definitions" : NULL;
-        if (why) {
-            ir_fail(AF_ERR_UNSUPPORTED, "%s: a Llama 3.1-style chat template (%s), which aneforge does not render (it renders "
-                    "Llama 3's): give a raw prompt instead (aneforge generate --prompt)", what, why);
+        const char *cut = find(tmpl, n, "Cutting Knowledge Date: ");
+        if (find(tmpl, n, "has_images") || (!cut && find(tmpl, n, "tools"))) {
+            ir_fail(AF_ERR_UNSUPPORTED, "%s: a Llama 3-family chat template with %s, which aneforge does not render (it "
+                    "renders Llama 3's and Llama 3.1/3.2's text templates): give a raw prompt instead (aneforge generate "
+                    "--prompt)", what, find(tmpl, n, "has_images") ? "images (Llama 3.2 Vision)" : "tool definitions");
             af_hf_chat_free(c);
             return NULL;
         }
-        c->family = CHAT_LLAMA3;
+        c->family = cut ? CHAT_LLAMA31 : CHAT_LLAMA3;
+        if (cut) { /* the cutoff as written, up to its \n; the date: today's, or date_string's literal */
+            const char *e = cut;
+            while (e < tmpl + n && *e != '\\' && *e != '"' && *e != '\'') e++;
+            static const char set_date[] = "set date_string = \"";
+            const char *ds = find(tmpl, n, set_date), *dv = ds ? ds + strlen(set_date) : NULL;
+            const char *de = dv ? strchr(dv, '"') : NULL;
+            c->cutoff = strndup(cut, (size_t)(e - cut));
+            if (!find(tmpl, n, "strftime_now") && de) c->date = strndup(dv, (size_t)(de - dv));
+            else if (!find(tmpl, n, "strftime_now")) {
+                ir_fail(AF_ERR_UNSUPPORTED, "%s: a Llama 3.1-style chat template with neither strftime_now nor a "
+                        "date_string literal: give a raw prompt instead (aneforge generate --prompt)", what);
+                af_hf_chat_free(c);
+                return NULL;
+            }
+            oom |= !c->cutoff || (de && !find(tmpl, n, "strftime_now") && !c->date);
+        }
     } else if (find(tmpl, n, "[INST]") && find(tmpl, n, "[/INST]")) {
         c->family = CHAT_LLAMA2;
     } else {
@@ -162,13 +182,13 @@ af_hf_chat *af_hf_chat_parse(const char *tmpl, const char *bos, const char *eos,
         head[k] = 0;
         ir_fail(AF_ERR_UNSUPPORTED, "%s: the chat template is not one aneforge recognises (ChatML's <|im_start|>, Llama 3's "
                 "<|start_header_id|>, Llama 2's [INST]); it begins \"%s%s\": give a raw prompt instead (aneforge generate "
-                "--prompt, or --no-chat)", what, head, n > k ? "..." : "");
+                "--prompt)", what, head, n > k ? "..." : "");
         af_hf_chat_free(c);
         return NULL;
     }
-    if ((c->family == CHAT_LLAMA3 || c->family == CHAT_LLAMA2) && (!bos || !*bos)) {
+    if ((c->family == CHAT_LLAMA3 || c->family == CHAT_LLAMA31 || c->family == CHAT_LLAMA2) && (!bos || !*bos)) {
         ir_fail(AF_ERR_CORRUPT, "%s: a %s chat template needs bos_token, which is not set (tokenizer_config.json's "
-                "\"bos_token\")", what, c->family == CHAT_LLAMA3 ? "Llama 3" : "Llama 2");
+                "\"bos_token\")", what, c->family == CHAT_LLAMA2 ? "Llama 2" : "Llama 3");
         af_hf_chat_free(c);
         return NULL;
     }
@@ -255,7 +275,7 @@ const char *af_hf_chat_family(const af_hf_chat *c) { return c ? FAMILY_NAME[c->f
 
 const char *af_hf_chat_end_of_turn(const af_hf_chat *c) {
     if (!c) return NULL;
-    return c->family == CHAT_LLAMA3 ? "<|eot_id|>" : c->family == CHAT_LLAMA2 ? c->eos : "<|im_end|>";
+    return c->family == CHAT_LLAMA3 || c->family == CHAT_LLAMA31 ? "<|eot_id|>" : c->family == CHAT_LLAMA2 ? c->eos : "<|im_end|>";
 }
 
 static bool role_is(const af_chat_message *m, const char *r) { return !strcmp(m->role, r); }
@@ -336,8 +356,25 @@ af_status af_hf_chat_render(const af_hf_chat *c, const af_chat_message *m, int n
         break;
     }
     case CHAT_LLAMA3:
-        for (int i = 0; i < n; i++) {
-            if (!i) puts_(&b, c->bos);
+    case CHAT_LLAMA31:
+        if (c->family == CHAT_LLAMA31) { /* the system turn always comes first */
+            char today[64];
+            if (!c->date) { /* strftime_now("%d %b %Y"): the local date, as transformers gives it */
+                time_t now = time(NULL);
+                struct tm tm;
+                if (!localtime_r(&now, &tm) || !strftime(today, sizeof today, "%d %b %Y", &tm)) today[0] = 0;
+            }
+            puts_(&b, c->bos);
+            puts_(&b, "<|start_header_id|>system<|end_header_id|>\n\n");
+            puts_(&b, c->cutoff);
+            puts_(&b, "\nToday Date: ");
+            puts_(&b, c->date ? c->date : today);
+            puts_(&b, "\n\n");
+            if (sys) put_stripped(&b, m[0].content, true, true, true);
+            puts_(&b, "<|eot_id|>");
+        }
+        for (int i = c->family == CHAT_LLAMA31 && sys; i < n; i++) {
+            if (!i && c->family == CHAT_LLAMA3) puts_(&b, c->bos);
             puts_(&b, "<|start_header_id|>");
             puts_(&b, m[i].role);
             puts_(&b, "<|end_header_id|>\n\n");

@@ -2,7 +2,7 @@
 
 For each template family the supported models ship (Qwen2's and SmolLM2's ChatML with a
 default system prompt, Qwen2.5's with tools, Qwen3's with its <think> handling and the
-Thinking-2507 variant, Llama 3's, Llama 2's) this builds a byte-level BPE tokenizer with
+Thinking-2507 variant, Llama 3's, Llama 3.1's and 3.2's with their dated system turn, Llama 2's) this builds a byte-level BPE tokenizer with
 `tokenizers` (trained here, no download) carrying that family's special tokens, writes
 it to a folder with the real template string in tokenizer_config.json, and requires
 aneforge's ids (aneforge.hf.Tokenizer.apply_chat_template, the C renderer) to equal
@@ -34,7 +34,7 @@ WORK = sys.argv[1]
 os.makedirs(WORK, exist_ok=True)
 transformers.logging.set_verbosity_error()
 
-from chat_templates import LLAMA2, LLAMA3, QWEN2, QWEN25, QWEN3, QWEN3_THINKING, SMOLLM2  # noqa: E402
+from chat_templates import LLAMA2, LLAMA3, LLAMA31, LLAMA32, QWEN2, QWEN25, QWEN3, QWEN3_THINKING, SMOLLM2  # noqa: E402
 
 CHATML_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 FAMILIES = {  # name: (template, special tokens, added non-special tokens, bos, eos, our family)
@@ -45,6 +45,10 @@ FAMILIES = {  # name: (template, special tokens, added non-special tokens, bos, 
     "qwen3-thinking": (QWEN3_THINKING, CHATML_SPECIAL, ["<think>", "</think>"], None, "<|im_end|>", "qwen3"),
     "llama3": (LLAMA3, ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"], [],
                "<|begin_of_text|>", "<|eot_id|>", "llama3"),
+    "llama3.1": (LLAMA31, ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+                 [], "<|begin_of_text|>", "<|eot_id|>", "llama3.1"),
+    "llama3.2": (LLAMA32, ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+                 [], "<|begin_of_text|>", "<|eot_id|>", "llama3.1"),  # today's date, as strftime_now gives it
     "llama2": (LLAMA2, ["<unk>", "<s>", "</s>"], [], "<s>", "</s>", "llama2"),
 }
 

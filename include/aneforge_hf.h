@@ -81,6 +81,9 @@ AF_API af_status af_hf_lora_merge(af_hf_model *m);
  * other than 1e-5, head_dim other than hidden / heads), naming the field. */
 AF_API af_hf_model *af_hf_from_llama(const af_llama_weights *w);
 AF_API af_llama_weights *af_hf_to_llama(const af_hf_model *m);
+/* Whether af_hf_to_llama would take the folder's model, from dir/config.json alone (the
+ * weights are not read): AF_OK, or AF_ERR_UNSUPPORTED naming the field. */
+AF_API af_status af_hf_check_llama(const char *dir);
 
 /* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the NFC normalizer
  * or none, the split pattern of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges,

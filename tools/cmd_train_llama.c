@@ -503,7 +503,7 @@ static int train_hf(int argc, char **argv, const char *dir) {
 }
 
 /* Whether --init names a Hugging Face folder that trains through train_hf: asked for
- * LoRA, or not expressible in llama2.c's layout (af_hf_to_llama says why not). */
+ * LoRA, or not expressible in llama2.c's layout (af_hf_check_llama). */
 static bool wants_hf_route(int argc, char **argv, const char **dir) {
     *dir = NULL;
     bool lora = false;
@@ -512,13 +512,8 @@ static bool wants_hf_route(int argc, char **argv, const char **dir) {
         lora |= in_list(argv[i], LORA_FLAGS, sizeof LORA_FLAGS / sizeof *LORA_FLAGS);
     }
     if (!*dir || !llama_is_hf_folder(*dir)) return false;
-    if (lora) return true;
-    af_hf_model *m = af_hf_load(*dir);
-    if (!m) return false; /* the llama path reports why */
-    af_llama_weights *w = af_hf_to_llama(m);
-    af_hf_free(m);
-    af_llama_weights_free(w);
-    return w == NULL;
+    /* config.json alone decides; a folder that cannot be read goes the llama way, which says why */
+    return lora || af_hf_check_llama(*dir) == AF_ERR_UNSUPPORTED;
 }
 
 int cmd_train_llama(int argc, char **argv) {

@@ -145,10 +145,11 @@ AF_API af_status   af_hf_chat_render(const af_hf_chat *c, const af_chat_message 
 AF_API af_status   af_hf_chat_encode(const af_hf_chat *c, const af_hf_tokenizer *t, const af_chat_message *m, int n,
                                      int add_generation_prompt, int32_t **ids, int64_t *count);
 
-/* Generation with any supported model: the forward graph over the tokens so far (no KV
- * cache: each token runs the graph again, compiled for the CPU at the next power of two
- * of the length, at least 16). feed appends one token at the next position; logits are
- * the next token's [vocab]. At most max_position_embeddings tokens. */
+/* Generation with any supported model (LoRA adapters included): one token at a time with
+ * a KV cache, fp32 on the CPU (threads: 0 one per core), the arithmetic of af_hf_forward.
+ * feed appends one token at the next position; logits are the next token's [vocab],
+ * valid until the next feed. At most max_position_embeddings tokens; the cache grows with
+ * the sequence. The model must outlive the generator and stay unchanged. */
 typedef struct af_hf_gen af_hf_gen;
 AF_API af_hf_gen   *af_hf_gen_new(const af_hf_model *m, int threads);
 AF_API void         af_hf_gen_free(af_hf_gen *g);

@@ -246,7 +246,7 @@ class Tokenizer(Handle):
 
 
 class Generator(Handle):
-    """The model's forward over the tokens so far (af_hf_gen: no KV cache)."""
+    """The model one token at a time with a KV cache (af_hf_gen), fp32 on the CPU."""
     _free = "af_hf_gen_free"
     _kind = "generator"
     _null_error = InvalidError

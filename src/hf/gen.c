@@ -6,6 +6,7 @@
  * what it uses. Matrix-vector products split their rows over the CPU pool. */
 #include "hf/hf.h"
 
+#include "cpu/cpu_features.h"
 #include "cpu/pool.h"
 #include "ir/ir.h"
 
@@ -31,12 +32,17 @@ enum { L_IN, L_WQ, L_BQ, L_WK, L_BK, L_WV, L_BV, L_QN, L_KN, L_WO, L_BO, L_POST,
 
 typedef struct { float *out; const float *w, *x; int n; } mv_job;
 
-static void mv_rows(void *ctx, int64_t b, int64_t e) {
+/* Rows b..e of W x; a row's sum may be reordered (vector lanes), never split across
+ * threads, so the result does not depend on the thread count. */
+CPU_VECTOR_CLONES static void mv_rows(void *ctx, int64_t b, int64_t e) {
     const mv_job *j = ctx;
+    const float *x = j->x;
+    const int n = j->n;
     for (int64_t r = b; r < e; r++) {
-        const float *w = j->w + r * j->n;
+        const float *w = j->w + r * n;
         float s = 0;
-        for (int i = 0; i < j->n; i++) s += w[i] * j->x[i];
+#pragma omp simd reduction(+ : s)
+        for (int i = 0; i < n; i++) s += w[i] * x[i];
         j->out[r] = s;
     }
 }

@@ -81,6 +81,9 @@ AF_API af_status af_hf_lora_merge(af_hf_model *m);
  * other than 1e-5, head_dim other than hidden / heads), naming the field. */
 AF_API af_hf_model *af_hf_from_llama(const af_llama_weights *w);
 AF_API af_llama_weights *af_hf_to_llama(const af_hf_model *m);
+/* Whether af_hf_to_llama would take the folder's model, from dir/config.json alone (the
+ * weights are not read): AF_OK, or AF_ERR_UNSUPPORTED naming the field. */
+AF_API af_status af_hf_check_llama(const char *dir);
 
 /* tokenizer.json: byte-level BPE as Llama 3, Qwen2 and SmolLM ship it (the NFC normalizer
  * or none, the split pattern of Llama 3, Qwen2 or GPT-2, merges by rank, ignore_merges,
@@ -107,6 +110,55 @@ AF_API af_status        af_hf_tokenizer_encode_special(const af_hf_tokenizer *t,
  * vocab is AF_ERR_INVALID, naming it. */
 AF_API af_status        af_hf_tokenizer_decode(const af_hf_tokenizer *t, const int32_t *ids, int64_t n, int skip_special,
                                                char **text, size_t *len);
+
+/* The id of one token given by its text (an added or special token such as "<|im_end|>",
+ * or any vocab entry), or -1 when text is not exactly one token. */
+AF_API int32_t          af_hf_tokenizer_token_id(const af_hf_tokenizer *t, const char *token);
+
+/* Chat templates. tokenizer_config.json's `chat_template` is Jinja; aneforge recognises
+ * the families the supported models ship by their markers and renders them itself:
+ * "chatml" (Qwen2, Qwen2.5, SmolLM2: <|im_start|>role\n...<|im_end|>\n, with the
+ * template's default system prompt), "qwen3" (ChatML whose assistant turns carry
+ * <think>...</think> as Qwen3's template does), "llama3" (Llama 3's <|begin_of_text|>
+ * <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>), "llama3.1" (Llama 3.1 and
+ * 3.2: the same after a system turn holding the knowledge cutoff and the date: the
+ * template's date_string, or today's local date where it calls strftime_now, as
+ * transformers does) and "llama2" ([INST] ... [/INST] with <<SYS>>). Any other template
+ * is refused, naming its start: give a raw prompt instead. docs/hf.md has the table. */
+typedef struct { const char *role; const char *content; } af_chat_message; /* role: system, user, assistant */
+typedef struct af_hf_chat af_hf_chat;
+/* dir/tokenizer_config.json's chat_template (or dir/chat_template.jinja), bos_token and eos_token. */
+AF_API af_hf_chat *af_hf_chat_load(const char *dir);
+/* The same from a template's text and its special tokens (NULL: unset); `what` names it in messages. */
+AF_API af_hf_chat *af_hf_chat_parse(const char *tmpl, const char *bos_token, const char *eos_token, const char *what);
+AF_API void        af_hf_chat_free(af_hf_chat *c);
+/* "chatml", "qwen3", "llama3", "llama3.1" or "llama2". */
+AF_API const char *af_hf_chat_family(const af_hf_chat *c);
+/* The token that ends a turn ("<|im_end|>", "<|eot_id|>", Llama 2's eos_token): where generation stops. */
+AF_API const char *af_hf_chat_end_of_turn(const af_hf_chat *c);
+/* The text of n messages as transformers' apply_chat_template(messages, tokenize=False,
+ * add_generation_prompt) gives it; *text malloc'd, NUL-terminated (free with af_free). */
+AF_API af_status   af_hf_chat_render(const af_hf_chat *c, const af_chat_message *m, int n, int add_generation_prompt,
+                                     char **text, size_t *len);
+/* Its ids, as apply_chat_template(..., tokenize=True): the text encoded with special
+ * tokens as their ids and no post-processor template (free *ids with af_free). */
+AF_API af_status   af_hf_chat_encode(const af_hf_chat *c, const af_hf_tokenizer *t, const af_chat_message *m, int n,
+                                     int add_generation_prompt, int32_t **ids, int64_t *count);
+
+/* Generation with any supported model (LoRA adapters included): one token at a time with
+ * a KV cache, fp32 on the CPU (threads: 0 one per core), the arithmetic of af_hf_forward.
+ * feed appends one token at the next position; logits are the next token's [vocab],
+ * valid until the next feed. At most max_position_embeddings tokens; the cache grows with
+ * the sequence. The model must outlive the generator and stay unchanged. */
+typedef struct af_hf_gen af_hf_gen;
+AF_API af_hf_gen   *af_hf_gen_new(const af_hf_model *m, int threads);
+AF_API void         af_hf_gen_free(af_hf_gen *g);
+AF_API af_status    af_hf_gen_feed(af_hf_gen *g, int32_t token);
+AF_API const float *af_hf_gen_logits(const af_hf_gen *g);
+/* config.json's max_position_embeddings: the longest sequence the model takes. */
+AF_API int          af_hf_max_positions(const af_hf_model *m);
+/* config.json's eos_token_id entries (up to max; the count). */
+AF_API int          af_hf_eos_ids(const af_hf_model *m, int32_t *ids, int max);
 
 #ifdef __cplusplus
 }

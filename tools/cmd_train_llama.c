@@ -17,6 +17,7 @@
 #include "aneforge.h"
 #include "aneforge_data.h"
 #include "aneforge_llama.h"
+#include "aneforge_hf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,8 +43,15 @@ static void usage(FILE *f) {
             "batches of random windows of --seq + 1 tokens, and reports the loss in nats per token.\n\n"
             "options:\n"
             "  --config NAME         tiny, stories15m, stories42m or stories110m (random weights, seeded)\n"
-            "  --init PATH           start from a llama2.c model file or a Hugging Face Llama folder instead\n"
-            "                        (its config and vocab; other architectures: aneforge hf train)\n"
+            "  --init PATH           start from a llama2.c model file or a Hugging Face folder instead (its\n"
+            "                        config and vocab). A Llama-2-shaped folder trains as llama2.c's model (every\n"
+            "                        option here); any other (Llama 3, SmolLM, Qwen2, Qwen3), or any folder with\n"
+            "                        a LoRA option, trains as itself through 'aneforge hf train': --data, --steps,\n"
+            "                        --seq, --seed and the train options (that command's defaults: 20 steps of\n"
+            "                        4 x 32 tokens), --export DIR for the trained folder, and\n"
+            "  --lora-rank R, --lora-alpha A, --lora-targets q,k,v,o,gate,up,down, --adapter ADIR, --merge\n"
+            "                        LoRA adapters over the frozen folder (see 'aneforge hf --help'); --export DIR\n"
+            "                        gets the PEFT adapter folder, or the merged model with --merge\n"
             "  --data PATH           training tokens\n"
             "  --val PATH            validation tokens: the mean loss over the file in windows of --seq\n"
             "  --tokenizer PATH      its vocab size sets the model's (else --init's, else max id + 1)\n"
@@ -451,7 +459,68 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
 
 static int llama_main(llama_args *ap);
 
+/* Options the hf route (train_hf) does not take, each refused by name. */
+static const char *const LLAMA_ONLY[] = { "--config", "--val", "--tokenizer", "--save", "--resume", "--log", "--json",
+                                          "--dashboard", "--distributed", "--sync-every", "--dist-timeout",
+                                          "--sample-every", "--eval-every", "--stop-after", "--grad-clip", "--grad-accum" };
+static const char *const LORA_FLAGS[] = { "--lora-rank", "--lora-alpha", "--lora-targets", "--adapter", "--merge" };
+
+static bool in_list(const char *k, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(k, list[i])) return true;
+    return false;
+}
+
+/* --init DIR of a Hugging Face model that llama2.c's layout cannot hold, or with LoRA:
+ * the same run as `aneforge hf train DIR ...` (one code path), --export DIR as its -o. */
+static int train_hf(int argc, char **argv, const char *dir) {
+    char **av = calloc((size_t)argc + 3, sizeof *av);
+    if (!av) return bad("%s", "out of memory");
+    int n = 0;
+    av[n++] = "hf", av[n++] = "train", av[n++] = (char *)dir;
+    bool out = false;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i];
+        if (!strcmp(k, "--init")) { i++; continue; }
+        if (in_list(k, LLAMA_ONLY, sizeof LLAMA_ONLY / sizeof *LLAMA_ONLY)) {
+            free(av);
+            fprintf(stderr, "aneforge train llama: %s is not available for --init %s: a Hugging Face model that is not "
+                    "Llama-2-shaped, or trained with LoRA, trains through 'aneforge hf train' (--data, --steps, --seq, "
+                    "--seed, the train options, --lora-*, --adapter, --merge, --export DIR); drop %s\n", k, dir, k);
+            return 2;
+        }
+        if (!strcmp(k, "--export")) { av[n++] = "-o"; out = true; continue; }
+        av[n++] = argv[i];
+    }
+    if (!out) {
+        free(av);
+        return bad("--init %s is a Hugging Face model trained as itself: give --export DIR, where the trained folder (or "
+                   "the LoRA adapter) goes", dir);
+    }
+    int rc = cmd_hf(n, av);
+    free(av);
+    return rc;
+}
+
+/* Whether --init names a Hugging Face folder that trains through train_hf: asked for
+ * LoRA, or not expressible in llama2.c's layout (af_hf_check_llama). */
+static bool wants_hf_route(int argc, char **argv, const char **dir) {
+    *dir = NULL;
+    bool lora = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--init") && i + 1 < argc) *dir = argv[i + 1];
+        lora |= in_list(argv[i], LORA_FLAGS, sizeof LORA_FLAGS / sizeof *LORA_FLAGS);
+    }
+    if (!*dir || !llama_is_hf_folder(*dir)) return false;
+    /* config.json alone decides; a folder that cannot be read goes the llama way, which says why */
+    return lora || af_hf_check_llama(*dir) == AF_ERR_UNSUPPORTED;
+}
+
 int cmd_train_llama(int argc, char **argv) {
+    const char *hf_dir;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+    if (wants_hf_route(argc, argv, &hf_dir)) return train_hf(argc, argv, hf_dir);
     llama_args a = { 0 };
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;

@@ -153,12 +153,16 @@ static af_llama_weights *from_ckpt(const char *path) {
     return w;
 }
 
-af_llama_weights *llama_model_load(const char *path) {
-    if (!path) { af_fail(AF_ERR_INVALID, "no model path"); return NULL; }
+bool llama_is_hf_folder(const char *path) {
     struct stat st;
     char cfg[4096];
-    snprintf(cfg, sizeof cfg, "%s/config.json", path);
-    if (!stat(path, &st) && S_ISDIR(st.st_mode) && !stat(cfg, &st)) { /* a Hugging Face folder of a Llama-2-shaped model */
+    if (!path || snprintf(cfg, sizeof cfg, "%s/config.json", path) >= (int)sizeof cfg) return false;
+    return !stat(path, &st) && S_ISDIR(st.st_mode) && !stat(cfg, &st);
+}
+
+af_llama_weights *llama_model_load(const char *path) {
+    if (!path) { af_fail(AF_ERR_INVALID, "no model path"); return NULL; }
+    if (llama_is_hf_folder(path)) { /* a Hugging Face folder of a Llama-2-shaped model */
         af_hf_model *m = af_hf_load(path);
         af_llama_weights *w = m ? af_hf_to_llama(m) : NULL;
         af_hf_free(m);

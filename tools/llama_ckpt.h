@@ -8,6 +8,7 @@
 #include "aneforge.h"
 #include "aneforge_llama.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum { LLAMA_RECENT = 10 }; /* the train loss reported is the mean of the last 10 calls */
@@ -26,6 +27,9 @@ int llama_ckpt_resume(const char *path, af_trainer *t, const af_llama_config *c,
 /* A train llama checkpoint's weights (told apart by its magic) or a llama2.c file
  * (version 0 or 1); NULL with af_error_message() set on failure. */
 af_llama_weights *llama_model_load(const char *path);
+/* A folder holding config.json: a Hugging Face model (eval, generate and train llama's
+ * --init route it to the hf model, aneforge_hf.h). */
+bool llama_is_hf_folder(const char *path);
 /* The weights of a loaded train llama checkpoint (path names it in messages); NULL with
  * af_error_message() set when its config or a param record is missing or wrong. */
 af_llama_weights *llama_weights_from_ckpt(const af_checkpoint *c, const char *path);

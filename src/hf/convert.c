@@ -82,9 +82,7 @@ af_hf_model *af_hf_from_llama(const af_llama_weights *w) {
     return m;
 }
 
-af_llama_weights *af_hf_to_llama(const af_hf_model *m) {
-    if (!m) { ir_fail(AF_ERR_INVALID, "af_hf_to_llama: model is NULL"); return NULL; }
-    const hf_config *c = &m->c;
+af_status hf_llama_fits(const hf_config *c) {
     char why[160] = "";
     if (c->arch != HF_LLAMA) snprintf(why, sizeof why, "architecture %s (it holds LlamaForCausalLM only)", hf_arch_name(c->arch));
     else if (c->qkv_bias || c->o_bias) snprintf(why, sizeof why, "attention_bias (it has no biases)");
@@ -93,11 +91,16 @@ af_llama_weights *af_hf_to_llama(const af_hf_model *m) {
     else if (fabs(c->eps - 1e-5) > 1e-12) snprintf(why, sizeof why, "rms_norm_eps %g (it uses 1e-5)", c->eps);
     else if (c->head_dim * c->heads != c->hidden)
         snprintf(why, sizeof why, "head_dim %d (it uses hidden_size / num_attention_heads = %d)", c->head_dim, c->hidden / c->heads);
-    if (why[0]) {
-        ir_fail(AF_ERR_UNSUPPORTED, "af_hf_to_llama: llama2.c's format cannot hold this model's %s; train it as a Hugging "
-                                    "Face model instead (aneforge hf train, af_net_hf)", why);
-        return NULL;
-    }
+    if (why[0])
+        return ir_fail(AF_ERR_UNSUPPORTED, "af_hf_to_llama: llama2.c's format cannot hold this model's %s; train it as a "
+                                           "Hugging Face model instead (aneforge hf train, af_net_hf)", why);
+    return AF_OK;
+}
+
+af_llama_weights *af_hf_to_llama(const af_hf_model *m) {
+    if (!m) { ir_fail(AF_ERR_INVALID, "af_hf_to_llama: model is NULL"); return NULL; }
+    const hf_config *c = &m->c;
+    if (hf_llama_fits(c)) return NULL;
     af_llama_config lc = { 0 };
     lc.dim = c->hidden;
     lc.hidden_dim = c->inter;

@@ -30,6 +30,9 @@ af_status hf_config_parse(const char *text, size_t len, const char *what, hf_con
 /* config.json for c, malloc'd NUL-terminated. */
 char *hf_config_json(const hf_config *c);
 const char *hf_arch_name(hf_arch a);
+/* AF_OK when llama2.c's layout holds a model of config c (af_hf_to_llama converts it),
+ * else the error naming the field that it cannot hold. */
+af_status hf_llama_fits(const hf_config *c);
 
 /* The model's tensors in their fixed order: name and shape ([rows, cols] or [rows]). */
 typedef struct {

@@ -188,16 +188,29 @@ static af_status fill(af_hf_model *m, shards *sh, const json_doc *index, const c
     return AF_OK;
 }
 
-af_hf_model *af_hf_load(const char *dir) {
-    if (!dir) { ir_fail(AF_ERR_INVALID, "af_hf_load: dir is NULL"); return NULL; }
+/* dir/config.json, parsed and checked. */
+static af_status read_config(const char *dir, hf_config *c) {
     char *path = join(dir, "config.json");
-    if (!path) { ir_fail(AF_ERR_NOMEM, "out of memory"); return NULL; }
+    if (!path) return ir_fail(AF_ERR_NOMEM, "out of memory");
     size_t len;
     char *text = read_small(path, "config.json", HF_MAX_CONFIG, &len);
-    hf_config c;
-    af_status st = text ? hf_config_parse(text, len, path, &c) : AF_ERR_IO;
+    af_status st = text ? hf_config_parse(text, len, path, c) : AF_ERR_IO;
     free(text);
     free(path);
+    return st;
+}
+
+af_status af_hf_check_llama(const char *dir) {
+    if (!dir) return ir_fail(AF_ERR_INVALID, "af_hf_check_llama: dir is NULL");
+    hf_config c;
+    af_status st = read_config(dir, &c);
+    return st ? st : hf_llama_fits(&c);
+}
+
+af_hf_model *af_hf_load(const char *dir) {
+    if (!dir) { ir_fail(AF_ERR_INVALID, "af_hf_load: dir is NULL"); return NULL; }
+    hf_config c;
+    af_status st = read_config(dir, &c);
     if (st != AF_OK) return NULL;
     af_hf_model *m = hf_model_alloc(&c);
     if (!m) { ir_fail(AF_ERR_NOMEM, "%s: out of memory for the weights", dir); return NULL; }
@@ -312,3 +325,16 @@ af_status af_hf_set_params(af_hf_model *m, af_tensor *const *params, int n) {
     }
     return AF_OK;
 }
+
+int af_hf_eos_ids(const af_hf_model *m, int32_t *ids, int max) {
+    if (!m) return 0;
+    int k = 0;
+    for (int i = 0; i < m->c.n_eos; i++)
+        if (m->c.eos[i] >= 0 && m->c.eos[i] < m->c.vocab) {
+            if (ids && k < max) ids[k] = (int32_t)m->c.eos[i];
+            k++;
+        }
+    return k < max || !ids ? k : max;
+}
+
+int af_hf_max_positions(const af_hf_model *m) { return m ? m->c.max_pos : 0; }

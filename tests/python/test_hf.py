@@ -99,3 +99,66 @@ def test_tokenizer_pieces_spell_the_text():
     assert out.decode() == text
     with pytest.raises(af.Error, match="has no token"):
         tok.encode("\u00e9")  # a byte this tiny vocab never saw
+
+
+LLAMA3_TEMPLATE = ("{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+                   "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+                   "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}"
+                   "{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+                   "{% endif %}")
+
+
+def llama3_folder(tmp_path):
+    """The fuzz seed's Llama 3 tokenizer with every byte (GPT-2's characters) in the vocab
+    and Llama 3's chat tokens added, its template in tokenizer_config.json."""
+    import os
+    src = os.path.join(os.path.dirname(__file__), "..", "corpus", "hf_tokenizer", "llama3.json")
+    d = json.load(open(src))
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars = [chr(b) for b in bs] + [chr(256 + k) for k in range(256 - len(bs))]
+    special = ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"]
+    d["model"]["vocab"] = {t: i for i, t in enumerate(special + chars)}
+    d["model"]["merges"] = []
+    d["added_tokens"] = [dict(d["added_tokens"][0], id=i, content=t) for i, t in enumerate(special)]
+    d["post_processor"] = None
+    with open(tmp_path / "tokenizer.json", "w") as f:
+        json.dump(d, f)
+    with open(tmp_path / "tokenizer_config.json", "w") as f:
+        json.dump({"chat_template": LLAMA3_TEMPLATE, "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}, f)
+    return tmp_path
+
+
+def test_chat_template_ids_are_the_rendered_text_with_special_ids(tmp_path):
+    """apply_chat_template: Llama 3's text (written out here) with its special tokens as
+    single ids (check_chat.py compares with transformers for every family)."""
+    tok = af.hf.Tokenizer.load(llama3_folder(tmp_path))
+    assert tok.chat_template.family == "llama3"
+    msgs = [{"role": "system", "content": " be brief\n"}, {"role": "user", "content": "hello world's"}]
+    text = tok.apply_chat_template(msgs, tokenize=False)
+    assert text == ("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nbe brief<|eot_id|>"
+                    "<|start_header_id|>user<|end_header_id|>\n\nhello world's<|eot_id|>"
+                    "<|start_header_id|>assistant<|end_header_id|>\n\n")
+    ids = tok.apply_chat_template(msgs)
+    assert list(ids) == list(tok.encode(text))
+    for special in ("<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>"):
+        assert tok.token_id(special) is not None and (ids == tok.token_id(special)).sum() >= 1
+    assert tok.token_id("hello world's and more") is None
+    assert tok.decode(ids, skip_special_tokens=False) == text
+    assert "<|eot_id|>" not in tok.decode(ids)
+    with pytest.raises(af.Error, match="role \"tool\""):
+        tok.apply_chat_template([{"role": "tool", "content": "x"}])
+    with pytest.raises(af.Error, match="raw prompt"):
+        af.hf.ChatTemplate.parse("{{ messages[0]['content'] }}")
+
+
+def test_generate_equals_the_llama2c_generator():
+    """hf.generate (the folder's forward, no KV cache, half-split RoPE) picks the same
+    greedy tokens as llama2.c's KV-cache generator on the same model."""
+    w = tiny_llama(3)
+    m = af.hf.Model.from_llama(w)
+    ours = af.hf.generate(m, prompt=[1, 5, 7, 9], max_new_tokens=11, temperature=0.0, stop=[1])
+    ref = list(w.generate([1, 5, 7, 9], 15, 0.0))
+    ref = ref[:ref.index(1)] if 1 in ref else ref
+    assert len(ours) >= 3 and ours == ref[:len(ours)]
+    with pytest.raises(af.Error, match="prompt"):
+        af.hf.generate(m)

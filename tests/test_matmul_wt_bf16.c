@@ -1,8 +1,10 @@
-/* x W^T (a weight stored [N, K], as a linear layer's) at AF_PRECISION_BF16 on the CPU:
- * the kernel takes it as C^T = W x^T over chunks of W's rows (k_matmul.c). Checked
- * against a double loop over the bf16-rounded operands: the plain product, a fused bias
- * (applied per row of C^T), a fused ReLU, N across several chunks and not a multiple of
- * one, and matmul_w. Skipped (77) on a CPU with no bf16 path. */
+/* Products against large weights at AF_PRECISION_BF16 on the CPU, which k_matmul.c cuts
+ * into chunks run side by side: x W^T (a weight stored [N, K], as a linear layer's),
+ * taken as C^T = W x^T over chunks of W's rows, and x W with a long K (lm_head's input
+ * gradient), split over K among the threads and summed. Checked against a double loop
+ * over the bf16-rounded operands: the plain product, a fused bias (applied per row of
+ * C^T), a fused ReLU, N across several chunks and not a multiple of one, matmul_w, and
+ * K across several chunks. Skipped (77) on a CPU with no bf16 path. */
 #include "aneforge.h"
 #include "cpu/gemm_bf16.h"
 #include "support/check.h"
@@ -19,16 +21,18 @@ static float draw(void) {
 }
 static double bf(float x) { return cpu_bf16_to_float(cpu_bf16_round(x)); }
 
-/* relu?(x W^T + b) with x [M, K], W [N, K]; matmul_w: af_matmul_w instead of af_matmul */
-static void check(int64_t M, int64_t N, int64_t K, bool bias, bool relu, bool matmul_w) {
+/* relu?(x W^T + b) with x [M, K], W [N, K]; matmul_w: af_matmul_w instead of af_matmul;
+ * plain: x W with W stored [K, N] */
+static void check_as(int64_t M, int64_t N, int64_t K, bool bias, bool relu, bool matmul_w, bool plain) {
     float *x = malloc(sizeof(float) * (size_t)(M * K)), *w = malloc(sizeof(float) * (size_t)(N * K));
     float *b = malloc(sizeof(float) * (size_t)N), *y = malloc(sizeof(float) * (size_t)(M * N));
     for (int64_t i = 0; i < M * K; i++) x[i] = draw();
     for (int64_t i = 0; i < N * K; i++) w[i] = draw();
     for (int64_t i = 0; i < N; i++) b[i] = draw();
     af_graph *g = af_graph_new();
-    af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(M, K)), *wt = af_const(g, "w", AF_SHAPE(N, K), w);
-    af_tensor *o = matmul_w ? af_matmul_w(xi, wt) : af_matmul(xi, wt, 0, 1);
+    af_tensor *xi = af_input(g, "x", AF_F32, AF_SHAPE(M, K));
+    af_tensor *wt = af_const(g, "w", plain ? AF_SHAPE(K, N) : AF_SHAPE(N, K), w);
+    af_tensor *o = matmul_w ? af_matmul_w(xi, wt) : af_matmul(xi, wt, 0, !plain);
     if (bias) o = af_add(o, af_const(g, "b", AF_SHAPE(N), b));
     if (relu) o = af_relu(o);
     af_compile_opts opts = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_BF16, .threads = 2 };
@@ -41,18 +45,22 @@ static void check(int64_t M, int64_t N, int64_t K, bool bias, bool relu, bool ma
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 double acc = bias ? b[j] : 0;
-                for (int64_t k = 0; k < K; k++) acc += bf(x[i * K + k]) * bf(w[j * K + k]);
+                for (int64_t k = 0; k < K; k++) acc += bf(x[i * K + k]) * bf(plain ? w[k * N + j] : w[j * K + k]);
                 if (relu && acc < 0) acc = 0;
                 double e = fabs(acc - y[i * N + j]);
                 worst = e > worst ? e : worst;
             }
         /* fp32 sums of K products of bf16 values: within a few fp32 ulps of the sum */
-        CHECK(worst < 1e-4 * sqrt((double)K), "M %lld N %lld K %lld bias %d relu %d matmul_w %d: worst error %g",
-              (long long)M, (long long)N, (long long)K, bias, relu, matmul_w, worst);
+        CHECK(worst < 1e-4 * sqrt((double)K), "M %lld N %lld K %lld bias %d relu %d matmul_w %d plain %d: worst error %g",
+              (long long)M, (long long)N, (long long)K, bias, relu, matmul_w, plain, worst);
         af_model_free(m);
     }
     af_graph_free(g);
     free(x), free(w), free(b), free(y);
+}
+
+static void check(int64_t M, int64_t N, int64_t K, bool bias, bool relu, bool matmul_w) {
+    check_as(M, N, K, bias, relu, matmul_w, false);
 }
 
 int main(void) {
@@ -65,5 +73,8 @@ int main(void) {
     check(5, 2100, 40, true, true, false);
     check(9, 2049, 72, false, false, true);
     check(3, 100, 64, true, false, false); /* below the chunked path's threshold */
+    check(5, 1000, 48, false, false, false); /* one chunk per thread */
+    check_as(6, 40, 20000, false, false, false, true); /* K split over the threads: 5 chunks, the last partial */
+    check_as(6, 40, 20000, true, false, false, true);  /* a fused bias: not split */
     return check_finish("test_matmul_wt_bf16");
 }

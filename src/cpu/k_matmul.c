@@ -2,6 +2,7 @@
 #include "cpu/gemm.h"
 #include "cpu/kernels.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,28 +93,89 @@ static void transpose_block(const float *src, int64_t lds, float *dst, int64_t l
                 for (int64_t c = c0; c < cols && c < c0 + TILE; c++) dst[c * ldd + r] = src[r * lds + c];
 }
 
-/* x [M, K] times a weight stored [N, K] (a linear layer's x W^T) on the bf16 path: its
- * transposed-B packing re-reads every frozen weight column-wise each step and ran at a
- * tenth of the plain layout's speed (a 0.6B model's projections and lm_head), so the
- * product is taken the other way round, C^T = W x^T, with the weight as the row-major
- * left operand, over chunks of W's rows so the transposed result stays small. False
- * (nothing written) when out of memory. */
-#define WT_CHUNK 2048
+/* The bf16 GEMM (gemm_bf16.c) converts and packs each whole operand on the calling
+ * thread before its tiles run in parallel, so a product against a large frozen weight
+ * (a 0.6B model's projections and its 151,936-row lm_head) spent most of its time in
+ * that serial packing, and a transposed weight first went through a column-wise copy
+ * that ran at a tenth of the plain layout's speed. The two products below cut the
+ * weight into chunks that the pool's threads convert, pack and multiply side by side,
+ * each chunk's GEMM on one thread; the packed copies stay a chunk's size. */
+#define WT_CHUNK 2048        /* weight rows per chunk */
+#define KSPLIT_CHUNK 4096    /* summed rows per chunk */
+#define KSPLIT_MIN 16384     /* a K this long is split */
+
+typedef struct {
+    const cpu_call *c;
+    int64_t M, N, K, nb, chunks, ldw, lda;
+    const float *W, *xt, *A;
+    float *part;             /* k-split: one M x N partial sum per worker */
+    int64_t workers;
+    _Atomic int failed;
+} wt_job;
+
+/* Chunks [c0, c1) of C^T = W x^T: W's rows j0.. against x^T, written transposed into C. */
+static void wt_chunks(void *p, int64_t c0, int64_t c1) {
+    wt_job *j = p;
+    float *ct = malloc(sizeof(float) * (size_t)(j->nb * j->M));
+    if (!ct) { j->failed = 1; return; }
+    for (int64_t ch = c0; ch < c1; ch++) {
+        int64_t j0 = ch * j->nb, n = j->N - j0 < j->nb ? j->N - j0 : j->nb;
+        const cpu_epilogue *e = j->c->ep;
+        cpu_epilogue ep = { 0 };
+        if (e) ep = (cpu_epilogue){ e->bias ? e->bias + j0 : NULL, true, e->relu }; /* C^T's rows are C's columns */
+        cpu_kgemm(j->c, NULL, 0, 0, n, j->M, j->K, j->W + j0 * j->ldw, j->ldw, j->xt, j->M, 0.0f, ct, j->M, e ? &ep : NULL);
+        transpose_block(ct, j->M, j->c->out + j0, j->N, n, j->M);
+    }
+    free(ct);
+}
+
+/* x [M, K] times a weight stored [N, K] (x W^T), taken as C^T = W x^T with the weight
+ * as the row-major left operand, by chunks of W's rows. False (C partly written: the
+ * caller recomputes it whole) when out of memory. */
 static bool matmul_wt_bf16(const cpu_call *c, int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
                            const float *W, int64_t ldw) {
-    int64_t nb = N < WT_CHUNK ? N : WT_CHUNK;
-    float *xt = malloc(sizeof(float) * (size_t)(K * M)), *ct = malloc(sizeof(float) * (size_t)(nb * M));
-    if (!xt || !ct) { free(xt); free(ct); return false; }
+    int64_t threads = cpu_pool_threads(c->pool), nb = (N + threads - 1) / threads;
+    nb = nb < WT_CHUNK ? (nb + 31) & ~(int64_t)31 : WT_CHUNK;
+    float *xt = malloc(sizeof(float) * (size_t)(K * M));
+    if (!xt) return false;
     transpose_block(X, ldx, xt, M, M, K);
-    for (int64_t j0 = 0; j0 < N; j0 += nb) {
-        int64_t n = N - j0 < nb ? N - j0 : nb;
-        cpu_epilogue ep = { 0 };
-        if (c->ep) ep = (cpu_epilogue){ c->ep->bias ? c->ep->bias + j0 : NULL, true, c->ep->relu };
-        cpu_kgemm(c, c->pool, 0, 0, n, M, K, W + j0 * ldw, ldw, xt, M, 0.0f, ct, M, c->ep ? &ep : NULL);
-        transpose_block(ct, M, c->out + j0, N, n, M);
-    }
+    wt_job j = { .c = c, .M = M, .N = N, .K = K, .nb = nb, .chunks = (N + nb - 1) / nb, .ldw = ldw, .W = W, .xt = xt };
+    cpu_pool_for(c->pool, j.chunks, 1, wt_chunks, &j);
     free(xt);
-    free(ct);
+    return !j.failed;
+}
+
+/* Worker w's share of C = A B over K: chunks w, w + workers, ... summed into its partial. */
+static void ksplit_workers(void *p, int64_t w0, int64_t w1) {
+    wt_job *j = p;
+    int64_t nchunks = (j->K + KSPLIT_CHUNK - 1) / KSPLIT_CHUNK;
+    for (int64_t w = w0; w < w1; w++) {
+        float *part = j->part + w * j->M * j->N;
+        for (int64_t ch = w, first = 1; ch < nchunks; ch += j->workers, first = 0) {
+            int64_t k0 = ch * KSPLIT_CHUNK, kc = j->K - k0 < KSPLIT_CHUNK ? j->K - k0 : KSPLIT_CHUNK;
+            cpu_kgemm(j->c, NULL, 0, 0, j->M, j->N, kc, j->A + k0, j->lda, j->W + k0 * j->ldw, j->ldw, first ? 0.0f : 1.0f,
+                      part, j->N, NULL);
+        }
+    }
+}
+
+/* A [M, K] times a weight B [K, N] with a long K (lm_head's gradient for its input, K =
+ * vocab): the K rows split among the workers, each summing its chunks, then the partial
+ * sums added. False (nothing written) when out of memory. */
+static bool matmul_ksplit_bf16(const cpu_call *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                               const float *B, int64_t ldb) {
+    int64_t workers = cpu_pool_threads(c->pool), nchunks = (K + KSPLIT_CHUNK - 1) / KSPLIT_CHUNK;
+    if (workers > nchunks) workers = nchunks;
+    wt_job j = { .c = c, .M = M, .N = N, .K = K, .ldw = ldb, .lda = lda, .W = B, .A = A, .workers = workers };
+    if (!(j.part = malloc(sizeof(float) * (size_t)(workers * M * N)))) return false;
+    cpu_pool_for(c->pool, workers, 1, ksplit_workers, &j);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t n = 0; n < N; n++) {
+            float sum = 0.0f;
+            for (int64_t w = 0; w < workers; w++) sum += j.part[(w * M + i) * N + n];
+            c->out[i * N + n] = sum;
+        }
+    free(j.part);
     return true;
 }
 
@@ -140,6 +202,8 @@ void cpu_k_matmul(const cpu_call *c) {
     /* A shared right operand with a full left batch is one tall GEMM (a linear layer on [B, T, D]). */
     if (batch_b == 1 && batch_a == batches && !ta) {
         if (c->bf16 && tb && n >= 256 && matmul_wt_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb)) return;
+        if (c->bf16 && !tb && !c->ep && k >= KSPLIT_MIN && matmul_ksplit_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb))
+            return;
         cpu_kgemm(c, c->pool, 0, tb, batches * m, n, k, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);
         return;
     }

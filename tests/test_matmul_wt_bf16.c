@@ -4,7 +4,9 @@
  * gradient), split over K among the threads and summed. Checked against a double loop
  * over the bf16-rounded operands: the plain product, a fused bias (applied per row of
  * C^T), a fused ReLU, N across several chunks and not a multiple of one, matmul_w, and
- * K across several chunks. Skipped (77) on a CPU with no bf16 path. */
+ * K across several chunks. Products with a side of 8 or less (LoRA's rank 8, a few
+ * rows) stay fp32: they equal the double loop over the unrounded operands. Skipped (77)
+ * on a CPU with no bf16 path. */
 #include "aneforge.h"
 #include "cpu/gemm_bf16.h"
 #include "support/check.h"
@@ -19,7 +21,8 @@ static float draw(void) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
 }
-static double bf(float x) { return cpu_bf16_to_float(cpu_bf16_round(x)); }
+static bool rounded = true; /* the product is expected in bf16 */
+static double bf(float x) { return rounded ? cpu_bf16_to_float(cpu_bf16_round(x)) : x; }
 
 /* relu?(x W^T + b) with x [M, K], W [N, K]; matmul_w: af_matmul_w instead of af_matmul;
  * plain: x W with W stored [K, N] */
@@ -51,7 +54,7 @@ static void check_as(int64_t M, int64_t N, int64_t K, bool bias, bool relu, bool
                 worst = e > worst ? e : worst;
             }
         /* fp32 sums of K products of bf16 values: within a few fp32 ulps of the sum */
-        CHECK(worst < 1e-4 * sqrt((double)K), "M %lld N %lld K %lld bias %d relu %d matmul_w %d plain %d: worst error %g",
+        CHECK(worst < (rounded ? 1e-4 : 1e-5) * sqrt((double)K), "M %lld N %lld K %lld bias %d relu %d matmul_w %d plain %d: worst error %g",
               (long long)M, (long long)N, (long long)K, bias, relu, matmul_w, plain, worst);
         af_model_free(m);
     }
@@ -63,18 +66,29 @@ static void check(int64_t M, int64_t N, int64_t K, bool bias, bool relu, bool ma
     check_as(M, N, K, bias, relu, matmul_w, false);
 }
 
+/* A narrow product: fp32, so within fp32 rounding of the unrounded operands' product. */
+static void check_fp32(int64_t M, int64_t N, int64_t K, bool plain) {
+    rounded = false;
+    check_as(M, N, K, false, false, false, plain);
+    rounded = true;
+}
+
 int main(void) {
     if (!cpu_gemm_bf16_best()) {
         fprintf(stderr, "matmul_wt_bf16: this CPU has neither AMX-BF16 nor AVX512-BF16: skipped\n");
         return 77;
     }
-    check(7, 300, 64, false, false, false);
-    check(33, 4500, 96, true, false, false); /* three chunks of W's rows, the last partial */
-    check(5, 2100, 40, true, true, false);
-    check(9, 2049, 72, false, false, true);
-    check(3, 100, 64, true, false, false); /* below the chunked path's threshold */
-    check(5, 1000, 48, false, false, false); /* one chunk per thread */
-    check_as(6, 40, 20000, false, false, false, true); /* K split over the threads: 5 chunks, the last partial */
-    check_as(6, 40, 20000, true, false, false, true);  /* a fused bias: not split */
+    check(32, 300, 256, false, false, false);
+    check(33, 4500, 288, true, false, false); /* three chunks of W's rows, the last partial */
+    check(40, 2100, 256, true, true, false);
+    check(36, 2049, 320, false, false, true);
+    check(32, 1000, 256, false, false, false); /* one chunk per thread */
+    check(32, 100, 256, true, false, false);   /* below the chunked path's threshold */
+    check_as(32, 40, 20000, false, false, false, true); /* K split over the threads: 5 chunks, the last partial */
+    check_as(32, 40, 20000, true, false, false, true);  /* a fused bias: not split */
+    check_fp32(64, 300, 8, false);  /* LoRA's B: rank 8 */
+    check_fp32(64, 8, 300, false);  /* LoRA's A */
+    check_fp32(8, 300, 256, false); /* a few rows */
+    check_fp32(64, 8, 300, true);
     return check_finish("test_matmul_wt_bf16");
 }

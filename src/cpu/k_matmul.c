@@ -13,7 +13,7 @@ void cpu_k_matmul_w(const cpu_call *c) {
     const af_tensor *t = c->t;
     int64_t n = t->src[1]->shape.dim[0], k = t->src[1]->shape.dim[1];
     int64_t m = af_shape_count(t->src[0]->shape) / k;
-    if (c->bf16 && n >= 256 && matmul_wt_bf16(c, m, n, k, c->in[0], k, c->in[1], k)) return;
+    if (c->bf16 && n >= 256 && k >= 256 && m >= 32 && matmul_wt_bf16(c, m, n, k, c->in[0], k, c->in[1], k)) return;
     cpu_kgemm(c, c->pool, 0, 1, m, n, k, c->in[0], k, c->in[1], k, 0.0f, c->out, n, c->ep);
 }
 
@@ -188,12 +188,19 @@ bool cpu_matmul_is_one_gemm(const af_tensor *t) {
     return (batch_b == 1 && batch_a == batches && !t->a.ta) || batches == 1; /* the two paths below */
 }
 
-void cpu_k_matmul(const cpu_call *c) {
-    const af_tensor *t = c->t;
+void cpu_k_matmul(const cpu_call *call) {
+    const af_tensor *t = call->t;
     af_shape sa = t->src[0]->shape, sb = t->src[1]->shape, so = t->shape;
     int ta = t->a.ta, tb = t->a.tb;
     int64_t m = so.dim[so.rank - 2], n = so.dim[so.rank - 1];
     int64_t k = ta ? sa.dim[sa.rank - 2] : sa.dim[sa.rank - 1];
+    /* The bf16 GEMM pads every side to 32 and converts whole operands per call, so a
+     * product with a side of 8 or less (LoRA's rank-8 ones, a few tokens) costs more in
+     * bf16 than it saves: those stay fp32. */
+    int64_t rows = af_shape_count(sb) == sb.dim[sb.rank - 1] * sb.dim[sb.rank - 2] && !ta ? af_shape_count(so) / n : m;
+    cpu_call narrow = *call;
+    if (call->bf16 && (k <= 8 || n <= 8 || rows <= 8)) narrow.bf16 = 0;
+    const cpu_call *c = &narrow;
     int64_t lda = sa.dim[sa.rank - 1], ldb = sb.dim[sb.rank - 1];
     int64_t mat_a = sa.dim[sa.rank - 1] * sa.dim[sa.rank - 2];
     int64_t mat_b = sb.dim[sb.rank - 1] * sb.dim[sb.rank - 2];
@@ -201,7 +208,8 @@ void cpu_k_matmul(const cpu_call *c) {
     int64_t batch_a = af_shape_count(sa) / mat_a, batch_b = af_shape_count(sb) / mat_b;
     /* A shared right operand with a full left batch is one tall GEMM (a linear layer on [B, T, D]). */
     if (batch_b == 1 && batch_a == batches && !ta) {
-        if (c->bf16 && tb && n >= 256 && matmul_wt_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb)) return;
+        if (c->bf16 && tb && n >= 256 && k >= 256 && matmul_wt_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb))
+            return;
         if (c->bf16 && !tb && !c->ep && k >= KSPLIT_MIN && matmul_ksplit_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb))
             return;
         cpu_kgemm(c, c->pool, 0, tb, batches * m, n, k, c->in[0], lda, c->in[1], ldb, 0.0f, c->out, n, c->ep);

@@ -40,9 +40,10 @@ AF_API af_status    af_hf_set_params(af_hf_model *m, af_tensor *const *params, i
 /* The model as a trainer's net: x [B, seq] ids, next-token cross entropy (AF_OBJ_CUSTOM),
  * one-hot targets [B, seq * vocab]; seq <= max_position_embeddings. Free with af_net_free. */
 AF_API af_net       af_net_hf(const af_hf_model *m, int seq);
-/* The same without its own copy of the base weights: it reads m's, so m must stay alive
- * and unchanged until af_trainer_new (where the trainer uses the net) has returned. For a
- * large model this saves one copy of every weight at the peak (aneforge hf train). */
+/* The same without any copy of the base weights: the trainer's programs read m's arrays
+ * in place (fp32 on the CPU; other targets copy them), so m must stay alive and its
+ * base weights unchanged until the trainer is freed (af_trainer_free). For a large
+ * model this holds the frozen weights once in the process (aneforge hf train). */
 AF_API af_net       af_net_hf_borrow(const af_hf_model *m, int seq);
 /* Writes dir/config.json and dir/model.safetensors (F32), creating dir if needed, so
  * transformers' from_pretrained(dir) loads it. */

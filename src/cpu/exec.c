@@ -20,7 +20,8 @@ struct cpu_exec {
     int64_t arena_floats;
     float *scratch;
     int64_t scratch_floats;
-    float **baked;         /* per tensor id: the constant's values as compiled (fp16-rounded when fp16) */
+    float **baked;         /* per tensor id: the constant's values as compiled (fp16-rounded when fp16);
+                            * NULL for a borrowed one read in place */
     const float **srcptr;  /* room for the widest node's source pointers */
     cpu_pool *pool;
     int *state_out;        /* per input: the output copied onto it after a run, or -1 */
@@ -73,6 +74,12 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
     for (int id = 0; id < p->ntensors; id++) {
         af_tensor *t = p->g->t[id];
         if (!p->need[id] || t->op != IR_OP_CONST) continue;
+        /* A borrowed constant (ir_const_borrow: a large model's frozen weights) is read
+         * where it is when no rounding is needed: kernels only read their sources. */
+        if ((t->flags & IR_TF_BORROWED) && !needs_rounding(e, t)) {
+            e->val[id] = t->data;
+            continue;
+        }
         /* Constants are baked as compiled (fp16 when the program stores fp16): changing
          * one afterwards affects later compiles only, at every precision. */
         int64_t cnt = af_shape_count(t->shape);

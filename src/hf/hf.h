@@ -78,6 +78,9 @@ af_hf_model *hf_model_alloc(const hf_config *c);
  * lora->rank > 0, the adapters ad (in adapter slot order). */
 af_tensor *hf_forward(const hf_config *c, const hf_lora_cfg *lora, af_tensor *tokens, af_tensor *const *p,
                       af_tensor *const *ad);
+/* af_hf_forward; with borrow, LoRA's frozen base weights are constants that read m's
+ * arrays in place (ir_const_borrow), so m must outlive g and every model compiled from it. */
+af_tensor *hf_model_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *const *params, bool borrow);
 /* HF's RoPE angles for head_dim hd and positions [0, T): cos and sin [T][hd / 2]. */
 void hf_rope_table(const hf_config *c, int T, float *cos_out, float *sin_out);
 #endif

@@ -279,20 +279,22 @@ int af_hf_params_new(af_graph *g, const af_hf_model *m, af_tensor **params, int 
 
 /* A frozen base weight as a constant of g: the one an earlier call put there when its
  * name, shape and values are the same (the trainer builds its training and evaluation
- * programs on one graph: one copy of a 0.5B model's weights, not two), else a new one. */
-static af_tensor *base_const(af_graph *g, const hf_slot *sl, const float *w) {
+ * programs on one graph: one copy of a 0.5B model's weights, not two), else a new one;
+ * borrowed (no copy at all: read where the model holds it) when the caller keeps the
+ * model alive and unchanged for as long as the graph and its programs. */
+static af_tensor *base_const(af_graph *g, const hf_slot *sl, const float *w, bool borrow) {
     af_shape s = sl->rank == 2 ? AF_SHAPE(sl->shape[0], sl->shape[1]) : AF_SHAPE(sl->shape[0]);
     for (int k = 0; k < g->n; k++) {
         const af_tensor *t = g->t[k];
         if (t->op == IR_OP_CONST && t->data && t->name && !strcmp(t->name, sl->name) && t->shape.rank == s.rank &&
             af_shape_count(t->shape) == af_shape_count(s) && t->shape.dim[0] == s.dim[0] &&
-            !memcmp(t->data, w, sizeof(float) * (size_t)af_shape_count(s)))
+            (t->data == w || !memcmp(t->data, w, sizeof(float) * (size_t)af_shape_count(s))))
             return g->t[k];
     }
-    return af_const(g, sl->name, s, w);
+    return borrow ? ir_const_borrow(g, sl->name, s, w) : af_const(g, sl->name, s, w);
 }
 
-af_tensor *af_hf_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *const *params) {
+af_tensor *hf_model_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *const *params, bool borrow) {
     if (!m || !tokens || !params) { ir_fail(AF_ERR_INVALID, "af_hf_forward: model, tokens and params must not be NULL"); return NULL; }
     af_graph *g = af_tensor_graph(tokens);
     for (int i = 0; i < ntrain(m); i++) {
@@ -308,10 +310,14 @@ af_tensor *af_hf_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *con
     /* LoRA: the base weights are constants (frozen: no gradient, no optimizer state) */
     af_tensor **base = malloc(sizeof *base * (size_t)m->n);
     if (!base) { ir_graph_fail(g, "af_hf_forward: out of memory"); return NULL; }
-    for (int i = 0; i < m->n; i++) base[i] = base_const(g, &m->slot[i], m->w[i]);
+    for (int i = 0; i < m->n; i++) base[i] = base_const(g, &m->slot[i], m->w[i], borrow);
     af_tensor *y = hf_forward(&m->c, &m->lora, tokens, base, params);
     free(base);
     return y;
+}
+
+af_tensor *af_hf_forward(const af_hf_model *m, af_tensor *tokens, af_tensor *const *params) {
+    return hf_model_forward(m, tokens, params, false);
 }
 
 af_status af_hf_set_params(af_hf_model *m, af_tensor *const *params, int n) {

@@ -1,7 +1,8 @@
 /* A Hugging Face model as an af_net for the trainer: token ids in, next-token cross
  * entropy out, as af_net_llama. One allocation (af_net_free frees ctx): the config, the
- * slot table and a copy of the initial weights (af_net_hf_borrow: of the adapters only,
- * the base weights read from the model itself). */
+ * slot table and a copy of the initial weights (af_net_hf_borrow: of the adapters only;
+ * the base weights are the model's own arrays, which the graph's constants and the CPU
+ * programs read in place: one copy of a 0.5B model's frozen weights in the process). */
 #include "hf/hf.h"
 
 #include "ir/ir.h"
@@ -10,8 +11,9 @@
 #include <string.h>
 
 typedef struct {
-    af_hf_model m;   /* m.slot and m.w point into the same block */
+    af_hf_model m;   /* m.slot and m.w point into the same block (m.w: the caller's arrays when borrowing) */
     int seq;
+    bool borrow;     /* the graph's base constants read the caller's arrays in place */
 } hf_net;
 
 static int make_params(void *ctx, af_graph *g, af_tensor **params, int max) {
@@ -19,7 +21,8 @@ static int make_params(void *ctx, af_graph *g, af_tensor **params, int max) {
 }
 
 static af_tensor *forward(void *ctx, af_tensor *x, af_tensor *const *w) {
-    af_tensor *logits = af_hf_forward(&((hf_net *)ctx)->m, x, w);
+    hf_net *n = ctx;
+    af_tensor *logits = hf_model_forward(&n->m, x, w, n->borrow);
     return logits ? af_reshape(logits, AF_SHAPE(af_tensor_shape(x).dim[0], -1)) : NULL;
 }
 
@@ -46,6 +49,7 @@ static af_net make(const af_hf_model *m, int seq, bool borrow) {
     if (!n) { ir_fail(AF_ERR_NOMEM, "af_net_hf: out of memory for %zu weights", floats); return net; }
     n->m = *m;
     n->seq = seq;
+    n->borrow = borrow;
     n->m.slot = (hf_slot *)(n + 1);
     n->m.aslot = n->m.slot + m->n;
     n->m.w = (float **)(n->m.aslot + m->na);
@@ -57,7 +61,7 @@ static af_net make(const af_hf_model *m, int seq, bool borrow) {
         bool base = i < m->n;
         const hf_slot *sl = base ? &m->slot[i] : &m->aslot[i - m->n];
         float **dst = base ? &n->m.w[i] : &n->m.a[i - m->n];
-        if (base && borrow) { *dst = m->w[i]; continue; } /* only read: make_params copies, af_const copies */
+        if (base && borrow) { *dst = m->w[i]; continue; } /* only read, by the graph's borrowed constants */
         *dst = at;
         memcpy(at, base ? m->w[i] : m->a[i - m->n], count_of(sl) * sizeof(float));
         at += count_of(sl);

@@ -106,7 +106,7 @@ af_tensor *ir_build(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a) {
 /* ------------------------------------------------------------------ leaves */
 
 static af_tensor *leaf(af_graph *g, ir_op op, const char *name, af_dtype dt, af_shape s, const float *data,
-                       const char *what) {
+                       bool borrow, const char *what) {
     if (!g) { ir_fail(AF_ERR_INVALID, "%s: graph is NULL", what); return NULL; }
     if (g->error) return NULL;
     if (!dims_valid(s) || too_many_elements(s)) {
@@ -123,7 +123,11 @@ static af_tensor *leaf(af_graph *g, ir_op op, const char *name, af_dtype dt, af_
     af_tensor *t = ir_node_new(g, op, 0, NULL, s, dt, NULL);
     if (!t) return NULL;
     t->name = dup_name(g, name, op == IR_OP_CONST ? "const" : "input");
-    if (data || op == IR_OP_CONST) {
+    if (borrow) { /* the caller's memory: tensor_free leaves it, nothing writes it */
+        if (!t->name) { ir_graph_fail(g, "%s: out of memory", what); return NULL; }
+        t->data = (float *)data;
+        t->flags |= IR_TF_BORROWED;
+    } else if (data || op == IR_OP_CONST) {
         size_t n = (size_t)af_shape_count(s);
         t->data = malloc(n * sizeof(float) + 1);
         if (!t->data || !t->name) { ir_graph_fail(g, "%s: out of memory", what); return NULL; }
@@ -134,23 +138,28 @@ static af_tensor *leaf(af_graph *g, ir_op op, const char *name, af_dtype dt, af_
 }
 
 af_tensor *af_input(af_graph *g, const char *name, af_dtype dt, af_shape s) {
-    return leaf(g, IR_OP_INPUT, name, dt, s, NULL, "af_input");
+    return leaf(g, IR_OP_INPUT, name, dt, s, NULL, false, "af_input");
 }
 
 af_tensor *af_const(af_graph *g, const char *name, af_shape s, const float *data) {
     if (g && !g->error && !data) { ir_graph_fail(g, "af_const '%s': data is NULL", name ? name : ""); return NULL; }
-    return leaf(g, IR_OP_CONST, name, AF_F32, s, data, "af_const");
+    return leaf(g, IR_OP_CONST, name, AF_F32, s, data, false, "af_const");
+}
+
+af_tensor *ir_const_borrow(af_graph *g, const char *name, af_shape s, const float *data) {
+    if (g && !g->error && !data) { ir_graph_fail(g, "ir_const_borrow '%s': data is NULL", name ? name : ""); return NULL; }
+    return leaf(g, IR_OP_CONST, name, AF_F32, s, data, true, "ir_const_borrow");
 }
 
 af_tensor *af_const_fill(af_graph *g, af_shape s, float value) {
-    af_tensor *t = leaf(g, IR_OP_CONST, NULL, AF_F32, s, NULL, "af_const_fill");
+    af_tensor *t = leaf(g, IR_OP_CONST, NULL, AF_F32, s, NULL, false, "af_const_fill");
     if (t)
         for (int64_t i = 0, n = af_shape_count(s); i < n; i++) t->data[i] = value;
     return t;
 }
 
 af_tensor *af_parameter(af_graph *g, const char *name, af_shape s, const float *init) {
-    af_tensor *t = leaf(g, IR_OP_INPUT, name, AF_F32, s, NULL, "af_parameter");
+    af_tensor *t = leaf(g, IR_OP_INPUT, name, AF_F32, s, NULL, false, "af_parameter");
     if (!t) return NULL;
     size_t n = (size_t)af_shape_count(s);
     t->data = calloc(n + 1, sizeof(float));

@@ -164,7 +164,7 @@ af_graph *ir_graph_retain(af_graph *g) {
 
 static void tensor_free(af_tensor *t) {
     free(t->src);
-    free(t->data);
+    if (!(t->flags & IR_TF_BORROWED)) free(t->data);
     free(t->name);
     free(t);
 }

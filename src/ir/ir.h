@@ -114,6 +114,7 @@ enum {
     IR_TF_EXACT = 1u << 4,    /* holds a MIL integer or bool value (as do the nodes computing it): never rounded
                                * to fp16 whatever its dtype, so integers up to 2^24 stay exact at every
                                * precision; adapts its dtype like a constant */
+    IR_TF_BORROWED = 1u << 5, /* a constant whose data is the caller's (ir_const_borrow): never freed or written */
 };
 
 struct af_tensor {
@@ -166,6 +167,13 @@ af_status ir_write_file(const char *path, const void *data, size_t n, const char
 void ir_clear_error(void);
 /* Sends a formatted message to the user's log function (af_set_log), if any. */
 void ir_log(af_log_level level, const char *fmt, ...);
+
+/* A constant whose values are the caller's memory, not a copy (a large model's frozen
+ * weights held once): data (count(s) floats) must stay valid and unchanged while g and
+ * every model compiled from it live (af_model_free and af_graph_free both done); fp32
+ * CPU programs read it in place, the others copy it as they do any constant. Writing
+ * through af_tensor_value writes the caller's memory. NULL with the error on g. */
+af_tensor *ir_const_borrow(af_graph *g, const char *name, af_shape s, const float *data);
 
 /* Creates a node; the caller has validated operands and computed shape. */
 af_tensor *ir_node_new(af_graph *g, ir_op op, int nsrc, af_tensor *const *src, af_shape shape,

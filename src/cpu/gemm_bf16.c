@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "cpu/gemm_bf16.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,12 +398,53 @@ static cache_entry *claim(cpu_bf16_cache *c, const void *key, const float *data,
     }
     e->step = 0;
     e->data = data;
-    if (e->cap < need) {
-        uint16_t *grown = realloc(e->bp, need * 2);
-        if (!grown) return NULL;
-        e->bp = grown, e->cap = need;
+    if (e->cap < need) { /* repacked whole below: nothing to copy; cache-line aligned as ws_get's */
+        free(e->bp);
+        e->bp = aligned_alloc(64, (need * 2 + 63) & ~(size_t)63);
+        e->cap = e->bp ? need : 0;
+        if (!e->bp) return NULL;
     }
     return e;
+}
+
+/* The packing buffers, kept per thread from call to call: a buffer malloc'd and freed
+ * per product is, at these sizes, mapped and unmapped each time, and every page of it
+ * faulted in again (a sixth of a llama step's time on one thread). Freed when the thread
+ * ends (the key's destructor). */
+typedef struct { uint16_t *buf[2]; size_t cap[2]; } workspace;
+
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+static bool ws_key_ok;
+
+static void ws_free(void *v) {
+    workspace *w = v;
+    free(w->buf[0]);
+    free(w->buf[1]);
+    free(w);
+}
+
+static void ws_init(void) { ws_key_ok = pthread_key_create(&ws_key, ws_free) == 0; }
+
+/* This thread's buffer i of at least n uint16, or NULL when memory runs out. */
+static uint16_t *ws_get(int i, size_t n) {
+    pthread_once(&ws_once, ws_init);
+    if (!ws_key_ok) return NULL;
+    workspace *w = pthread_getspecific(ws_key);
+    if (!w) {
+        if (!(w = calloc(1, sizeof *w))) return NULL;
+        if (pthread_setspecific(ws_key, w)) {
+            free(w);
+            return NULL;
+        }
+    }
+    if (w->cap[i] < n) {
+        free(w->buf[i]); /* the old contents are not needed: no realloc copy */
+        /* whole cache lines: a tile row (64 bytes) then spans one line, not two */
+        w->buf[i] = aligned_alloc(64, (n * 2 + 63) & ~(size_t)63);
+        w->cap[i] = w->buf[i] ? n : 0;
+    }
+    return w->buf[i];
 }
 
 bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
@@ -422,12 +464,8 @@ bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     if (hit && (hit->step != cache->step || hit->data != B)) hit = NULL;
     /* B transposed whose untransposed use follows: pack that too, in the same pass */
     cache_entry *keep = cache && key && tb && keep_other ? claim(cache, key, B, N, K, ldb, path, (size_t)(Np * Kp)) : NULL;
-    uint16_t *ap = malloc((size_t)(Mp * Kp) * 2), *bp = hit ? NULL : malloc((size_t)(Kp * Np) * 2);
-    if (!ap || (!hit && !bp)) {
-        free(ap);
-        free(bp);
-        return false;
-    }
+    uint16_t *ap = ws_get(0, (size_t)(Mp * Kp)), *bp = hit ? NULL : ws_get(1, (size_t)(Kp * Np));
+    if (!ap || (!hit && !bp)) return false;
     packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
     pack(p, &pa);
     if (!hit) {
@@ -445,7 +483,5 @@ bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
 #else
     (void)j;
 #endif
-    free(ap);
-    free(bp);
     return true;
 }

@@ -10,16 +10,22 @@
  * Forward, block rows i: p = softmax(q_i k^T * scale) over keys j <= i (masked weights
  * are exactly 0, as softmax gives them after af_causal_mask's -1e4), y_i = p v.
  * Gradient, recomputing p (nothing of the forward is kept): dv += p^T dy_i,
- * dp = dy_i v^T, ds = p (dp - rowsum(p dp)) * scale, dq_i = ds k, dk += ds^T q_i. */
+ * dp = dy_i v^T, ds = p (dp - rowsum(p dp)) * scale, dq_i = ds k, dk += ds^T q_i.
+ * Under AF_PRECISION_BF16 the same four products run on bf16 operands (bf_head_*). */
 #include "cpu/gemm.h"
+#include "cpu/gemm_bf16.h"
 #include "ir/op_cases.h"
 #include "cpu/kernels.h"
 #include "cpu/vmath.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ATT_ROWS 32
+/* Row blocks of the bf16 path: each bf16 product packs its operands (and allocates), so
+ * fewer, larger products pay that less often; the masked work grows with the block. */
+#define BF_ROWS 64
 
 int64_t cpu_attention_scratch(const af_tensor *t, int threads) {
     int64_t T = t->src[0]->shape.dim[2], per = (int64_t)ATT_ROWS * T;
@@ -75,6 +81,64 @@ static void head_backward(const float *q, const float *k, const float *v, const 
         score_grad(p, dp, m, e, scale);
         cpu_sgemm(NULL, 0, 0, m, d, e, 1.0f, dp, e, k, d, 0.0f, dq + r0 * d, d);      /* dq_i = ds k */
         cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, dp, e, q + r0 * d, d, 1.0f, dk, d);      /* dk[0, e) += ds^T q_i */
+    }
+}
+
+/* Under AF_PRECISION_BF16 the four products of each block run through the bf16 GEMM
+ * (operands rounded to bf16 as they are packed, fp32 sums), as autocast runs attention's
+ * matmuls; the softmax and its gradient stay fp32. Blocks of BF_ROWS query rows; p and dp
+ * are BF_ROWS x T, acc (for the products that add into dk and dv) T x d, all per thread. */
+typedef struct { cpu_bf16_path path; float *p, *dp, *acc; } bf_ws;
+
+/* C (+)= op(A) op(B) on bf16 operands; fp32 when the bf16 GEMM cannot run (its packing
+ * buffers not allocated). An accumulating product goes through w->acc (M x N fits). */
+static void bf_mm(const bf_ws *w, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, bool add, float *C, int64_t ldc) {
+    float *dst = add ? w->acc : C;
+    int64_t ldd = add ? N : ldc;
+    if (!cpu_sgemm_bf16_t(NULL, w->path, ta, tb, M, N, K, A, lda, B, ldb, dst, ldd)) {
+        cpu_sgemm(NULL, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, add ? 1.0f : 0.0f, C, ldc);
+        return;
+    }
+    if (add)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) C[i * ldc + j] += dst[i * N + j];
+}
+
+/* bf16 block_weights: the scores' product in bf16, the scale and softmax in fp32. */
+static void bf_block_weights(const bf_ws *w, const float *q, const float *k, int64_t r0, int64_t m, int64_t d,
+                             float scale) {
+    int64_t e = r0 + m;
+    bf_mm(w, 0, 1, m, e, d, q + r0 * d, d, k, d, false, w->p, e);
+    for (int64_t i = 0; i < m; i++) {
+        float *row = w->p + i * e;
+        for (int64_t j = 0; j < e; j++) row[j] *= scale;
+        softmax_prefix(row, r0 + i + 1, e);
+    }
+}
+
+static void bf_head_forward(const bf_ws *w, const float *q, const float *k, const float *v, float *y, int64_t T,
+                            int64_t d, float scale) {
+    for (int64_t r0 = 0; r0 < T; r0 += BF_ROWS) {
+        int64_t m = T - r0 < BF_ROWS ? T - r0 : BF_ROWS, e = r0 + m;
+        bf_block_weights(w, q, k, r0, m, d, scale);
+        bf_mm(w, 0, 0, m, d, e, w->p, e, v, d, false, y + r0 * d, d);
+    }
+}
+
+static void bf_head_backward(const bf_ws *w, const float *q, const float *k, const float *v, const float *dy, float *dq,
+                             float *dk, float *dv, int64_t T, int64_t d, float scale) {
+    memset(dk, 0, (size_t)(T * d) * sizeof *dk);
+    memset(dv, 0, (size_t)(T * d) * sizeof *dv);
+    for (int64_t r0 = 0; r0 < T; r0 += BF_ROWS) {
+        int64_t m = T - r0 < BF_ROWS ? T - r0 : BF_ROWS, e = r0 + m;
+        const float *dyb = dy + r0 * d;
+        bf_block_weights(w, q, k, r0, m, d, scale);
+        bf_mm(w, 1, 0, e, d, m, w->p, e, dyb, d, true, dv, d);   /* dv[0, e) += p^T dy_i */
+        bf_mm(w, 0, 1, m, e, d, dyb, d, v, d, false, w->dp, e);  /* dp = dy_i v[0, e)^T */
+        score_grad(w->p, w->dp, m, e, scale);
+        bf_mm(w, 0, 0, m, d, e, w->dp, e, k, d, false, dq + r0 * d, d);  /* dq_i = ds k */
+        bf_mm(w, 1, 0, e, d, m, w->dp, e, q + r0 * d, d, true, dk, d);   /* dk[0, e) += ds^T q_i */
     }
 }
 
@@ -155,17 +219,27 @@ static void att_groups(void *ctx, int64_t g0, int64_t g1) {
     const cpu_call *c = x->c;
     int64_t hd = x->T * x->d, n = x->heads * hd;
     bool grad = c->t->op == IR_OP_CAUSAL_ATTENTION_GRAD;
+    /* The bf16 path's workspace, per chunk of groups; without it the chunk runs in fp32. */
+    bf_ws w = { (cpu_bf16_path)c->bf16, NULL, NULL, NULL };
+    float *ws = c->bf16 ? malloc(sizeof(float) * (size_t)(2 * BF_ROWS * x->T + x->T * x->d)) : NULL;
+    if (ws) w.p = ws, w.dp = ws + BF_ROWS * x->T, w.acc = w.dp + BF_ROWS * x->T;
     for (int64_t gi = g0; gi < g1; gi++) {
         float *p = c->scratch + gi * (grad ? 2 : 1) * ATT_ROWS * x->T, *dp = p + ATT_ROWS * x->T;
         for (int64_t h = x->heads * gi / x->groups; h < x->heads * (gi + 1) / x->groups; h++) {
             const float *q = c->in[0] + h * hd, *k = c->in[1] + h * hd, *v = c->in[2] + h * hd;
-            if (grad)
+            if (ws && grad)
+                bf_head_backward(&w, q, k, v, c->in[3] + h * hd, c->out + h * hd, c->out + n + h * hd,
+                                 c->out + 2 * n + h * hd, x->T, x->d, x->scale);
+            else if (ws)
+                bf_head_forward(&w, q, k, v, c->out + h * hd, x->T, x->d, x->scale);
+            else if (grad)
                 head_backward(q, k, v, c->in[3] + h * hd, c->out + h * hd, c->out + n + h * hd, c->out + 2 * n + h * hd,
                               x->T, x->d, x->scale, p, dp);
             else
                 head_forward(q, k, v, c->out + h * hd, x->T, x->d, x->scale, p);
         }
     }
+    free(ws);
 }
 
 void cpu_k_attention(const cpu_call *c) {

@@ -1,6 +1,6 @@
 /* The kernels' GEMM switch (kernels.h): fp32, or the bf16 path with fp32 accumulation
- * (AF_PRECISION_BF16). Only matmul and conv products come here: attention's inner
- * products, norms and the rest stay fp32, as under PyTorch's autocast. */
+ * (AF_PRECISION_BF16). Matmul and conv products come here (the causal attention calls
+ * the bf16 GEMM itself, k_attention.c); norms and the rest stay fp32, as under autocast. */
 #include "cpu/gemm_bf16.h"
 #include "cpu/kernels.h"
 

@@ -42,7 +42,6 @@ struct af_trainer {
      * v holds v with a host optimizer, r = sqrt(v) in moment units elsewhere */
     float **master, **m, **v, **grad;
     float **gsum;              /* grad_accum > 1: the step's gradients summed over its batches */
-    float *(*next)[3];         /* host optimizer: the updated state, swapped in when finite */
     int64_t step, skipped, skipped_consecutive, clean_run;
     int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */
     float scale, moment_unit;

@@ -56,11 +56,10 @@ static af_status alloc_params(af_trainer *t, int np) {
     t->v = calloc(n, sizeof *t->v);
     t->grad = calloc(n, sizeof *t->grad);
     t->gsum = calloc(n, sizeof *t->gsum);
-    t->next = calloc(n, sizeof *t->next);
     t->eval_in = calloc(n + 1, sizeof *t->eval_in);
     t->feed_in = calloc((size_t)t->nfeed, sizeof *t->feed_in);
     t->feed_out = calloc((size_t)t->nfeed, sizeof *t->feed_out);
-    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum || !t->next ||
+    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum ||
         !t->eval_in || !t->feed_in || !t->feed_out)
         return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory for %d params", np);
     t->np = np;
@@ -170,9 +169,8 @@ void af_trainer_free(af_trainer *t) {
         free(t->v[i]);
         free(t->grad[i]);
         free(t->gsum[i]);
-        for (int k = 0; k < 3; k++) free(t->next[i][k]);
     }
-    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum, t->next,
+    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum,
                        t->eval_in, t->feed_in, t->feed_out, t->dist_req };
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(t->eval_x);

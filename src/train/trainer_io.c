@@ -131,7 +131,9 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
         }
         int64_t n = t->count[i] = af_shape_count(p->shape);
         t->flat[i] = nn_flat2d(p->shape);
-        t->master[i] = malloc((size_t)n * sizeof(float));
+        /* The host copy of the weights is the param's own value (af_parameter's copy of the
+         * net's initial values): no second copy. The graph owns and frees it. */
+        t->master[i] = p->data;
         t->m[i] = calloc((size_t)n, sizeof(float));
         t->v[i] = calloc((size_t)n, sizeof(float));
         t->grad[i] = malloc((size_t)n * sizeof(float));
@@ -141,7 +143,6 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
             af_trainer_free(t);
             return NULL;
         }
-        memcpy(t->master[i], p->data, (size_t)n * sizeof(float));
         /* Engine programs take fp16 inputs: the host still feeds fp32, converted on the way in. */
         if (engine) p->dtype = AF_F16;
     }
@@ -163,8 +164,7 @@ void af_trainer_free(af_trainer *t) {
     if (!t) return;
     if (t->plan) t->plan->free(t);
     af_model_free(t->eval);
-    for (int i = 0; i < t->np; i++) {
-        free(t->master[i]);
+    for (int i = 0; i < t->np; i++) { /* master[i] is the param's value: the graph frees it */
         free(t->m[i]);
         free(t->v[i]);
         free(t->grad[i]);

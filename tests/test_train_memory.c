@@ -144,6 +144,7 @@ static void skip_is_atomic(void) {
 
 int main(void) {
 #ifdef UNDER_SANITIZER
+    (void)llama_memory;
     fprintf(stderr, "test_train_memory: the RSS bound skipped under a sanitizer (shadow memory, quarantine)\n");
     skip_is_atomic();
     if (check_failed) return check_finish("train_memory");

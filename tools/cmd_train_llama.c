@@ -238,18 +238,20 @@ static double val_loss(af_trainer *t, const int32_t *tokens, int64_t n, int T, i
     return sum / (double)count;
 }
 
-/* Trained values back into w for the export. */
-static int read_back(af_trainer *t, af_llama_weights *w) {
-    const af_llama_config *c = af_llama_weights_config(w);
-    for (int i = 0; i < af_trainer_num_params(t); i++) {
-        af_shape sh;
-        af_llama_param_at(c, i, NULL, &sh, NULL);
-        float *v = malloc((size_t)af_shape_count(sh) * sizeof *v);
-        int fail = !v || af_trainer_read_param(t, i, v) || af_llama_weights_set_param(w, i, v);
-        free(v);
-        if (fail) return 1;
+/* The trained values as llama2.c weights (for a sample or the export), freed by the
+ * caller; NULL with the error set. The run does not keep the initial weights once the
+ * trainer holds them (a third copy of the model, 440 MB at stories110m), so each use
+ * makes its own. */
+static af_llama_weights *trained(af_trainer *t, const af_llama_config *c) {
+    af_llama_weights *w = af_llama_weights_new(c);
+    for (int i = 0; w && i < af_trainer_num_params(t); i++) {
+        int64_t off;
+        if (af_llama_param_at(c, i, &off, NULL, NULL) || af_trainer_read_param(t, i, af_llama_weights_data(w) + off)) {
+            af_llama_weights_free(w);
+            return NULL;
+        }
     }
-    return 0;
+    return w;
 }
 
 static double recent_mean(const llama_run_pos *p) {
@@ -268,13 +270,16 @@ static int save(const llama_args *a, af_trainer *t, const af_llama_config *c, co
     return rc;
 }
 
-static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, int64_t ntrain, const int32_t *val,
+/* Trains from *w, which it frees (and sets NULL) once the trainer holds the weights. */
+static int run(const llama_args *a, af_llama_weights **w, const int32_t *train, int64_t ntrain, const int32_t *val,
                int64_t nval) {
-    const af_llama_config *c = af_llama_weights_config(w);
+    const af_llama_config cfg = *af_llama_weights_config(*w), *c = &cfg;
     const int T = (int)a->seq, V = c->vocab_size, B = a->o.batch;
-    af_net net = af_net_llama(w, T);
+    af_net net = af_net_llama(*w, T);
     af_trainer *t = net.ctx ? af_trainer_new(&net, &a->o) : NULL;
     af_net_free(&net);
+    af_llama_weights_free(*w);
+    *w = NULL;
     if (!t) { fprintf(stderr, "aneforge train llama: %s\n", af_error_message()); return 1; }
     int k = af_trainer_steps_per_call(t), rc = 0, accum = a->o.grad_accum > 1 ? a->o.grad_accum : 1;
     llama_run_pos pos = { .rng = a->seed * 0x9E3779B97F4A7C15ULL + 11 };
@@ -377,7 +382,10 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
         }
         if (a->sample_every && (pos.steps >= a->steps || pos.steps % a->sample_every < k)) {
             char text[1024];
-            if (read_back(t, w) || train_llama_sample(w, tok, 64, a->seed, text, sizeof text)) {
+            af_llama_weights *now = trained(t, c);
+            int fail = !now || train_llama_sample(now, tok, 64, a->seed, text, sizeof text);
+            af_llama_weights_free(now);
+            if (fail) {
                 fprintf(stderr, "\naneforge train llama: sample: %s\n", af_error_message());
                 rc = 1;
                 break;
@@ -423,9 +431,13 @@ static int run(const llama_args *a, af_llama_weights *w, const int32_t *train, i
         if (interrupted && !quit) rc = 130;
         else if (save_failed) rc = 1;
     }
-    if (finished && a->export_path && (read_back(t, w) || af_llama_save(w, a->export_path, 0))) {
-        fprintf(stderr, "aneforge train llama: --export %s: %s\n", a->export_path, af_error_message());
-        rc = 1;
+    if (finished && a->export_path) {
+        af_llama_weights *now = trained(t, c);
+        if (!now || af_llama_save(now, a->export_path, 0)) {
+            fprintf(stderr, "aneforge train llama: --export %s: %s\n", a->export_path, af_error_message());
+            rc = 1;
+        }
+        af_llama_weights_free(now);
     }
     if (!rc) {
         af_stats total;
@@ -578,7 +590,7 @@ static int llama_main(llama_args *ap) {
         fprintf(stderr, "aneforge train llama: --seq %ld is longer than the model's seq_len %d\n", a.seq, c->seq_len);
         rc = 2;
     }
-    if (!rc) rc = run(&a, w, train, ntrain, val, nval);
+    if (!rc) rc = run(&a, &w, train, ntrain, val, nval);
     af_llama_weights_free(w);
     af_free(train);
     af_free(val);

@@ -5,6 +5,7 @@
 #include "cpu/gemm_bf16.h"
 #include "cpu/kernels.h"
 #include "cpu/mem_plan.h"
+#include "cpu/sched.h"
 #include "ir/fp16.h"
 
 #include <stdio.h>
@@ -12,7 +13,8 @@
 #include <string.h>
 
 struct cpu_exec {
-    const compile_plan *p;
+    const compile_plan *p; /* the caller's plan, or own when reordered */
+    compile_plan own;      /* with fusion: the caller's request in the executor's order (sched.h) */
     cpu_exec_opts o;
     int64_t *offset;       /* per tensor id: float offset into the arena, or -1 */
     float **val;           /* per tensor id: where its values are during a run */
@@ -45,6 +47,7 @@ void cpu_exec_free(cpu_exec *e) {
     free(e->srcptr);
     free(e->state_out);
     free(e->fusion);
+    cpu_sched_free(&e->own);
     cpu_bf16_cache_free(e->bf16_cache);
     cpu_pool_release(e->pool);
     free(e);
@@ -89,8 +92,10 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
         if (e->o.fp16 && !(t->flags & IR_TF_EXACT)) ir_round_f16_array(e->baked[id], cnt);
         e->val[id] = e->baked[id];
     }
-    /* Fusing skips nodes, so never where every node's result is observed or rounded. */
+    /* Fusing skips nodes and reordering moves them, so neither where every node's result
+     * is observed or rounded (hooks name nodes by their place in p's schedule). */
     if (e->o.fuse && !e->o.fp16 && !e->o.after_node) {
+        if (cpu_sched_sink(p, &e->own)) e->p = p = &e->own; /* else p's order: still correct */
         e->fusion = malloc(sizeof *e->fusion * (size_t)(p->nsched + 1));
         if (e->fusion && cpu_fuse_plan(p, e->fusion) == 0) {
             free(e->fusion);

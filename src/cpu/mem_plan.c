@@ -1,6 +1,10 @@
 /* The CPU executor's memory plan: one arena with buffer reuse by liveness, so a run
- * allocates nothing. Inputs and outputs keep their buffers for the whole run;
- * intermediates are freed after their last reader. */
+ * allocates nothing. Inputs and outputs keep their buffers for the whole run, in a
+ * region of their own at the arena's start; intermediates are freed after their last
+ * reader and reuse each other's space in the region after it. Kept apart, an output made
+ * mid-run never takes a hole the intermediates would reuse, and the slots of inputs fed
+ * in place and outputs written in place (a trainer's weights and gradients), which a run
+ * never touches, never lie among pages it does (they cost address space, not memory). */
 #include "cpu/mem_plan.h"
 #include "cpu/kernels.h"
 
@@ -57,6 +61,7 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
     int *last = calloc((size_t)n + 1, sizeof *last), *root = malloc(((size_t)n + 1) * sizeof *root);
     bool *keep = calloc((size_t)n + 1, sizeof *keep);
     allocator al = { 0 };
+    int64_t io = 0; /* the inputs' and outputs' region: never freed, so taken in order */
     bool ok = last && keep && root;
     *scratch_floats = 0;
     for (int id = 0; ok && id < n; id++) { root[id] = id; offset[id] = -1; }
@@ -73,15 +78,18 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
     for (int i = 0; ok && i < p->nout; i++) keep[root[p->out[i]->id]] = true;
     for (int i = 0; ok && i < p->nin; i++) {
         keep[p->in[i]->id] = true;
-        offset[p->in[i]->id] = alloc_take(&al, af_shape_count(p->in[i]->shape));
+        offset[p->in[i]->id] = io;
+        io += round_up(af_shape_count(p->in[i]->shape));
     }
     for (int s = 0; ok && s < p->nsched; s++) {
         af_tensor *t = p->sched[s];
-        if (f && f[s].tail >= 0) { /* the chain's result, written by this node */
-            af_tensor *tail = p->sched[f[s].tail];
-            offset[tail->id] = alloc_take(&al, af_shape_count(tail->shape));
-        } else if (!cpu_is_alias(t) && !(f && f[s].absorbed)) {
-            offset[t->id] = alloc_take(&al, af_shape_count(t->shape));
+        af_tensor *made = f && f[s].tail >= 0 ? p->sched[f[s].tail] /* the chain's result, written by this node */
+                        : !cpu_is_alias(t) && !(f && f[s].absorbed) ? t : NULL;
+        if (made && keep[made->id]) { /* an output: the run-long region (offsets from the arena's start) */
+            offset[made->id] = io;
+            io += round_up(af_shape_count(made->shape));
+        } else if (made) { /* an intermediate: after that region, moved there below */
+            offset[made->id] = -2 - alloc_take(&al, af_shape_count(made->shape));
         }
         int64_t sc = cpu_scratch_floats(t, threads);
         if (sc > AF_MAX_ELEMENTS) ok = false; /* 4 TiB of scratch (or an overflow): never allocatable */
@@ -94,12 +102,14 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
             bool dup = false; /* the same buffer twice must be freed once */
             for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;
             if (!dup && last[src->id] == s && !keep[src->id] && src->op != IR_OP_CONST && src->op != IR_OP_INPUT &&
-                offset[src->id] >= 0) /* absorbed values have no buffer */
-                ok = alloc_give(&al, offset[src->id], af_shape_count(src->shape));
+                offset[src->id] <= -2) /* an intermediate (absorbed values have no buffer) */
+                ok = alloc_give(&al, -2 - offset[src->id], af_shape_count(src->shape));
         }
     }
-    if (al.peak > AF_MAX_ELEMENTS) ok = false; /* so (size_t)floats * 4 cannot wrap */
-    *arena_floats = al.peak;
+    for (int id = 0; ok && id < n; id++)
+        if (offset[id] <= -2) offset[id] = io + (-2 - offset[id]);
+    if (io > AF_MAX_ELEMENTS || al.peak > AF_MAX_ELEMENTS) ok = false; /* so (size_t)floats * 4 cannot wrap */
+    *arena_floats = io + al.peak;
     free(al.b);
     free(last);
     free(keep);

@@ -39,10 +39,10 @@ struct af_trainer {
     af_metric_source metric_source;
 
     /* host-side state (the host copies; plans with resident state sync them on demand):
-     * v holds v with a host optimizer, r = sqrt(v) in moment units elsewhere */
+     * v holds v with a host optimizer, r = sqrt(v) in moment units elsewhere; master[i]
+     * is p[i]'s own value (af_tensor_value), owned by the graph */
     float **master, **m, **v, **grad;
     float **gsum;              /* grad_accum > 1: the step's gradients summed over its batches */
-    float *(*next)[3];         /* host optimizer: the updated state, swapped in when finite */
     int64_t step, skipped, skipped_consecutive, clean_run;
     int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */
     float scale, moment_unit;

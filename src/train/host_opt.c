@@ -9,19 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-af_status tr_host_opt_alloc(af_trainer *t) {
-    int kinds = t->o.optimizer == AF_OPT_ADAM ? 3 : 1;
-    for (int i = 0; i < t->np; i++)
-        for (int k = 0; k < kinds; k++)
-            if (!(t->next[i][k] = malloc((size_t)t->count[i] * sizeof(float)))) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
-    return AF_OK;
-}
-
 typedef struct {
-    const float *w, *m, *v, *g;
-    float *w2, *m2, *v2;
+    float *w, *m, *v;
+    const float *g;
     float b1, b2, lr_t, eps, decay, sgd_a, unscale;
     int sgd;
+    bool store; /* false: only find whether the new state would be finite */
     atomic_int bad;
 } host_opt;
 
@@ -32,60 +25,69 @@ static inline uint32_t nonfinite(float f) {
     return (u & 0x7f800000u) == 0x7f800000u;
 }
 
-/* restrict: the new state never aliases the old, which lets the loop vectorise. Returns
- * nonzero when any new value is inf or nan. */
-CPU_VECTOR_CLONES static uint32_t adam_range(int64_t j0, int64_t j1, const float *restrict w, const float *restrict m, const float *restrict v,
-                           const float *restrict g, float *restrict w2, float *restrict m2, float *restrict v2, float b1,
-                           float b2, float lr_t, float eps, float decay, float unscale) {
+/* Adam's new state of element j. The check and the update below both expand this one
+ * definition, so the check predicts exactly what the update would store. */
+#define ADAM_ELEM(j)                                                        \
+    float gj = g[j] * unscale;                                              \
+    float mj = b1 * m[j] + (1.0f - b1) * gj;                                \
+    float vj = b2 * v[j] + (1.0f - b2) * gj * gj;                           \
+    float wj = w[j] * decay - lr_t * mj / (sqrtf(vj) + eps)
+
+/* Nonzero when any new value of [j0, j1) would be inf or nan; stores nothing. */
+CPU_VECTOR_CLONES static uint32_t adam_check(int64_t j0, int64_t j1, const float *restrict w, const float *restrict m,
+                                             const float *restrict v, const float *restrict g, float b1, float b2,
+                                             float lr_t, float eps, float decay, float unscale) {
     uint32_t bad = 0;
     for (int64_t j = j0; j < j1; j++) {
-        float gj = g[j] * unscale;
-        float mj = m2[j] = b1 * m[j] + (1.0f - b1) * gj;
-        float vj = v2[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
-        float wj = w2[j] = w[j] * decay - lr_t * mj / (sqrtf(vj) + eps);
+        ADAM_ELEM(j);
         bad |= nonfinite(mj) | nonfinite(vj) | nonfinite(wj);
     }
     return bad;
 }
 
+/* The update in place (restrict: w, m, v and g are four arrays, each element read
+ * before it is written, so the loop vectorises). */
+CPU_VECTOR_CLONES static void adam_store(int64_t j0, int64_t j1, float *restrict w, float *restrict m, float *restrict v,
+                                         const float *restrict g, float b1, float b2, float lr_t, float eps, float decay,
+                                         float unscale) {
+    for (int64_t j = j0; j < j1; j++) {
+        ADAM_ELEM(j);
+        m[j] = mj;
+        v[j] = vj;
+        w[j] = wj;
+    }
+}
+
 static void host_opt_range(void *p, int64_t j0, int64_t j1) {
     host_opt *o = p;
     uint32_t bad = 0;
-    if (o->sgd) {
-        for (int64_t j = j0; j < j1; j++) bad |= nonfinite(o->w2[j] = o->w[j] * o->decay - o->sgd_a * o->g[j]);
+    if (o->sgd && o->store) {
+        for (int64_t j = j0; j < j1; j++) o->w[j] = o->w[j] * o->decay - o->sgd_a * o->g[j];
+    } else if (o->sgd) {
+        for (int64_t j = j0; j < j1; j++) bad |= nonfinite(o->w[j] * o->decay - o->sgd_a * o->g[j]);
+    } else if (o->store) {
+        adam_store(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
     } else {
-        bad = adam_range(j0, j1, o->w, o->m, o->v, o->g, o->w2, o->m2, o->v2, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
+        bad = adam_check(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
     }
     if (bad) atomic_store(&o->bad, 1); /* chunks run on the pool's threads */
 }
 
-/* The fp32 update on the unscaled gradient (so its moments do not depend on the loss
- * scale), split over the trainer's threads. It writes the new state to t->next;
- * host_commit swaps it in. Returns whether the new state is finite. */
-static bool host_update(af_trainer *t, int i, const float *g, int64_t step, float gfactor) {
+/* The fp32 update of param i on the unscaled gradient (so its moments do not depend on
+ * the loss scale), split over the trainer's threads. store false: only whether the new
+ * state is finite (returned); store true: the new state, in place. */
+static bool host_update(af_trainer *t, int i, const float *g, int64_t step, float gfactor, bool store) {
     int64_t n = t->count[i];
     float lr = tr_lr_at(&t->o, step);
-    host_opt o = { t->master[i], t->m[i], t->v[i], g, t->next[i][0], t->next[i][1], t->next[i][2], t->o.beta1,
-                   t->o.beta2, 0.0f, t->o.eps, 1.0f - lr * t->o.weight_decay, lr / t->scale * gfactor,
-                   gfactor / t->scale, t->o.optimizer == AF_OPT_SGD, 0 }; /* bad: set below (atomic_init) */
+    host_opt o = { t->master[i], t->m[i], t->v[i], g, t->o.beta1, t->o.beta2, 0.0f, t->o.eps,
+                   1.0f - lr * t->o.weight_decay, lr / t->scale * gfactor, gfactor / t->scale,
+                   t->o.optimizer == AF_OPT_SGD, store, 0 }; /* bad: set below (atomic_init) */
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     struct cpu_pool *pool = tr_pool(t);
     atomic_init(&o.bad, 0);
     cpu_pool_for(pool, n, 32768, host_opt_range, &o);
-    t->host_flops += (o.sgd ? 3 : 14) * n;
+    if (store) t->host_flops += (o.sgd ? 3 : 14) * n; /* the update's work (the check repeats it) */
     return !atomic_load(&o.bad);
-}
-
-static void host_commit(af_trainer *t) {
-    for (int i = 0; i < t->np; i++) {
-        float **cur[3] = { &t->master[i], &t->m[i], &t->v[i] };
-        for (int k = 0; k < 3; k++) {
-            if (!t->next[i][k]) continue;
-            float *old = *cur[k];
-            *cur[k] = t->next[i][k];
-            t->next[i][k] = old;
-        }
-    }
 }
 
 /* grad += g (the step's batches summed). */
@@ -138,12 +140,15 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
     for (int i = 0; i < t->np; i++) t->host_flops += t->count[i] * nb;
     info->lr = tr_lr_at(&t->o, t->step);
     info->loss_scale = t->scale;
-    /* The whole new state is computed aside and taken only when all of it is finite. */
+    /* The step is taken only when all of the new state is finite: a first pass finds that
+     * without storing, the second updates in place. A spare copy of the state to swap in
+     * would double the largest part of the memory (3 x 4 bytes a param, 1.3 GB at 110M)
+     * and write as many bytes; the extra pass only reads. */
     double t2 = tr_now_s();
     float gfactor = grad_factor(t, grad, info);
     bool ok = true;
-    for (int i = 0; ok && i < t->np; i++) ok = host_update(t, i, grad[i], t->step, gfactor);
-    if (ok) host_commit(t);
+    for (int i = 0; ok && i < t->np; i++) ok = host_update(t, i, grad[i], t->step, gfactor, false);
+    for (int i = 0; ok && i < t->np; i++) host_update(t, i, grad[i], t->step, gfactor, true);
     t->phase_s[TR_PHASE_OPTIMIZER] += tr_now_s() - t2;
     tr_after_step(t, ok, info->loss_scale, info->loss);
     info->skipped_now = !ok;

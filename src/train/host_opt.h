@@ -1,12 +1,11 @@
 /* The fp32 optimizer on the host (host_opt.c), for the plans whose programs stop at the
  * gradients (TR_HOST_OPTIMIZER: host, pipeline): gradient accumulation, clipping, Adam or
- * SGD on the unscaled gradient, and a step taken only when all new state is finite. */
+ * SGD on the unscaled gradient, in place, and a step taken only when all new state is
+ * finite. */
 #ifndef AF_TRAIN_HOST_OPT_H
 #define AF_TRAIN_HOST_OPT_H
 #include "train/core.h"
 
-/* The spare state (t->next) the update writes before it is swapped in. */
-af_status tr_host_opt_alloc(af_trainer *t);
 /* A whole step: grad_accum batches through t->plan->grads, then the update. */
 af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_step_info *info);
 #endif

@@ -8,8 +8,7 @@
 static af_status host_build(af_trainer *t) {
     tr_grad_programs *gp = tr_zalloc(1, sizeof *gp);
     if (!(t->ps = gp)) return AF_ERR_NOMEM;
-    af_status st = tr_host_opt_alloc(t);
-    return st ? st : tr_grad_programs_build(t, gp);
+    return tr_grad_programs_build(t, gp);
 }
 
 static af_status host_grads(af_trainer *t, const float *x, const float *y, af_step_info *info) {

@@ -100,8 +100,6 @@ static af_status pipeline_build(af_trainer *t) {
     tr_pipe *p = calloc(1, sizeof *p);
     if (!p) return ir_fail(AF_ERR_NOMEM, "trainer: out of memory");
     t->ps = p;
-    af_status st = tr_host_opt_alloc(t);
-    if (st) return st;
     p->c = *cfg;
     p->B = t->o.batch;
     p->S = (int)t->net.sample.dim[0];
@@ -111,7 +109,7 @@ static af_status pipeline_build(af_trainer *t) {
     p->KVD = p->c.n_kv_heads * (p->c.dim / p->c.n_heads);
     p->HS = p->c.n_heads * p->S;
     vocab_blocks(t, p->c.vocab_size, &p->nblk, &p->vblk);
-    st = alloc_all(p);
+    af_status st = alloc_all(p);
     lk_shape sh = { p->D, p->F, p->c.n_heads, p->c.n_kv_heads, p->S, p->B, p->vblk };
     af_dtype io = tr_io_dtype(t);
     for (int k = 0; k < LK_COUNT && !st; k++) {

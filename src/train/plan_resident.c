@@ -227,7 +227,7 @@ static af_status resident_step(af_trainer *t, const float *x, const float *y, af
 static af_status resident_read_param(af_trainer *t, int i, float *dst) {
     resident_plan *rp = t->ps;
     if (rp->bound) return af_model_read_state(rp->res, rp->state_in[i], dst);
-    memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float));
+    if (dst != t->master[i]) memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float));
     return AF_OK;
 }
 

@@ -62,7 +62,7 @@ void af_trainer_stats(const af_trainer *t, af_stats *out) {
 af_status af_trainer_read_param(af_trainer *t, int i, float *dst) {
     if (!t || i < 0 || i >= t->np || !dst) return ir_fail(AF_ERR_INVALID, "af_trainer_read_param: bad trainer, index %d or NULL dst", i);
     if (t->plan->read_param) return t->plan->read_param(t, i, dst);
-    memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float));
+    if (dst != t->master[i]) memcpy(dst, t->master[i], (size_t)t->count[i] * sizeof(float)); /* dst: maybe af_tensor_value's */
     return AF_OK;
 }
 

@@ -56,11 +56,10 @@ static af_status alloc_params(af_trainer *t, int np) {
     t->v = calloc(n, sizeof *t->v);
     t->grad = calloc(n, sizeof *t->grad);
     t->gsum = calloc(n, sizeof *t->gsum);
-    t->next = calloc(n, sizeof *t->next);
     t->eval_in = calloc(n + 1, sizeof *t->eval_in);
     t->feed_in = calloc((size_t)t->nfeed, sizeof *t->feed_in);
     t->feed_out = calloc((size_t)t->nfeed, sizeof *t->feed_out);
-    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum || !t->next ||
+    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum ||
         !t->eval_in || !t->feed_in || !t->feed_out)
         return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory for %d params", np);
     t->np = np;
@@ -132,7 +131,9 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
         }
         int64_t n = t->count[i] = af_shape_count(p->shape);
         t->flat[i] = nn_flat2d(p->shape);
-        t->master[i] = malloc((size_t)n * sizeof(float));
+        /* The host copy of the weights is the param's own value (af_parameter's copy of the
+         * net's initial values): no second copy. The graph owns and frees it. */
+        t->master[i] = p->data;
         t->m[i] = calloc((size_t)n, sizeof(float));
         t->v[i] = calloc((size_t)n, sizeof(float));
         t->grad[i] = malloc((size_t)n * sizeof(float));
@@ -142,7 +143,6 @@ af_trainer *af_trainer_new(const af_net *net, const af_train_opts *opts) {
             af_trainer_free(t);
             return NULL;
         }
-        memcpy(t->master[i], p->data, (size_t)n * sizeof(float));
         /* Engine programs take fp16 inputs: the host still feeds fp32, converted on the way in. */
         if (engine) p->dtype = AF_F16;
     }
@@ -164,15 +164,13 @@ void af_trainer_free(af_trainer *t) {
     if (!t) return;
     if (t->plan) t->plan->free(t);
     af_model_free(t->eval);
-    for (int i = 0; i < t->np; i++) {
-        free(t->master[i]);
+    for (int i = 0; i < t->np; i++) { /* master[i] is the param's value: the graph frees it */
         free(t->m[i]);
         free(t->v[i]);
         free(t->grad[i]);
         free(t->gsum[i]);
-        for (int k = 0; k < 3; k++) free(t->next[i][k]);
     }
-    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum, t->next,
+    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum,
                        t->eval_in, t->feed_in, t->feed_out, t->dist_req };
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(t->eval_x);

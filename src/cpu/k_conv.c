@@ -162,6 +162,33 @@ static void conv_image(const cpu_call *c, int64_t b, float *scratch) {
 
 void cpu_k_conv(const cpu_call *c) { run_images(c, conv_image); }
 
+/* col2im of a stride-1 transposed conv as wide as its input (the CNN's input gradients):
+ * each row of cols lands on the output plane shifted by one offset (im2col_same's
+ * inverse), so it is added in one run; the columns that would wrap around a row end are
+ * zeroed in cols (our scratch) first, so the run adds nothing there. */
+static void col2im_same(float *cols, int64_t cout, int64_t h, int64_t w, int64_t kh, int64_t kw, const int *p,
+                        const int *d, int64_t ho, float *o) {
+    int64_t plane = ho * w;
+    for (int64_t co = 0; co < cout; co++)
+        for (int64_t u = 0; u < kh; u++)
+            for (int64_t v = 0; v < kw; v++) {
+                float *col = cols + ((co * kh + u) * kw + v) * h * w, *op = o + co * plane;
+                int64_t dh = u * d[0] - p[0], dw = v * d[1] - p[1], shift = dh * w + dw, lo, hi;
+                int64_t ih0 = dh < 0 ? -dh : 0, ih1 = ho - dh < h ? ho - dh : h;
+                if (ih1 < ih0) ih1 = ih0;
+                int64_t j0 = ih0 * w, j1 = ih1 * w;
+                if (j0 + shift < 0) j0 = -shift;
+                if (j1 + shift > plane) j1 = plane - shift;
+                valid_run(w, w, 1, dw, &lo, &hi);
+                for (int64_t ih = ih0; ih < ih1 && (lo > 0 || hi < w); ih++) {
+                    for (int64_t iw = 0; iw < lo; iw++) col[ih * w + iw] = 0.0f;
+                    for (int64_t iw = hi; iw < w; iw++) col[ih * w + iw] = 0.0f;
+                }
+                float *dst = op + shift;
+                for (int64_t j = j0; j < j1; j++) dst[j] += col[j];
+            }
+}
+
 static void conv_transpose_image(const cpu_call *c, int64_t b, float *scratch) {
     const af_tensor *t = c->t;
     const ir_attrs *a = &t->a;
@@ -173,6 +200,10 @@ static void conv_transpose_image(const cpu_call *c, int64_t b, float *scratch) {
     memset(o, 0, (size_t)(cout * ho * wo) * sizeof(float));
     /* cols[Cout*kh*kw, H*W] = W^T @ x_b, with W viewed as [Cin, Cout*kh*kw]; then col2im. */
     cpu_kgemm(c, NULL, 1, 0, rows, h * w, cin, c->in[1], rows, c->in[0] + b * cin * h * w, h * w, 0.0f, scratch, h * w, NULL);
+    if (a->stride[0] == 1 && a->stride[1] == 1 && wo == w) {
+        col2im_same(scratch, cout, h, w, kh, kw, a->pad, a->dilation, ho, o);
+        return;
+    }
     /* col2im: each input column iw lands on ow = iw*s - p + v*d; the iw that land inside
      * form a contiguous run, so the inner loop is branch-free. */
     for (int64_t co = 0; co < cout; co++)

@@ -2,7 +2,9 @@
  * GEMM, with the one-copy-per-row im2col of a stride-1 conv as wide as its input), the
  * weight gradient (images blocked into one product when the gradient is thin) and the
  * transposed conv that is the input gradient, over odd shapes, strides, paddings,
- * dilations and batch sizes that leave partial blocks, on one thread and two. */
+ * dilations and batch sizes that leave partial blocks, on one thread and two. And the
+ * pooling kernels (k_pool.c): the forward split over planes, and the tiling average
+ * pool's gradient with a fused ReLU gradient for windows of 2 and 3 rows. */
 #include "aneforge.h"
 #include "ir/ir.h"
 #include "support/check.h"
@@ -95,6 +97,86 @@ static void check_case(const conv_case *c, test_rng *r, int threads) {
     free(x), free(w), free(dy), free(y), free(dw), free(dx), free(ry), free(rdw), free(rdx);
 }
 
+/* avg/max pool forward over many planes (split over threads) and odd shapes. */
+static void check_pool_forward(test_rng *r, int threads) {
+    static const struct { int n, c, h, w, k, s, p; } cases[] = {
+        { 5, 7, 10, 6, 2, 2, 0 }, { 3, 5, 9, 7, 3, 2, 1 }, { 4, 9, 7, 8, 3, 1, 0 }, { 2, 3, 5, 5, 2, 1, 1 },
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int max = 0; max < 2; max++) {
+            int n = cases[ci].n, ch = cases[ci].c, h = cases[ci].h, w = cases[ci].w, k = cases[ci].k, st = cases[ci].s, pd = cases[ci].p;
+            if (max && pd * 2 > k) continue;
+            int ho = (h + 2 * pd - k) / st + 1, wo = (w + 2 * pd - k) / st + 1;
+            int64_t nx = (int64_t)n * ch * h * w, ny = (int64_t)n * ch * ho * wo;
+            float *x = malloc(sizeof(float) * (size_t)nx), *y = malloc(sizeof(float) * (size_t)ny);
+            double *want = malloc(sizeof(double) * (size_t)ny);
+            test_fill_uniform(r, x, (long)nx, -1, 1);
+            for (int64_t pl = 0; pl < (int64_t)n * ch; pl++)
+                for (int oh = 0; oh < ho; oh++)
+                    for (int ow = 0; ow < wo; ow++) {
+                        double acc = max ? -INFINITY : 0;
+                        for (int i = oh * st - pd; i < oh * st - pd + k; i++)
+                            for (int j = ow * st - pd; j < ow * st - pd + k; j++) {
+                                if (i < 0 || i >= h || j < 0 || j >= w) continue;
+                                double v = x[(pl * h + i) * w + j];
+                                acc = max ? fmax(acc, v) : acc + v;
+                            }
+                        want[(pl * ho + oh) * wo + ow] = max ? acc : acc / (k * k);
+                    }
+            af_graph *g = af_graph_new();
+            af_graph_set_target(g, AF_TARGET_CPU);
+            int kk[2] = { k, k }, ss[2] = { st, st }, pp[2] = { pd, pd };
+            af_tensor *tx = af_input(g, "x", AF_F32, AF_SHAPE(n, ch, h, w));
+            af_tensor *ty = max ? af_max_pool(tx, kk, ss, pp) : af_avg_pool(tx, kk, ss, pp);
+            CHECK(ty != NULL, "pool: %s", af_graph_error(g));
+            if (ty) {
+                run_cpu(g, 1, &tx, (af_buffer[]){ AF_BUF_F32(x, nx) }, ty, AF_BUF_F32(y, ny), threads);
+                double worst = 0;
+                for (int64_t i = 0; i < ny; i++) worst = fmax(worst, fabs(y[i] - want[i]));
+                CHECK(worst <= 1e-6, "%s pool k %d s %d p %d on [%d,%d,%d,%d], %d threads: worst %g", max ? "max" : "avg", k,
+                      st, pd, n, ch, h, w, threads, worst);
+            }
+            af_graph_free(g);
+            free(x), free(y), free(want);
+        }
+}
+
+/* The ReLU gradient through a tiling average pool's gradient, which the executor fuses
+ * into the pool gradient's kernel: dx = (x > 0 ? dy / k^2 over the window : 0), for
+ * windows of 2 and 3 rows (the band's first row is masked last, after its copies). */
+static void check_pool_relu_grad(test_rng *r, int threads) {
+    for (int k = 2; k <= 3; k++) {
+        int n = 3, ch = 5, h = 3 * k, w = 4 * k, ho = h / k, wo = w / k;
+        int64_t nx = (int64_t)n * ch * h * w, ny = (int64_t)n * ch * ho * wo;
+        float *x = malloc(sizeof(float) * (size_t)nx), *dy = malloc(sizeof(float) * (size_t)ny);
+        float *dx = malloc(sizeof(float) * (size_t)nx);
+        test_fill_uniform(r, x, (long)nx, -1, 1);
+        test_fill_uniform(r, dy, (long)ny, -1, 1);
+        af_graph *g = af_graph_new();
+        af_graph_set_target(g, AF_TARGET_CPU);
+        af_tensor *tx = af_input(g, "x", AF_F32, AF_SHAPE(n, ch, h, w)), *tdy = af_input(g, "dy", AF_F32, AF_SHAPE(n, ch, ho, wo));
+        af_tensor *xv = af_muls(tx, 1.0f), *yv = af_relu(xv);
+        ir_attrs pa = { 0 };
+        pa.kernel[0] = pa.kernel[1] = pa.stride[0] = pa.stride[1] = k;
+        af_tensor *gp = ir_pool_grad(IR_OP_AVG_POOL_GRAD, yv, tdy, &pa);
+        af_tensor *z = af_sub(xv, xv), *res = af_select(af_greater(xv, z), gp, z);
+        CHECK(res != NULL, "pool relu grad: %s", af_graph_error(g));
+        if (res) {
+            run_cpu(g, 2, (af_tensor *[]){ tx, tdy }, (af_buffer[]){ AF_BUF_F32(x, nx), AF_BUF_F32(dy, ny) }, res,
+                    AF_BUF_F32(dx, nx), threads);
+            double worst = 0;
+            for (int64_t i = 0; i < nx; i++) {
+                int64_t pl = i / (h * w), ih = i / w % h, iw = i % w;
+                double want = x[i] > 0 ? (double)dy[(pl * ho + ih / k) * wo + iw / k] / (k * k) : 0;
+                worst = fmax(worst, fabs(dx[i] - want));
+            }
+            CHECK(worst <= 1e-7, "avg pool %dx%d gradient with a fused ReLU gradient, %d threads: worst %g", k, k, threads, worst);
+        }
+        af_graph_free(g);
+        free(x), free(dy), free(dx);
+    }
+}
+
 int main(void) {
     test_rng r = { 2811 };
     const conv_case cases[] = {
@@ -112,5 +194,9 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int threads = 1; threads <= 2; threads++) check_case(&cases[i], &r, threads);
+    for (int threads = 1; threads <= 2; threads++) {
+        check_pool_forward(&r, threads);
+        check_pool_relu_grad(&r, threads);
+    }
     return check_finish("conv_kernels");
 }

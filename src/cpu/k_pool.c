@@ -82,14 +82,6 @@ CPU_VECTOR_CLONES static void relu_mask(float *restrict dx, const float *restric
     }
 }
 
-/* relu_mask of a copy: d = src where x > x - x, else x - x, in one pass. */
-CPU_VECTOR_CLONES static void relu_copy(float *restrict d, const float *restrict src, const float *restrict x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        const float z = x[i] - x[i];
-        d[i] = x[i] > z ? src[i] : z;
-    }
-}
-
 static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
     const cpu_call *c = ctx;
     const af_tensor *t = c->t;
@@ -104,20 +96,17 @@ static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
         const float *x = c->in[0] + p * h * w, *dy = c->in[1] + p * ho * wo;
         float *dx = c->out + p * h * w;
-        if (tiles) { /* the first row of each band of windows, then its copies, masked as they are made */
+        if (tiles) { /* the first row of each band of windows, then its copies */
             const int64_t kh = a->kernel[0], kw = a->kernel[1];
             for (int64_t oh = 0; oh < ho; oh++) {
                 float *r = dx + oh * kh * w;
                 for (int64_t ow = 0; ow < wo; ow++)
                     for (int64_t v = 0; v < kw; v++) r[ow * kw + v] = dy[oh * wo + ow] * inv;
-                if (!c->relu_x) {
-                    for (int64_t u = 1; u < kh; u++) memcpy(r + u * w, r, (size_t)w * sizeof *r);
-                    continue;
-                }
-                const float *xr = c->relu_x + p * h * w + oh * kh * w;
-                for (int64_t u = 1; u < kh; u++) relu_copy(r + u * w, r, xr + u * w, w); /* from r before it is masked */
-                relu_mask(r, xr, w);
+                for (int64_t u = 1; u < kh; u++) memcpy(r + u * w, r, (size_t)w * sizeof *r);
             }
+            /* masked over the whole plane in one call: masking each copied row as it was
+             * made (one call per 28-float row) measured 2-10% slower on the CNN's step */
+            if (c->relu_x) relu_mask(dx, c->relu_x + p * h * w, h * w);
             continue;
         }
         memset(dx, 0, (size_t)(h * w) * sizeof *dx);

@@ -191,6 +191,7 @@ int main(void) {
         { 3, 2, 11, 9, 3, 3, 3, 3, 2, 0, 1, 2, 1 },    /* stride 3x2, dilation 2x1 */
         { 9, 16, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1 },   /* the CNN's conv2 layout: a wide gradient, per image */
         { 1, 1, 3, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1 },     /* one image */
+        { 5, 7, 6, 5, 37, 3, 3, 2, 1, 1, 1, 1, 1 },    /* a wide gradient (dW^T per image), odd Cout, stride 2x1 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int threads = 1; threads <= 2; threads++) check_case(&cases[i], &r, threads);

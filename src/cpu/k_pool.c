@@ -6,16 +6,18 @@
 #include <math.h>
 #include <string.h>
 
-void cpu_k_pool(const cpu_call *c) {
+/* One range of [N*C] planes per call: the planes are split over the pool's threads. */
+static void pool_planes(void *ctx, int64_t p0, int64_t p1) {
+    const cpu_call *c = ctx;
     const af_tensor *t = c->t;
     const ir_attrs *a = &t->a;
     af_shape xs = t->src[0]->shape, os = t->shape;
-    int64_t planes = xs.dim[0] * xs.dim[1], h = xs.dim[2], w = xs.dim[3], ho = os.dim[2], wo = os.dim[3];
+    int64_t h = xs.dim[2], w = xs.dim[3], ho = os.dim[2], wo = os.dim[3];
     bool avg = t->op == IR_OP_AVG_POOL;
     float inv = 1.0f / (float)(a->kernel[0] * a->kernel[1]);
     if (avg && a->pad[0] == 0 && a->pad[1] == 0 && a->kernel[0] == 2 && a->kernel[1] == 2 && a->stride[0] == 2 && a->stride[1] == 2) {
         /* 2x2 average, stride 2: the CNN's downsampling, worth its own loop */
-        for (int64_t p = 0; p < planes; p++)
+        for (int64_t p = p0; p < p1; p++)
             for (int64_t oh = 0; oh < ho; oh++) {
                 const float *r0 = c->in[0] + (p * h + 2 * oh) * w, *r1 = r0 + w;
                 float *o = c->out + (p * ho + oh) * wo;
@@ -25,7 +27,7 @@ void cpu_k_pool(const cpu_call *c) {
     }
     if (a->pad[0] == 0 && a->pad[1] == 0) { /* every window lies inside: no bounds checks */
         int kh = a->kernel[0], kw = a->kernel[1], sh = a->stride[0], sw = a->stride[1];
-        for (int64_t p = 0; p < planes; p++)
+        for (int64_t p = p0; p < p1; p++)
             for (int64_t oh = 0; oh < ho; oh++) {
                 const float *x = c->in[0] + (p * h + oh * sh) * w;
                 float *o = c->out + (p * ho + oh) * wo;
@@ -42,7 +44,7 @@ void cpu_k_pool(const cpu_call *c) {
             }
         return;
     }
-    for (int64_t p = 0; p < planes; p++) {
+    for (int64_t p = p0; p < p1; p++) {
         const float *x = c->in[0] + p * h * w;
         float *o = c->out + p * ho * wo;
         for (int64_t oh = 0; oh < ho; oh++)
@@ -61,6 +63,11 @@ void cpu_k_pool(const cpu_call *c) {
                 o[oh * wo + ow] = avg ? acc * inv : acc;
             }
     }
+}
+
+void cpu_k_pool(const cpu_call *c) {
+    af_shape xs = c->t->src[0]->shape;
+    cpu_pool_for(c->pool, xs.dim[0] * xs.dim[1], 8, pool_planes, (void *)c);
 }
 
 /* The input gradient of a pool from x and dy, one range of [N*C] planes per call: each
@@ -97,6 +104,8 @@ static void pool_grad_planes(void *ctx, int64_t p0, int64_t p1) {
                     for (int64_t v = 0; v < kw; v++) r[ow * kw + v] = dy[oh * wo + ow] * inv;
                 for (int64_t u = 1; u < kh; u++) memcpy(r + u * w, r, (size_t)w * sizeof *r);
             }
+            /* masked over the whole plane in one call: masking each copied row as it was
+             * made (one call per 28-float row) measured 2-10% slower on the CNN's step */
             if (c->relu_x) relu_mask(dx, c->relu_x + p * h * w, h * w);
             continue;
         }

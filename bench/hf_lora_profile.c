@@ -20,29 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct {
-    double last, *node_s;
-} prof;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void after(void *ctx, int s, const af_tensor *t, float *out, const float *const *ins) {
-    (void)t, (void)out, (void)ins;
-    prof *p = ctx;
-    double n = now_s();
-    p->node_s[s] += n - p->last;
-    p->last = n;
-}
-
-static void shape_str(af_shape s, char *buf, size_t cap) {
-    int k = snprintf(buf, cap, "[");
-    for (int i = 0; i < s.rank; i++) k += snprintf(buf + k, cap - (size_t)k, i ? ",%lld" : "%lld", (long long)s.dim[i]);
-    snprintf(buf + k, cap - (size_t)k, "]");
-}
+#include "node_timer.h"
 
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s DIR [seq [runs [threads [fp32|bf16 [rank]]]]]\n", argv[0]); return 2; }

@@ -136,7 +136,7 @@ int main(void) {
              "train llama --config tiny --data %s --val %s --steps 32 --batch 4 --seq %d --lr 0.01 --json --target ane-sim "
              "--plan unrolled --unroll 4", trainp, valp, T);
     rc = cli_run(args, 1, out, sizeof out);
-    CHECK(rc == 1 && strstr(out, "the input-count limit") && strstr(out, "A16 binds at most 64"), "ane-sim unrolled exit %d: %s", rc, out);
+    CHECK(rc == 1 && strstr(out, "the input-count limit") && strstr(out, "A16 binds at most 64") && strstr(out, "choose --plan resident"), "ane-sim unrolled exit %d: %s", rc, out);
 
     /* Bad arguments: exit 2 and a message naming the problem. */
     struct { const char *args, *says; } bad[] = {

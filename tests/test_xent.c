@@ -8,7 +8,9 @@
  *    chain within fp32 rounding;
  *  - logits near 1e4 and near -1e4 (exp of them overflows or vanishes in fp32): finite
  *    and equal to the reference;
- *  - 1 and 2 threads give the same bits (rows are split, never a row's sums). */
+ *  - 1 and 2 threads give the same bits (rows are split, never a row's sums);
+ *  - a trainer step of a custom-objective CE net on the CPU (the trainer's own seed):
+ *    its loss and SGD update equal the double reference. */
 #include "support/check.h"
 #include "aneforge.h"
 #include "ir/ir.h"
@@ -75,6 +77,49 @@ static void check_case(const char *what, const float *z, const float *y, bool ch
     CHECK(worst <= 1e-7, "%s: gradient off the chain's by %.3g", what, worst);
 }
 
+/* The net: logits = x + w, w a [1, C] parameter; its loss af_softmax_cross_entropy. */
+enum { TB = 4, TC = 1300 };
+static float w_init[TC];
+static int t_params(void *ctx, af_graph *g, af_tensor **params, int max) {
+    (void)ctx, (void)max;
+    params[0] = af_parameter(g, "w", AF_SHAPE(1, TC), w_init);
+    return 1;
+}
+static af_tensor *t_forward(void *ctx, af_tensor *x, af_tensor *const *w) { (void)ctx; return af_add(x, w[0]); }
+static af_loss *t_loss(void *ctx, af_tensor *out, af_tensor *target) { (void)ctx; return af_softmax_cross_entropy(out, target); }
+
+static void test_trainer_step(void) {
+    static float x[TB * TC], y[TB * TC], w[TC];
+    test_rng rng = { 5 };
+    test_fill_uniform(&rng, x, TB * TC, -6, 6);
+    test_fill_uniform(&rng, w_init, TC, -1, 1);
+    for (int i = 0; i < TB; i++) y[i * TC + (i * 389 + 2) % TC] = 1.0f;
+    af_net net = { .make_params = t_params, .forward = t_forward, .loss = t_loss, .sample = AF_SHAPE(TC), .out_dim = TC };
+    af_train_opts o = af_train_defaults();
+    o.objective = AF_OBJ_CUSTOM, o.optimizer = AF_OPT_SGD, o.lr = 0.5f, o.batch = TB, o.plan = AF_PLAN_HOST;
+    o.compile.target = AF_TARGET_CPU;
+    af_trainer *t = af_trainer_new(&net, &o);
+    CHECK(t != NULL, "trainer: %s", af_error_message());
+    if (!t) return;
+    af_step_info info;
+    CHECK(af_trainer_step(t, x, y, &info) == AF_OK, "step: %s", af_error_message());
+    CHECK(af_trainer_read_param(t, 0, w) == AF_OK, "read w: %s", af_error_message());
+    af_trainer_free(t);
+    double loss = 0, dw[TC] = { 0 }, worst = 0;
+    for (int i = 0; i < TB; i++) {
+        double m = -INFINITY, s = 0, z[TC];
+        for (int j = 0; j < TC; j++) z[j] = (double)x[i * TC + j] + w_init[j], m = fmax(m, z[j]);
+        for (int j = 0; j < TC; j++) s += exp(z[j] - m);
+        for (int j = 0; j < TC; j++) {
+            loss += y[i * TC + j] ? (m + log(s) - z[j]) / TB : 0;
+            dw[j] += (exp(z[j] - m) / s - y[i * TC + j]) / TB;
+        }
+    }
+    CHECK(fabs(info.loss - loss) <= 2e-6 * loss, "trainer: loss %.9g, reference %.9g", info.loss, loss);
+    for (int j = 0; j < TC; j++) worst = fmax(worst, fabs(w[j] - (w_init[j] - 0.5 * dw[j])));
+    CHECK(worst <= 2e-7, "trainer: the SGD update is off the reference by %.3g", worst);
+}
+
 int main(void) {
     static float z[N * V], y[N * V];
     test_rng rng = { 13 };
@@ -90,5 +135,6 @@ int main(void) {
     for (int i = 0; i < N; i++) y[i * V + (i * 997 + 5) % V] = 1.0f;
     for (int k = 0; k < N * V; k++) z[k] += k < N * V / 2 ? 10000.0f : -10000.0f;
     check_case("logits near +-1e4", z, y, true);
+    test_trainer_step();
     return check_finish("xent");
 }

@@ -120,6 +120,21 @@ static void test_trainer_step(void) {
     CHECK(worst <= 2e-7, "trainer: the SGD update is off the reference by %.3g", worst);
 }
 
+/* The shape rule names what is wrong. */
+static void test_shapes(void) {
+    af_graph *g = af_graph_new();
+    af_tensor *z = af_input(g, "z", AF_F32, AF_SHAPE(3, 5)), *y = af_input(g, "y", AF_F32, AF_SHAPE(3, 4));
+    CHECK(!ir_softmax_xent(z, y) && g->error && strstr(g->error, "logits and targets must have one shape"),
+          "mismatched targets: %s", g->error ? g->error : "(no error)");
+    af_graph_free(g);
+    g = af_graph_new();
+    z = af_input(g, "z", AF_F32, AF_SHAPE(3, 5));
+    af_tensor *dy = af_input(g, "dy", AF_F32, AF_SHAPE(2, 1));
+    CHECK(!ir_softmax_xent_grad(z, z, dy, false) && g->error && strstr(g->error, "dy must be [3, 1] or [1, 1]"),
+          "bad dy: %s", g->error ? g->error : "(no error)");
+    af_graph_free(g);
+}
+
 int main(void) {
     static float z[N * V], y[N * V];
     test_rng rng = { 13 };
@@ -136,5 +151,6 @@ int main(void) {
     for (int k = 0; k < N * V; k++) z[k] += k < N * V / 2 ? 10000.0f : -10000.0f;
     check_case("logits near +-1e4", z, y, true);
     test_trainer_step();
+    test_shapes();
     return check_finish("xent");
 }

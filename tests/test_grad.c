@@ -266,6 +266,23 @@ static af_tensor *c_swiglu_native(gcase *c) {
     CHECK(y && y->op == IR_OP_SWIGLU, "ir_swiglu: the native node");
     return y;
 }
+/* softmax_xent on a CPU-targeted graph, logits and (soft, signed) targets both trained,
+ * and the CE loss value on such a graph, which is that node. */
+static af_tensor *c_xent_native(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    af_tensor *y = ir_softmax_xent(P(c, -3, 3, 4, 9), PN(c, 4, 9));
+    CHECK(y && y->op == IR_OP_SOFTMAX_XENT, "ir_softmax_xent: the native node");
+    return y;
+}
+static af_tensor *c_ce_native(gcase *c) {
+    af_graph_set_target(c->g, AF_TARGET_CPU);
+    float y[12] = { 0 };
+    for (int i = 0; i < 3; i++) y[i * 4 + (i * 7) % 4] = 1.0f;
+    c->loss = af_softmax_cross_entropy(P(c, -2, 2, 3, 4), af_const(c->g, "y", AF_SHAPE(3, 4), y));
+    af_tensor *v = af_loss_value(c->loss);
+    CHECK(v && v->src[0]->src[0]->op == IR_OP_SOFTMAX_XENT, "the CE loss value on the CPU target: the native node");
+    return v;
+}
 static af_tensor *c_flatten(gcase *c) { return af_flatten(PN(c, 2, 3, 4)); }
 static af_tensor *c_dropout(gcase *c) { return af_dropout(PN(c, 3, 4), 0); }
 static af_tensor *c_broadcast(gcase *c) { return af_broadcast(PN(c, 3, 1, 4), 1, 5); }
@@ -318,6 +335,7 @@ static const grad_case cases[] = {
     { "layer: local_response_norm", IR_OP_INPUT, c_local_response_norm },
     { "causal_attention native (cpu)", IR_OP_CAUSAL_ATTENTION, c_causal_attention },
     { "rope native (cpu)", IR_OP_ROPE, c_rope_native }, { "swiglu native (cpu)", IR_OP_SWIGLU, c_swiglu_native },
+    { "softmax_xent native (cpu)", IR_OP_SOFTMAX_XENT, c_xent_native }, { "loss: cross-entropy native (cpu)", IR_OP_INPUT, c_ce_native },
     { "sdpa decode, mask", IR_OP_SDPA, c_sdpa }, { "sdpa no mask", IR_OP_SDPA, c_sdpa_nomask },
     { "flatten", IR_OP_FLATTEN, c_flatten }, { "dropout", IR_OP_DROPOUT, c_dropout },
     { "broadcast", IR_OP_BROADCAST, c_broadcast }, { "input_view", IR_OP_INPUT_VIEW, c_input_view },

@@ -390,6 +390,8 @@ INTERNAL = {
     "causal_attention_grad": "made by af.backward (CPU target)",
     "swiglu": "made by af.llama on graphs targeted at the CPU",
     "swiglu_grad": "made by af.backward (CPU target)",
+    "softmax_xent": "made by af.softmax_cross_entropy's loss value on graphs targeted at the CPU",
+    "softmax_xent_grad": "made by the trainer's cross-entropy seed and af.backward (CPU target)",
     "rope": "built by af.rope on graphs targeted at the CPU",
     "causal_attention": "built by af.causal_attention on graphs targeted at the CPU",
 }

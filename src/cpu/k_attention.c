@@ -250,6 +250,7 @@ void cpu_k_attention(const cpu_call *c) {
     case IR_OP_SWIGLU: case IR_OP_SWIGLU_GRAD:
         cpu_pool_for(c->pool, af_shape_count(t->shape), 16384, swiglu_range, (void *)c);
         return;
+    case IR_OP_SOFTMAX_XENT: case IR_OP_SOFTMAX_XENT_GRAD: cpu_k_xent(c); return;
     case IR_OP_CAUSAL_ATTENTION: case IR_OP_CAUSAL_ATTENTION_GRAD: break; /* below */
 #define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, ATTENTION, id)
 #include "ir/ops.def"

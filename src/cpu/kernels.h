@@ -43,6 +43,7 @@ void cpu_k_slice(const cpu_call *c);     /* slice_by_size and split */
 void cpu_k_concat(const cpu_call *c);
 void cpu_k_sdpa(const cpu_call *c);       /* k_sdpa.c */
 void cpu_k_attention(const cpu_call *c);  /* k_attention.c: causal_attention(_grad), rope, swiglu(_grad), sdpa */
+void cpu_k_xent(const cpu_call *c);       /* k_xent.c: softmax_xent(_grad) */
 /* Softmax of one contiguous row of n floats into y (y may be x), vectorised. */
 void cpu_softmax_row(const float *x, float *y, int64_t n);
 /* Scratch floats of causal_attention(_grad) on `threads` threads. */

@@ -167,7 +167,11 @@ af_status af_backward(af_loss *loss, int n, af_tensor *const *params, af_tensor 
         /* Analytic and fp16-stable (no log): (softmax(z) - y) * (scale / N). */
         af_tensor *z = loss->root;
         float rows = (float)(af_shape_count(z->shape) / z->shape.dim[z->shape.rank - 1]);
-        seed = af_muls(af_sub(af_softmax(z, -1), loss->target), scale / rows);
+        float k = scale / rows;
+        if (z->g->cpu_only && z->shape.rank == 2) /* one native node: softmax - y, scaled, a pass per row */
+            seed = ir_softmax_xent_grad(z, loss->target, af_const_fill(z->g, AF_SHAPE(1, 1), k), true);
+        else
+            seed = af_muls(af_sub(af_softmax(z, -1), loss->target), k);
     } else {
         seed = grad_const_like(loss->root, scale); /* dL/dloss folded into the constant */
     }

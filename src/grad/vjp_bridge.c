@@ -2,7 +2,7 @@
  * sdpa's through its decomposed attention (recomputing the weights), the structural
  * layers' as the matching reshape, sum or zero padding. causal_attention (CPU only) has
  * its native gradient node; rope's is rope turning back; swiglu's a swiglu_grad node per
- * operand. */
+ * operand; softmax_xent's a softmax_xent_grad node. */
 #include "grad/grad.h"
 #include "ir/op_cases.h"
 
@@ -21,6 +21,19 @@ static void causal_attention_vjp(grad_ctx *c) {
     }
 }
 
+/* softmax_xent: the logits' gradient is one native node; the targets' (rare: targets are
+ * usually fed) is (logsumexp(z) - z) dy from ordinary ops. */
+static void xent_vjp(grad_ctx *c) {
+    af_tensor *z = c->t->src[0], *y = c->t->src[1];
+    if (c->need[0]) c->dsrc[0] = ir_softmax_xent_grad(z, y, c->g, false);
+    if (c->need[1]) {
+        int ax = 1;
+        af_tensor *mx = af_reduce_max(z, 1, &ax, 1);
+        af_tensor *lse = af_add(af_log(af_reduce_sum(af_exp(af_sub(z, mx)), 1, &ax, 1)), mx);
+        c->dsrc[1] = af_mul(af_sub(lse, z), c->g);
+    }
+}
+
 void grad_vjp_attention(grad_ctx *c) {
     switch (c->t->op) {
     case IR_OP_ROPE: /* a rotation: its gradient turns back (cos and sin are constants) */
@@ -30,9 +43,10 @@ void grad_vjp_attention(grad_ctx *c) {
         for (int i = 0; i < 2; i++)
             if (c->need[i]) c->dsrc[i] = ir_swiglu_grad(c->t->src[0], c->t->src[1], c->g, i == 1);
         return;
+    case IR_OP_SOFTMAX_XENT: xent_vjp(c); return;
     case IR_OP_CAUSAL_ATTENTION: causal_attention_vjp(c); return;
     case IR_OP_SDPA: break; /* below */
-    case IR_OP_CAUSAL_ATTENTION_GRAD: case IR_OP_SWIGLU_GRAD: return; /* OPF_NODIFF: af_backward refuses them first */
+    case IR_OP_CAUSAL_ATTENTION_GRAD: case IR_OP_SWIGLU_GRAD: case IR_OP_SOFTMAX_XENT_GRAD: return; /* OPF_NODIFF: af_backward refuses them first */
 #define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, ATTENTION, id)
 #include "ir/ops.def"
 #undef X

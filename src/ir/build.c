@@ -488,6 +488,17 @@ af_tensor *ir_swiglu_grad(af_tensor *a, af_tensor *b, af_tensor *dy, bool of_b) 
     return ir_build(IR_OP_SWIGLU_GRAD, 3, s, &at);
 }
 
+af_tensor *ir_softmax_xent(af_tensor *logits, af_tensor *targets) {
+    af_tensor *s[2] = { logits, targets };
+    return ir_build(IR_OP_SOFTMAX_XENT, 2, s, NULL);
+}
+
+af_tensor *ir_softmax_xent_grad(af_tensor *logits, af_tensor *targets, af_tensor *dy, bool unit_rows) {
+    ir_attrs at = { .mode = unit_rows ? 1 : 0 };
+    af_tensor *s[3] = { logits, targets, dy };
+    return ir_build(IR_OP_SOFTMAX_XENT_GRAD, 3, s, &at);
+}
+
 af_tensor *af_conv_transpose(af_tensor *x, af_tensor *w, const int stride[2], const int pad[2], const int dilation[2]) {
     ir_attrs a = { .groups = 1 };
     pair(a.stride, stride, 1);

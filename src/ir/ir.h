@@ -201,6 +201,11 @@ af_tensor *ir_rope(af_tensor *x, af_tensor *cos_t, af_tensor *sin_t, bool invers
 /* The native swiglu node (CPU only), silu(a) * b, and its gradient for a (of_b false) or b. */
 af_tensor *ir_swiglu(af_tensor *a, af_tensor *b);
 af_tensor *ir_swiglu_grad(af_tensor *a, af_tensor *b, af_tensor *dy, bool of_b);
+/* The native softmax cross-entropy node (CPU only): [N, 1] of logsumexp(z) sum(y) - sum(y z)
+ * over logits z and targets y [N, C]; its gradient (softmax(z) sum(y) - y) dy for dy [N, 1]
+ * or [1, 1], with every sum(y) taken as 1 when unit_rows (the trainer's seed). */
+af_tensor *ir_softmax_xent(af_tensor *logits, af_tensor *targets);
+af_tensor *ir_softmax_xent_grad(af_tensor *logits, af_tensor *targets, af_tensor *dy, bool unit_rows);
 
 /* The attention af_sdpa computes, from ordinary ops (matmul, muls, add, softmax): the
  * fallback outside the native layer's bounds, and what its gradient differentiates. */

@@ -1,5 +1,5 @@
 /* Shape rules of the bridge kinds: attention (sdpa, and the CPU-only transformer pieces:
- * causal attention, rope, swiglu) and the structural layers. */
+ * causal attention, rope, swiglu, softmax_xent) and the structural layers. */
 #include "ir/ir.h"
 #include "ir/op_cases.h"
 
@@ -46,10 +46,27 @@ static bool infer_swiglu(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a,
     return true;
 }
 
+/* softmax_xent: logits and targets [N, C] of one shape; its gradient also takes dy
+ * [N, 1] or [1, 1] (one factor for every row). */
+static bool infer_xent(ir_op op, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
+    af_shape z = src[0]->shape;
+    if (z.rank != 2) FAIL("logits must be [rows, classes] (rank 2); got rank %d", z.rank);
+    if (!ir_shape_eq(src[1]->shape, z)) FAIL("logits and targets must have one shape [rows, classes]");
+    *out = (af_shape){ .rank = 2, .dim = { z.dim[0], 1 } };
+    if (op == IR_OP_SOFTMAX_XENT) return true;
+    af_shape d = src[2]->shape;
+    if (d.rank != 2 || d.dim[1] != 1 || (d.dim[0] != 1 && d.dim[0] != z.dim[0]))
+        FAIL("dy must be [%lld, 1] or [1, 1]", (long long)z.dim[0]);
+    if (a->mode != 0 && a->mode != 1) FAIL("mode %d: 0 the exact gradient, 1 target sums taken as 1", a->mode);
+    *out = z;
+    return true;
+}
+
 bool ir_infer_attention(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     switch (op) {
     case IR_OP_ROPE: return infer_rope(src, a, out, err, errlen);
     case IR_OP_SWIGLU: case IR_OP_SWIGLU_GRAD: return infer_swiglu(op, nsrc, src, a, out, err, errlen);
+    case IR_OP_SOFTMAX_XENT: case IR_OP_SOFTMAX_XENT_GRAD: return infer_xent(op, src, a, out, err, errlen);
     case IR_OP_CAUSAL_ATTENTION: case IR_OP_CAUSAL_ATTENTION_GRAD: return infer_causal(op, nsrc, src, a, out, err, errlen);
     case IR_OP_SDPA: break; /* below */
 #define X(id, name, arity, kind, ...) IR_CASE_UNLESS_KIND(kind, ATTENTION, id)

@@ -42,7 +42,11 @@ af_status tr_build_step(af_trainer *t, af_tensor *x, af_tensor *y, af_tensor *ls
         t->g->vouching++;
         if (l->kind == AF_LOSS_CE) {
             float rows = (float)(af_shape_count(root->shape) / root->shape.dim[root->shape.rank - 1]);
-            seed = af_mul(af_sub(af_softmax(root, -1), l->target), af_muls(ls, 1.0f / rows));
+            af_tensor *k = af_muls(ls, 1.0f / rows);
+            if (root->g->cpu_only && root->shape.rank == 2) /* softmax - y, scaled, in one pass per row */
+                seed = ir_softmax_xent_grad(root, l->target, af_reshape(k, AF_SHAPE(1, 1)), true);
+            else
+                seed = af_mul(af_sub(af_softmax(root, -1), l->target), k);
         } else {
             seed = af_reshape(ls, root->shape); /* dL/dloss = the loss scale */
         }

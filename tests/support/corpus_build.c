@@ -414,6 +414,29 @@ void corpus_b_swiglu(corpus_graph *cg, const corpus_case *c) {
     output(cg, ir_swiglu_grad(a, b, dy, c->p[0] == 2));
 }
 
+/* softmax_xent (p[0] 0) or its gradient (p[0] 1: dy [N, 1]; 2: mode 1, dy [1, 1]) over
+ * logits in [-f, f] and targets in [0, 1], or one-hot rows (p[1] 1, baked). */
+void corpus_b_xent(corpus_graph *cg, const corpus_case *c) {
+    float f = c->f ? c->f : 4.0f;
+    af_tensor *z = input(cg, c->s[0], (corpus_dom)DU(-f, f), AF_F32), *y;
+    if (c->p[1]) {
+        int64_t n = c->s[0].dim[0], k = c->s[0].dim[1];
+        float *v = calloc((size_t)(n * k), sizeof *v);
+        for (int64_t i = 0; v && i < n; i++) v[i * k + (i * 7919 + 13) % k] = 1.0f;
+        y = v ? af_const(cg->g, "y", c->s[0], v) : NULL;
+        free(v);
+    } else {
+        y = input(cg, c->s[0], (corpus_dom)DU(0.0f, 1.0f), AF_F32);
+    }
+    if (!c->p[0]) {
+        output(cg, ir_softmax_xent(z, y));
+        return;
+    }
+    af_shape ds = { .rank = 2, .dim = { c->p[0] == 2 ? 1 : c->s[0].dim[0], 1 } };
+    af_tensor *dy = input(cg, ds, (corpus_dom)DU(-2.0f, 2.0f), AF_F32);
+    output(cg, ir_softmax_xent_grad(z, y, dy, c->p[0] == 2));
+}
+
 /* flatten, dropout (f the rate), broadcast (p[0] axis, p[1] size), input_view (p[0]
  * offset, p[1] size) of one input s[0]. */
 void corpus_b_structural(corpus_graph *cg, const corpus_case *c) {

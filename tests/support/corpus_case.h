@@ -80,6 +80,8 @@ struct corpus_case {
  *   causal_attention s[0] the shape of q, k, v (and dy); p[0]: the gradient node; f scale (0: 1/sqrt(d))
  *   rope      s[0] x, s[1] cos and sin [seq, hs/2] (fed); p[0] mode
  *   swiglu    s[0] the shape of a, b (and dy); p[0]: 0 swiglu, 1 its gradient for a, 2 for b
+ *   xent      s[0] logits and targets [N, C] (targets in [0, 1], p[1] 1: one-hot rows); p[0]: 0 softmax_xent,
+ *             1 its gradient with dy [N, 1], 2 mode 1 with dy [1, 1]; f: logits in [-f, f] (0: 4)
  *   structural s[0]; flatten, dropout (f rate), broadcast (p[0] axis, p[1] size), input_view (p[0] offset,
  *             p[1] size)
  */
@@ -109,6 +111,7 @@ void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c);
 void corpus_b_causal_attention(corpus_graph *cg, const corpus_case *c);
 void corpus_b_rope(corpus_graph *cg, const corpus_case *c);
 void corpus_b_swiglu(corpus_graph *cg, const corpus_case *c);
+void corpus_b_xent(corpus_graph *cg, const corpus_case *c);
 void corpus_b_structural(corpus_graph *cg, const corpus_case *c);
 
 /* Frees the case's graph and input data. */

@@ -142,6 +142,14 @@ const corpus_case corpus_nn[] = {
     { CASE("vector", swiglu, SWIGLU), .s = { SH(37) } },
     { CASE("da", swiglu, SWIGLU_GRAD), .s = { SH(16, 96) }, .p = { 1 } },
     { CASE("db", swiglu, SWIGLU_GRAD), .s = { SH(16, 96) }, .p = { 2 } },
+    /* softmax_xent (CPU only) and its gradient: soft and one-hot targets, rows longer than
+     * the kernel's 512-float sum blocks, logits of 3e4 (exp of them would overflow). */
+    { CASE("soft", xent, SOFTMAX_XENT), .s = { SH(5, 37) } },
+    { CASE("one-hot-long", xent, SOFTMAX_XENT), .s = { SH(3, 1300) }, .p = { 0, 1 } },
+    { CASE("large", xent, SOFTMAX_XENT), .s = { SH(4, 50) }, .p = { 0, 1 }, .f = 30000.0f },
+    { CASE("soft", xent, SOFTMAX_XENT_GRAD), .s = { SH(5, 37) }, .p = { 1 } },
+    { CASE("seed-long", xent, SOFTMAX_XENT_GRAD), .s = { SH(3, 1300) }, .p = { 2, 1 } },
+    { CASE("large", xent, SOFTMAX_XENT_GRAD), .s = { SH(4, 50) }, .p = { 1, 1 }, .f = 30000.0f },
     { CASE("causal-baked-mask", sdpa, SDPA), .s = { SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(1, 4, 7, 8), SH(7, 1, 7) }, .p = { 1 } },
     { CASE("chw", structural, FLATTEN), .s = { SH(3, 4, 5) } },
     { CASE("rate0", structural, DROPOUT), .s = { SH(2, 3, 4) } },

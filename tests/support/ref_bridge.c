@@ -127,6 +127,26 @@ static void swiglu(const af_tensor *t, const double *const *in, double *out) {
     }
 }
 
+/* softmax_xent: per row logsumexp(z) sum(y) - sum(y z); its gradient (softmax(z) k - y) dy
+ * with k = sum(y), or 1 in mode 1. */
+static void xent(const af_tensor *t, const double *const *in, double *out) {
+    af_shape z = t->src[0]->shape;
+    int64_t n = z.dim[0], k = z.dim[1];
+    bool grad = t->op == IR_OP_SOFTMAX_XENT_GRAD;
+    for (int64_t i = 0; i < n; i++) {
+        const double *zr = in[0] + i * k, *yr = in[1] + i * k;
+        double m = -INFINITY, s = 0.0, ys = 0.0, yz = 0.0;
+        for (int64_t j = 0; j < k; j++) m = zr[j] > m ? zr[j] : m;
+        for (int64_t j = 0; j < k; j++) s += exp(zr[j] - m), ys += yr[j], yz += yr[j] * zr[j];
+        if (!grad) {
+            out[i] = (m + log(s)) * ys - yz;
+            continue;
+        }
+        double g = in[2][t->src[2]->shape.dim[0] == 1 ? 0 : i], kk = t->a.mode == 1 ? 1.0 : ys;
+        for (int64_t j = 0; j < k; j++) out[i * k + j] = (exp(zr[j] - m) / s * kk - yr[j]) * g;
+    }
+}
+
 int ref_bridge_eval(const af_tensor *t, const double *const *in, double *out) {
     int64_t n = af_shape_count(t->shape);
     switch (t->op) {
@@ -134,6 +154,7 @@ int ref_bridge_eval(const af_tensor *t, const double *const *in, double *out) {
     case IR_OP_CAUSAL_ATTENTION: causal_attention(t, in, out, false); return 0;
     case IR_OP_ROPE: rope(t, in, out); return 0;
     case IR_OP_SWIGLU: case IR_OP_SWIGLU_GRAD: swiglu(t, in, out); return 0;
+    case IR_OP_SOFTMAX_XENT: case IR_OP_SOFTMAX_XENT_GRAD: xent(t, in, out); return 0;
     case IR_OP_CAUSAL_ATTENTION_GRAD: causal_attention(t, in, out, true); return 0;
     case IR_OP_FLATTEN:
     case IR_OP_DROPOUT: memcpy(out, in[0], (size_t)n * sizeof *out); return 0;

@@ -46,6 +46,7 @@ typedef struct {
     int64_t M, N, Kp, Np;
     float *C;
     int64_t ldc;
+    int64_t bs; /* B's packing: its Np (row-major) or its tiles along k (AMX), when B is a leading block of it */
 } job;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -212,7 +213,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx,
             for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
             const uint16_t *b = j->bp + 2 * j0;
             const uint16_t *a = j->ap + i0 * j->Kp;
-            for (int64_t kp = 0; kp < j->Kp / 2; kp++, b += 2 * j->Np) {
+            for (int64_t kp = 0; kp < j->Kp / 2; kp++, b += 2 * j->bs) {
                 __m512bh v0 = (__m512bh)_mm512_loadu_si512(b), v1 = (__m512bh)_mm512_loadu_si512(b + 32);
                 for (int r = 0; r < 8; r++) {
                     int32_t pair;
@@ -259,7 +260,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int
                 _tile_zero(2);
                 _tile_zero(3);
                 const uint16_t *a0 = j->ap + (i0 / 16) * kt * 512, *a1 = a0 + kt * 512;
-                const uint16_t *bt0 = j->bp + (j0 / 16) * kt * 512, *bt1 = bt0 + kt * 512;
+                const uint16_t *bt0 = j->bp + (j0 / 16) * j->bs * 512, *bt1 = bt0 + j->bs * 512;
                 for (int64_t k = 0; k < kt; k++) {
                     _tile_loadd(4, a0 + k * 512, 64);
                     _tile_loadd(5, a1 + k * 512, 64);
@@ -523,7 +524,46 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     } else {
         atomic_fetch_add(&stat_reused, 1);
     }
-    job j = { ap, bp, M, N, Kp, Np, C, ldc };
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? Kp / 32 : Np };
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, &j);
+#else
+    (void)j;
+#endif
+    return true;
+}
+
+size_t cpu_bf16_packed_size(int64_t K, int64_t N) {
+    return (size_t)(((K + 31) & ~(int64_t)31) * ((N + 31) & ~(int64_t)31));
+}
+
+bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
+                     uint16_t *dst) {
+    if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
+    if (!path_ok(path) || K <= 0 || N <= 0) return false;
+    int64_t Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    packer pb = { B, ldb, tb, tb, true, path == CPU_BF16_AMX, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
+                  NULL, 0, 0 };
+    pack(p, &pb);
+    atomic_fetch_add(&stat_packed, 1);
+    return true;
+}
+
+bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const uint16_t *bp, int64_t bK, int64_t bN, float *C, int64_t ldc) {
+    if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
+    /* past K the packing holds B's next rows, not zeros: K must end on a 32-row boundary */
+    if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0 || N > bN || K > bK || (K != bK && K % 32)) return false;
+    int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    int64_t bNp = (bN + 31) & ~(int64_t)31, bKp = (bK + 31) & ~(int64_t)31;
+    bool amx = path == CPU_BF16_AMX;
+    uint16_t *ap = ws_get(0, (size_t)(Mp * Kp));
+    if (!ap) return false;
+    packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
+    pack(p, &pa);
+    atomic_fetch_add(&stat_packed_a, 1);
+    atomic_fetch_add(&stat_reused, 1);
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? bKp / 32 : bNp };
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, &j);
 #else

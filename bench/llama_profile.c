@@ -104,10 +104,11 @@ int main(int argc, char **argv) {
     printf("forward+backward: %.1f ms per run (%d runs, %d threads, %d nodes, %s), loss %.4f\n", 1000 * total / runs, runs,
            threads, p.nsched, o.bf16 ? cpu_bf16_path_name((cpu_bf16_path)o.bf16) : "fp32", lv);
     if (o.bf16) {
-        int64_t packed, reused;
+        int64_t packed, reused, packed_a, reused_a;
         cpu_bf16_stats(&packed, &reused);
-        printf("bf16: %lld right operands packed, %lld taken from the forward's packing (%d runs)\n", (long long)packed,
-               (long long)reused, runs + 1);
+        cpu_bf16_stats_a(&packed_a, &reused_a);
+        printf("bf16: right operands %lld packed, %lld taken from the cache; left %lld packed, %lld taken (%d runs)\n",
+               (long long)packed, (long long)reused, (long long)packed_a, (long long)reused_a, runs + 1);
     }
     printf("%-22s %9s %6s %6s %9s\n", "op", "ms/run", "share", "nodes", "GFLOP/s");
     for (int k = 0; k < IR_OP_COUNT; k++) {

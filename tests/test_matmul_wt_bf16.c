@@ -3,7 +3,8 @@
  * taken as C^T = W x^T over chunks of W's rows, and x W with a long K (lm_head's input
  * gradient), split over K among the threads and summed. Checked against a double loop
  * over the bf16-rounded operands: the plain product, a fused bias (applied per row of
- * C^T), a fused ReLU, N across several chunks and not a multiple of one, matmul_w, and
+ * C^T), a fused ReLU, N across several chunks and not a multiple of one, matmul_w (a
+ * matmul node with a weight of at most 8,192 rows is one product, k_matmul.c), and
  * K across several chunks. Products with a side of 8 or less (LoRA's rank 8, a few
  * rows) stay fp32: they equal the double loop over the unrounded operands. Skipped (77)
  * on a CPU with no bf16 path. */
@@ -84,6 +85,7 @@ int main(void) {
     check(36, 2049, 320, false, false, true);
     check(32, 1000, 256, false, false, false); /* one chunk per thread */
     check(32, 100, 256, true, false, false);   /* below the chunked path's threshold */
+    check(32, 9000, 256, true, true, false);   /* a matmul node past WT_DIRECT_MAX: the chunked form */
     check_as(32, 40, 20000, false, false, false, true); /* K split over the threads: 5 chunks, the last partial */
     check_as(32, 40, 20000, true, false, false, true);  /* a fused bias: not split */
     check_fp32(64, 300, 8, false);  /* LoRA's B: rank 8 */

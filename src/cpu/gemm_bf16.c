@@ -46,6 +46,7 @@ typedef struct {
     int64_t M, N, Kp, Np;
     float *C;
     int64_t ldc;
+    int64_t bs; /* B's packing: its Np (row-major) or its tiles along k (AMX), when B is a leading block of it */
 } job;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -212,7 +213,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx,
             for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
             const uint16_t *b = j->bp + 2 * j0;
             const uint16_t *a = j->ap + i0 * j->Kp;
-            for (int64_t kp = 0; kp < j->Kp / 2; kp++, b += 2 * j->Np) {
+            for (int64_t kp = 0; kp < j->Kp / 2; kp++, b += 2 * j->bs) {
                 __m512bh v0 = (__m512bh)_mm512_loadu_si512(b), v1 = (__m512bh)_mm512_loadu_si512(b + 32);
                 for (int r = 0; r < 8; r++) {
                     int32_t pair;
@@ -259,7 +260,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int
                 _tile_zero(2);
                 _tile_zero(3);
                 const uint16_t *a0 = j->ap + (i0 / 16) * kt * 512, *a1 = a0 + kt * 512;
-                const uint16_t *bt0 = j->bp + (j0 / 16) * kt * 512, *bt1 = bt0 + kt * 512;
+                const uint16_t *bt0 = j->bp + (j0 / 16) * j->bs * 512, *bt1 = bt0 + j->bs * 512;
                 for (int64_t k = 0; k < kt; k++) {
                     _tile_loadd(4, a0 + k * 512, 64);
                     _tile_loadd(5, a1 + k * 512, 64);
@@ -324,11 +325,13 @@ static void pack(cpu_pool *p, packer *x) {
 #endif
 }
 
-/* One weight's packing for a later product of the step (cpu_bf16_cache). */
+/* One operand's packing for a later product of the step (cpu_bf16_cache): a tensor in one
+ * role (A or B), transposition, shape, stride and path. */
 typedef struct {
     const void *key;
     const float *data;
-    int64_t K, N, ld;
+    int role, trans;   /* 0: A, 1: B; ta or tb */
+    int64_t rows, cols, ld; /* op(A) M x K, or op(B) K x N */
     cpu_bf16_path path;
     uint64_t step;     /* the step it was packed in; 0: none */
     uint16_t *bp;
@@ -341,11 +344,16 @@ struct cpu_bf16_cache {
     int n, cap;
 };
 
-static atomic_llong stat_packed, stat_reused;
+static atomic_llong stat_packed, stat_reused, stat_packed_a, stat_reused_a;
 
 void cpu_bf16_stats(int64_t *packed_b, int64_t *reused_b) {
     if (packed_b) *packed_b = atomic_load(&stat_packed);
     if (reused_b) *reused_b = atomic_load(&stat_reused);
+}
+
+void cpu_bf16_stats_a(int64_t *packed_a, int64_t *reused_a) {
+    if (packed_a) *packed_a = atomic_load(&stat_packed_a);
+    if (reused_a) *reused_a = atomic_load(&stat_reused_a);
 }
 
 cpu_bf16_cache *cpu_bf16_cache_new(void) {
@@ -373,28 +381,44 @@ size_t cpu_bf16_cache_bytes(const cpu_bf16_cache *c) {
 
 /* One entry per tensor and layout; the data pointer is checked on use, so a caller that
  * feeds a weight from a new buffer each run reuses its entry instead of adding one. */
-static cache_entry *find(cpu_bf16_cache *c, const void *key, int64_t K, int64_t N, int64_t ld, cpu_bf16_path path) {
+static cache_entry *find(cpu_bf16_cache *c, const void *key, int role, int trans, int64_t rows, int64_t cols, int64_t ld,
+                         cpu_bf16_path path) {
     for (int i = 0; c && i < c->n; i++) {
         cache_entry *e = &c->e[i];
-        if (e->key == key && e->K == K && e->N == N && e->ld == ld && e->path == path) return e;
+        if (e->key == key && e->role == role && e->trans == trans && e->rows == rows && e->cols == cols && e->ld == ld &&
+            e->path == path)
+            return e;
     }
     return NULL;
 }
 
-/* The entry for B stored [K, N] (found or added, its buffer at least `need`), marked
- * stale until the packing in it is complete; NULL when memory runs out. */
-static cache_entry *claim(cpu_bf16_cache *c, const void *key, const float *data, int64_t K, int64_t N, int64_t ld,
-                          cpu_bf16_path path, size_t need) {
-    cache_entry *e = find(c, key, K, N, ld, path);
+/* The packing kept this step under key for this data, or NULL. */
+static cache_entry *lookup(cpu_bf16_cache *c, const void *key, const float *data, int role, int trans, int64_t rows,
+                           int64_t cols, int64_t ld, cpu_bf16_path path) {
+    cache_entry *e = c && key ? find(c, key, role, trans, rows, cols, ld, path) : NULL;
+    return e && e->step == c->step && e->data == data ? e : NULL;
+}
+
+/* Room for three more entries, made before any entry of a call is looked up: claim then
+ * never moves the entries, and the pointers of one call stay valid. */
+static bool reserve(cpu_bf16_cache *c) {
+    if (c->n + 3 <= c->cap) return true;
+    int cap = c->cap ? 2 * c->cap : 16;
+    cache_entry *grown = realloc(c->e, sizeof *grown * (size_t)cap);
+    if (!grown) return false;
+    c->e = grown, c->cap = cap;
+    return true;
+}
+
+/* The entry for this operand (found or added, its buffer at least `need`), marked stale
+ * until the packing in it is complete; NULL when memory runs out. */
+static cache_entry *claim(cpu_bf16_cache *c, const void *key, const float *data, int role, int trans, int64_t rows,
+                          int64_t cols, int64_t ld, cpu_bf16_path path, size_t need) {
+    cache_entry *e = find(c, key, role, trans, rows, cols, ld, path);
     if (!e) {
-        if (c->n == c->cap) {
-            int cap = c->cap ? 2 * c->cap : 16;
-            cache_entry *grown = realloc(c->e, sizeof *grown * (size_t)cap);
-            if (!grown) return NULL;
-            c->e = grown, c->cap = cap;
-        }
+        if (c->n == c->cap) return NULL; /* reserve first */
         e = &c->e[c->n++];
-        *e = (cache_entry){ key, data, K, N, ld, path, 0, NULL, 0 };
+        *e = (cache_entry){ key, data, role, trans, rows, cols, ld, path, 0, NULL, 0 };
     }
     e->step = 0;
     e->data = data;
@@ -455,29 +479,91 @@ bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
 bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                       cpu_bf16_cache *cache, const void *key, bool keep_other) {
+    cpu_bf16_keys k = { NULL, key, false, false, keep_other };
+    return cpu_sgemm_bf16_k(p, path, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, cache, &k);
+}
+
+bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                      cpu_bf16_cache *cache, const cpu_bf16_keys *keys) {
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0) return false;
     int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
     bool amx = path == CPU_BF16_AMX;
-    /* B untransposed, packed earlier in this step (by the product that read it transposed) */
-    cache_entry *hit = cache && key && !tb ? find(cache, key, K, N, ldb, path) : NULL;
-    if (hit && (hit->step != cache->step || hit->data != B)) hit = NULL;
-    /* B transposed whose untransposed use follows: pack that too, in the same pass */
-    cache_entry *keep = cache && key && tb && keep_other ? claim(cache, key, B, N, K, ldb, path, (size_t)(Np * Kp)) : NULL;
-    uint16_t *ap = ws_get(0, (size_t)(Mp * Kp)), *bp = hit ? NULL : ws_get(1, (size_t)(Kp * Np));
-    if (!ap || (!hit && !bp)) return false;
-    packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
-    pack(p, &pa);
-    if (!hit) {
+    const void *akey = cache && keys ? keys->a_key : NULL, *bkey = cache && keys ? keys->b_key : NULL;
+    if ((akey || bkey) && !reserve(cache)) akey = bkey = NULL; /* out of memory: pack as uncached */
+    /* packed earlier in this step: A by a product reading the same tensor the same way;
+     * B likewise, or untransposed by the product that read it transposed */
+    cache_entry *hit_a = lookup(cache, akey, A, 0, ta, M, K, lda, path);
+    cache_entry *hit_b = lookup(cache, bkey, B, 1, tb, K, N, ldb, path);
+    /* to keep for a later product: this layout, and B transposed's untransposed one */
+    cache_entry *keep_a = akey && !hit_a && keys->keep_a
+                              ? claim(cache, akey, A, 0, ta, M, K, lda, path, (size_t)(Mp * Kp)) : NULL;
+    cache_entry *keep_b = bkey && !hit_b && keys->keep_b
+                              ? claim(cache, bkey, B, 1, tb, K, N, ldb, path, (size_t)(Kp * Np)) : NULL;
+    cache_entry *keep = bkey && !hit_b && tb && keys->keep_other
+                            ? claim(cache, bkey, B, 1, 0, N, K, ldb, path, (size_t)(Np * Kp)) : NULL;
+    uint16_t *ap = hit_a ? hit_a->bp : keep_a ? keep_a->bp : ws_get(0, (size_t)(Mp * Kp));
+    uint16_t *bp = hit_b ? hit_b->bp : keep_b ? keep_b->bp : ws_get(1, (size_t)(Kp * Np));
+    if (!ap || !bp) return false;
+    if (!hit_a) {
+        packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
+        pack(p, &pa);
+        atomic_fetch_add(&stat_packed_a, 1);
+        if (keep_a) keep_a->step = cache->step;
+    } else {
+        atomic_fetch_add(&stat_reused_a, 1);
+    }
+    if (!hit_b) {
         packer pb = { B, ldb, tb, tb, true, amx, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)bp,
                       keep ? (uint32_t *)keep->bp : NULL, Kp, Np / 32 };
         pack(p, &pb);
         atomic_fetch_add(&stat_packed, 1);
+        if (keep_b) keep_b->step = cache->step;
         if (keep) keep->step = cache->step;
     } else {
         atomic_fetch_add(&stat_reused, 1);
     }
-    job j = { ap, hit ? hit->bp : bp, M, N, Kp, Np, C, ldc };
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? Kp / 32 : Np };
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, &j);
+#else
+    (void)j;
+#endif
+    return true;
+}
+
+size_t cpu_bf16_packed_size(int64_t K, int64_t N) {
+    return (size_t)(((K + 31) & ~(int64_t)31) * ((N + 31) & ~(int64_t)31));
+}
+
+bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
+                     uint16_t *dst) {
+    if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
+    if (!path_ok(path) || K <= 0 || N <= 0) return false;
+    int64_t Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    packer pb = { B, ldb, tb, tb, true, path == CPU_BF16_AMX, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
+                  NULL, 0, 0 };
+    pack(p, &pb);
+    atomic_fetch_add(&stat_packed, 1);
+    return true;
+}
+
+bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const uint16_t *bp, int64_t bK, int64_t bN, float *C, int64_t ldc) {
+    if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
+    /* past K the packing holds B's next rows, not zeros: K must end on a 32-row boundary */
+    if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0 || N > bN || K > bK || (K != bK && K % 32)) return false;
+    int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    int64_t bNp = (bN + 31) & ~(int64_t)31, bKp = (bK + 31) & ~(int64_t)31;
+    bool amx = path == CPU_BF16_AMX;
+    uint16_t *ap = ws_get(0, (size_t)(Mp * Kp));
+    if (!ap) return false;
+    packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0 };
+    pack(p, &pa);
+    atomic_fetch_add(&stat_packed_a, 1);
+    atomic_fetch_add(&stat_reused, 1);
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? bKp / 32 : bNp };
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, &j);
 #else

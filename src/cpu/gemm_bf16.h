@@ -46,6 +46,35 @@ size_t cpu_bf16_cache_bytes(const cpu_bf16_cache *c); /* the kept packings' buff
 bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                       cpu_bf16_cache *cache, const void *key, bool keep_other);
+/* Activations packed once per step. An activation read by several products in the same
+ * layout (x by wq, wk and wv; the norm's output by w1 and w3; x again as B of their
+ * weight gradients) is packed by the first and taken by the others. Keys are the tensors
+ * (the producing nodes), not the buffers: the arena hands a dead tensor's buffer to
+ * another within the same step, and a pointer alone would then find the old packing. An
+ * entry also holds its role, transposition, shape, stride, path and data pointer.
+ * keep_a / keep_b: a later product of this step reads that tensor in the same layout, so
+ * the packing is written into the cache instead of the per-thread buffer. */
+typedef struct {
+    const void *a_key, *b_key; /* the tensors A and B are, or NULL: not cached */
+    bool keep_a, keep_b;
+    bool keep_other;           /* B transposed: also keep its untransposed packing (a weight's) */
+} cpu_bf16_keys;
+bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                      cpu_bf16_cache *cache, const cpu_bf16_keys *keys);
+/* One operand packed for several products that each take a leading block of it (the
+ * attention's k and v, packed once per head instead of once per block of query rows).
+ * cpu_bf16_pack_b packs op(B) [K, N] (B stored [N, K] when tb) into dst, of
+ * cpu_bf16_packed_size(K, N) uint16; cpu_sgemm_bf16_pb then computes C = op(A) B' with B'
+ * the leading K x N block of such a packing of a bK x bN op(B). K must be bK or a multiple
+ * of 32 (the packing's rows past K hold data, not padding). False when it cannot run. */
+size_t cpu_bf16_packed_size(int64_t K, int64_t N);
+bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
+                     uint16_t *dst);
+bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const uint16_t *bp, int64_t bK, int64_t bN, float *C, int64_t ldc);
 /* Process-wide counts, for tests and benchmarks: B operands packed, and taken from a cache. */
 void cpu_bf16_stats(int64_t *packed_b, int64_t *reused_b);
+/* The same for A operands. */
+void cpu_bf16_stats_a(int64_t *packed_a, int64_t *reused_a);
 #endif

@@ -88,7 +88,15 @@ static void head_backward(const float *q, const float *k, const float *v, const 
  * (operands rounded to bf16 as they are packed, fp32 sums), as autocast runs attention's
  * matmuls; the softmax and its gradient stay fp32. Blocks of BF_ROWS query rows; p and dp
  * are BF_ROWS x T, acc (for the products that add into dk and dv) T x d, all per thread. */
-typedef struct { cpu_bf16_path path; float *p, *dp, *acc; } bf_ws;
+typedef struct {
+    cpu_bf16_path path;
+    float *p, *dp, *acc;
+    /* k and v packed once per head (cpu_bf16_pack_b), each block taking a leading part:
+     * as B transposed (q k^T, dy v^T: [d, T]) and as stored (p v, ds k: [T, d]); NULL
+     * or failed: the block packs its own */
+    uint16_t *kt, *kn, *vt, *vn;
+    bool kt_ok, kn_ok, vt_ok, vn_ok;
+} bf_ws;
 
 /* C (+)= op(A) op(B) on bf16 operands; fp32 when the bf16 GEMM cannot run (its packing
  * buffers not allocated). An accumulating product goes through w->acc (M x N fits). */
@@ -105,11 +113,24 @@ static void bf_mm(const bf_ws *w, int ta, int tb, int64_t M, int64_t N, int64_t 
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] += dst[i * N + j];
 }
 
+/* C = A op(B) with op(B) the leading K x N block of a head's packing of x (T x d stored),
+ * as B transposed (tb: [d, T]) or as stored ([T, d]); bf_mm when there is none. */
+static void bf_mm_head(const bf_ws *w, int tb, const uint16_t *packed, bool ok, int64_t T, int64_t M, int64_t N, int64_t K,
+                       const float *A, int64_t lda, const float *x, int64_t d, float *C, int64_t ldc) {
+    if (ok && cpu_sgemm_bf16_pb(NULL, w->path, 0, M, N, K, A, lda, packed, tb ? d : T, tb ? T : d, C, ldc)) return;
+    bf_mm(w, 0, tb, M, N, K, A, lda, x, d, false, C, ldc);
+}
+
+/* Packs a head's x [T, d] as B transposed or as stored into dst; false: the blocks pack their own. */
+static bool bf_pack_head(const bf_ws *w, int tb, const float *x, int64_t T, int64_t d, uint16_t *dst) {
+    return dst && cpu_bf16_pack_b(NULL, w->path, tb, tb ? d : T, tb ? T : d, x, d, dst);
+}
+
 /* bf16 block_weights: the scores' product in bf16, the scale and softmax in fp32. */
 static void bf_block_weights(const bf_ws *w, const float *q, const float *k, int64_t r0, int64_t m, int64_t d,
-                             float scale) {
+                             int64_t T, float scale) {
     int64_t e = r0 + m;
-    bf_mm(w, 0, 1, m, e, d, q + r0 * d, d, k, d, false, w->p, e);
+    bf_mm_head(w, 1, w->kt, w->kt_ok, T, m, e, d, q + r0 * d, d, k, d, w->p, e);
     for (int64_t i = 0; i < m; i++) {
         float *row = w->p + i * e;
         for (int64_t j = 0; j < e; j++) row[j] *= scale;
@@ -117,27 +138,32 @@ static void bf_block_weights(const bf_ws *w, const float *q, const float *k, int
     }
 }
 
-static void bf_head_forward(const bf_ws *w, const float *q, const float *k, const float *v, float *y, int64_t T,
+static void bf_head_forward(bf_ws *w, const float *q, const float *k, const float *v, float *y, int64_t T,
                             int64_t d, float scale) {
+    w->kt_ok = bf_pack_head(w, 1, k, T, d, w->kt);
+    w->vn_ok = bf_pack_head(w, 0, v, T, d, w->vn);
     for (int64_t r0 = 0; r0 < T; r0 += BF_ROWS) {
         int64_t m = T - r0 < BF_ROWS ? T - r0 : BF_ROWS, e = r0 + m;
-        bf_block_weights(w, q, k, r0, m, d, scale);
-        bf_mm(w, 0, 0, m, d, e, w->p, e, v, d, false, y + r0 * d, d);
+        bf_block_weights(w, q, k, r0, m, d, T, scale);
+        bf_mm_head(w, 0, w->vn, w->vn_ok, T, m, d, e, w->p, e, v, d, y + r0 * d, d);
     }
 }
 
-static void bf_head_backward(const bf_ws *w, const float *q, const float *k, const float *v, const float *dy, float *dq,
+static void bf_head_backward(bf_ws *w, const float *q, const float *k, const float *v, const float *dy, float *dq,
                              float *dk, float *dv, int64_t T, int64_t d, float scale) {
     memset(dk, 0, (size_t)(T * d) * sizeof *dk);
     memset(dv, 0, (size_t)(T * d) * sizeof *dv);
+    w->kt_ok = bf_pack_head(w, 1, k, T, d, w->kt);
+    w->kn_ok = bf_pack_head(w, 0, k, T, d, w->kn);
+    w->vt_ok = bf_pack_head(w, 1, v, T, d, w->vt);
     for (int64_t r0 = 0; r0 < T; r0 += BF_ROWS) {
         int64_t m = T - r0 < BF_ROWS ? T - r0 : BF_ROWS, e = r0 + m;
         const float *dyb = dy + r0 * d;
-        bf_block_weights(w, q, k, r0, m, d, scale);
+        bf_block_weights(w, q, k, r0, m, d, T, scale);
         bf_mm(w, 1, 0, e, d, m, w->p, e, dyb, d, true, dv, d);   /* dv[0, e) += p^T dy_i */
-        bf_mm(w, 0, 1, m, e, d, dyb, d, v, d, false, w->dp, e);  /* dp = dy_i v[0, e)^T */
+        bf_mm_head(w, 1, w->vt, w->vt_ok, T, m, e, d, dyb, d, v, d, w->dp, e);  /* dp = dy_i v[0, e)^T */
         score_grad(w->p, w->dp, m, e, scale);
-        bf_mm(w, 0, 0, m, d, e, w->dp, e, k, d, false, dq + r0 * d, d);  /* dq_i = ds k */
+        bf_mm_head(w, 0, w->kn, w->kn_ok, T, m, d, e, w->dp, e, k, d, dq + r0 * d, d);  /* dq_i = ds k */
         bf_mm(w, 1, 0, e, d, m, w->dp, e, q + r0 * d, d, true, dk, d);   /* dk[0, e) += ds^T q_i */
     }
 }
@@ -220,9 +246,12 @@ static void att_groups(void *ctx, int64_t g0, int64_t g1) {
     int64_t hd = x->T * x->d, n = x->heads * hd;
     bool grad = c->t->op == IR_OP_CAUSAL_ATTENTION_GRAD;
     /* The bf16 path's workspace, per chunk of groups; without it the chunk runs in fp32. */
-    bf_ws w = { (cpu_bf16_path)c->bf16, NULL, NULL, NULL };
+    bf_ws w = { .path = (cpu_bf16_path)c->bf16 };
     float *ws = c->bf16 ? malloc(sizeof(float) * (size_t)(2 * BF_ROWS * x->T + x->T * x->d)) : NULL;
     if (ws) w.p = ws, w.dp = ws + BF_ROWS * x->T, w.acc = w.dp + BF_ROWS * x->T;
+    size_t pk = c->bf16 ? cpu_bf16_packed_size(x->T, x->d) : 0; /* [d, T] and [T, d] pad alike */
+    uint16_t *packs = pk ? aligned_alloc(64, (4 * pk * 2 + 63) & ~(size_t)63) : NULL;
+    if (packs) w.kt = packs, w.kn = packs + pk, w.vt = packs + 2 * pk, w.vn = packs + 3 * pk;
     for (int64_t gi = g0; gi < g1; gi++) {
         float *p = c->scratch + gi * (grad ? 2 : 1) * ATT_ROWS * x->T, *dp = p + ATT_ROWS * x->T;
         for (int64_t h = x->heads * gi / x->groups; h < x->heads * (gi + 1) / x->groups; h++) {
@@ -240,6 +269,7 @@ static void att_groups(void *ctx, int64_t g0, int64_t g1) {
         }
     }
     free(ws);
+    free(packs);
 }
 
 void cpu_k_attention(const cpu_call *c) {

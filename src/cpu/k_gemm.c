@@ -6,22 +6,29 @@
 
 #include <stdlib.h>
 
-/* The tensor B is, as a cache key, when B is the node's whole second source (a weight
- * [N, K] or [K, N]) and the call is the node's own (not one of several run side by side by
- * the pool's workers, which would share the cache). */
-static const af_tensor *weight_of(const cpu_call *c, cpu_pool *p, const float *B, int64_t K, int64_t N) {
-    if (!c->bf16_cache || p != c->pool || c->t->nsrc < 2 || B != c->in[1]) return NULL;
-    const af_tensor *w = c->t->src[1];
-    return af_shape_count(w->shape) == K * N ? w : NULL;
+/* A reshape shares its source's buffer: the same data, so the same key. */
+static const af_tensor *data_of(const af_tensor *t) {
+    while (t->op == IR_OP_RESHAPE && t->nsrc == 1) t = t->src[0];
+    return t;
 }
 
-/* Whether a later node multiplies by w untransposed (the input gradient dy W after the
- * forward's x W^T): then the forward keeps that packing too. */
-static bool read_later(const af_tensor *t, const af_tensor *w) {
+/* The tensor an operand is, as a cache key, when it is the node's whole source `i` and
+ * the call is the node's own (not one of several run side by side by the pool's workers,
+ * which would share the cache). */
+static const af_tensor *operand_of(const cpu_call *c, cpu_pool *p, int i, const float *x, int64_t count) {
+    if (!c->bf16_cache || p != c->pool || c->t->nsrc <= i || x != c->in[i]) return NULL;
+    const af_tensor *s = c->t->src[i];
+    return af_shape_count(s->shape) == count ? data_of(s) : NULL;
+}
+
+/* Whether a later matmul node reads x as its operand `i` with transposition `trans`
+ * (the input gradient dy W after the forward's x W^T; wk and wv after wq on the same x):
+ * then this product keeps its packing of x in that layout. */
+static bool read_later(const af_tensor *t, const af_tensor *x, int i, int trans) {
     const af_graph *g = t->g;
-    for (int i = t->id + 1; i < g->n; i++) {
-        const af_tensor *u = g->t[i];
-        if (u->op == IR_OP_MATMUL && u->nsrc > 1 && u->src[1] == w && !u->a.tb) return true;
+    for (int n = t->id + 1; n < g->n; n++) {
+        const af_tensor *u = g->t[n];
+        if (u->op == IR_OP_MATMUL && u->nsrc > 1 && data_of(u->src[i]) == x && (i ? u->a.tb : u->a.ta) == trans) return true;
     }
     return false;
 }
@@ -45,10 +52,12 @@ void cpu_kgemm(const cpu_call *c, cpu_pool *p, int ta, int tb, int64_t M, int64_
     }
     /* The bf16 GEMM writes C = A @ B; an accumulating call (beta != 0) sums through a temporary. */
     float *T = beta != 0.0f ? malloc(sizeof(float) * (size_t)(M * N)) : NULL;
-    const af_tensor *w = weight_of(c, p, B, K, N);
+    const af_tensor *a = operand_of(c, p, 0, A, M * K), *b = operand_of(c, p, 1, B, K * N);
+    cpu_bf16_keys keys = { a, b, a && read_later(c->t, a, 0, ta), b && read_later(c->t, b, 1, tb),
+                           b && tb && read_later(c->t, b, 1, 0) };
     bool ok = (beta == 0.0f || T) &&
-              cpu_sgemm_bf16_c(p, (cpu_bf16_path)c->bf16, ta, tb, M, N, K, A, lda, B, ldb, T ? T : C, T ? N : ldc,
-                               w ? c->bf16_cache : NULL, w, w && tb && read_later(c->t, w));
+              cpu_sgemm_bf16_k(p, (cpu_bf16_path)c->bf16, ta, tb, M, N, K, A, lda, B, ldb, T ? T : C, T ? N : ldc,
+                               c->bf16_cache, &keys);
     if (!ok) {
         free(T);
         cpu_sgemm_ep(p, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, ep);

@@ -103,6 +103,13 @@ static void transpose_block(const float *src, int64_t lds, float *dst, int64_t l
 #define WT_CHUNK 2048        /* weight rows per chunk */
 #define KSPLIT_CHUNK 4096    /* summed rows per chunk */
 #define KSPLIT_MIN 16384     /* a K this long is split */
+/* A weight of at most this many rows is multiplied whole (cpu_kgemm): its transposed
+ * packing is now split over the pool and in registers, it is kept for the input
+ * gradient (gemm_bf16.h's cache), and the chunked form's two fp32 transposes of x and
+ * C^T cost more than that (shape a's x W^T ran at 121-153 GFLOP/s against 420-560 for
+ * the untransposed products). Past it (lm_head's vocabulary rows) the chunks keep the
+ * packed copies a chunk's size. */
+#define WT_DIRECT_MAX 8192
 
 typedef struct {
     const cpu_call *c;
@@ -208,7 +215,7 @@ void cpu_k_matmul(const cpu_call *call) {
     int64_t batch_a = af_shape_count(sa) / mat_a, batch_b = af_shape_count(sb) / mat_b;
     /* A shared right operand with a full left batch is one tall GEMM (a linear layer on [B, T, D]). */
     if (batch_b == 1 && batch_a == batches && !ta) {
-        if (c->bf16 && tb && n >= 256 && k >= 256 && matmul_wt_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb))
+        if (c->bf16 && tb && n > WT_DIRECT_MAX && k >= 256 && matmul_wt_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb))
             return;
         if (c->bf16 && !tb && !c->ep && k >= KSPLIT_MIN && matmul_ksplit_bf16(c, batches * m, n, k, c->in[0], lda, c->in[1], ldb))
             return;

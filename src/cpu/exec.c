@@ -1,6 +1,7 @@
 /* The CPU executor: feed inputs, run the schedule, deliver outputs. */
 #include "cpu/cpu_exec.h"
 #include "cpu/fuse.h"
+#include "cpu/fuse_norm.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/kernels.h"
@@ -94,7 +95,7 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
     }
     /* Fusing skips nodes and reordering moves them, so neither where every node's result
      * is observed or rounded (hooks name nodes by their place in p's schedule). */
-    if (e->o.fuse && !e->o.fp16 && !e->o.after_node) {
+    if (e->o.fuse && !e->o.fp16 && !e->o.fp16_accum && !e->o.after_node) {
         if (cpu_sched_sink(p, &e->own)) e->p = p = &e->own; /* else p's order: still correct */
         e->fusion = malloc(sizeof *e->fusion * (size_t)(p->nsched + 1));
         if (e->fusion && cpu_fuse_plan(p, e->fusion) == 0) {
@@ -186,6 +187,18 @@ static void place_outputs(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     }
 }
 
+static void run_norm_fusion(cpu_exec *e, const af_tensor *t, const cpu_fusion *f) {
+    const float *a = e->val[f->xr[0]];
+    af_shape s = e->p->g->t[f->xr[0]]->shape;
+    int64_t d = s.rank ? s.dim[s.rank - 1] : 1, rows = af_shape_count(s) / d;
+    if (f->kind == CPU_FUSE_RMS_DX)
+        cpu_rms_dx(e->pool, a, e->val[f->xr[1]], e->val[f->xr[2]], e->val[f->xr[3]], e->val[t->id], rows, d);
+    else if (f->kind == CPU_FUSE_SQ_MEAN)
+        cpu_sq_mean(e->pool, a, e->val[t->id], rows, d);
+    else
+        cpu_mul_colsum(e->pool, a, e->val[f->xr[1]], e->val[t->id], rows, d);
+}
+
 af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     const compile_plan *p = e->p;
     cpu_bf16_cache_step(e->bf16_cache); /* a new step: the inputs may have changed */
@@ -199,6 +212,10 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         if (f && f->relu_grad_x >= 0) { /* select(x > x - x, g, x - x) in one pass */
             cpu_relu_grad(e->pool, e->val[f->relu_grad_x], e->val[t->src[1]->id], e->val[t->id],
                           af_shape_count(t->shape));
+            continue;
+        }
+        if (f && f->kind) { /* a chain of RMSNorm's gradient in one pass (fuse_norm.h) */
+            run_norm_fusion(e, t, f);
             continue;
         }
         if (f && f->add_mul) { /* (x + a) * b in one pass */

@@ -69,30 +69,34 @@ static void ref_grad(const float *x, const float *gam, const float *g, double *d
     }
 }
 
-/* af_backward of af_rms_norm from a seed: every chain fuses and the values are right. */
-static void test_backward(void) {
+/* af_backward of af_rms_norm (plus x itself when resid: the residual path, whose
+ * gradient the dx pass adds) from a seed: every chain fuses and the values are right. */
+static void test_backward(bool resid) {
     static float x[R * D], gam[D], g[R * D], dx[R * D], dgam[D];
     static double wdx[R * D], wdgam[D];
     test_fill_uniform(&rng, x, R * D, -2, 2);
     test_fill_uniform(&rng, gam, D, 0.5, 1.5);
     test_fill_uniform(&rng, g, R * D, -1, 1);
     ref_grad(x, gam, g, wdx, wdgam);
+    for (int i = 0; resid && i < R * D; i++) wdx[i] += g[i];
     af_graph *gr = af_graph_new();
     af_tensor *xi = af_input(gr, "x", AF_F32, AF_SHAPE(R, D)), *gi = af_input(gr, "gamma", AF_F32, AF_SHAPE(D));
     af_tensor *seed = af_input(gr, "g", AF_F32, AF_SHAPE(R, D)), *in[3] = { xi, gi, seed }, *params[2] = { xi, gi },
               *out[2];
     af_tensor *y = af_rms_norm(xi, gi, EPS);
+    if (resid) y = af_add(y, xi);
     CHECK(af_backward_from(seed, y, 2, params, out, NULL) == AF_OK, "backward: %s", af_error_message());
     int kinds[4];
     int absorbed = plan_kinds(gr, 3, in, 2, out, kinds);
-    CHECK(kinds[CPU_FUSE_RMS_DX] == 1 && kinds[CPU_FUSE_SQ_MEAN] == 1 && kinds[CPU_FUSE_MUL_SUM] == 1 && absorbed == 7,
-          "rms_norm backward: fused dx %d, mean of squares %d, column sums %d, absorbed %d (want 1, 1, 1, 7)",
-          kinds[CPU_FUSE_RMS_DX], kinds[CPU_FUSE_SQ_MEAN], kinds[CPU_FUSE_MUL_SUM], absorbed);
+    CHECK(kinds[CPU_FUSE_RMS_DX] == 1 && kinds[CPU_FUSE_SQ_MEAN] == 1 && kinds[CPU_FUSE_MUL_SUM] == 1 &&
+              absorbed == 7 + resid,
+          "rms_norm backward, residual %d: fused dx %d, mean of squares %d, column sums %d, absorbed %d (want 1, 1, 1, %d)",
+          resid, kinds[CPU_FUSE_RMS_DX], kinds[CPU_FUSE_SQ_MEAN], kinds[CPU_FUSE_MUL_SUM], absorbed, 7 + resid);
     af_buffer inb[3] = { AF_BUF_F32(x, R * D), AF_BUF_F32(gam, D), AF_BUF_F32(g, R * D) };
     af_buffer outb[2] = { AF_BUF_F32(dx, R * D), AF_BUF_F32(dgam, D) };
     run_cpu(gr, 3, in, inb, 2, out, outb);
-    check_close("rms_norm dx", dx, wdx, R * D);
-    check_close("rms_norm dgamma", dgam, wdgam, D);
+    check_close(resid ? "rms_norm + residual dx" : "rms_norm dx", dx, wdx, R * D);
+    check_close(resid ? "rms_norm + residual dgamma" : "rms_norm dgamma", dgam, wdgam, D);
     af_graph_free(gr);
 }
 
@@ -128,7 +132,8 @@ static void test_requested_midway(void) {
 }
 
 int main(void) {
-    test_backward();
+    test_backward(false);
+    test_backward(true);
     test_requested_midway();
     return check_finish("cpu_fuse_norm");
 }

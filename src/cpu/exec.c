@@ -191,12 +191,14 @@ static void run_norm_fusion(cpu_exec *e, const af_tensor *t, const cpu_fusion *f
     const float *a = e->val[f->xr[0]];
     af_shape s = e->p->g->t[f->xr[0]]->shape;
     int64_t d = s.rank ? s.dim[s.rank - 1] : 1, rows = af_shape_count(s) / d;
+    float *out = e->val[(f->tail >= 0 ? e->p->sched[f->tail] : t)->id]; /* a fused add's result */
     if (f->kind == CPU_FUSE_RMS_DX)
-        cpu_rms_dx(e->pool, a, e->val[f->xr[1]], e->val[f->xr[2]], e->val[f->xr[3]], e->val[t->id], rows, d);
+        cpu_rms_dx(e->pool, a, e->val[f->xr[1]], e->val[f->xr[2]], e->val[f->xr[3]],
+                   f->xr[4] >= 0 ? e->val[f->xr[4]] : NULL, out, rows, d);
     else if (f->kind == CPU_FUSE_SQ_MEAN)
-        cpu_sq_mean(e->pool, a, e->val[t->id], rows, d);
+        cpu_sq_mean(e->pool, a, out, rows, d);
     else
-        cpu_mul_colsum(e->pool, a, e->val[f->xr[1]], e->val[t->id], rows, d);
+        cpu_mul_colsum(e->pool, a, e->val[f->xr[1]], out, rows, d);
 }
 
 af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {

@@ -55,7 +55,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
         if (single_reader(reads, is_out, cur)) {
             int at = p->last_read[cur->id];
             const af_tensor *r = p->sched[at];
-            const af_tensor *b = r->op == IR_OP_ADD ? r->src[r->src[0] == cur ? 1 : 0] : NULL;
+            const af_tensor *b = r->op == IR_OP_ADD && !f[at].absorbed ? r->src[r->src[0] == cur ? 1 : 0] : NULL;
             /* the bias must exist when the head runs: a leaf, or computed before it */
             if (b && b != cur && ir_shape_eq(r->shape, cur->shape) && bias_fits(h, b) && pos[b->id] < s) {
                 bias = b->id;

@@ -21,7 +21,7 @@ typedef struct {
     int mask_x;      /* a pool gradient head whose tail is that ReLU gradient: x's id, or -1 */
     bool add_mul;    /* an adds head whose tail is a muls */
     int kind;        /* a CPU_FUSE_* of fuse_norm.h, or 0 (zero-initialised by the literals above) */
-    int xr[4];       /* with kind: the tensor ids the fused kernel reads instead of its sources */
+    int xr[5];       /* with kind: the tensor ids the fused kernel reads instead of its sources */
 } cpu_fusion;
 
 /* Fills f[0..nsched) and returns how many nodes were absorbed. */

@@ -11,7 +11,7 @@ static bool inner(const cpu_fusion *f, const int *reads, const bool *is_out, con
     return !u->absorbed && u->tail < 0 && u->kind == 0 && u->relu_grad_x < 0 && u->mask_x < 0;
 }
 
-static bool free_node(const cpu_fusion *f) {
+static bool free_node(const cpu_fusion *f) { /* no part of a fusion yet */
     return !f->absorbed && f->tail < 0 && f->kind == 0 && f->relu_grad_x < 0 && f->mask_x < 0;
 }
 
@@ -72,9 +72,20 @@ static int match_rms_dx(const compile_plan *p, cpu_fusion *f, const int *reads, 
     f[s].xr[1] = gam->id;
     f[s].xr[2] = xhat->id;
     f[s].xr[3] = r->id;
+    f[s].xr[4] = -1;
     const af_tensor *in[5] = { d, proj, m, pm, dxhat };
     for (int i = 0; i < 5; i++) f[pos[in[i]->id]].absorbed = true;
-    return 5;
+    /* dx's one reader adds the residual path's gradient, computed before dx: add it here */
+    if (reads[t->id] != 1 || is_out[t->id]) return 5;
+    int at = p->last_read[t->id];
+    const af_tensor *a = p->sched[at], *o = a->src[a->src[0] == t ? 1 : 0];
+    if (a->op != IR_OP_ADD || !f32(a) || !free_node(&f[at]) || o == t || !ir_shape_eq(a->shape, t->shape) ||
+        !ir_shape_eq(o->shape, t->shape) || !f32(o) || pos[o->id] >= s)
+        return 5;
+    f[s].xr[4] = o->id;
+    f[s].tail = at;
+    f[at].absorbed = true;
+    return 6;
 }
 
 /* reduce_mean(square(x)) over the last axis. */

@@ -26,7 +26,7 @@ static CPU_VECTOR_CLONES double dot_wide(const float *a, const float *b, const f
 }
 
 typedef struct {
-    const float *g, *gam, *xhat, *r;
+    const float *g, *gam, *xhat, *r, *resid;
     float *out;
     int64_t d;
 } rms_ctx;
@@ -38,16 +38,24 @@ static CPU_VECTOR_CLONES void rms_dx_rows(void *p, int64_t i0, int64_t i1) {
         const float *g = c->g + i * d, *xh = c->xhat + i * d;
         float *o = c->out + i * d, r = c->r[i];
         float m = (float)dot_wide(g, c->gam, xh, d) * (1.0f / (float)d); /* mean(dxhat * xhat), as reduce_mean */
-        for (int64_t j = 0; j < d; j++) {
-            float dxh = g[j] * c->gam[j], proj = xh[j] * m;
-            o[j] = (dxh - proj) * r;
+        if (c->resid) {
+            const float *res = c->resid + i * d;
+            for (int64_t j = 0; j < d; j++) {
+                float dxh = g[j] * c->gam[j], proj = xh[j] * m, dx = (dxh - proj) * r;
+                o[j] = dx + res[j];
+            }
+        } else {
+            for (int64_t j = 0; j < d; j++) {
+                float dxh = g[j] * c->gam[j], proj = xh[j] * m;
+                o[j] = (dxh - proj) * r;
+            }
         }
     }
 }
 
-void cpu_rms_dx(cpu_pool *pool, const float *g, const float *gam, const float *xhat, const float *r, float *dx,
-                int64_t rows, int64_t d) {
-    rms_ctx c = { g, gam, xhat, r, dx, d };
+void cpu_rms_dx(cpu_pool *pool, const float *g, const float *gam, const float *xhat, const float *r,
+                const float *resid, float *dx, int64_t rows, int64_t d) {
+    rms_ctx c = { g, gam, xhat, r, resid, dx, d };
     cpu_pool_for(pool, rows, ROWS_MIN(d), rms_dx_rows, &c);
 }
 

@@ -53,9 +53,6 @@ static bool alloc_give(allocator *a, int64_t off, int64_t size) {
     return true;
 }
 
-/* How many tensors a fused RMSNorm-gradient chain reads (fuse_norm.h). */
-static int nxr(const cpu_fusion *f) { return f->kind == CPU_FUSE_RMS_DX ? 4 : f->kind == CPU_FUSE_MUL_SUM ? 2 : 1; }
-
 /* The k-th tensor node t reads: its sources, then a fused mask's x, then a fused chain's inputs. */
 static int read_id(const af_tensor *t, int extra, const int *xr, int k) {
     if (k < t->nsrc) return t->src[k]->id;
@@ -85,7 +82,7 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         if (f && f[s].relu_grad_x >= 0) last[root[f[s].relu_grad_x]] = s; /* read by the fused select */
     }
     for (int s = 0; ok && f && s < p->nsched; s++) /* a fused chain's inputs, read where its last node runs */
-        for (int k = 0; f[s].kind && k < nxr(&f[s]); k++)
+        for (int k = 0; f[s].kind && k < cpu_fuse_nreads(&f[s]); k++)
             if (last[root[f[s].xr[k]]] < s) last[root[f[s].xr[k]]] = s;
     for (int s = 0; ok && s < p->nsched; s++) { /* a pool gradient reads x for its mask, maybe before x's readers */
         if (f && f[s].mask_x >= 0 && last[root[f[s].mask_x]] < s) last[root[f[s].mask_x]] = s;
@@ -110,7 +107,7 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         if (sc > AF_MAX_ELEMENTS) ok = false; /* 4 TiB of scratch (or an overflow): never allocatable */
         if (sc > *scratch_floats) *scratch_floats = sc;
         int extra = !f ? -1 : f[s].relu_grad_x >= 0 ? f[s].relu_grad_x : f[s].mask_x; /* x of a fused mask */
-        int nx = f && f[s].kind ? nxr(&f[s]) : 0, nread = t->nsrc + (extra >= 0) + nx;
+        int nx = f && f[s].kind ? cpu_fuse_nreads(&f[s]) : 0, nread = t->nsrc + (extra >= 0) + nx;
         for (int k = 0; k < nread && ok; k++) {
             af_tensor *src = g->t[root[read_id(t, extra, nx ? f[s].xr : NULL, k)]];
             bool dup = false; /* the same buffer twice must be freed once */

@@ -1,7 +1,7 @@
 /* The CPU executor: feed inputs, run the schedule, deliver outputs. */
 #include "cpu/cpu_exec.h"
 #include "cpu/fuse.h"
-#include "cpu/fuse_norm.h"
+#include "cpu/fuse_swiglu.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/kernels.h"
@@ -187,7 +187,13 @@ static void place_outputs(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     }
 }
 
-static void run_norm_fusion(cpu_exec *e, const af_tensor *t, const cpu_fusion *f) {
+static void run_fused(cpu_exec *e, const af_tensor *t, const cpu_fusion *f) {
+    if (f->kind == CPU_FUSE_SWIGLU_PAIR) { /* t's gradient and its sibling's, by operand */
+        float *mine = e->val[t->id], *other = e->val[f->xr[0]];
+        cpu_swiglu_grad_pair(e->pool, e->val[t->src[0]->id], e->val[t->src[1]->id], e->val[t->src[2]->id],
+                             t->a.mode == 0 ? mine : other, t->a.mode == 0 ? other : mine, af_shape_count(t->shape));
+        return;
+    }
     const float *a = e->val[f->xr[0]];
     af_shape s = e->p->g->t[f->xr[0]]->shape;
     int64_t d = s.rank ? s.dim[s.rank - 1] : 1, rows = af_shape_count(s) / d;
@@ -216,8 +222,8 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
                           af_shape_count(t->shape));
             continue;
         }
-        if (f && f->kind) { /* a chain of RMSNorm's gradient in one pass (fuse_norm.h) */
-            run_norm_fusion(e, t, f);
+        if (f && f->kind) { /* an RMSNorm gradient chain or a swiglu gradient pair in one pass */
+            run_fused(e, t, f);
             continue;
         }
         if (f && f->add_mul) { /* (x + a) * b in one pass */

@@ -1,7 +1,7 @@
 /* Finds head -> [add bias] -> [relu] chains, ReLU gradients and adds -> muls pairs the
  * executor can run as one kernel. */
 #include "cpu/fuse.h"
-#include "cpu/fuse_norm.h"
+#include "cpu/fuse_swiglu.h"
 #include "cpu/kernels.h"
 
 #include <stdlib.h>
@@ -47,6 +47,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     }
     for (int i = 0; i < p->nout; i++) is_out[p->out[i]->id] = true;
     absorbed += cpu_fuse_norm_grad(p, f, reads, is_out, pos);
+    absorbed += cpu_fuse_swiglu_pairs(p, f, is_out, pos);
     for (int s = 0; s < p->nsched; s++) {
         const af_tensor *h = p->sched[s], *cur = h;
         if (f[s].absorbed || !head_kind(h) || h->dtype != AF_F32) continue;

@@ -21,7 +21,7 @@ int cpu_fuse_norm_grad(const compile_plan *p, cpu_fusion *f, const int *reads, c
 
 /* How many tensor ids of f->xr the fused kernel reads. */
 static inline int cpu_fuse_nreads(const cpu_fusion *f) {
-    return f->kind == CPU_FUSE_RMS_DX ? 4 + (f->xr[4] >= 0) : f->kind == CPU_FUSE_MUL_SUM ? 2 : f->kind ? 1 : 0;
+    return f->kind == CPU_FUSE_RMS_DX ? 4 + (f->xr[4] >= 0) : f->kind == CPU_FUSE_MUL_SUM ? 2 : f->kind == CPU_FUSE_SQ_MEAN;
 }
 
 /* g, xhat, dx, resid: [rows, d]; gam: [d]; r: [rows]. resid (NULL: none) is added to dx. */

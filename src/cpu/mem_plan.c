@@ -6,7 +6,7 @@
  * in place and outputs written in place (a trainer's weights and gradients), which a run
  * never touches, never lie among pages it does (they cost address space, not memory). */
 #include "cpu/mem_plan.h"
-#include "cpu/fuse_norm.h"
+#include "cpu/fuse_swiglu.h"
 #include "cpu/kernels.h"
 
 #include <stdlib.h>
@@ -97,11 +97,14 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         af_tensor *t = p->sched[s];
         af_tensor *made = f && f[s].tail >= 0 ? p->sched[f[s].tail] /* the chain's result, written by this node */
                         : !cpu_is_alias(t) && !(f && f[s].absorbed) ? t : NULL;
-        if (made && keep[made->id]) { /* an output: the run-long region (offsets from the arena's start) */
-            offset[made->id] = io;
-            io += round_up(af_shape_count(made->shape));
-        } else if (made) { /* an intermediate: after that region, moved there below */
-            offset[made->id] = -2 - alloc_take(&al, af_shape_count(made->shape));
+        af_tensor *also = f && f[s].kind == CPU_FUSE_SWIGLU_PAIR ? g->t[f[s].xr[0]] : NULL; /* the pair's other */
+        for (int k = 0; k < 2; k++, made = also) {
+            if (made && keep[made->id]) { /* an output: the run-long region (offsets from the arena's start) */
+                offset[made->id] = io;
+                io += round_up(af_shape_count(made->shape));
+            } else if (made) { /* an intermediate: after that region, moved there below */
+                offset[made->id] = -2 - alloc_take(&al, af_shape_count(made->shape));
+            }
         }
         int64_t sc = cpu_scratch_floats(t, threads);
         if (sc > AF_MAX_ELEMENTS) ok = false; /* 4 TiB of scratch (or an overflow): never allocatable */

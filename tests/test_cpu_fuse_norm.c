@@ -16,7 +16,8 @@ enum { R = 37, D = 53 }; /* odd sizes: the kernels' 8-wide loops have remainders
 
 static test_rng rng = { 11 };
 
-/* How many nodes of each CPU_FUSE_* kind the planner marks, and how many it absorbs. */
+/* How many nodes of each CPU_FUSE_* kind the planner marks (kinds[0]: how many recompute
+ * xhat), and how many it absorbs. */
 static int plan_kinds(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, int kinds[4]) {
     compile_plan p;
     char msg[256];
@@ -28,7 +29,7 @@ static int plan_kinds(af_graph *g, int nin, af_tensor **in, int nout, af_tensor 
     cpu_fusion *f = calloc((size_t)p.nsched + 1, sizeof *f);
     int absorbed = f ? cpu_fuse_plan(&p, f) : -1;
     for (int s = 0; f && s < p.nsched; s++)
-        if (f[s].kind > 0 && f[s].kind < 4) kinds[f[s].kind]++;
+        if (f[s].kind > 0 && f[s].kind < 4) kinds[f[s].kind]++, kinds[0] += f[s].scaled;
     free(f);
     plan_free(&p);
     return absorbed;
@@ -89,9 +90,10 @@ static void test_backward(bool resid) {
     int kinds[4];
     int absorbed = plan_kinds(gr, 3, in, 2, out, kinds);
     CHECK(kinds[CPU_FUSE_RMS_DX] == 1 && kinds[CPU_FUSE_SQ_MEAN] == 1 && kinds[CPU_FUSE_MUL_SUM] == 1 &&
-              absorbed == 7 + resid,
-          "rms_norm backward, residual %d: fused dx %d, mean of squares %d, column sums %d, absorbed %d (want 1, 1, 1, %d)",
-          resid, kinds[CPU_FUSE_RMS_DX], kinds[CPU_FUSE_SQ_MEAN], kinds[CPU_FUSE_MUL_SUM], absorbed, 7 + resid);
+              kinds[0] == 2 && absorbed == 8 + resid,
+          "rms_norm backward, residual %d: fused dx %d, mean of squares %d, column sums %d, xhat recomputed by %d, "
+          "absorbed %d (want 1, 1, 1, 2, %d)",
+          resid, kinds[CPU_FUSE_RMS_DX], kinds[CPU_FUSE_SQ_MEAN], kinds[CPU_FUSE_MUL_SUM], kinds[0], absorbed, 8 + resid);
     af_buffer inb[3] = { AF_BUF_F32(x, R * D), AF_BUF_F32(gam, D), AF_BUF_F32(g, R * D) };
     af_buffer outb[2] = { AF_BUF_F32(dx, R * D), AF_BUF_F32(dgam, D) };
     run_cpu(gr, 3, in, inb, 2, out, outb);
@@ -100,16 +102,20 @@ static void test_backward(bool resid) {
     af_graph_free(gr);
 }
 
-/* The chain written out node by node; with its projection requested too the dx chain
- * must not fuse (the projection would have no buffer) and the values stay right. */
+/* The chain written out node by node, alone (keep 0) and with a value requested midway:
+ * the projection (keep 1: the dx chain must not fuse, the projection would have no
+ * buffer) or xhat (keep 2: the chains fuse but read xhat rather than recompute it).
+ * The values stay right in every case. */
 static void test_requested_midway(void) {
-    static float x[R * D], gam[D], g[R * D], dx[R * D], dgam[D], proj[R * D];
+    static float x[R * D], gam[D], g[R * D], dx[R * D], dgam[D], extra[R * D];
     static double wdx[R * D], wdgam[D];
     test_fill_uniform(&rng, x, R * D, -2, 2);
     test_fill_uniform(&rng, gam, D, 0.5, 1.5);
     test_fill_uniform(&rng, g, R * D, -1, 1);
     ref_grad(x, gam, g, wdx, wdgam);
-    for (int keep = 0; keep < 2; keep++) {
+    static const char *what[3] = { "written out", "projection requested", "xhat requested" };
+    static const int want_absorbed[3] = { 8, 2, 7 }, want_dx[3] = { 1, 0, 1 }, want_scaled[3] = { 2, 0, 0 };
+    for (int keep = 0; keep < 3; keep++) {
         af_graph *gr = af_graph_new();
         af_tensor *xi = af_input(gr, "x", AF_F32, AF_SHAPE(R, D)), *gi = af_input(gr, "gamma", AF_F32, AF_SHAPE(D));
         af_tensor *gs = af_input(gr, "g", AF_F32, AF_SHAPE(R, D)), *in[3] = { xi, gi, gs };
@@ -117,16 +123,28 @@ static void test_requested_midway(void) {
         af_tensor *r = af_rsqrt(af_adds(af_reduce_mean(af_square(xi), 1, &last, 1), EPS));
         af_tensor *xhat = af_mul(xi, r), *dxhat = af_mul(gs, af_reshape(gi, AF_SHAPE(1, D)));
         af_tensor *pr = af_mul(xhat, af_reduce_mean(af_mul(dxhat, xhat), 1, &last, 1));
-        af_tensor *out[3] = { af_mul(af_sub(dxhat, pr), r), af_reduce_sum(af_mul(gs, xhat), 1, &rows, 0), pr };
-        int kinds[4];
-        int absorbed = plan_kinds(gr, 3, in, 2 + keep, out, kinds);
-        CHECK(kinds[CPU_FUSE_RMS_DX] == !keep && absorbed == (keep ? 2 : 7),
-              "projection requested %d: fused dx %d, absorbed %d", keep, kinds[CPU_FUSE_RMS_DX], absorbed);
+        af_tensor *out[3] = { af_mul(af_sub(dxhat, pr), r), af_reduce_sum(af_mul(gs, xhat), 1, &rows, 0),
+                              keep == 2 ? xhat : pr };
+        int kinds[4], nout = 2 + (keep > 0);
+        int absorbed = plan_kinds(gr, 3, in, nout, out, kinds);
+        CHECK(kinds[CPU_FUSE_RMS_DX] == want_dx[keep] && kinds[0] == want_scaled[keep] && absorbed == want_absorbed[keep],
+              "%s: fused dx %d, xhat recomputed by %d, absorbed %d (want %d, %d, %d)", what[keep],
+              kinds[CPU_FUSE_RMS_DX], kinds[0], absorbed, want_dx[keep], want_scaled[keep], want_absorbed[keep]);
         af_buffer inb[3] = { AF_BUF_F32(x, R * D), AF_BUF_F32(gam, D), AF_BUF_F32(g, R * D) };
-        af_buffer outb[3] = { AF_BUF_F32(dx, R * D), AF_BUF_F32(dgam, D), AF_BUF_F32(proj, R * D) };
-        run_cpu(gr, 3, in, inb, 2 + keep, out, outb);
-        check_close(keep ? "dx, projection requested" : "dx, written out", dx, wdx, R * D);
-        check_close(keep ? "dgamma, projection requested" : "dgamma, written out", dgam, wdgam, D);
+        af_buffer outb[3] = { AF_BUF_F32(dx, R * D), AF_BUF_F32(dgam, D), AF_BUF_F32(extra, R * D) };
+        run_cpu(gr, 3, in, inb, nout, out, outb);
+        check_close(what[keep], dx, wdx, R * D);
+        check_close(what[keep], dgam, wdgam, D);
+        if (keep == 2) { /* xhat itself, as requested */
+            double worst = 0;
+            for (int i = 0; i < R; i++) {
+                double ss = 0;
+                for (int j = 0; j < D; j++) ss += (double)x[i * D + j] * x[i * D + j];
+                for (int j = 0; j < D; j++)
+                    worst = fmax(worst, fabs(extra[i * D + j] - x[i * D + j] / sqrt(ss / D + EPS)));
+            }
+            CHECK(worst < 1e-5, "xhat requested: worst error %g", worst);
+        }
         af_graph_free(gr);
     }
 }

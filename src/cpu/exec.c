@@ -199,12 +199,12 @@ static void run_fused(cpu_exec *e, const af_tensor *t, const cpu_fusion *f) {
     int64_t d = s.rank ? s.dim[s.rank - 1] : 1, rows = af_shape_count(s) / d;
     float *out = e->val[(f->tail >= 0 ? e->p->sched[f->tail] : t)->id]; /* a fused add's result */
     if (f->kind == CPU_FUSE_RMS_DX)
-        cpu_rms_dx(e->pool, a, e->val[f->xr[1]], e->val[f->xr[2]], e->val[f->xr[3]],
+        cpu_rms_dx(e->pool, a, e->val[f->xr[1]], e->val[f->xr[2]], e->val[f->xr[3]], f->scaled,
                    f->xr[4] >= 0 ? e->val[f->xr[4]] : NULL, out, rows, d);
     else if (f->kind == CPU_FUSE_SQ_MEAN)
         cpu_sq_mean(e->pool, a, out, rows, d);
     else
-        cpu_mul_colsum(e->pool, a, e->val[f->xr[1]], out, rows, d);
+        cpu_mul_colsum(e->pool, a, e->val[f->xr[1]], f->scaled ? e->val[f->xr[2]] : NULL, out, rows, d);
 }
 
 af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {

@@ -37,7 +37,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     int n = p->ntensors, absorbed = 0;
     int *reads = calloc((size_t)n + 1, sizeof *reads), *pos = malloc(((size_t)n + 1) * sizeof *pos);
     bool *is_out = calloc((size_t)n + 1, sizeof *is_out);
-    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1, false, 0, { 0 } };
+    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1, false, 0, { 0 }, false };
     if (!reads || !pos || !is_out) goto done; /* no fusion: still correct */
     for (int id = 0; id < n; id++) pos[id] = -1;
     for (int s = 0; s < p->nsched; s++) {
@@ -72,7 +72,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
             }
         }
         if (tail < 0) continue;
-        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1, false, 0, { 0 } };
+        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1, false, 0, { 0 }, false };
         for (int j = 0; j < nchain; j++) f[chain[j]].absorbed = true;
         absorbed += nchain;
     }

@@ -23,6 +23,7 @@ typedef struct {
     bool add_mul;    /* an adds head whose tail is a muls */
     int kind;        /* a CPU_FUSE_* of fuse_norm.h or fuse_swiglu.h, or 0 (zero-initialised by the literals above) */
     int xr[5];       /* with kind: the tensor ids the fused kernel reads instead of its sources */
+    bool scaled;     /* with kind: an xhat = x r it reads is recomputed from x and r (fuse_norm.h) */
 } cpu_fusion;
 
 /* Fills f[0..nsched) and returns how many nodes were absorbed. */

@@ -115,10 +115,36 @@ static int match_mul_sum(const compile_plan *p, cpu_fusion *f, const int *reads,
     return 1;
 }
 
+/* xhat = mul(x, r), read only by the dx chain at s (twice) and one column-sum chain: both
+ * recompute it from x and r, and it is absorbed. */
+static int match_xhat(const compile_plan *p, cpu_fusion *f, const int *reads, const bool *is_out, const int *pos,
+                      int s) {
+    if (f[s].kind != CPU_FUSE_RMS_DX) return 0;
+    const af_tensor *xhat = p->g->t[f[s].xr[2]];
+    if (xhat->op != IR_OP_MUL || xhat->src[1]->id != f[s].xr[3] || !inner(f, reads, is_out, pos, xhat, 3)) return 0;
+    const af_tensor *x = xhat->src[0];
+    if (!ir_shape_eq(x->shape, xhat->shape) || !f32(x) || x == xhat->src[1]) return 0;
+    for (int s2 = 0; s2 < p->nsched; s2++) {
+        cpu_fusion *u = &f[s2];
+        if (u->kind != CPU_FUSE_MUL_SUM || u->scaled || (u->xr[0] != xhat->id && u->xr[1] != xhat->id) ||
+            u->xr[0] == u->xr[1])
+            continue;
+        if (u->xr[0] == xhat->id) u->xr[0] = u->xr[1]; /* the other operand first, then x and r */
+        u->xr[1] = x->id;
+        u->xr[2] = f[s].xr[3];
+        u->scaled = f[s].scaled = true;
+        f[s].xr[2] = x->id;
+        f[pos[xhat->id]].absorbed = true;
+        return 1;
+    }
+    return 0;
+}
+
 int cpu_fuse_norm_grad(const compile_plan *p, cpu_fusion *f, const int *reads, const bool *is_out, const int *pos) {
     int absorbed = 0;
     for (int s = 0; s < p->nsched; s++) absorbed += match_rms_dx(p, f, reads, is_out, pos, s);
     for (int s = 0; s < p->nsched; s++) absorbed += match_sq_mean(p, f, reads, is_out, pos, s);
     for (int s = 0; s < p->nsched; s++) absorbed += match_mul_sum(p, f, reads, is_out, pos, s);
+    for (int s = 0; s < p->nsched; s++) absorbed += match_xhat(p, f, reads, is_out, pos, s);
     return absorbed;
 }

@@ -196,7 +196,8 @@ static void run_fused(cpu_exec *e, const af_tensor *t, const cpu_fusion *f) {
     }
     const float *a = e->val[f->xr[0]];
     af_shape s = e->p->g->t[f->xr[0]]->shape;
-    int64_t d = s.rank ? s.dim[s.rank - 1] : 1, rows = af_shape_count(s) / d;
+    int64_t d = s.rank ? s.dim[s.rank - 1] : 1, rows = d > 0 ? af_shape_count(s) / d : 0;
+    if (d <= 0) return; /* no values, nothing to write */
     float *out = e->val[(f->tail >= 0 ? e->p->sched[f->tail] : t)->id]; /* a fused add's result */
     if (f->kind == CPU_FUSE_RMS_DX)
         cpu_rms_dx(e->pool, a, e->val[f->xr[1]], e->val[f->xr[2]], e->val[f->xr[3]], f->scaled,

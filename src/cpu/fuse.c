@@ -47,7 +47,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     }
     for (int i = 0; i < p->nout; i++) is_out[p->out[i]->id] = true;
     absorbed += cpu_fuse_norm_grad(p, f, reads, is_out, pos);
-    absorbed += cpu_fuse_swiglu_pairs(p, f, is_out, pos);
+    absorbed += cpu_fuse_swiglu_pairs(p, f, pos);
     for (int s = 0; s < p->nsched; s++) {
         const af_tensor *h = p->sched[s], *cur = h;
         if (f[s].absorbed || !head_kind(h) || h->dtype != AF_F32) continue;

@@ -9,8 +9,8 @@
 
 enum { CPU_FUSE_SWIGLU_PAIR = CPU_FUSE_MUL_SUM + 1 };
 
-/* Marks the pairs in f (reads, is_out, pos as cpu_fuse_norm_grad takes them). */
-int cpu_fuse_swiglu_pairs(const compile_plan *p, cpu_fusion *f, const bool *is_out, const int *pos);
+/* Marks the pairs in f (pos[id]: schedule index) and returns how many nodes were absorbed. */
+int cpu_fuse_swiglu_pairs(const compile_plan *p, cpu_fusion *f, const int *pos);
 
 /* da, db: the gradients for a and b of silu(a) * b, each [n]. */
 void cpu_swiglu_grad_pair(cpu_pool *pool, const float *a, const float *b, const float *dy, float *da, float *db,

@@ -7,9 +7,8 @@
 #define PAR_MIN 16384
 
 /* Finds, for each swiglu_grad node, a later one over the same sources for the other operand. */
-int cpu_fuse_swiglu_pairs(const compile_plan *p, cpu_fusion *f, const bool *is_out, const int *pos) {
-    int absorbed = 0;
-    (void)is_out; /* a requested gradient keeps its own buffer: the pair writes it there */
+int cpu_fuse_swiglu_pairs(const compile_plan *p, cpu_fusion *f, const int *pos) {
+    int absorbed = 0; /* a requested gradient keeps its own buffer: the pair writes it there */
     for (int s = 0; s < p->nsched; s++) {
         const af_tensor *t = p->sched[s];
         if (t->op != IR_OP_SWIGLU_GRAD || t->dtype != AF_F32 || f[s].absorbed || f[s].tail >= 0 || f[s].kind)

@@ -18,6 +18,7 @@
 #include "cpu/gemm_bf16.h"
 #include "ir/ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,38 @@ int main(int argc, char **argv) {
     }
     printf("forward+backward: %.1f ms per run (%d runs, %d threads, %d nodes, %s), loss %.4f\n", 1000 * total / runs, runs,
            threads, p.nsched, o.bf16 ? cpu_bf16_path_name((cpu_bf16_path)o.bf16) : "fp32", lv);
+    { /* the same step as training runs it: fusion on, no hooks (they turn fusion off) */
+        cpu_exec_opts of = o;
+        of.after_node = NULL;
+        of.hook_ctx = NULL;
+        of.fuse = true;
+        cpu_exec *ef;
+        if (cpu_exec_new(&p, &of, &ef, msg, sizeof msg)) { fprintf(stderr, "%s\n", msg); return 1; }
+        af_buffer fout[1 + MAXP];
+        float flv;
+        fout[0] = AF_BUF_F32(&flv, 1);
+        for (int i = 0; i < n; i++)
+            fout[1 + i] = AF_BUF_F32(malloc((size_t)bout[1 + i].count * sizeof(float)), bout[1 + i].count);
+        double ftotal = 0, worst = 0;
+        for (int r = 0; r <= runs; r++) {
+            double t0 = now_s();
+            cpu_exec_run(ef, bin, fout);
+            if (r) ftotal += now_s() - t0;
+        }
+        for (int i = 0; i < n; i++) { /* each gradient against the unfused run's, relative to its largest value */
+            const float *a = bout[1 + i].data, *b = fout[1 + i].data;
+            double big = 0, diff = 0;
+            for (int64_t j = 0; j < bout[1 + i].count; j++) {
+                big = fmax(big, fabs(a[j]));
+                diff = fmax(diff, fabs((double)a[j] - b[j]));
+            }
+            if (big > 0 && diff / big > worst) worst = diff / big;
+            free(fout[1 + i].data);
+        }
+        printf("fused, no hooks: %.1f ms per run, loss %.4f, gradients within %.1e of the unfused run's\n",
+               1000 * ftotal / runs, flv, worst);
+        cpu_exec_free(ef);
+    }
     if (o.bf16) {
         int64_t packed, reused, packed_a, reused_a;
         cpu_bf16_stats(&packed, &reused);

@@ -1,6 +1,7 @@
 /* The CPU executor: feed inputs, run the schedule, deliver outputs. */
 #include "cpu/cpu_exec.h"
 #include "cpu/fuse.h"
+#include "cpu/fuse_swiglu.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/kernels.h"
@@ -94,7 +95,7 @@ af_status cpu_exec_new(const compile_plan *p, const cpu_exec_opts *o, cpu_exec *
     }
     /* Fusing skips nodes and reordering moves them, so neither where every node's result
      * is observed or rounded (hooks name nodes by their place in p's schedule). */
-    if (e->o.fuse && !e->o.fp16 && !e->o.after_node) {
+    if (e->o.fuse && !e->o.fp16 && !e->o.fp16_accum && !e->o.after_node) {
         if (cpu_sched_sink(p, &e->own)) e->p = p = &e->own; /* else p's order: still correct */
         e->fusion = malloc(sizeof *e->fusion * (size_t)(p->nsched + 1));
         if (e->fusion && cpu_fuse_plan(p, e->fusion) == 0) {
@@ -186,6 +187,27 @@ static void place_outputs(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     }
 }
 
+static void run_fused(cpu_exec *e, const af_tensor *t, const cpu_fusion *f) {
+    if (f->kind == CPU_FUSE_SWIGLU_PAIR) { /* t's gradient and its sibling's, by operand */
+        float *mine = e->val[t->id], *other = e->val[f->xr[0]];
+        cpu_swiglu_grad_pair(e->pool, e->val[t->src[0]->id], e->val[t->src[1]->id], e->val[t->src[2]->id],
+                             t->a.mode == 0 ? mine : other, t->a.mode == 0 ? other : mine, af_shape_count(t->shape));
+        return;
+    }
+    const float *a = e->val[f->xr[0]];
+    af_shape s = e->p->g->t[f->xr[0]]->shape;
+    int64_t d = s.rank ? s.dim[s.rank - 1] : 1, rows = d > 0 ? af_shape_count(s) / d : 0;
+    if (d <= 0) return; /* no values, nothing to write */
+    float *out = e->val[(f->tail >= 0 ? e->p->sched[f->tail] : t)->id]; /* a fused add's result */
+    if (f->kind == CPU_FUSE_RMS_DX)
+        cpu_rms_dx(e->pool, a, e->val[f->xr[1]], e->val[f->xr[2]], e->val[f->xr[3]], f->scaled,
+                   f->xr[4] >= 0 ? e->val[f->xr[4]] : NULL, out, rows, d);
+    else if (f->kind == CPU_FUSE_SQ_MEAN)
+        cpu_sq_mean(e->pool, a, out, rows, d);
+    else
+        cpu_mul_colsum(e->pool, a, e->val[f->xr[1]], f->scaled ? e->val[f->xr[2]] : NULL, out, rows, d);
+}
+
 af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     const compile_plan *p = e->p;
     cpu_bf16_cache_step(e->bf16_cache); /* a new step: the inputs may have changed */
@@ -199,6 +221,10 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         if (f && f->relu_grad_x >= 0) { /* select(x > x - x, g, x - x) in one pass */
             cpu_relu_grad(e->pool, e->val[f->relu_grad_x], e->val[t->src[1]->id], e->val[t->id],
                           af_shape_count(t->shape));
+            continue;
+        }
+        if (f && f->kind) { /* an RMSNorm gradient chain or a swiglu gradient pair in one pass */
+            run_fused(e, t, f);
             continue;
         }
         if (f && f->add_mul) { /* (x + a) * b in one pass */

@@ -5,6 +5,8 @@
  * or, when g is a pool gradient nothing else reads, inside that pool gradient's kernel.
  * A scalar add whose only reader is a scalar multiply, (x + a) * b (a model's input
  * normalisation), runs as one pass.
+ * RMSNorm's gradient as autograd writes it runs as three passes (fuse_norm.h), swiglu's
+ * two gradient nodes as one (fuse_swiglu.h).
  * The absorbed nodes get no buffer and do not run. Only in fp32 without node hooks, so
  * ane-sim's per-op fp16 rounding is never skipped. */
 #ifndef AF_CPU_FUSE_H
@@ -19,6 +21,9 @@ typedef struct {
     int relu_grad_x; /* a select that runs as a ReLU gradient: the tensor id of x, or -1 */
     int mask_x;      /* a pool gradient head whose tail is that ReLU gradient: x's id, or -1 */
     bool add_mul;    /* an adds head whose tail is a muls */
+    int kind;        /* a CPU_FUSE_* of fuse_norm.h or fuse_swiglu.h, or 0 (zero-initialised by the literals above) */
+    int xr[5];       /* with kind: the tensor ids the fused kernel reads instead of its sources */
+    bool scaled;     /* with kind: an xhat = x r it reads is recomputed from x and r (fuse_norm.h) */
 } cpu_fusion;
 
 /* Fills f[0..nsched) and returns how many nodes were absorbed. */

@@ -6,6 +6,7 @@
  * in place and outputs written in place (a trainer's weights and gradients), which a run
  * never touches, never lie among pages it does (they cost address space, not memory). */
 #include "cpu/mem_plan.h"
+#include "cpu/fuse_swiglu.h"
 #include "cpu/kernels.h"
 
 #include <stdlib.h>
@@ -52,6 +53,14 @@ static bool alloc_give(allocator *a, int64_t off, int64_t size) {
     return true;
 }
 
+/* The k-th tensor node t reads: its sources, then a fused mask's x, then a fused chain's inputs. */
+static int read_id(const af_tensor *t, int extra, const int *xr, int k) {
+    if (k < t->nsrc) return t->src[k]->id;
+    k -= t->nsrc;
+    if (extra >= 0 && k-- == 0) return extra;
+    return xr[k];
+}
+
 bool cpu_is_alias(const af_tensor *t) { return t->op == IR_OP_RESHAPE && t->src[0]->op != IR_OP_CONST; }
 
 bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, int64_t *offset, int64_t *arena_floats,
@@ -72,6 +81,9 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         for (int k = 0; k < t->nsrc; k++) last[root[t->src[k]->id]] = s;
         if (f && f[s].relu_grad_x >= 0) last[root[f[s].relu_grad_x]] = s; /* read by the fused select */
     }
+    for (int s = 0; ok && f && s < p->nsched; s++) /* a fused chain's inputs, read where its last node runs */
+        for (int k = 0; f[s].kind && k < cpu_fuse_nreads(&f[s]); k++)
+            if (last[root[f[s].xr[k]]] < s) last[root[f[s].xr[k]]] = s;
     for (int s = 0; ok && s < p->nsched; s++) { /* a pool gradient reads x for its mask, maybe before x's readers */
         if (f && f[s].mask_x >= 0 && last[root[f[s].mask_x]] < s) last[root[f[s].mask_x]] = s;
     }
@@ -85,22 +97,24 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
         af_tensor *t = p->sched[s];
         af_tensor *made = f && f[s].tail >= 0 ? p->sched[f[s].tail] /* the chain's result, written by this node */
                         : !cpu_is_alias(t) && !(f && f[s].absorbed) ? t : NULL;
-        if (made && keep[made->id]) { /* an output: the run-long region (offsets from the arena's start) */
-            offset[made->id] = io;
-            io += round_up(af_shape_count(made->shape));
-        } else if (made) { /* an intermediate: after that region, moved there below */
-            offset[made->id] = -2 - alloc_take(&al, af_shape_count(made->shape));
+        af_tensor *also = f && f[s].kind == CPU_FUSE_SWIGLU_PAIR ? g->t[f[s].xr[0]] : NULL; /* the pair's other */
+        for (int k = 0; k < 2; k++, made = also) {
+            if (made && keep[made->id]) { /* an output: the run-long region (offsets from the arena's start) */
+                offset[made->id] = io;
+                io += round_up(af_shape_count(made->shape));
+            } else if (made) { /* an intermediate: after that region, moved there below */
+                offset[made->id] = -2 - alloc_take(&al, af_shape_count(made->shape));
+            }
         }
         int64_t sc = cpu_scratch_floats(t, threads);
         if (sc > AF_MAX_ELEMENTS) ok = false; /* 4 TiB of scratch (or an overflow): never allocatable */
         if (sc > *scratch_floats) *scratch_floats = sc;
         int extra = !f ? -1 : f[s].relu_grad_x >= 0 ? f[s].relu_grad_x : f[s].mask_x; /* x of a fused mask */
-        int nread = t->nsrc + (extra >= 0);
+        int nx = f && f[s].kind ? cpu_fuse_nreads(&f[s]) : 0, nread = t->nsrc + (extra >= 0) + nx;
         for (int k = 0; k < nread && ok; k++) {
-            int id = k < t->nsrc ? t->src[k]->id : extra; /* the fused mask's x last */
-            af_tensor *src = g->t[root[id]];
+            af_tensor *src = g->t[root[read_id(t, extra, nx ? f[s].xr : NULL, k)]];
             bool dup = false; /* the same buffer twice must be freed once */
-            for (int j = 0; j < k; j++) dup |= root[t->src[j]->id] == src->id;
+            for (int j = 0; j < k; j++) dup |= root[read_id(t, extra, nx ? f[s].xr : NULL, j)] == src->id;
             if (!dup && last[src->id] == s && !keep[src->id] && src->op != IR_OP_CONST && src->op != IR_OP_INPUT &&
                 offset[src->id] <= -2) /* an intermediate (absorbed values have no buffer) */
                 ok = alloc_give(&al, -2 - offset[src->id], af_shape_count(src->shape));

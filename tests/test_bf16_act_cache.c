@@ -10,6 +10,7 @@
 #include "aneforge.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/pool.h"
+#include "support/bf16_ref.h"
 #include "support/check.h"
 
 #include <math.h>
@@ -18,25 +19,6 @@
 
 static test_rng rng = {2929};
 
-static double bf(float x) { return cpu_bf16_to_float(cpu_bf16_round(x)); }
-
-/* Worst |C - op(A) op(B)| over bf16-rounded operands, against the bound of fp32 sums. */
-static void check_product(const char *what, const float *C, int64_t ldc, int ta, int tb, int64_t M, int64_t N, int64_t K,
-                          const float *A, int64_t lda, const float *B, int64_t ldb) {
-    double worst = 0, bound = 0;
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0, mag = 0;
-            for (int64_t k = 0; k < K; k++) {
-                double p = bf(ta ? A[k * lda + i] : A[i * lda + k]) * bf(tb ? B[j * ldb + k] : B[k * ldb + j]);
-                s += p, mag += fabs(p);
-            }
-            double d = fabs(C[i * ldc + j] - s), tol = 1e-6 + mag * 4 * (double)K * 0x1p-24;
-            if (d - tol > worst - bound) worst = d, bound = tol;
-        }
-    CHECK(worst <= bound, "%s: %lldx%lldx%lld off the bf16-operand reference by %g (bound %g)", what, (long long)M,
-          (long long)N, (long long)K, worst, bound);
-}
 
 static int64_t reused_a(void) {
     int64_t r;
@@ -69,7 +51,7 @@ static void check_gemm(cpu_bf16_path path, cpu_pool *pool) {
     for (int i = 0; i < 3; i++) {
         cpu_bf16_keys k = { &tx, NULL, i < 2, false, false };
         CHECK(cpu_sgemm_bf16_k(pool, path, 0, 1, M, N, K, x, K, w[i], K, y, N, cache, &k), "refused");
-        check_product("x W_i^T, x kept", y, N, 0, 1, M, N, K, x, K, w[i], K);
+        bf16_ref_check_product("x W_i^T, x kept", y, N, 0, 1, M, N, K, x, K, w[i], K);
     }
     CHECK(reused_a() == a0 + 2, "x packed %lld times for 3 products, once expected", (long long)(3 - (reused_a() - a0)));
     /* x as B untransposed (the weight gradients dy^T x) */
@@ -77,26 +59,26 @@ static void check_gemm(cpu_bf16_path path, cpu_pool *pool) {
     for (int i = 0; i < 2; i++) {
         cpu_bf16_keys k = { NULL, &tx, false, i == 0, false };
         CHECK(cpu_sgemm_bf16_k(pool, path, 1, 0, N, K, M, dy, N, x, K, g, K, cache, &k), "refused");
-        check_product("dy^T x, x kept", g, K, 1, 0, N, K, M, dy, N, x, K);
+        bf16_ref_check_product("dy^T x, x kept", g, K, 1, 0, N, K, M, dy, N, x, K);
     }
     CHECK(reused_b() == b0 + 1, "x as B: %lld reuses, 1 expected", (long long)(reused_b() - b0));
     /* another layout of the same tensor is not the kept packing */
     cpu_bf16_keys kt = { &tx, NULL, false, false, false };
     CHECK(cpu_sgemm_bf16_k(pool, path, 1, 0, K, N, M, x, K, dy, N, g, N, cache, &kt), "refused");
     CHECK(reused_a() == a0 + 2, "x^T as A took x's packing");
-    check_product("x^T dy", g, N, 1, 0, K, N, M, x, K, dy, N);
+    bf16_ref_check_product("x^T dy", g, N, 1, 0, K, N, M, x, K, dy, N);
     /* the buffer rewritten within the step for another tensor: not x's packing */
     for (int64_t i = 0; i < M * K; i++) x[i] = 0.5f - 3 * x[i];
     cpu_bf16_keys k2 = { &ty, NULL, false, false, false };
     CHECK(cpu_sgemm_bf16_k(pool, path, 0, 1, M, N, K, x, K, w1, K, y, N, cache, &k2), "refused");
     CHECK(reused_a() == a0 + 2, "another tensor in x's buffer took x's packing");
-    check_product("another tensor in x's buffer (stale packing?)", y, N, 0, 1, M, N, K, x, K, w1, K);
+    bf16_ref_check_product("another tensor in x's buffer (stale packing?)", y, N, 0, 1, M, N, K, x, K, w1, K);
     /* the same tensor in the next step is packed again */
     cpu_bf16_cache_step(cache);
     cpu_bf16_keys k1 = { &tx, NULL, false, false, false };
     CHECK(cpu_sgemm_bf16_k(pool, path, 0, 1, M, N, K, x, K, w2, K, y, N, cache, &k1), "refused");
     CHECK(reused_a() == a0 + 2, "a packing of the previous step taken");
-    check_product("x in the next step", y, N, 0, 1, M, N, K, x, K, w2, K);
+    bf16_ref_check_product("x in the next step", y, N, 0, 1, M, N, K, x, K, w2, K);
     cpu_bf16_cache_free(cache);
     free(x), free(w1), free(w2), free(w3), free(dy), free(y), free(g);
 }
@@ -143,16 +125,16 @@ static void check_executor(void) {
         char what[80];
         for (int i = 0; i < 3; i++) {
             snprintf(what, sizeof what, "step %d: a W%d^T", step, i + 1);
-            check_product(what, y[i], N, 0, 1, M, N, K, a, K, w[i], K);
+            bf16_ref_check_product(what, y[i], N, 0, 1, M, N, K, a, K, w[i], K);
         }
         snprintf(what, sizeof what, "step %d: dy^T a", step);
-        check_product(what, y[3], K, 1, 0, N, K, M, dy, N, a, K);
+        bf16_ref_check_product(what, y[3], K, 1, 0, N, K, M, dy, N, a, K);
         snprintf(what, sizeof what, "step %d: dy2^T a", step);
-        check_product(what, y[4], K, 1, 0, N, K, M, dy2, N, a, K);
+        bf16_ref_check_product(what, y[4], K, 1, 0, N, K, M, dy2, N, a, K);
         snprintf(what, sizeof what, "step %d: dy W1", step);
-        check_product(what, y[5], K, 0, 0, M, K, N, dy, N, w[0], K);
+        bf16_ref_check_product(what, y[5], K, 0, 0, M, K, N, dy, N, w[0], K);
         snprintf(what, sizeof what, "step %d: b W1^T (a's packing taken?)", step);
-        check_product(what, y[6], N, 0, 1, M, N, K, b, K, w[0], K);
+        bf16_ref_check_product(what, y[6], N, 0, 1, M, N, K, b, K, w[0], K);
     }
     af_model_free(m);
     af_graph_free(g);

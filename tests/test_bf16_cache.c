@@ -8,6 +8,7 @@
 #include "aneforge.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/pool.h"
+#include "support/bf16_ref.h"
 #include "support/check.h"
 
 #include <math.h>
@@ -16,25 +17,6 @@
 
 static test_rng rng = {2828};
 
-static double bf(float x) { return cpu_bf16_to_float(cpu_bf16_round(x)); }
-
-/* Worst |C - op(A) op(B)| over bf16-rounded operands, against the bound of fp32 sums. */
-static void check_product(const char *what, const float *C, int64_t ldc, int ta, int tb, int64_t M, int64_t N, int64_t K,
-                          const float *A, int64_t lda, const float *B, int64_t ldb) {
-    double worst = 0, bound = 0;
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0, mag = 0;
-            for (int64_t k = 0; k < K; k++) {
-                double p = bf(ta ? A[k * lda + i] : A[i * lda + k]) * bf(tb ? B[j * ldb + k] : B[k * ldb + j]);
-                s += p, mag += fabs(p);
-            }
-            double d = fabs(C[i * ldc + j] - s), tol = 1e-6 + mag * 4 * (double)K * 0x1p-24;
-            if (d - tol > worst - bound) worst = d, bound = tol;
-        }
-    CHECK(worst <= bound, "%s: %lldx%lldx%lld off the bf16-operand reference by %g (bound %g)", what, (long long)M,
-          (long long)N, (long long)K, worst, bound);
-}
 
 static int64_t reused(void) {
     int64_t r;
@@ -57,7 +39,7 @@ static void check_transposed(cpu_bf16_path path, cpu_pool *pool) {
             CHECK(cpu_sgemm_bf16_t(s % 2 ? pool : NULL, path, ta, tb, M, N, K, A, lda, B, ldb, C, N), "refused");
             char what[64];
             snprintf(what, sizeof what, "%s ta %d tb %d", cpu_bf16_path_name(path), ta, tb);
-            check_product(what, C, N, ta, tb, M, N, K, A, lda, B, ldb);
+            bf16_ref_check_product(what, C, N, ta, tb, M, N, K, A, lda, B, ldb);
             free(A), free(B), free(C);
         }
 }
@@ -73,11 +55,11 @@ static void check_gemm_cache(cpu_bf16_path path, cpu_pool *pool) {
     cpu_bf16_cache *cache = cpu_bf16_cache_new();
     static const int key; /* stands for the tensor */
     CHECK(cpu_sgemm_bf16_c(pool, path, 0, 1, M, N, K, x, K, W, K, y, N, cache, &key, true), "forward refused");
-    check_product("cache: forward x W^T", y, N, 0, 1, M, N, K, x, K, W, K);
+    bf16_ref_check_product("cache: forward x W^T", y, N, 0, 1, M, N, K, x, K, W, K);
     int64_t r0 = reused();
     CHECK(cpu_sgemm_bf16_c(pool, path, 0, 0, M, K, N, dy, N, W, K, dx, K, cache, &key, false), "gradient refused");
     CHECK(reused() == r0 + 1, "dy W did not take the kept packing (%lld reuses)", (long long)(reused() - r0));
-    check_product("cache: dy W from the kept packing", dx, K, 0, 0, M, K, N, dy, N, W, K);
+    bf16_ref_check_product("cache: dy W from the kept packing", dx, K, 0, 0, M, K, N, dy, N, W, K);
     /* another key, or another leading dimension, is not the kept packing */
     static const int other;
     CHECK(cpu_sgemm_bf16_c(pool, path, 0, 0, M, K, N, dy, N, W, K, dx, K, cache, &other, false), "refused");
@@ -105,7 +87,7 @@ static void check_gemm_cache(cpu_bf16_path path, cpu_pool *pool) {
     cpu_bf16_cache_step(cache);
     CHECK(cpu_sgemm_bf16_c(pool, path, 0, 0, M, K, N, dy, N, W, K, dx, K, cache, &key, false), "refused");
     CHECK(reused() == r0 + 1, "a packing of the previous step taken");
-    check_product("cache: dy W after the weight changed", dx, K, 0, 0, M, K, N, dy, N, W, K);
+    bf16_ref_check_product("cache: dy W after the weight changed", dx, K, 0, 0, M, K, N, dy, N, W, K);
     cpu_bf16_cache_free(cache);
     free(x), free(W), free(dy), free(y), free(dx);
 }
@@ -137,9 +119,9 @@ static void check_executor(void) {
               (long long)(reused() - r0));
         char what[64];
         snprintf(what, sizeof what, "executor step %d: y = x W^T", step);
-        check_product(what, y, N, 0, 1, M, N, K, x, K, W, K);
+        bf16_ref_check_product(what, y, N, 0, 1, M, N, K, x, K, W, K);
         snprintf(what, sizeof what, "executor step %d: dx = dy W (stale packing?)", step);
-        check_product(what, dx, K, 0, 0, M, K, N, dy, N, W, K);
+        bf16_ref_check_product(what, dx, K, 0, 0, M, K, N, dy, N, W, K);
     }
     af_model_free(m);
     af_graph_free(g);

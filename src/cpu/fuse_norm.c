@@ -78,8 +78,10 @@ static int match_rms_dx(const compile_plan *p, cpu_fusion *f, const int *reads, 
     /* dx's one reader adds the residual path's gradient, computed before dx: add it here */
     if (reads[t->id] != 1 || is_out[t->id]) return 5;
     int at = p->last_read[t->id];
-    const af_tensor *a = p->sched[at], *o = a->src[a->src[0] == t ? 1 : 0];
-    if (a->op != IR_OP_ADD || !f32(a) || !free_node(&f[at]) || o == t || !ir_shape_eq(a->shape, t->shape) ||
+    const af_tensor *a = p->sched[at];
+    if (a->op != IR_OP_ADD) return 5; /* before reading src[1]: a one-source reader has none */
+    const af_tensor *o = a->src[a->src[0] == t ? 1 : 0];
+    if (!f32(a) || !free_node(&f[at]) || o == t || !ir_shape_eq(a->shape, t->shape) ||
         !ir_shape_eq(o->shape, t->shape) || !f32(o) || pos[o->id] >= s)
         return 5;
     f[s].xr[4] = o->id;
@@ -91,8 +93,9 @@ static int match_rms_dx(const compile_plan *p, cpu_fusion *f, const int *reads, 
 /* reduce_mean(square(x)) over the last axis. */
 static int match_sq_mean(const compile_plan *p, cpu_fusion *f, const int *reads, const bool *is_out, const int *pos,
                          int s) {
-    const af_tensor *t = p->sched[s], *sq = t->src[0];
+    const af_tensor *t = p->sched[s];
     if (t->op != IR_OP_REDUCE_MEAN || !f32(t) || !free_node(&f[s]) || !reduces_last(t)) return 0;
+    const af_tensor *sq = t->src[0];
     if (sq->op != IR_OP_SQUARE || !inner(f, reads, is_out, pos, sq, 1) || !f32(sq->src[0])) return 0;
     f[s].kind = CPU_FUSE_SQ_MEAN;
     f[s].xr[0] = sq->src[0]->id;
@@ -103,8 +106,9 @@ static int match_sq_mean(const compile_plan *p, cpu_fusion *f, const int *reads,
 /* reduce_sum(mul(a, b)) over every axis but the last, a and b of one shape. */
 static int match_mul_sum(const compile_plan *p, cpu_fusion *f, const int *reads, const bool *is_out, const int *pos,
                          int s) {
-    const af_tensor *t = p->sched[s], *m = t->src[0];
+    const af_tensor *t = p->sched[s];
     if (t->op != IR_OP_REDUCE_SUM || !f32(t) || !free_node(&f[s]) || !reduces_rows(t)) return 0;
+    const af_tensor *m = t->src[0];
     if (m->op != IR_OP_MUL || !inner(f, reads, is_out, pos, m, 1)) return 0;
     const af_tensor *a = m->src[0], *b = m->src[1];
     if (!ir_shape_eq(a->shape, m->shape) || !ir_shape_eq(b->shape, m->shape) || !f32(a) || !f32(b)) return 0;

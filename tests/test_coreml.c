@@ -5,7 +5,7 @@
  * status and message that name the problem: an existing target, a garbage or escaping
  * manifest, truncated protobufs, a neural-network model, flexible shapes, control flow.
  * coremltools' own view of these packages is tests/coreml/check_coremltools.py. */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
+#define _XOPEN_SOURCE 700 /* POSIX: opendir, unlink */
 #include "aneforge.h"
 #include "aneforge_llama.h"
 #include "aneforge_data.h"
@@ -13,6 +13,7 @@
 #include "coreml/coreml.h"
 #include "mil/mil.h"
 #include "support/check.h"
+#include "support/tmpdir.h"
 #include "support/milrun.h"
 
 #include <dirent.h>
@@ -26,15 +27,6 @@
 #define AF_SOURCE_DIR "."
 #endif
 
-static char tmp[64];
-
-static char *path_in(const char *name) {
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmp, name);
-    return p[k];
-}
 
 static void write_bytes(const char *path, const void *d, size_t n) {
     FILE *f = fopen(path, "wb");
@@ -531,23 +523,9 @@ static void test_manifests(void) {
     af_graph_free(s.g);
 }
 
-static void rm_rf(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) { remove(dir); return; }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        rm_rf(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
-    strcpy(tmp, "/tmp/af_coreml_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    const char *tmp = test_tmpdir_make("af_coreml");
+    if (!tmp) return 1;
     test_mlp_export();
     test_finetune();
     test_llama_export();
@@ -560,6 +538,6 @@ int main(void) {
     struct dirent *e;
     while (d && (e = readdir(d))) CHECK(!strstr(e->d_name, ".part-"), "temporary %s left behind", e->d_name);
     if (d) closedir(d);
-    rm_rf(tmp);
+    test_tmpdir_remove();
     return check_finish("coreml");
 }

@@ -5,11 +5,12 @@
  * fp16 weights miss), and af_coreml_net: an imported package trained by af_trainer on
  * the CPU and on ane-sim, re-exported, the new package computing what the trainer
  * predicts. coremltools' view of the same packages: tests/coreml/check_coremltools.py. */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
+#define _XOPEN_SOURCE 700 /* POSIX: opendir, unlink */
 #include "aneforge.h"
 #include "aneforge_coreml.h"
 #include "mil/milblob.h"
 #include "support/check.h"
+#include "support/tmpdir.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -20,17 +21,8 @@
 #include <unistd.h>
 
 enum { IN = 6, HID = 5, CLS = 3 };
-static char tmp[64];
 static float w1[HID * IN], b1[HID], w2[CLS * HID], b2[CLS];
 static const float *W[4] = { w1, b1, w2, b2 };
-
-static char *path_in(const char *name) {
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmp, name);
-    return p[k];
-}
 
 /* The MLP's logits in doubles (r: round weights and input to fp16 first). */
 static void mlp_ref(const float *x, int B, bool r, double *y) {
@@ -216,21 +208,15 @@ static void train_imported(af_target target, const char *name) {
     af_net_free(&net);
 }
 
-static void rm_rf(const char *dir) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0, "remove %s", dir);
-}
-
 int main(void) {
-    strcpy(tmp, "/tmp/af_coreml2_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    const char *tmp = test_tmpdir_make("af_coreml2");
+    if (!tmp) return 1;
     test_rng r = { 3 };
     for (int i = 0; i < 4; i++) test_fill_uniform(&r, (float *)W[i], (long)(i == 0 ? HID * IN : i == 1 ? HID : i == 2 ? CLS * HID : CLS), -1, 1);
     test_classifier();
     test_fp32();
     train_imported(AF_TARGET_CPU, "cpu");
     train_imported(AF_TARGET_ANE_SIM, "anesim");
-    rm_rf(tmp);
+    test_tmpdir_remove();
     return check_finish("coreml_export");
 }

@@ -7,12 +7,13 @@
  * Also the refusals (iOS 17, fp32, a cache longer than the model's), the MIL reader's
  * state rules and a package whose description does not list its state.
  * coremltools' view of the package: tests/coreml/check_coremltools.py. */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
+#define _XOPEN_SOURCE 700 /* POSIX: opendir, unlink */
 #include "aneforge.h"
 #include "aneforge_coreml.h"
 #include "aneforge_data.h"
 #include "aneforge_llama.h"
 #include "support/check.h"
+#include "support/tmpdir.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -21,15 +22,6 @@
 #include <string.h>
 
 #define FIXDIR AF_SOURCE_DIR "/tests/fixtures/llama"
-static char tmp[64];
-
-static char *path_in(const char *name) {
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmp, name);
-    return p[k];
-}
 
 /* The stateless package's logits [T, V] for tokens (fp32 on the CPU). */
 static bool stateless(const char *pkg, const float *tokens, int T, int V, float *logits) {
@@ -253,15 +245,13 @@ static void undescribed_state(void) {
 }
 
 int main(void) {
-    strcpy(tmp, "/tmp/af_coreml_kv_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    const char *tmp = test_tmpdir_make("af_coreml_kv");
+    if (!tmp) return 1;
     decode_equals_forward("model_a_v0.bin", 16); /* 4 query heads over 2 KV heads, tied classifier */
     decode_equals_forward("model_b_v0.bin", 9);  /* 3 layers, a cache shorter than seq_len, own classifier */
     refusals();
     mil_rules();
     undescribed_state();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK(system(cmd) == 0, "remove %s", tmp);
+    test_tmpdir_remove();
     return check_finish("coreml_kv");
 }

@@ -8,7 +8,7 @@
  * lose the inputs older opsets lack and still equal a naive lookup; what a target
  * cannot express is refused naming the op, the target and the fix. coremltools' view of
  * the same packages: tests/coreml/check_coremltools.py. */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
+#define _XOPEN_SOURCE 700 /* POSIX: opendir, unlink */
 #include "aneforge.h"
 #include "aneforge_coreml.h"
 #include "aneforge_llama.h"
@@ -16,6 +16,7 @@
 #include "coreml/coreml.h"
 #include "ir/ir.h"
 #include "support/check.h"
+#include "support/tmpdir.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -28,15 +29,6 @@
 #define AF_SOURCE_DIR "."
 #endif
 
-static char tmp[64];
-
-static char *path_in(const char *name) {
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", tmp, name);
-    return p[k];
-}
 
 /* The whole of a small file, NUL-terminated (n: its size). */
 static unsigned char *slurp(const char *path, size_t *n) {
@@ -262,27 +254,13 @@ static void test_refusals(void) {
     mil_arena_free(&a);
 }
 
-static void rm_rf(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) { remove(dir); return; }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        rm_rf(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int main(void) {
-    strcpy(tmp, "/tmp/af_coreml_tg_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    const char *tmp = test_tmpdir_make("af_coreml_tg");
+    if (!tmp) return 1;
     test_mlp_cnn();
     test_llama();
     test_embedding();
     test_refusals();
-    rm_rf(tmp);
+    test_tmpdir_remove();
     return check_finish("coreml_targets");
 }

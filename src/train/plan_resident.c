@@ -3,6 +3,7 @@
  * aliased onto their inputs; with shuttle_state the host feeds the state in and reads it
  * back around every block instead. On a llama (af_net.llama_config) the resident plan
  * hands over to its llama variant (plan_llama_resident.c). */
+#include "engine/family.h"
 #include "nn/optim.h"
 #include "train/plan_llama_resident.h"
 #include "train/step_graph.h"
@@ -133,13 +134,16 @@ static af_status build_program(af_trainer *t, resident_plan *rp) {
     for (int i = 0; i < np && !st; i++) out[no++] = w[i];
     for (int i = 0; adam && i < np && !st; i++) out[no++] = m[i];
     for (int i = 0; adam && i < np && !st; i++) out[no++] = r[i];
-    if (!st && !(rp->res = tr_compile(t, ni, in, no, out)))
-        /* past the engine's binding limit (64 inputs), the wall's own remedy (concat inputs)
-         * is not the user's: the way out is a plan that keeps the state inside its programs */
+    if (!st && !(rp->res = tr_compile(t, ni, in, no, out))) {
+        /* past the family's input-count wall, the wall's own remedy (concat inputs) is not
+         * the user's: the way out is a plan that keeps the state inside its programs */
+        const ane_family_info *fi = t->engine ? ane_family_info_of(t->o.compile.family) : NULL; /* resolved by af_trainer_new */
         st = ir_fail(AF_ERR_INVALID, "trainer: step program: %s%s", af_error_message(),
-                     ni > 64 ? "; this plan binds each parameter, moment and batch window as its own input: on an engine "
-                               "target choose --plan resident (a llama) or pipeline, which keep them inside the programs"
-                             : "");
+                     fi && ni > fi->max_inputs
+                         ? "; this plan binds each parameter, moment and batch window as its own input: on an engine "
+                           "target choose --plan resident (a llama) or pipeline, which keep them inside the programs"
+                         : "");
+    }
     rp->nstate = ni - first_state;
     /* Resident: seed the state (masters from the params, zero moments) and alias each
      * new value onto its input. Shuttled: the host feeds and reads it every block. */

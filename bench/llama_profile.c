@@ -132,8 +132,9 @@ int main(int argc, char **argv) {
             if (big > 0 && diff / big > worst) worst = diff / big;
             free(fout[1 + i].data);
         }
-        printf("fused, no hooks: %.1f ms per run, loss %.4f, gradients within %.1e of the unfused run's\n",
-               1000 * ftotal / runs, flv, worst);
+        printf("fused, no hooks: %.1f ms per run, loss %.4f, gradients within %.1e of the unfused run's; executor memory "
+               "%.1f MiB against %.1f unfused\n",
+               1000 * ftotal / runs, flv, worst, cpu_exec_memory_bytes(ef) / 1048576.0, cpu_exec_memory_bytes(e) / 1048576.0);
         cpu_exec_free(ef);
     }
     if (o.bf16) {

@@ -2,6 +2,7 @@
 #include "cpu/cpu_exec.h"
 #include "cpu/fuse.h"
 #include "cpu/fuse_swiglu.h"
+#include "cpu/fuse_embed.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/kernels.h"
@@ -225,6 +226,13 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         }
         if (f && f->kind) { /* an RMSNorm gradient chain or a swiglu gradient pair in one pass */
             run_fused(e, t, f);
+            continue;
+        }
+        if (f && f->acc_into >= 0) { /* an embedding's rows added where a tied weight's gradient is */
+            af_shape s = t->shape;
+            int64_t v = s.dim[0], row = v > 0 ? af_shape_count(s) / v : 0;
+            cpu_embed_acc(e->val[t->src[0]->id], e->val[t->src[1]->id], af_shape_count(t->src[1]->shape), v, row,
+                          e->val[p->sched[f->acc_into]->id], e->scratch);
             continue;
         }
         if (f && f->add_mul) { /* (x + a) * b in one pass */

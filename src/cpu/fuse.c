@@ -1,6 +1,7 @@
 /* Finds head -> [add bias] -> [relu] chains, ReLU gradients and adds -> muls pairs the
  * executor can run as one kernel. */
 #include "cpu/fuse.h"
+#include "cpu/fuse_embed.h"
 #include "cpu/fuse_swiglu.h"
 #include "cpu/kernels.h"
 
@@ -37,7 +38,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     int n = p->ntensors, absorbed = 0;
     int *reads = calloc((size_t)n + 1, sizeof *reads), *pos = malloc(((size_t)n + 1) * sizeof *pos);
     bool *is_out = calloc((size_t)n + 1, sizeof *is_out);
-    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1, false, 0, { 0 }, false };
+    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1, false, 0, { 0 }, false, -1 };
     if (!reads || !pos || !is_out) goto done; /* no fusion: still correct */
     for (int id = 0; id < n; id++) pos[id] = -1;
     for (int s = 0; s < p->nsched; s++) {
@@ -48,6 +49,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     for (int i = 0; i < p->nout; i++) is_out[p->out[i]->id] = true;
     absorbed += cpu_fuse_norm_grad(p, f, reads, is_out, pos);
     absorbed += cpu_fuse_swiglu_pairs(p, f, pos);
+    absorbed += cpu_fuse_embed_acc(p, f, reads, is_out, pos);
     for (int s = 0; s < p->nsched; s++) {
         const af_tensor *h = p->sched[s], *cur = h;
         if (f[s].absorbed || !head_kind(h) || h->dtype != AF_F32) continue;
@@ -72,7 +74,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
             }
         }
         if (tail < 0) continue;
-        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1, false, 0, { 0 }, false };
+        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1, false, 0, { 0 }, false, -1 };
         for (int j = 0; j < nchain; j++) f[chain[j]].absorbed = true;
         absorbed += nchain;
     }

@@ -6,7 +6,8 @@
  * A scalar add whose only reader is a scalar multiply, (x + a) * b (a model's input
  * normalisation), runs as one pass.
  * RMSNorm's gradient as autograd writes it runs as three passes (fuse_norm.h), swiglu's
- * two gradient nodes as one (fuse_swiglu.h).
+ * two gradient nodes as one (fuse_swiglu.h), a tied embedding's gradient sum in place
+ * (fuse_embed.h).
  * The absorbed nodes get no buffer and do not run. Only in fp32 without node hooks, so
  * ane-sim's per-op fp16 rounding is never skipped. */
 #ifndef AF_CPU_FUSE_H
@@ -24,6 +25,7 @@ typedef struct {
     int kind;        /* a CPU_FUSE_* of fuse_norm.h or fuse_swiglu.h, or 0 (zero-initialised by the literals above) */
     int xr[5];       /* with kind: the tensor ids the fused kernel reads instead of its sources */
     bool scaled;     /* with kind: an xhat = x r it reads is recomputed from x and r (fuse_norm.h) */
+    int acc_into;    /* an embedding_grad adding its rows into this schedule index's buffer, or -1 (fuse_embed.h) */
 } cpu_fusion;
 
 /* Fills f[0..nsched) and returns how many nodes were absorbed. */

@@ -96,7 +96,7 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
     for (int s = 0; ok && s < p->nsched; s++) {
         af_tensor *t = p->sched[s];
         af_tensor *made = f && f[s].tail >= 0 ? p->sched[f[s].tail] /* the chain's result, written by this node */
-                        : !cpu_is_alias(t) && !(f && f[s].absorbed) ? t : NULL;
+                        : !cpu_is_alias(t) && !(f && (f[s].absorbed || f[s].acc_into >= 0)) ? t : NULL;
         af_tensor *also = f && f[s].kind == CPU_FUSE_SWIGLU_PAIR ? g->t[f[s].xr[0]] : NULL; /* the pair's other */
         for (int k = 0; k < 2; k++, made = also) {
             if (made && keep[made->id]) { /* an output: the run-long region (offsets from the arena's start) */

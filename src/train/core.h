@@ -43,6 +43,7 @@ struct af_trainer {
      * is p[i]'s own value (af_tensor_value), owned by the graph */
     float **master, **m, **v, **grad;
     float **gsum;              /* grad_accum > 1: the step's gradients summed over its batches */
+    bool moments_faulted;      /* m and v faulted in writable before the host optimizer's first read (host_opt.c) */
     int64_t step, skipped, skipped_consecutive, clean_run;
     int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */
     float scale, moment_unit;

@@ -1,4 +1,5 @@
 /* The host optimizer (host_opt.h). */
+#define _DEFAULT_SOURCE /* madvise */
 #include "cpu/cpu_features.h"
 #include "cpu/pool.h"
 #include "train/dist.h"
@@ -8,6 +9,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 typedef struct {
     float *w, *m, *v;
@@ -71,6 +76,26 @@ static void host_opt_range(void *p, int64_t j0, int64_t j1) {
         bad = adam_check(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
     }
     if (bad) atomic_store(&o->bad, 1); /* chunks run on the pool's threads */
+}
+
+/* The moments are calloc'd, so their pages are untouched until the first step, whose
+ * finiteness pass reads them before the update writes them: each page is first mapped to
+ * the kernel's shared zero page, then copied on the write, with a TLB flush on every core
+ * the process runs on. Stories110M's first step spent over a second in those flushes
+ * (perf: native_write_msr under do_wp_page). Linux 5.14's MADV_POPULATE_WRITE faults them
+ * in writable first, one plain fault per page, keeping every value (pages a loaded
+ * checkpoint already wrote are left as they are); elsewhere, or on an older kernel, the
+ * first step takes the faults as before. */
+static void prefault_writable(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t b = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* advice: a failure changes nothing */
+#else
+    (void)p, (void)bytes;
+#endif
 }
 
 /* The fp32 update of param i on the unscaled gradient (so its moments do not depend on
@@ -145,6 +170,13 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
      * would double the largest part of the memory (3 x 4 bytes a param, 1.3 GB at 110M)
      * and write as many bytes; the extra pass only reads. */
     double t2 = tr_now_s();
+    if (!t->moments_faulted) {
+        for (int i = 0; i < t->np && t->o.optimizer != AF_OPT_SGD; i++) {
+            prefault_writable(t->m[i], (size_t)t->count[i] * sizeof(float));
+            prefault_writable(t->v[i], (size_t)t->count[i] * sizeof(float));
+        }
+        t->moments_faulted = true;
+    }
     float gfactor = grad_factor(t, grad, info);
     bool ok = true;
     for (int i = 0; ok && i < t->np; i++) ok = host_update(t, i, grad[i], t->step, gfactor, false);

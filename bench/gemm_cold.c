@@ -2,14 +2,18 @@
  * in cache) and cold (each call on another of enough buffers that none is still cached,
  * as in a training step, where a product reads what the step wrote long ago). One
  * thread, CPU time, best of 5 rounds; bench/gemm_cold.sh runs it beside PyTorch's.
- *   build/bench_gemm_cold            one JSON line per product and case */
+ *   build/bench_gemm_cold [abc]      one JSON line per product and case; the argument
+ *                                    names the operands the cold case rotates (default
+ *                                    all three: "c" keeps A and B cached, C cold) */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/pool.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double cpu_now(void) {
@@ -27,7 +31,9 @@ static const product prods[] = {
     { "s x W1^T", 256, 2048, 768, 0, 1 }, { "s dy W1", 256, 768, 2048, 0, 0 }, { "s dy^T x", 2048, 768, 256, 1, 0 },
 };
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *rot = argc > 1 ? argv[1] : "abc";
+    bool ra = strchr(rot, 'a') != NULL, rb = strchr(rot, 'b') != NULL, rc = strchr(rot, 'c') != NULL;
     enum { COLD = 24 }; /* 24 x (A, B, C) of the largest product: ~250 MB, beyond any cache */
     cpu_pool *pool = cpu_pool_new(1);
     if (!pool) return 1;
@@ -50,8 +56,8 @@ int main(void) {
             for (int r = 0; r < 5; r++) {
                 double t0 = cpu_now();
                 for (int i = 0; i < 2 * COLD; i++) {
-                    int q = cold ? i % COLD : 0;
-                    cpu_sgemm(pool, p->ta, p->tb, p->m, p->n, p->k, 1.0f, a[q], lda, b[q], ldb, 0.0f, c[q], p->n);
+                    int q = cold ? i % COLD : 0, qa = ra ? q : 0, qb = rb ? q : 0, qc = rc ? q : 0;
+                    cpu_sgemm(pool, p->ta, p->tb, p->m, p->n, p->k, 1.0f, a[qa], lda, b[qb], ldb, 0.0f, c[qc], p->n);
                 }
                 double t = (cpu_now() - t0) / (2 * COLD);
                 if (t < best) best = t;

@@ -2,6 +2,7 @@
 #include "cpu/fuse_embed.h"
 #include "cpu/kernels.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static bool one_gemm_head(const af_tensor *t) {
@@ -17,6 +18,7 @@ int cpu_fuse_embed_acc(const compile_plan *p, cpu_fusion *f, const int *reads, c
         int ei = t->src[0]->op == IR_OP_EMBEDDING_GRAD ? 0 : 1;
         const af_tensor *e = t->src[ei], *x = t->src[1 - ei];
         if (e->op != IR_OP_EMBEDDING_GRAD || e == x || e->dtype != AF_F32 || !one_gemm_head(x)) continue;
+        if (af_shape_count(e->src[1]->shape) > INT32_MAX || t->shape.dim[0] > INT32_MAX) continue; /* int32 slots */
         int se = pos[e->id], sx = pos[x->id];
         /* x first (its product writes the sum), then e adds to it; each read by the add alone */
         if (sx < 0 || se < 0 || sx >= se || reads[e->id] != 1 || reads[x->id] != 1 || is_out[e->id] || is_out[x->id])

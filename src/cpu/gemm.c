@@ -132,7 +132,7 @@ static void pack_a(const gemm_ukernel *uk, int ta, const float *A, int64_t lda, 
     }
     for (int64_t is = 0; is < mc; is += mr, dst += (int64_t)mr * kc) {
         int64_t rows = mc - is < mr ? mc - is : mr;
-        if (!ta && uk->pack_t) {
+        if (uk->pack_t) {
             uk->pack_t(A + (i0 + is) * lda + p0, lda, (int)rows, kc, mr, dst);
             continue;
         }

@@ -87,10 +87,8 @@ int main(int argc, char **argv) {
         count_op[best] = 0;
     }
     printf("node groups (op, output <- operands), slowest first:\n");
-    double *group_s = calloc((size_t)p.nsched, sizeof(double)), *group_fl = calloc((size_t)p.nsched, sizeof(double));
-    int *group_n = calloc((size_t)p.nsched, sizeof(int));
-    char (*key)[320] = calloc((size_t)p.nsched, sizeof *key);
-    int ngroups = 0;
+    node_groups groups;
+    if (groups_new(&groups, p.nsched)) { fprintf(stderr, "out of memory\n"); return 1; }
     for (int k = 0; k < p.nsched; k++) {
         const af_tensor *t = p.sched[k];
         char sh[96], s0[96] = "", s1[96] = "", kk[320];
@@ -100,19 +98,9 @@ int main(int argc, char **argv) {
         snprintf(kk, sizeof kk, "%-14s %-16s <- %s%s%s %s%s%s", ir_ops[t->op].name, sh, s0,
                  t->op == IR_OP_MATMUL && t->a.ta ? "T" : "", t->nsrc > 0 && t->src[0]->op == IR_OP_CONST ? "c" : "", s1,
                  t->op == IR_OP_MATMUL && t->a.tb ? "T" : "", t->nsrc > 1 && t->src[1]->op == IR_OP_CONST ? "c" : "");
-        int gi = 0;
-        while (gi < ngroups && strcmp(key[gi], kk)) gi++;
-        if (gi == ngroups) snprintf(key[ngroups++], sizeof key[0], "%s", kk);
-        group_s[gi] += pr.node_s[k];
-        group_fl[gi] += (double)plan_node_flops(t);
-        group_n[gi]++;
+        groups_add(&groups, kk, pr.node_s[k], (double)plan_node_flops(t));
     }
-    for (int shown = 0; shown < 25 && shown < ngroups; shown++) {
-        int best = 0;
-        for (int gi = 1; gi < ngroups; gi++) best = group_s[gi] > group_s[best] ? gi : best;
-        printf("  %8.2f ms %3d x %s  %.1f GFLOP/s\n", 1000 * group_s[best] / runs, group_n[best], key[best],
-               group_s[best] > 0 ? group_fl[best] * runs / group_s[best] * 1e-9 : 0.0);
-        group_s[best] = -1;
-    }
+    groups_print(&groups, runs, 25);
+    groups_free(&groups);
     return 0;
 }

@@ -14,6 +14,13 @@ int check_finish(const char *suite) {
     return check_failed ? 1 : 0;
 }
 
+void check_close_scaled(const char *what, const float *got, const double *want, long n, double rel) {
+    double scale = 1e-30, worst = 0;
+    for (long i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (long i = 0; i < n; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+    CHECK(worst <= rel * scale, "%s: worst |got - want| %g (scale %g)", what, worst, scale);
+}
+
 double test_uniform(test_rng *r) {
     uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

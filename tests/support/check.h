@@ -26,6 +26,10 @@ extern int check_passed, check_failed;
 
 int check_finish(const char *suite);
 
+/* One CHECK that n values are within rel of a reference's largest magnitude:
+ * max |got - want| <= rel * max |want|; the message names what. */
+void check_close_scaled(const char *what, const float *got, const double *want, long n, double rel);
+
 /* Deterministic test data: a small seeded generator (splitmix64). */
 typedef struct { unsigned long long s; } test_rng;
 double test_uniform(test_rng *r);            /* [0, 1) */

@@ -24,3 +24,13 @@ void bf16_ref_check_product(const char *what, const float *C, int64_t ldc, int t
     CHECK(worst <= bound, "%s: %lldx%lldx%lld off the bf16-operand reference by %g (bound %g)", what, (long long)M,
           (long long)N, (long long)K, worst, bound);
 }
+
+int bf16_ref_paths(cpu_bf16_path out[2]) {
+    static const cpu_bf16_path all[] = { CPU_BF16_AMX, CPU_BF16_AVX512 };
+    int n = 0;
+    for (int p = 0; p < 2; p++) {
+        float one = 1, z;
+        if (cpu_sgemm_bf16(NULL, all[p], 1, 1, 1, &one, 1, &one, 1, &z, 1)) out[n++] = all[p];
+    }
+    return n;
+}

@@ -17,9 +17,7 @@
 Exits 77 (ctest: SKIPPED) when coremltools or NumPy is missing.
 usage: check_coreml_kv.py ANEFORGE WORKDIR"""
 import os
-import shutil
 import struct
-import subprocess
 import sys
 
 try:
@@ -35,18 +33,10 @@ except ImportError as e:  # pragma: no cover
 CLI, WORK = sys.argv[1], sys.argv[2]
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "llama")
 failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import fresh, runner  # noqa: E402
 
-
-def run(*args, ok=True):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True)
-    if ok and p.returncode:
-        raise RuntimeError(f"aneforge {' '.join(args)}: {p.stderr.strip()}")
-    return p
-
-
-def fresh(path):
-    shutil.rmtree(path, ignore_errors=True)
-    return path
+run = runner(CLI)
 
 
 def llama_config(path):

@@ -25,8 +25,6 @@ Exits 77 (ctest: SKIPPED) when coremltools or NumPy is missing.
 usage: check_coremltools.py ANEFORGE WORKDIR"""
 import os
 import re
-import shutil
-import subprocess
 import sys
 
 try:
@@ -39,21 +37,11 @@ except ImportError as e:  # pragma: no cover
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases  # noqa: E402
+from common import fresh, runner  # noqa: E402
 
 CLI, WORK = sys.argv[1], sys.argv[2]
 failures = []
-
-
-def run(*args, ok=True):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True)
-    if ok and p.returncode:
-        raise RuntimeError(f"aneforge {' '.join(args)}: {p.stderr.strip()}")
-    return p
-
-
-def fresh(path):
-    shutil.rmtree(path, ignore_errors=True)
-    return path
+run = runner(CLI)
 
 
 def all_cases():
@@ -160,12 +148,7 @@ def check_package(pkg, mil_dir, label, version=9):
     # coremltools folds every const into the ops that read it: compare the other ops
     if [o for o in got_ops if o != "const"] != [o for o in want_ops if o != "const"]:
         failures.append(f"export {label}: ops {got_ops} != {want_ops}")
-    vals = {}
-    for op in fn.operations:
-        for v in op.inputs.values():
-            for x in (v if isinstance(v, (list, tuple)) else [v]):
-                if getattr(x, "val", None) is not None and hasattr(x, "name"):
-                    vals[x.name] = np.asarray(x.val)
+    vals = op_consts(fn)
     for name, w in want_consts.items():
         if name not in vals or vals[name].shape != w.shape or not np.array_equal(vals[name].astype(np.float16), w):
             failures.append(f"export {label}: constant {name} differs from aneforge's weight.bin")

@@ -83,11 +83,7 @@ int main(int argc, char **argv) {
     bin[0] = AF_BUF_F32(tok, B * T);
     bin[1] = AF_BUF_F32(y, (int64_t)B * T * V);
     bout[0] = AF_BUF_F32(&lv, 1);
-    for (int i = 0; i < n; i++) {
-        int64_t cnt = af_shape_count(af_tensor_shape(in[2 + i]));
-        bin[2 + i] = AF_BUF_F32(af_tensor_value(in[2 + i]), cnt);
-        bout[1 + i] = AF_BUF_F32(malloc((size_t)cnt * sizeof(float)), cnt);
-    }
+    feed_params(n, in, bin, bout);
     double total = 0;
     for (int r = 0; r <= runs; r++) {
         if (r == 1) memset(pr.node_s, 0, sizeof(double) * (size_t)p.nsched);

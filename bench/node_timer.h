@@ -37,6 +37,17 @@ static void shape_str(af_shape s, char *buf, size_t cap) {
     snprintf(buf + k, cap - (size_t)k, "]");
 }
 
+/* The n params (in[2..]) fed as their values (bin[2..]) and their gradients' buffers
+ * (bout[1..], malloc'd) for the step the profilers run: inputs x, y, then the params;
+ * outputs the loss, then one gradient per param. */
+static inline void feed_params(int n, af_tensor *const *in, af_buffer *bin, af_buffer *bout) {
+    for (int i = 0; i < n; i++) {
+        int64_t cnt = af_shape_count(af_tensor_shape(in[2 + i]));
+        bin[2 + i] = AF_BUF_F32(af_tensor_value(in[2 + i]), cnt);
+        bout[1 + i] = AF_BUF_F32(malloc((size_t)cnt * sizeof(float)), cnt);
+    }
+}
+
 /* Nodes grouped by a key the profiler makes (op, output and operand shapes), their time
  * and FLOPs summed, printed slowest group first. */
 typedef struct {

@@ -2,7 +2,6 @@
  * (CPU_KIND_<KIND>; a kind without one does not compile). Kinds whose ops need different
  * loops dispatch on the op. Leaves have no kernel: they are fed or baked. */
 #include "cpu/kernels.h"
-#include "cpu/fuse_embed.h"
 #include "ir/op_cases.h"
 
 #include <stddef.h>
@@ -92,10 +91,6 @@ int64_t cpu_scratch_floats(const af_tensor *t, int threads) {
         return ir_mul64(cpu_conv_scratch(t), threads > 1 ? threads : 1, &all) ? all : INT64_MAX;
     }
     if (t->op == IR_OP_MATMUL) return cpu_matmul_scratch(t);
-    if (t->op == IR_OP_EMBEDDING_GRAD) { /* when fused into a tied weight's gradient (fuse_embed.h) */
-        af_shape s = t->shape;
-        return cpu_embed_acc_scratch(af_shape_count(t->src[1]->shape), s.dim[0] > 0 ? af_shape_count(s) / s.dim[0] : 0);
-    }
     if (t->op == IR_OP_SDPA) return t->src[1]->shape.dim[2]; /* one row of attention weights */
     if (t->op == IR_OP_CAUSAL_ATTENTION || t->op == IR_OP_CAUSAL_ATTENTION_GRAD) return cpu_attention_scratch(t, threads);
     return cpu_bridge_scratch(t);

@@ -6,6 +6,7 @@
  * in place and outputs written in place (a trainer's weights and gradients), which a run
  * never touches, never lie among pages it does (they cost address space, not memory). */
 #include "cpu/mem_plan.h"
+#include "cpu/fuse_embed.h"
 #include "cpu/fuse_swiglu.h"
 #include "cpu/kernels.h"
 
@@ -107,6 +108,10 @@ bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, in
             }
         }
         int64_t sc = cpu_scratch_floats(t, threads);
+        if (f && f[s].acc_into >= 0) { /* a tied embedding's scatter, summing its rows per row first */
+            int64_t v = t->shape.dim[0];
+            sc = cpu_embed_acc_scratch(af_shape_count(t->src[1]->shape), v > 0 ? af_shape_count(t->shape) / v : 0);
+        }
         if (sc > AF_MAX_ELEMENTS) ok = false; /* 4 TiB of scratch (or an overflow): never allocatable */
         if (sc > *scratch_floats) *scratch_floats = sc;
         int extra = !f ? -1 : f[s].relu_grad_x >= 0 ? f[s].relu_grad_x : f[s].mask_x; /* x of a fused mask */

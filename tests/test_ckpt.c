@@ -496,6 +496,53 @@ done:
     af_trainer_free(b);
 }
 
+/* A load writes the moments, so the host optimizer must forget the bounds its updates
+ * kept on them (host_opt.c's screen proves a step finite from those bounds and then
+ * skips the pass that checks it). b steps once (its bounds: small), then loads a's state
+ * with adam_m.0 at +-3e38 and adam_v.0 at 0 (finite, so the load takes them). The next
+ * batch has a zero input feature, so some of param 0's gradients are 0, their v stays 0
+ * and w - lr_t m / (sqrt(v) + eps) overflows: the step must be skipped, the state kept.
+ * planted: tr_import without tr_forget_moment_bounds -> the step stores inf. */
+static void test_load_forgets_moment_bounds(void) {
+    af_trainer *a = tiny_trainer(), *b = tiny_trainer();
+    if (!a || !b) goto done;
+    const float x[8] = {1, -2, 0.5f, 3, -1, 0, 2, 1}, y[4] = {1, 0, 0, 1};
+    CHECK(af_trainer_step(a, x, y, NULL) == AF_OK && af_trainer_step(b, x, y, NULL) == AF_OK, "steps: %s", af_error_message());
+    ckpt *good = state_of(a), *e = NULL, *loaded = NULL, *after = NULL;
+    int64_t bytes = 0;
+    CHECK(ckpt_get(good, "adam_m.0", &bytes) && bytes > 0, "adam_m.0 is in the checkpoint");
+    float *big = malloc((size_t)bytes), *zero = calloc(1, (size_t)bytes);
+    for (int64_t j = 0; big && j < bytes / 4; j++) big[j] = j % 2 ? -3e38f : 3e38f;
+    const char *path = tpath("bounds.ckpt");
+    ckpt *e1 = big ? edited(good, "adam_m.0", big, bytes) : NULL;
+    e = e1 && zero ? edited(e1, "adam_v.0", zero, bytes) : NULL;
+    ckpt_free(e1);
+    CHECK(e && ckpt_save(e, path) == AF_OK && af_trainer_load(b, path) == AF_OK, "load: %s", af_error_message());
+    loaded = state_of(b);
+    const float x2[8] = {1, 0, 0.5f, 3, -1, 0, 2, 1}; /* feature 1 is 0 in both samples */
+    af_step_info info = { 0 };
+    CHECK(af_trainer_step(b, x2, y, &info) == AF_OK, "step after the load: %s", af_error_message());
+    CHECK(info.skipped_now == 1, "the step whose update overflows was taken (skipped_now %d)", info.skipped_now);
+    after = state_of(b);
+    static const char *const rec[3] = { "param.0", "adam_m.0", "adam_v.0" };
+    for (int k = 0; k < 3; k++) {
+        int64_t na = 0, nb = 0;
+        const float *pa = ckpt_get(loaded, rec[k], &na), *pb = ckpt_get(after, rec[k], &nb);
+        CHECK(pa && pb && na == nb && memcmp(pa, pb, (size_t)na) == 0, "%s changed on a skipped step", rec[k]);
+        for (int64_t j = 0; pb && j < nb / 4; j++)
+            if (!isfinite(pb[j])) { CHECK(0, "%s[%lld] is %g", rec[k], (long long)j, (double)pb[j]); break; }
+    }
+    ckpt_free(after);
+    ckpt_free(loaded);
+    ckpt_free(e);
+    ckpt_free(good);
+    free(big);
+    free(zero);
+done:
+    af_trainer_free(a);
+    af_trainer_free(b);
+}
+
 /* ---------------------------------------------------------------- crash safety */
 
 
@@ -651,6 +698,7 @@ int main(void) {
     test_crafted();
     test_missing();
     test_trainer_import();
+    test_load_forgets_moment_bounds();
     test_crash_safety();
     remove_tree(tmp);
     return check_finish("ckpt");

@@ -10,11 +10,16 @@
 #include "aneforge_llama.h"
 #include "aneforge_data.h"
 #include "support/check.h"
+#include "train/ckpt.h"
 #include "train/dist.h"
+#include "train/trainer_io.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { N = 2, MAXN = 4096 * 64 };
 
@@ -267,6 +272,97 @@ static void mismatch(void) {
               strstr(ma[r].err, "start every rank with the same model"), "rank %d, different models: %s", r, ma[r].err);
 }
 
+/* Joining the ranks overwrites rank 1's moments with rank 0's, so rank 1 must forget the
+ * bounds its own update kept on them (host_opt.c's screen proves a step finite from those
+ * and then skips the pass that checks it). Rank 0 loads moments m = +-3e38, v = 0; rank 1
+ * took one step of its own (small bounds). The next batch has a zero feature, so some
+ * gradients are 0, their v stays 0 and w - lr_t m / (sqrt(v) + eps) overflows: both
+ * ranks must skip the step and keep finite weights.
+ * planted: share_state without tr_forget_moment_bounds -> rank 1 stores inf. */
+enum { SB = 2, SD = 4 };
+static const float sx[SB * SD] = { 1, -2, 0.5f, 3, -1, 0, 2, 1 }, sx0[SB * SD] = { 1, 0, 0.5f, 3, -1, 0, 2, 1 };
+static const float sy[SB * 2] = { 1, 0, 0, 1 };
+static char share_path[256];
+typedef struct { int rank, skipped; bool finite; af_status st; } share_arg;
+
+static af_trainer *small_mlp(void) {
+    af_net net = af_net_mlp(AF_SHAPE(SD), 3, 2, 7);
+    af_train_opts o = af_train_defaults();
+    o.plan = AF_PLAN_HOST;
+    o.batch = o.eval_batch = SB;
+    o.compile.threads = 1;
+    o.compile.precision = AF_PRECISION_FP32;
+    o.loss_scale = 1;
+    af_trainer *t = af_trainer_new(&net, &o);
+    af_net_free(&net);
+    return t;
+}
+
+static void *share_main(void *p) {
+    share_arg *a = p;
+    af_trainer *t = small_mlp();
+    af_dist *d = tr_dist_new(&th_ops, (void *)(intptr_t)a->rank, a->rank, N, 10);
+    a->st = !t || !d ? AF_ERR_NOMEM : a->rank == 0 ? af_trainer_load(t, share_path) : af_trainer_step(t, sx, sy, NULL);
+    af_status st = af_trainer_set_dist(t, d, 1); /* every rank joins, whatever happened above */
+    af_step_info info = { 0 };
+    if (!a->st) a->st = st;
+    if (!a->st) a->st = af_trainer_step(t, sx0, sy, &info);
+    a->skipped = info.skipped_now;
+    a->finite = true;
+    for (int i = 0; !a->st && i < af_trainer_num_params(t); i++) {
+        af_tensor *w = af_trainer_param(t, i);
+        const float *v = af_tensor_value(w);
+        for (int64_t j = 0; j < af_shape_count(af_tensor_shape(w)); j++) a->finite = a->finite && isfinite(v[j]);
+    }
+    af_trainer_free(t);
+    af_dist_free(d);
+    return NULL;
+}
+
+/* A copy of src with records m_name and v_name replaced by n floats of m and of 0. */
+static ckpt *with_moments(const ckpt *src, const char *m_name, const char *v_name, const float *m, const float *zero, int64_t bytes) {
+    ckpt *c = ckpt_new();
+    for (int64_t i = 0; c && i < ckpt_count(src); i++) {
+        const char *nm = ckpt_name(src, i);
+        int64_t nb;
+        const void *dp = ckpt_get(src, nm, &nb);
+        if (!strcmp(nm, m_name)) dp = m, nb = bytes;
+        else if (!strcmp(nm, v_name)) dp = zero, nb = bytes;
+        if (ckpt_put(c, nm, dp, nb)) { ckpt_free(c); return NULL; }
+    }
+    return c;
+}
+
+static void share_forgets_bounds(void) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(share_path, sizeof share_path, "%s/af_dist_bounds_%d.ckpt", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    af_trainer *t = small_mlp();
+    ckpt *c = ckpt_new(), *e = NULL;
+    CHECK(t && c && af_trainer_step(t, sx, sy, NULL) == AF_OK && tr_export(t, c) == AF_OK, "setup: %s", af_error_message());
+    int64_t bytes = 0;
+    if (c) ckpt_get(c, "adam_m.0", &bytes);
+    float *m = malloc((size_t)bytes + 4), *zero = calloc(1, (size_t)bytes + 4);
+    for (int64_t j = 0; m && j < bytes / 4; j++) m[j] = j % 2 ? -3e38f : 3e38f;
+    e = m && zero && bytes > 0 ? with_moments(c, "adam_m.0", "adam_v.0", m, zero, bytes) : NULL;
+    CHECK(e && ckpt_save(e, share_path) == AF_OK, "save: %s", af_error_message());
+    pthread_barrier_init(&bar, NULL, N);
+    share_arg sa[N];
+    pthread_t th[N];
+    for (int r = 0; r < N; r++) {
+        sa[r] = (share_arg){ r, 0, false, AF_OK };
+        pthread_create(&th[r], NULL, share_main, &sa[r]);
+    }
+    for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&bar);
+    for (int r = 0; r < N; r++)
+        CHECK(!sa[r].st && sa[r].skipped == 1 && sa[r].finite, "rank %d after joining: status %d, skipped %d, weights %s", r,
+              (int)sa[r].st, sa[r].skipped, sa[r].finite ? "finite" : "not finite");
+    remove(share_path);
+    free(m), free(zero);
+    ckpt_free(e), ckpt_free(c);
+    af_trainer_free(t);
+}
+
 static dcase mk(const char *name, int llama, af_plan plan, af_optimizer opt) {
     af_train_opts o = af_train_defaults();
     o.plan = plan;
@@ -313,6 +409,7 @@ int main(void) {
     cases[nc++] = dev;
     for (int i = 0; i < nc; i++) run_case(&cases[i]);
     mismatch();
+    share_forgets_bounds();
 
     /* Bad input: sync_every 0, and ranks that built different models. */
     af_trainer *t = make(&cases[0], B, 1);

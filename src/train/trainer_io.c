@@ -54,12 +54,13 @@ static af_status alloc_params(af_trainer *t, int np) {
     t->master = calloc(n, sizeof *t->master);
     t->m = calloc(n, sizeof *t->m);
     t->v = calloc(n, sizeof *t->v);
+    t->bound = calloc(n, sizeof *t->bound); /* zeros: the moments start at zero */
     t->grad = calloc(n, sizeof *t->grad);
     t->gsum = calloc(n, sizeof *t->gsum);
     t->eval_in = calloc(n + 1, sizeof *t->eval_in);
     t->feed_in = calloc((size_t)t->nfeed, sizeof *t->feed_in);
     t->feed_out = calloc((size_t)t->nfeed, sizeof *t->feed_out);
-    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->grad || !t->gsum ||
+    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->bound || !t->grad || !t->gsum ||
         !t->eval_in || !t->feed_in || !t->feed_out)
         return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory for %d params", np);
     t->np = np;
@@ -170,7 +171,7 @@ void af_trainer_free(af_trainer *t) {
         free(t->grad[i]);
         free(t->gsum[i]);
     }
-    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->grad, t->gsum,
+    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->bound, t->grad, t->gsum,
                        t->eval_in, t->feed_in, t->feed_out, t->dist_req };
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(t->eval_x);
@@ -343,6 +344,7 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
         memcpy(t->v[i], rec[i][2], n);
         convert_moments(t, i, saved_rms, unit);
     }
+    tr_forget_moment_bounds(t);
     free(rec);
     t->moment_unit = tr_host_moments(t) ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
     return move_state(t, false);

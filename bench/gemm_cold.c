@@ -1,10 +1,11 @@
 /* Our GEMM on the llama step's products with operands warm (the same buffers every call,
  * in cache) and cold (each call on another of enough buffers that none is still cached,
  * as in a training step, where a product reads what the step wrote long ago). One
- * thread, CPU time, best of 5 rounds; bench/gemm_cold.sh runs it beside PyTorch's.
- *   build/bench_gemm_cold [abc]      one JSON line per product and case; the argument
- *                                    names the operands the cold case rotates (default
- *                                    all three: "c" keeps A and B cached, C cold) */
+ * thread (CPU time) or more (wall time), best of 5 rounds; bench/gemm_cold.sh runs it
+ * beside PyTorch's.
+ *   build/bench_gemm_cold [abc [threads]]  one JSON line per product and case; abc names
+ *                                    the operands the cold case rotates (default all
+ *                                    three: "c" keeps A and B cached, C cold) */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
@@ -16,9 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+static clockid_t clock_id = CLOCK_THREAD_CPUTIME_ID;
+
 static double cpu_now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    clock_gettime(clock_id, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -35,7 +38,10 @@ int main(int argc, char **argv) {
     const char *rot = argc > 1 ? argv[1] : "abc";
     bool ra = strchr(rot, 'a') != NULL, rb = strchr(rot, 'b') != NULL, rc = strchr(rot, 'c') != NULL;
     enum { COLD = 24 }; /* 24 x (A, B, C) of the largest product: ~250 MB, beyond any cache */
-    cpu_pool *pool = cpu_pool_new(1);
+    int threads = argc > 2 ? atoi(argv[2]) : 1;
+    if (threads < 1) return 2;
+    if (threads > 1) clock_id = CLOCK_MONOTONIC; /* the other threads' work counts */
+    cpu_pool *pool = cpu_pool_new(threads);
     if (!pool) return 1;
     for (size_t s = 0; s < sizeof prods / sizeof prods[0]; s++) {
         const product *p = &prods[s];
@@ -62,8 +68,9 @@ int main(int argc, char **argv) {
                 double t = (cpu_now() - t0) / (2 * COLD);
                 if (t < best) best = t;
             }
-            printf("{\"product\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"case\":\"%s\",\"gflops\":%.1f}\n", p->what,
-                   (long long)p->m, (long long)p->n, (long long)p->k, cold ? "cold" : "warm", flops / best * 1e-9);
+            printf("{\"product\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"threads\":%d,\"case\":\"%s\",\"gflops\":%.1f}\n",
+                   p->what, (long long)p->m, (long long)p->n, (long long)p->k, threads, cold ? "cold" : "warm",
+                   flops / best * 1e-9);
         }
         for (int q = 0; q < COLD; q++) free(a[q]), free(b[q]), free(c[q]);
     }

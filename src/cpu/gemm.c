@@ -67,9 +67,13 @@ static const openblas_api *openblas(void) {
 /* N block: a multiple of every NR. */
 enum { NC = 2048, MAX_TILE = 12 * 32 };
 /* The shared operand of a parallel product is packed once when it is at least this
- * large (smaller: a second pool dispatch costs more) and at most this large. */
+ * large (smaller: a second pool dispatch costs more) and at most this large (1 MiB):
+ * a larger panel is mostly read from the other core's cache, and each thread packing
+ * its own copy ran the llama steps 2-3% faster (Sapphire Rapids, 2 threads, paired
+ * runs: llama b 88.5 -> 86.3 ms median of 10, llama a and Stories110M likewise; the
+ * MLP's 100k-float panels stay shared). */
 #define SHARED_PACK_MIN 8192.0
-#define SHARED_PACK_MAX (16.0 * 1024 * 1024)
+#define SHARED_PACK_MAX (256.0 * 1024)
 /* Below this many multiply-adds, waking the pool costs more than it saves. */
 #define PARALLEL_MIN_MACS (1 << 20)
 

@@ -243,9 +243,9 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
      * (reading w, m, v, g); for most Adam steps a screen proves it instead, reading only
      * w and g, from the bounds the last update left on the moments (the moments are the
      * largest part of the state, and the update is limited by memory: Stories110M's took
-     * 128-135 ms a step, now 92-96, two threads). A spare copy of the state to swap in would double the
-     * largest part of the memory (3 x 4 bytes a param, 1.3 GB at 110M) and write as many
-     * bytes. */
+     * 128-135 ms a step, now 92-96, two threads). A spare copy of the state to swap in
+     * would double the largest part of the memory (3 x 4 bytes a param, 1.3 GB at 110M)
+     * and write as many bytes. */
     double t2 = tr_now_s();
     if (!t->moments_faulted) {
         for (int i = 0; i < t->np && t->o.optimizer != AF_OPT_SGD; i++) {
@@ -257,7 +257,8 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
     float gfactor = grad_factor(t, grad, info);
     bool ok = true;
     for (int i = 0; ok && i < t->np; i++)
-        ok = host_update(t, i, grad[i], t->step, gfactor, PASS_SCREEN) || host_update(t, i, grad[i], t->step, gfactor, PASS_CHECK);
+        ok = host_update(t, i, grad[i], t->step, gfactor, PASS_SCREEN) ||
+             host_update(t, i, grad[i], t->step, gfactor, PASS_CHECK);
     for (int i = 0; ok && i < t->np; i++) host_update(t, i, grad[i], t->step, gfactor, PASS_STORE);
     t->phase_s[TR_PHASE_OPTIMIZER] += tr_now_s() - t2;
     tr_after_step(t, ok, info->loss_scale, info->loss);

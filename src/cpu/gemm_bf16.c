@@ -294,6 +294,15 @@ __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int
 }
 #endif
 
+/* The packed product, 32 rows of C a task, on the AMX tiles or AVX512-BF16. */
+static void run_rows(cpu_pool *p, int64_t Mp, bool amx, job *j) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, j);
+#else
+    (void)p, (void)Mp, (void)amx, (void)j;
+#endif
+}
+
 cpu_bf16_path cpu_gemm_bf16_best(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     const cpu_features *f = cpu_features_get();
@@ -525,11 +534,7 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
         atomic_fetch_add(&stat_reused, 1);
     }
     job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? Kp / 32 : Np };
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, &j);
-#else
-    (void)j;
-#endif
+    run_rows(p, Mp, amx, &j);
     return true;
 }
 
@@ -564,10 +569,6 @@ bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64
     atomic_fetch_add(&stat_packed_a, 1);
     atomic_fetch_add(&stat_reused, 1);
     job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? bKp / 32 : bNp };
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, &j);
-#else
-    (void)j;
-#endif
+    run_rows(p, Mp, amx, &j);
     return true;
 }

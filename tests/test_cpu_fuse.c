@@ -6,6 +6,7 @@
 #include "cpu/fuse.h"
 #include "ir/ir.h"
 #include "support/check.h"
+#include "support/fusion_plan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -17,23 +18,16 @@ static test_rng rng = {7};
  * absorbed nodes; *heads counts fused heads, *bias and *relu what the first one fused. */
 static int plan_fusion(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, int *heads, bool *bias,
                        bool *relu) {
-    compile_plan p;
-    char msg[256];
+    int n, absorbed;
     *heads = 0;
     *bias = *relu = false;
-    if (plan_build(&p, g, nin, in, nout, out, msg, sizeof msg) != AF_OK) {
-        CHECK(0, "plan_build: %s", msg);
-        return -1;
-    }
-    cpu_fusion *f = calloc((size_t)p.nsched + 1, sizeof *f);
-    int absorbed = f ? cpu_fuse_plan(&p, f) : -1;
-    for (int s = 0; f && s < p.nsched; s++)
+    cpu_fusion *f = test_fusion_plan(g, nin, in, nout, out, &n, &absorbed);
+    for (int s = 0; f && s < n; s++)
         if (f[s].tail >= 0 && (*heads)++ == 0) {
             *bias = f[s].bias_id >= 0;
             *relu = f[s].relu;
         }
     free(f);
-    plan_free(&p);
     return absorbed;
 }
 

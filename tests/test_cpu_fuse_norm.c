@@ -7,6 +7,7 @@
 #include "cpu/fuse_norm.h"
 #include "ir/ir.h"
 #include "support/check.h"
+#include "support/fusion_plan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,19 +20,12 @@ static test_rng rng = { 11 };
 /* How many nodes of each CPU_FUSE_* kind the planner marks (kinds[0]: how many recompute
  * xhat), and how many it absorbs. */
 static int plan_kinds(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, int kinds[4]) {
-    compile_plan p;
-    char msg[256];
+    int n, absorbed;
     for (int k = 0; k < 4; k++) kinds[k] = 0;
-    if (plan_build(&p, g, nin, in, nout, out, msg, sizeof msg) != AF_OK) {
-        CHECK(0, "plan_build: %s", msg);
-        return -1;
-    }
-    cpu_fusion *f = calloc((size_t)p.nsched + 1, sizeof *f);
-    int absorbed = f ? cpu_fuse_plan(&p, f) : -1;
-    for (int s = 0; f && s < p.nsched; s++)
+    cpu_fusion *f = test_fusion_plan(g, nin, in, nout, out, &n, &absorbed);
+    for (int s = 0; f && s < n; s++)
         if (f[s].kind > 0 && f[s].kind < 4) kinds[f[s].kind]++, kinds[0] += f[s].scaled;
     free(f);
-    plan_free(&p);
     return absorbed;
 }
 

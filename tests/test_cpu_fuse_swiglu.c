@@ -6,6 +6,7 @@
 #include "cpu/fuse_swiglu.h"
 #include "ir/ir.h"
 #include "support/check.h"
+#include "support/fusion_plan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,19 +16,11 @@ enum { R = 29, D = 611 }; /* 17719 values: more than one task, a remainder past 
 static test_rng rng = { 5 };
 
 static int pairs(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, int *absorbed) {
-    compile_plan p;
-    char msg[256];
-    int n = 0;
-    *absorbed = -1;
-    if (plan_build(&p, g, nin, in, nout, out, msg, sizeof msg) != AF_OK) {
-        CHECK(0, "plan_build: %s", msg);
-        return -1;
-    }
-    cpu_fusion *f = calloc((size_t)p.nsched + 1, sizeof *f);
-    if (f) *absorbed = cpu_fuse_plan(&p, f);
-    for (int s = 0; f && s < p.nsched; s++) n += f[s].kind == CPU_FUSE_SWIGLU_PAIR;
+    int nsched, n = 0;
+    cpu_fusion *f = test_fusion_plan(g, nin, in, nout, out, &nsched, absorbed);
+    if (!f) return -1;
+    for (int s = 0; s < nsched; s++) n += f[s].kind == CPU_FUSE_SWIGLU_PAIR;
     free(f);
-    plan_free(&p);
     return n;
 }
 

@@ -189,6 +189,63 @@ static void test_gemm(void) {
     cpu_blas_set_threads(1);
 }
 
+/* cpu_sgemm_pb on leading blocks of an operand packed once (cpu_sgemm_pack_b), as
+ * attention uses it: against the double loop, bit for bit against cpu_sgemm on the same
+ * leading block (the header promises its rounding), accumulating and not, op(A) both
+ * ways, K past one block, ragged slivers, C's padding untouched. Where cpu_sgemm goes to
+ * BLAS the packing is refused and nothing is written. */
+static void test_packed_b(void) {
+    enum { KP = 700, NP = 333, PAD = 5 };
+    int64_t floats = cpu_sgemm_packed_b_floats(KP, NP);
+    float *B = malloc(sizeof(float) * KP * NP), *Bp = malloc(sizeof(float) * (size_t)(floats + 1));
+    float *A = malloc(sizeof(float) * 64 * KP), *C = malloc(sizeof(float) * 64 * (NP + PAD));
+    float *R = malloc(sizeof(float) * 64 * (NP + PAD));
+    if (!B || !Bp || !A || !C || !R) {
+        CHECK(0, "alloc");
+        goto out;
+    }
+    test_fill_uniform(&rng, A, 64 * KP, -1, 1);
+    test_fill_uniform(&rng, B, KP * NP, -1, 1);
+    CHECK(floats >= (int64_t)KP * NP, "packed size %lld for %dx%d", (long long)floats, KP, NP);
+    for (int tb = 0; tb < 2; tb++) {
+        Bp[floats] = SENTINEL;
+        bool packed = cpu_sgemm_pack_b(tb, KP, NP, B, tb ? KP : NP, Bp);
+        if (!packed) {
+            CHECK(cpu_have_blas() && strcmp(cpu_gemm_path(), cpu_gemm_ukernel()->name) != 0,
+                  "cpu_sgemm_pack_b refused although cpu_sgemm runs %s", cpu_gemm_path());
+            continue;
+        }
+        CHECK(Bp[floats] == SENTINEL, "cpu_sgemm_pack_b wrote past cpu_sgemm_packed_b_floats");
+        static const int64_t cases[][3] = { { 32, 333, 64 }, { 13, 40, 700 }, { 64, 1, 321 }, { 1, 97, 5 }, { 29, 64, 350 } };
+        for (int c = 0; c < 5; c++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int acc = 0; acc < 2; acc++) {
+                    int64_t M = cases[c][0], N = cases[c][1], K = cases[c][2], lda = ta ? M : K, ldc = N + PAD;
+                    for (int64_t i = 0; i < 64 * (NP + PAD); i++) C[i] = R[i] = i % ldc < N ? (float)(i % 7) - 3 : SENTINEL;
+                    CHECK(cpu_sgemm_pb(ta, M, N, K, A, lda, Bp, KP, acc, C, ldc), "cpu_sgemm_pb refused");
+                    cpu_sgemm(NULL, ta, tb, M, N, K, 1.0f, A, lda, B, tb ? KP : NP, acc ? 1.0f : 0.0f, R, ldc);
+                    int bad = 0, diff = 0;
+                    for (int64_t i = 0; i < M; i++)
+                        for (int64_t j = 0; j < ldc; j++) {
+                            float got = C[i * ldc + j];
+                            diff += memcmp(&got, &R[i * ldc + j], sizeof got) != 0;
+                            if (j >= N) { bad += got != SENTINEL; continue; }
+                            double s = acc ? (double)((i * ldc + j) % 7) - 3 : 0, sa = 0;
+                            for (int64_t k = 0; k < K; k++) {
+                                double a = ta ? A[k * lda + i] : A[i * lda + k], b = tb ? B[j * KP + k] : B[k * NP + j];
+                                s += a * b;
+                                sa += fabs(a * b);
+                            }
+                            bad += !(fabs(got - s) <= (double)(K + 8) * FLT_EPSILON * (sa + 3));
+                        }
+                    CHECK(bad == 0 && diff == 0, "pb tb=%d ta=%d acc=%d %lldx%lldx%lld: %d off the double loop, %d not cpu_sgemm's bits",
+                          tb, ta, acc, (long long)M, (long long)N, (long long)K, bad, diff);
+                }
+    }
+out:
+    free(B), free(Bp), free(A), free(C), free(R);
+}
+
 /* ---------------------------------------------------------------- pool */
 
 typedef struct { int64_t n; unsigned char *seen; int bad; } cover_ctx;
@@ -314,5 +371,6 @@ int main(int argc, char **argv) {
     }
     test_pool();
     test_gemm();
+    test_packed_b();
     return check_finish("gemm");
 }

@@ -193,43 +193,53 @@ static void test_repeat_kv(void) {
 
 /* af_causal_attention: on a CPU-targeted graph (the native node) and a plain one (matmul,
  * mask, softmax) against a double loop over each query's visible prefix (llama2.c's);
- * the two graphs' gradients of sum(y * R) for q, k, v agree; bad shapes get a message. */
-enum { AB = 2, AH = 3, AT = 40, AD = 8, AN = AB * AH * AT * AD };
-
-static void attention_ref(const float *q, const float *k, const float *v, double *y) {
-    double w[AT];
-    for (int bh = 0; bh < AB * AH; bh++)
-        for (int i = 0; i < AT; i++) {
+ * the two graphs' gradients of sum(y * R) for q, k, v agree; bad shapes get a message.
+ * Shapes: a short one, and seq 350 with head size 64, where the native kernel's blocks
+ * see more keys than one K block of the GEMM holds and the heads' packed keys and
+ * values span several slivers with a ragged end. */
+static void attention_ref(int BH, int T, int D, const float *q, const float *k, const float *v, double *y) {
+    double *w = malloc((size_t)T * sizeof *w);
+    for (int bh = 0; bh < BH && w; bh++)
+        for (int i = 0; i < T; i++) {
             double mx = -INFINITY, z = 0;
             for (int j = 0; j <= i; j++) {
                 double s = 0;
-                for (int d = 0; d < AD; d++) s += (double)q[(bh * AT + i) * AD + d] * k[(bh * AT + j) * AD + d];
-                w[j] = s / sqrt((double)AD);
+                for (int d = 0; d < D; d++) s += (double)q[((size_t)bh * T + i) * D + d] * k[((size_t)bh * T + j) * D + d];
+                w[j] = s / sqrt((double)D);
                 mx = fmax(mx, w[j]);
             }
             for (int j = 0; j <= i; j++) z += (w[j] = exp(w[j] - mx));
-            for (int d = 0; d < AD; d++) {
+            for (int d = 0; d < D; d++) {
                 double acc = 0;
-                for (int j = 0; j <= i; j++) acc += w[j] / z * v[(bh * AT + j) * AD + d];
-                y[(bh * AT + i) * AD + d] = acc;
+                for (int j = 0; j <= i; j++) acc += w[j] / z * v[((size_t)bh * T + j) * D + d];
+                y[((size_t)bh * T + i) * D + d] = acc;
             }
         }
+    free(w);
 }
 
-static void test_causal_attention(void) {
-    static float qkv[3][AN], r[AN], y[2][AN], grads[2][3][AN];
-    static double want[AN];
+static void causal_attention_case(int B, int H, int T, int D) {
+    const int64_t n = (int64_t)B * H * T * D;
+    float *buf = malloc((size_t)n * 12 * sizeof *buf);
+    double *want = malloc((size_t)n * sizeof *want);
+    if (!buf || !want) {
+        CHECK(0, "alloc");
+        free(buf), free(want);
+        return;
+    }
+    float *qkv[3] = { buf, buf + n, buf + 2 * n }, *r = buf + 3 * n, *y[2] = { buf + 4 * n, buf + 5 * n };
+    float *grads[2][3] = { { buf + 6 * n, buf + 7 * n, buf + 8 * n }, { buf + 9 * n, buf + 10 * n, buf + 11 * n } };
     test_rng rng = { 23 };
-    for (int i = 0; i < 3; i++) test_fill_uniform(&rng, qkv[i], AN, -2, 2);
-    test_fill_uniform(&rng, r, AN, -1, 1);
-    attention_ref(qkv[0], qkv[1], qkv[2], want);
+    for (int i = 0; i < 3; i++) test_fill_uniform(&rng, qkv[i], n, -2, 2);
+    test_fill_uniform(&rng, r, n, -1, 1);
+    attention_ref(B * H, T, D, qkv[0], qkv[1], qkv[2], want);
     for (int native = 0; native < 2; native++) {
         af_graph *g = af_graph_new();
         if (native) af_graph_set_target(g, AF_TARGET_CPU);
         af_tensor *p[3];
-        for (int i = 0; i < 3; i++) p[i] = af_parameter(g, i == 0 ? "q" : i == 1 ? "k" : "v", AF_SHAPE(AB, AH, AT, AD), qkv[i]);
+        for (int i = 0; i < 3; i++) p[i] = af_parameter(g, i == 0 ? "q" : i == 1 ? "k" : "v", AF_SHAPE(B, H, T, D), qkv[i]);
         af_tensor *att = af_causal_attention(p[0], p[1], p[2], 0);
-        af_tensor *loss_in = af_mul(att, af_const(g, "R", AF_SHAPE(AB, AH, AT, AD), r));
+        af_tensor *loss_in = af_mul(att, af_const(g, "R", AF_SHAPE(B, H, T, D), r));
         int axes[4] = { 0, 1, 2, 3 };
         af_tensor *gr[3] = { NULL, NULL, NULL };
         CHECK(af_backward(af_loss_scalar(af_reduce_sum(loss_in, 4, axes, 0)), 3, p, gr, NULL) == AF_OK, "backward: %s",
@@ -237,26 +247,34 @@ static void test_causal_attention(void) {
         af_tensor *outs[4] = { att, gr[0], gr[1], gr[2] };
         af_compile_opts o = { .target = AF_TARGET_CPU, .precision = AF_PRECISION_FP32, .threads = 2 };
         af_model *m = af_compile(g, 3, p, 4, outs, &o);
-        CHECK(m != NULL, "compile (native %d): %s", native, af_error_message());
-        af_buffer ob[4] = { AF_BUF_F32(y[native], AN), AF_BUF_F32(grads[native][0], AN), AF_BUF_F32(grads[native][1], AN),
-                            AF_BUF_F32(grads[native][2], AN) };
-        af_buffer ib[3] = { AF_BUF_F32(qkv[0], AN), AF_BUF_F32(qkv[1], AN), AF_BUF_F32(qkv[2], AN) };
-        CHECK(m && af_run(m, ib, ob) == AF_OK, "run (native %d): %s", native, af_error_message());
+        CHECK(m != NULL, "compile (native %d, seq %d): %s", native, T, af_error_message());
+        af_buffer ob[4] = { AF_BUF_F32(y[native], n), AF_BUF_F32(grads[native][0], n), AF_BUF_F32(grads[native][1], n),
+                            AF_BUF_F32(grads[native][2], n) };
+        af_buffer ib[3] = { AF_BUF_F32(qkv[0], n), AF_BUF_F32(qkv[1], n), AF_BUF_F32(qkv[2], n) };
+        CHECK(m && af_run(m, ib, ob) == AF_OK, "run (native %d, seq %d): %s", native, T, af_error_message());
         double worst = 0;
-        for (int i = 0; i < AN; i++) worst = fmax(worst, fabs(y[native][i] - want[i]));
-        CHECK(worst < 2e-6, "causal attention (native %d): off the double loop by %.3g", native, worst);
+        for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(y[native][i] - want[i]));
+        CHECK(worst < 2e-6 * sqrt(D / 8.0), "causal attention (native %d, seq %d, head %d): off the double loop by %.3g",
+              native, T, D, worst);
         af_model_free(m);
         af_graph_free(g);
     }
     for (int s = 0; s < 3; s++) {
         double worst = 0, scale = 1e-30;
-        for (int i = 0; i < AN; i++) {
+        for (int64_t i = 0; i < n; i++) {
             worst = fmax(worst, fabs(grads[1][s][i] - grads[0][s][i]));
             scale = fmax(scale, fabs(grads[0][s][i]));
         }
-        CHECK(worst <= 2e-5 * scale, "causal attention: the native gradient of %c is off the chain's by %.3g (scale %.3g)",
-              "qkv"[s], worst, scale);
+        CHECK(worst <= 2e-5 * scale, "causal attention (seq %d): the native gradient of %c is off the chain's by %.3g (scale %.3g)",
+              T, "qkv"[s], worst, scale);
     }
+    free(buf);
+    free(want);
+}
+
+static void test_causal_attention(void) {
+    causal_attention_case(2, 3, 40, 8);
+    causal_attention_case(1, 2, 350, 64);
     af_graph *g = af_graph_new();
     af_graph_set_target(g, AF_TARGET_CPU);
     af_tensor *q = af_input(g, "q", AF_F32, AF_SHAPE(1, 4, 6, 8)), *k = af_input(g, "k", AF_F32, AF_SHAPE(1, 2, 6, 8));

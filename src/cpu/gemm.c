@@ -339,6 +339,17 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
     return 0;
 }
 
+/* The K block for a product of depth K: equal blocks of at most the kernel's kc (K = 288:
+ * 144 + 144, not 256 + a 32-deep block that loads and stores every C tile for a few
+ * multiply-adds), one block up to a quarter past kc. */
+static int k_block(const gemm_ukernel *uk, int64_t K) {
+    if (K > uk->kc + uk->kc / 4) {
+        int64_t blocks = (K + uk->kc - 1) / uk->kc;
+        return (int)((K + blocks - 1) / blocks + 7) / 8 * 8;
+    }
+    return K > uk->kc ? (int)K : uk->kc;
+}
+
 /* Triple loop for the sub-matrix, used only when packing buffers cannot be allocated. */
 static void gemm_naive(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int64_t n) {
     for (int64_t i = i0; i < i0 + m; i++)
@@ -468,14 +479,7 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
     }
     if (use_dots(uk, ta, tb, M, N, K) && gemm_dots(uk, p, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep)) return;
     gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1, NULL, 0};
-    /* K in equal blocks of at most kc (K = 288: 144 + 144, not 256 + a 32-deep block that
-     * loads and stores every C tile for a few multiply-adds) */
-    if (K > uk->kc + uk->kc / 4) {
-        int64_t blocks = (K + uk->kc - 1) / uk->kc;
-        g.uk.kc = (int)((K + blocks - 1) / blocks + 7) / 8 * 8;
-    } else if (K > uk->kc) {
-        g.uk.kc = (int)K;
-    }
+    g.uk.kc = k_block(uk, K);
     int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);
     if (threads > 1 && (double)M * (double)N * (double)K >= PARALLEL_MIN_MACS) {
@@ -504,6 +508,53 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
     } else {
         gemm_task(&g, 0, mgroups);
     }
+}
+
+static bool prefer_blas(void);
+
+int64_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N) {
+    const int nr = cpu_gemm_ukernel()->nr;
+    return (N + nr - 1) / nr * nr * K;
+}
+
+bool cpu_sgemm_pack_b(int tb, int64_t K, int64_t N, const float *B, int64_t ldb, float *dst) {
+    if (prefer_blas() || K <= 0 || N <= 0) return false;
+    pack_b(cpu_gemm_ukernel(), tb, B, ldb, 0, 0, K, N, dst);
+    return true;
+}
+
+/* The blocked loop of gemm_block with op(B) already packed: only op(A) is packed, block by
+ * block, and K is cut as cpu_sgemm cuts it, so the sums are rounded as its are. */
+bool cpu_sgemm_pb(int ta, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *Bp,
+                  int64_t Kp, bool accumulate, float *C, int64_t ldc) {
+    const gemm_ukernel *uk = cpu_gemm_ukernel();
+    if (M <= 0 || N <= 0) return true;
+    if (K <= 0) {
+        if (!accumulate) scale_c(M, N, 0.0f, C, ldc);
+        return true;
+    }
+    const int mr = uk->mr, nr = uk->nr;
+    const int64_t KC = k_block(uk, K), MC = uk->mc;
+    int64_t mc_max = M < MC ? (M + mr - 1) / mr * mr : MC;
+    float *ap = pack_space((size_t)(mc_max * (K < KC ? K : KC)));
+    if (!ap) return false;
+    for (int64_t pc = 0; pc < K; pc += KC) {
+        int64_t kc = K - pc < KC ? K - pc : KC;
+        int add = accumulate || pc > 0;
+        for (int64_t ic = 0; ic < M; ic += MC) {
+            int64_t mc = M - ic < MC ? M - ic : MC;
+            pack_a(uk, ta, A, lda, ic, pc, mc, kc, ap);
+            for (int64_t jr = 0; jr < N; jr += nr) {
+                int tn = N - jr < nr ? (int)(N - jr) : nr;
+                const float *b = Bp + jr * Kp + pc * nr; /* sliver jr / nr, from row pc */
+                for (int64_t ir = 0; ir < mc; ir += mr) {
+                    int tm = mc - ir < mr ? (int)(mc - ir) : mr;
+                    uk->fn(kc, ap + ir * kc, b, C + (ic + ir) * ldc + jr, ldc, add, tm, tn);
+                }
+            }
+        }
+    }
+    return true;
 }
 
 #if defined(AF_HAVE_BLAS)

@@ -39,6 +39,19 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
 bool cpu_sgemm_blas(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                     const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                     float *C, int64_t ldc);
+/* An operand packed once for many products (attention packs each head's keys and values
+ * once; every query block's products read a leading part): op(B) [K, N] (tb: B is stored
+ * [N, K]) in the micro-kernel's slivers of nr columns, each holding all K rows. The
+ * packing takes cpu_sgemm_packed_b_floats(K, N) floats. cpu_sgemm_pack_b returns false,
+ * packing nothing, where cpu_sgemm hands products to BLAS (the caller multiplies by
+ * cpu_sgemm instead). */
+int64_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N);
+bool cpu_sgemm_pack_b(int tb, int64_t K, int64_t N, const float *B, int64_t ldb, float *dst);
+/* C[M, N] (+)= op(A)[M, K] @ rows [0, K) and columns [0, N) of Bp, packed by
+ * cpu_sgemm_pack_b with Kp >= K rows; on this thread, rounded as cpu_sgemm rounds. False
+ * when its packing space cannot be allocated (nothing written). */
+bool cpu_sgemm_pb(int ta, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *Bp,
+                  int64_t Kp, bool accumulate, float *C, int64_t ldc);
 /* The best of our micro-kernels on this CPU. */
 const gemm_ukernel *cpu_gemm_ukernel(void);
 /* What cpu_sgemm runs on this machine: "avx512", "avx2", "neon", "portable",

@@ -27,9 +27,35 @@
  * fewer, larger products pay that less often; the masked work grows with the block. */
 #define BF_ROWS 64
 
+/* In fp32 a head's k and v are packed once for the micro-kernel (cpu_sgemm_pack_b), and
+ * every block's products read a leading part of the packing: k^T and v^T [d, T] for the
+ * scores and dp, k and v [T, d] for dq and y. Repacking them per block was a fifth of the
+ * llama b step's packing (seq 512: each block packed keys 0..r again). */
+typedef struct { float *kt, *vt, *kn, *vn; } head_packs;
+
+/* A thread's scratch: the block's p (and dp), then the packings its direction uses. */
+static int64_t slot_floats(int64_t T, int64_t d, bool grad) {
+    int64_t t = cpu_sgemm_packed_b_floats(d, T), n = cpu_sgemm_packed_b_floats(T, d);
+    return (int64_t)ATT_ROWS * T * (grad ? 2 : 1) + (grad ? 2 * t + n : t + n);
+}
+
 int64_t cpu_attention_scratch(const af_tensor *t, int threads) {
-    int64_t T = t->src[0]->shape.dim[2], per = (int64_t)ATT_ROWS * T;
-    return per * (t->op == IR_OP_CAUSAL_ATTENTION_GRAD ? 2 : 1) * (threads > 1 ? threads : 1);
+    const af_shape s = t->src[0]->shape;
+    return slot_floats(s.dim[2], s.dim[3], t->op == IR_OP_CAUSAL_ATTENTION_GRAD) * (threads > 1 ? threads : 1);
+}
+
+/* Packs x [T, d] as B transposed (tb: [d, T]) or as stored into dst; NULL when it cannot
+ * (products go to BLAS): the blocks multiply by cpu_sgemm from x itself. */
+static float *pack_head(int tb, const float *x, int64_t T, int64_t d, float *dst) {
+    return cpu_sgemm_pack_b(tb, tb ? d : T, tb ? T : d, x, d, dst) ? dst : NULL;
+}
+
+/* C = A op(B) with op(B) the leading K x N block of x^T (tb) or x [T, d], from its packing
+ * pk when there is one. */
+static void mm_head(const float *pk, int tb, int64_t T, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *x, int64_t d, float *C, int64_t ldc) {
+    if (pk && cpu_sgemm_pb(0, M, N, K, A, lda, pk, tb ? d : T, false, C, ldc)) return;
+    cpu_sgemm(NULL, 0, tb, M, N, K, 1.0f, A, lda, x, d, 0.0f, C, ldc);
 }
 
 /* Row i of a block: softmax over its first n entries (the keys it sees), zeros after.
@@ -41,11 +67,16 @@ static void softmax_prefix(float *row, int64_t n, int64_t e) {
     cpu_softmax_row(row, row, e);
 }
 
-/* The weights p [m, r0 + m] of query rows [r0, r0 + m) of one head. */
-static void block_weights(const float *q, const float *k, int64_t r0, int64_t m, int64_t d, float scale, float *p) {
+/* The weights p [m, r0 + m] of query rows [r0, r0 + m) of one head (kt: k^T's packing). */
+static void block_weights(const float *q, const float *k, const float *kt, int64_t T, int64_t r0, int64_t m, int64_t d,
+                          float scale, float *p) {
     int64_t e = r0 + m;
-    cpu_sgemm(NULL, 0, 1, m, e, d, scale, q + r0 * d, d, k, d, 0.0f, p, e);
-    for (int64_t i = 0; i < m; i++) softmax_prefix(p + i * e, r0 + i + 1, e);
+    mm_head(kt, 1, T, m, e, d, q + r0 * d, d, k, d, p, e);
+    for (int64_t i = 0; i < m; i++) {
+        float *row = p + i * e;
+        for (int64_t j = 0; j <= r0 + i; j++) row[j] *= scale;
+        softmax_prefix(row, r0 + i + 1, e);
+    }
 }
 
 /* ds = p (dp - rowsum(p dp)) * scale, in place of dp. */
@@ -60,27 +91,29 @@ CPU_VECTOR_CLONES static void score_grad(const float *p, float *dp, int64_t m, i
 }
 
 static void head_forward(const float *q, const float *k, const float *v, float *y, int64_t T, int64_t d, float scale,
-                         float *p) {
+                         float *p, head_packs h) {
+    const float *kt = pack_head(1, k, T, d, h.kt), *vn = pack_head(0, v, T, d, h.vn);
     for (int64_t r0 = 0; r0 < T; r0 += ATT_ROWS) {
         int64_t m = T - r0 < ATT_ROWS ? T - r0 : ATT_ROWS, e = r0 + m;
-        block_weights(q, k, r0, m, d, scale, p);
-        cpu_sgemm(NULL, 0, 0, m, d, e, 1.0f, p, e, v, d, 0.0f, y + r0 * d, d);
+        block_weights(q, k, kt, T, r0, m, d, scale, p);
+        mm_head(vn, 0, T, m, d, e, p, e, v, d, y + r0 * d, d);
     }
 }
 
 static void head_backward(const float *q, const float *k, const float *v, const float *dy, float *dq, float *dk,
-                          float *dv, int64_t T, int64_t d, float scale, float *p, float *dp) {
+                          float *dv, int64_t T, int64_t d, float scale, float *p, float *dp, head_packs h) {
     memset(dk, 0, (size_t)(T * d) * sizeof *dk);
     memset(dv, 0, (size_t)(T * d) * sizeof *dv);
+    const float *kt = pack_head(1, k, T, d, h.kt), *vt = pack_head(1, v, T, d, h.vt), *kn = pack_head(0, k, T, d, h.kn);
     for (int64_t r0 = 0; r0 < T; r0 += ATT_ROWS) {
         int64_t m = T - r0 < ATT_ROWS ? T - r0 : ATT_ROWS, e = r0 + m;
         const float *dyb = dy + r0 * d;
-        block_weights(q, k, r0, m, d, scale, p);
+        block_weights(q, k, kt, T, r0, m, d, scale, p);
         cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, p, e, dyb, d, 1.0f, dv, d);  /* dv[0, e) += p^T dy_i */
-        cpu_sgemm(NULL, 0, 1, m, e, d, 1.0f, dyb, d, v, d, 0.0f, dp, e);  /* dp = dy_i v[0, e)^T */
+        mm_head(vt, 1, T, m, e, d, dyb, d, v, d, dp, e);                  /* dp = dy_i v[0, e)^T */
         score_grad(p, dp, m, e, scale);
-        cpu_sgemm(NULL, 0, 0, m, d, e, 1.0f, dp, e, k, d, 0.0f, dq + r0 * d, d);      /* dq_i = ds k */
-        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, dp, e, q + r0 * d, d, 1.0f, dk, d);      /* dk[0, e) += ds^T q_i */
+        mm_head(kn, 0, T, m, d, e, dp, e, k, d, dq + r0 * d, d);          /* dq_i = ds k */
+        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, dp, e, q + r0 * d, d, 1.0f, dk, d);  /* dk[0, e) += ds^T q_i */
     }
 }
 
@@ -252,8 +285,12 @@ static void att_groups(void *ctx, int64_t g0, int64_t g1) {
     size_t pk = c->bf16 ? cpu_bf16_packed_size(x->T, x->d) : 0; /* [d, T] and [T, d] pad alike */
     uint16_t *packs = pk ? aligned_alloc(64, (4 * pk * 2 + 63) & ~(size_t)63) : NULL;
     if (packs) w.kt = packs, w.kn = packs + pk, w.vt = packs + 2 * pk, w.vn = packs + 3 * pk;
+    int64_t pt = cpu_sgemm_packed_b_floats(x->d, x->T); /* one [d, T] packing */
     for (int64_t gi = g0; gi < g1; gi++) {
-        float *p = c->scratch + gi * (grad ? 2 : 1) * ATT_ROWS * x->T, *dp = p + ATT_ROWS * x->T;
+        float *p = c->scratch + gi * slot_floats(x->T, x->d, grad), *dp = p + ATT_ROWS * x->T;
+        float *pk = p + (grad ? 2 : 1) * ATT_ROWS * x->T; /* as slot_floats lays them out */
+        head_packs hp = grad ? (head_packs){ .kt = pk, .vt = pk + pt, .kn = pk + 2 * pt }
+                             : (head_packs){ .kt = pk, .vn = pk + pt };
         for (int64_t h = x->heads * gi / x->groups; h < x->heads * (gi + 1) / x->groups; h++) {
             const float *q = c->in[0] + h * hd, *k = c->in[1] + h * hd, *v = c->in[2] + h * hd;
             if (ws && grad)
@@ -263,9 +300,9 @@ static void att_groups(void *ctx, int64_t g0, int64_t g1) {
                 bf_head_forward(&w, q, k, v, c->out + h * hd, x->T, x->d, x->scale);
             else if (grad)
                 head_backward(q, k, v, c->in[3] + h * hd, c->out + h * hd, c->out + n + h * hd, c->out + 2 * n + h * hd,
-                              x->T, x->d, x->scale, p, dp);
+                              x->T, x->d, x->scale, p, dp, hp);
             else
-                head_forward(q, k, v, c->out + h * hd, x->T, x->d, x->scale, p);
+                head_forward(q, k, v, c->out + h * hd, x->T, x->d, x->scale, p, hp);
         }
     }
     free(ws);

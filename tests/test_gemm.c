@@ -189,6 +189,36 @@ static void test_gemm(void) {
     cpu_blas_set_threads(1);
 }
 
+/* A deep product (gemm.c: summed as two halves of K, each half on its own thread when
+ * there are two) against the double loop, with beta, padding and an epilogue, and bit for
+ * bit the same on 1, 2 and 3 threads. */
+static void test_deep(void) {
+    const gemm_path sg = { "sgemm deep", NULL, false };
+    cpu_pool *pools[3] = { NULL, cpu_pool_new(2), cpu_pool_new(3) };
+    CHECK(pools[1] && pools[2], "pools");
+    run_case_ep(&sg, pools[1], 0, 0, 40, 70, 2100, 1, 0, 0, 4);
+    run_case_ep(&sg, pools[1], 1, 0, 13, 100, 1500, 0.5f, 1.5f, 3, 5);
+    run_case_ep(&sg, pools[2], 0, 0, 97, 5, 4099, -1, 0.25f, 0, 0);
+    run_case_ep(&sg, NULL, 1, 0, 64, 64, 1030, 1, 1, 2, 1);
+    enum { M = 37, N = 75, K = 3000 };
+    float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N), *C[3];
+    for (int t = 0; t < 3; t++) C[t] = malloc(sizeof(float) * M * N);
+    if (A && B && C[0] && C[1] && C[2] && pools[1] && pools[2]) {
+        test_fill_uniform(&rng, A, M * K, -1, 1);
+        test_fill_uniform(&rng, B, K * N, -1, 1);
+        for (int t = 0; t < 3; t++) {
+            for (int i = 0; i < M * N; i++) C[t][i] = (float)(i % 5);
+            cpu_sgemm(pools[t], 0, 0, M, N, K, 1.0f, A, K, B, N, 0.5f, C[t], N);
+        }
+        CHECK(!memcmp(C[0], C[1], sizeof(float) * M * N) && !memcmp(C[0], C[2], sizeof(float) * M * N),
+              "a deep product differs between 1, 2 and 3 threads");
+    }
+    free(A), free(B);
+    for (int t = 0; t < 3; t++) free(C[t]);
+    cpu_pool_free(pools[1]);
+    cpu_pool_free(pools[2]);
+}
+
 /* cpu_sgemm_pb on leading blocks of an operand packed once (cpu_sgemm_pack_b), as
  * attention uses it: against the double loop, bit for bit against cpu_sgemm on the same
  * leading block (the header promises its rounding), accumulating and not, op(A) both
@@ -371,6 +401,7 @@ int main(int argc, char **argv) {
     }
     test_pool();
     test_gemm();
+    test_deep();
     test_packed_b();
     return check_finish("gemm");
 }

@@ -48,8 +48,10 @@ bool cpu_sgemm_blas(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K
 int64_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N);
 bool cpu_sgemm_pack_b(int tb, int64_t K, int64_t N, const float *B, int64_t ldb, float *dst);
 /* C[M, N] (+)= op(A)[M, K] @ rows [0, K) and columns [0, N) of Bp, packed by
- * cpu_sgemm_pack_b with Kp >= K rows; on this thread, rounded as cpu_sgemm rounds. False
- * when its packing space cannot be allocated (nothing written). */
+ * cpu_sgemm_pack_b with Kp >= K rows; on this thread, rounded as cpu_sgemm rounds a
+ * product that is not deep (gemm.c: K >= 1024 and twice the longer side, B as stored,
+ * which cpu_sgemm sums in two halves). False when its packing space cannot be allocated
+ * (nothing written). */
 bool cpu_sgemm_pb(int ta, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *Bp,
                   int64_t Kp, bool accumulate, float *C, int64_t ldc);
 /* The best of our micro-kernels on this CPU. */

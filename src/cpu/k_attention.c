@@ -27,6 +27,10 @@
  * fewer, larger products pay that less often; the masked work grows with the block. */
 #define BF_ROWS 64
 
+/* One head's operands: T rows of d values, row i at x + i * ld (ld = d in the [B, heads,
+ * seq, d] layout, heads * d in [B, seq, heads, d]). */
+typedef struct { int64_t T, d, ld; float scale; } head_geom;
+
 /* In fp32 a head's k and v are packed once for the micro-kernel (cpu_sgemm_pack_b), and
  * every block's products read a leading part of the packing: k^T and v^T [d, T] for the
  * scores and dp, k and v [T, d] for dq and y. Repacking them per block was a fifth of the
@@ -39,23 +43,27 @@ static int64_t slot_floats(int64_t T, int64_t d, bool grad) {
     return (int64_t)ATT_ROWS * T * (grad ? 2 : 1) + (grad ? 2 * t + n : t + n);
 }
 
+/* seq and head size of q (layout: the op's mode) */
+static int64_t seq_of(af_shape q, int layout) { return q.dim[layout ? 1 : 2]; }
+
 int64_t cpu_attention_scratch(const af_tensor *t, int threads) {
     const af_shape s = t->src[0]->shape;
-    return slot_floats(s.dim[2], s.dim[3], t->op == IR_OP_CAUSAL_ATTENTION_GRAD) * (threads > 1 ? threads : 1);
+    int64_t T = seq_of(s, t->a.mode);
+    return slot_floats(T, s.dim[3], t->op == IR_OP_CAUSAL_ATTENTION_GRAD) * (threads > 1 ? threads : 1);
 }
 
-/* Packs x [T, d] as B transposed (tb: [d, T]) or as stored into dst; NULL when it cannot
- * (products go to BLAS): the blocks multiply by cpu_sgemm from x itself. */
-static float *pack_head(int tb, const float *x, int64_t T, int64_t d, float *dst) {
-    return cpu_sgemm_pack_b(tb, tb ? d : T, tb ? T : d, x, d, dst) ? dst : NULL;
+/* Packs a head's x as B transposed (tb: [d, T]) or as stored ([T, d]) into dst; NULL when
+ * it cannot (products go to BLAS): the blocks multiply by cpu_sgemm from x itself. */
+static float *pack_head(int tb, const float *x, const head_geom *g, float *dst) {
+    return cpu_sgemm_pack_b(tb, tb ? g->d : g->T, tb ? g->T : g->d, x, g->ld, dst) ? dst : NULL;
 }
 
 /* C = A op(B) with op(B) the leading K x N block of x^T (tb) or x [T, d], from its packing
  * pk when there is one. */
-static void mm_head(const float *pk, int tb, int64_t T, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                    const float *x, int64_t d, float *C, int64_t ldc) {
-    if (pk && cpu_sgemm_pb(0, M, N, K, A, lda, pk, tb ? d : T, false, C, ldc)) return;
-    cpu_sgemm(NULL, 0, tb, M, N, K, 1.0f, A, lda, x, d, 0.0f, C, ldc);
+static void mm_head(const float *pk, int tb, const head_geom *g, int64_t M, int64_t N, int64_t K, const float *A,
+                    int64_t lda, const float *x, float *C, int64_t ldc) {
+    if (pk && cpu_sgemm_pb(0, M, N, K, A, lda, pk, tb ? g->d : g->T, false, C, ldc)) return;
+    cpu_sgemm(NULL, 0, tb, M, N, K, 1.0f, A, lda, x, g->ld, 0.0f, C, ldc);
 }
 
 /* Row i of a block: softmax over its first n entries (the keys it sees), zeros after.
@@ -68,13 +76,13 @@ static void softmax_prefix(float *row, int64_t n, int64_t e) {
 }
 
 /* The weights p [m, r0 + m] of query rows [r0, r0 + m) of one head (kt: k^T's packing). */
-static void block_weights(const float *q, const float *k, const float *kt, int64_t T, int64_t r0, int64_t m, int64_t d,
-                          float scale, float *p) {
+static void block_weights(const float *q, const float *k, const float *kt, const head_geom *g, int64_t r0, int64_t m,
+                          float *p) {
     int64_t e = r0 + m;
-    mm_head(kt, 1, T, m, e, d, q + r0 * d, d, k, d, p, e);
+    mm_head(kt, 1, g, m, e, g->d, q + r0 * g->ld, g->ld, k, p, e);
     for (int64_t i = 0; i < m; i++) {
         float *row = p + i * e;
-        for (int64_t j = 0; j <= r0 + i; j++) row[j] *= scale;
+        for (int64_t j = 0; j <= r0 + i; j++) row[j] *= g->scale;
         softmax_prefix(row, r0 + i + 1, e);
     }
 }
@@ -90,30 +98,37 @@ CPU_VECTOR_CLONES static void score_grad(const float *p, float *dp, int64_t m, i
     }
 }
 
-static void head_forward(const float *q, const float *k, const float *v, float *y, int64_t T, int64_t d, float scale,
-                         float *p, head_packs h) {
-    const float *kt = pack_head(1, k, T, d, h.kt), *vn = pack_head(0, v, T, d, h.vn);
-    for (int64_t r0 = 0; r0 < T; r0 += ATT_ROWS) {
-        int64_t m = T - r0 < ATT_ROWS ? T - r0 : ATT_ROWS, e = r0 + m;
-        block_weights(q, k, kt, T, r0, m, d, scale, p);
-        mm_head(vn, 0, T, m, d, e, p, e, v, d, y + r0 * d, d);
+/* A head's T rows of d values set to zero (rows ld apart). */
+static void zero_rows(float *x, const head_geom *g) {
+    for (int64_t i = 0; i < g->T; i++) memset(x + i * g->ld, 0, (size_t)g->d * sizeof *x);
+}
+
+static void head_forward(const float *q, const float *k, const float *v, float *y, const head_geom *g, float *p,
+                         head_packs h) {
+    const int64_t ld = g->ld;
+    const float *kt = pack_head(1, k, g, h.kt), *vn = pack_head(0, v, g, h.vn);
+    for (int64_t r0 = 0; r0 < g->T; r0 += ATT_ROWS) {
+        int64_t m = g->T - r0 < ATT_ROWS ? g->T - r0 : ATT_ROWS, e = r0 + m;
+        block_weights(q, k, kt, g, r0, m, p);
+        mm_head(vn, 0, g, m, g->d, e, p, e, v, y + r0 * ld, ld);
     }
 }
 
 static void head_backward(const float *q, const float *k, const float *v, const float *dy, float *dq, float *dk,
-                          float *dv, int64_t T, int64_t d, float scale, float *p, float *dp, head_packs h) {
-    memset(dk, 0, (size_t)(T * d) * sizeof *dk);
-    memset(dv, 0, (size_t)(T * d) * sizeof *dv);
-    const float *kt = pack_head(1, k, T, d, h.kt), *vt = pack_head(1, v, T, d, h.vt), *kn = pack_head(0, k, T, d, h.kn);
-    for (int64_t r0 = 0; r0 < T; r0 += ATT_ROWS) {
-        int64_t m = T - r0 < ATT_ROWS ? T - r0 : ATT_ROWS, e = r0 + m;
-        const float *dyb = dy + r0 * d;
-        block_weights(q, k, kt, T, r0, m, d, scale, p);
-        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, p, e, dyb, d, 1.0f, dv, d);  /* dv[0, e) += p^T dy_i */
-        mm_head(vt, 1, T, m, e, d, dyb, d, v, d, dp, e);                  /* dp = dy_i v[0, e)^T */
-        score_grad(p, dp, m, e, scale);
-        mm_head(kn, 0, T, m, d, e, dp, e, k, d, dq + r0 * d, d);          /* dq_i = ds k */
-        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, dp, e, q + r0 * d, d, 1.0f, dk, d);  /* dk[0, e) += ds^T q_i */
+                          float *dv, const head_geom *g, float *p, float *dp, head_packs h) {
+    const int64_t ld = g->ld, d = g->d;
+    zero_rows(dk, g);
+    zero_rows(dv, g);
+    const float *kt = pack_head(1, k, g, h.kt), *vt = pack_head(1, v, g, h.vt), *kn = pack_head(0, k, g, h.kn);
+    for (int64_t r0 = 0; r0 < g->T; r0 += ATT_ROWS) {
+        int64_t m = g->T - r0 < ATT_ROWS ? g->T - r0 : ATT_ROWS, e = r0 + m;
+        const float *dyb = dy + r0 * ld;
+        block_weights(q, k, kt, g, r0, m, p);
+        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, p, e, dyb, ld, 1.0f, dv, ld); /* dv[0, e) += p^T dy_i */
+        mm_head(vt, 1, g, m, e, d, dyb, ld, v, dp, e);                    /* dp = dy_i v[0, e)^T */
+        score_grad(p, dp, m, e, g->scale);
+        mm_head(kn, 0, g, m, d, e, dp, e, k, dq + r0 * ld, ld);           /* dq_i = ds k */
+        cpu_sgemm(NULL, 1, 0, e, d, m, 1.0f, dp, e, q + r0 * ld, ld, 1.0f, dk, ld); /* dk[0, e) += ds^T q_i */
     }
 }
 
@@ -146,58 +161,58 @@ static void bf_mm(const bf_ws *w, int ta, int tb, int64_t M, int64_t N, int64_t 
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] += dst[i * N + j];
 }
 
-/* C = A op(B) with op(B) the leading K x N block of a head's packing of x (T x d stored),
+/* C = A op(B) with op(B) the leading K x N block of a head's packing of x (T x d rows),
  * as B transposed (tb: [d, T]) or as stored ([T, d]); bf_mm when there is none. */
-static void bf_mm_head(const bf_ws *w, int tb, const uint16_t *packed, bool ok, int64_t T, int64_t M, int64_t N, int64_t K,
-                       const float *A, int64_t lda, const float *x, int64_t d, float *C, int64_t ldc) {
-    if (ok && cpu_sgemm_bf16_pb(NULL, w->path, 0, M, N, K, A, lda, packed, tb ? d : T, tb ? T : d, C, ldc)) return;
-    bf_mm(w, 0, tb, M, N, K, A, lda, x, d, false, C, ldc);
+static void bf_mm_head(const bf_ws *w, int tb, const uint16_t *packed, bool ok, const head_geom *g, int64_t M, int64_t N,
+                       int64_t K, const float *A, int64_t lda, const float *x, float *C, int64_t ldc) {
+    if (ok && cpu_sgemm_bf16_pb(NULL, w->path, 0, M, N, K, A, lda, packed, tb ? g->d : g->T, tb ? g->T : g->d, C, ldc))
+        return;
+    bf_mm(w, 0, tb, M, N, K, A, lda, x, g->ld, false, C, ldc);
 }
 
-/* Packs a head's x [T, d] as B transposed or as stored into dst; false: the blocks pack their own. */
-static bool bf_pack_head(const bf_ws *w, int tb, const float *x, int64_t T, int64_t d, uint16_t *dst) {
-    return dst && cpu_bf16_pack_b(NULL, w->path, tb, tb ? d : T, tb ? T : d, x, d, dst);
+/* Packs a head's x as B transposed or as stored into dst; false: the blocks pack their own. */
+static bool bf_pack_head(const bf_ws *w, int tb, const float *x, const head_geom *g, uint16_t *dst) {
+    return dst && cpu_bf16_pack_b(NULL, w->path, tb, tb ? g->d : g->T, tb ? g->T : g->d, x, g->ld, dst);
 }
 
 /* bf16 block_weights: the scores' product in bf16, the scale and softmax in fp32. */
-static void bf_block_weights(const bf_ws *w, const float *q, const float *k, int64_t r0, int64_t m, int64_t d,
-                             int64_t T, float scale) {
+static void bf_block_weights(const bf_ws *w, const float *q, const float *k, const head_geom *g, int64_t r0, int64_t m) {
     int64_t e = r0 + m;
-    bf_mm_head(w, 1, w->kt, w->kt_ok, T, m, e, d, q + r0 * d, d, k, d, w->p, e);
+    bf_mm_head(w, 1, w->kt, w->kt_ok, g, m, e, g->d, q + r0 * g->ld, g->ld, k, w->p, e);
     for (int64_t i = 0; i < m; i++) {
         float *row = w->p + i * e;
-        for (int64_t j = 0; j < e; j++) row[j] *= scale;
+        for (int64_t j = 0; j < e; j++) row[j] *= g->scale;
         softmax_prefix(row, r0 + i + 1, e);
     }
 }
 
-static void bf_head_forward(bf_ws *w, const float *q, const float *k, const float *v, float *y, int64_t T,
-                            int64_t d, float scale) {
-    w->kt_ok = bf_pack_head(w, 1, k, T, d, w->kt);
-    w->vn_ok = bf_pack_head(w, 0, v, T, d, w->vn);
-    for (int64_t r0 = 0; r0 < T; r0 += BF_ROWS) {
-        int64_t m = T - r0 < BF_ROWS ? T - r0 : BF_ROWS, e = r0 + m;
-        bf_block_weights(w, q, k, r0, m, d, T, scale);
-        bf_mm_head(w, 0, w->vn, w->vn_ok, T, m, d, e, w->p, e, v, d, y + r0 * d, d);
+static void bf_head_forward(bf_ws *w, const float *q, const float *k, const float *v, float *y, const head_geom *g) {
+    w->kt_ok = bf_pack_head(w, 1, k, g, w->kt);
+    w->vn_ok = bf_pack_head(w, 0, v, g, w->vn);
+    for (int64_t r0 = 0; r0 < g->T; r0 += BF_ROWS) {
+        int64_t m = g->T - r0 < BF_ROWS ? g->T - r0 : BF_ROWS, e = r0 + m;
+        bf_block_weights(w, q, k, g, r0, m);
+        bf_mm_head(w, 0, w->vn, w->vn_ok, g, m, g->d, e, w->p, e, v, y + r0 * g->ld, g->ld);
     }
 }
 
 static void bf_head_backward(bf_ws *w, const float *q, const float *k, const float *v, const float *dy, float *dq,
-                             float *dk, float *dv, int64_t T, int64_t d, float scale) {
-    memset(dk, 0, (size_t)(T * d) * sizeof *dk);
-    memset(dv, 0, (size_t)(T * d) * sizeof *dv);
-    w->kt_ok = bf_pack_head(w, 1, k, T, d, w->kt);
-    w->kn_ok = bf_pack_head(w, 0, k, T, d, w->kn);
-    w->vt_ok = bf_pack_head(w, 1, v, T, d, w->vt);
-    for (int64_t r0 = 0; r0 < T; r0 += BF_ROWS) {
-        int64_t m = T - r0 < BF_ROWS ? T - r0 : BF_ROWS, e = r0 + m;
-        const float *dyb = dy + r0 * d;
-        bf_block_weights(w, q, k, r0, m, d, T, scale);
-        bf_mm(w, 1, 0, e, d, m, w->p, e, dyb, d, true, dv, d);   /* dv[0, e) += p^T dy_i */
-        bf_mm_head(w, 1, w->vt, w->vt_ok, T, m, e, d, dyb, d, v, d, w->dp, e);  /* dp = dy_i v[0, e)^T */
-        score_grad(w->p, w->dp, m, e, scale);
-        bf_mm_head(w, 0, w->kn, w->kn_ok, T, m, d, e, w->dp, e, k, d, dq + r0 * d, d);  /* dq_i = ds k */
-        bf_mm(w, 1, 0, e, d, m, w->dp, e, q + r0 * d, d, true, dk, d);   /* dk[0, e) += ds^T q_i */
+                             float *dk, float *dv, const head_geom *g) {
+    const int64_t ld = g->ld, d = g->d;
+    zero_rows(dk, g);
+    zero_rows(dv, g);
+    w->kt_ok = bf_pack_head(w, 1, k, g, w->kt);
+    w->kn_ok = bf_pack_head(w, 0, k, g, w->kn);
+    w->vt_ok = bf_pack_head(w, 1, v, g, w->vt);
+    for (int64_t r0 = 0; r0 < g->T; r0 += BF_ROWS) {
+        int64_t m = g->T - r0 < BF_ROWS ? g->T - r0 : BF_ROWS, e = r0 + m;
+        const float *dyb = dy + r0 * ld;
+        bf_block_weights(w, q, k, g, r0, m);
+        bf_mm(w, 1, 0, e, d, m, w->p, e, dyb, ld, true, dv, ld);                     /* dv[0, e) += p^T dy_i */
+        bf_mm_head(w, 1, w->vt, w->vt_ok, g, m, e, d, dyb, ld, v, w->dp, e);         /* dp = dy_i v[0, e)^T */
+        score_grad(w->p, w->dp, m, e, g->scale);
+        bf_mm_head(w, 0, w->kn, w->kn_ok, g, m, d, e, w->dp, e, k, dq + r0 * ld, ld); /* dq_i = ds k */
+        bf_mm(w, 1, 0, e, d, m, w->dp, e, q + r0 * ld, ld, true, dk, ld);            /* dk[0, e) += ds^T q_i */
     }
 }
 
@@ -268,41 +283,48 @@ static void swiglu_range(void *ctx, int64_t i0, int64_t i1) {
 
 typedef struct {
     const cpu_call *c;
-    int64_t heads, T, d, groups;
-    float scale;
+    int64_t heads, groups, H; /* heads: batch x heads; H: heads per batch */
+    int layout;               /* the op's mode */
+    head_geom g;
 } att_ctx;
+
+/* Where head hb (batch b = hb / H, head hb % H) starts in q, k, v, dy and each gradient. */
+static int64_t head_offset(const att_ctx *x, int64_t hb) {
+    if (!x->layout) return hb * x->g.T * x->g.d;
+    return (hb / x->H) * x->g.T * x->g.ld + (hb % x->H) * x->g.d;
+}
 
 /* Group gi: heads [heads * gi / groups, heads * (gi + 1) / groups) with scratch slot gi. */
 static void att_groups(void *ctx, int64_t g0, int64_t g1) {
     const att_ctx *x = ctx;
     const cpu_call *c = x->c;
-    int64_t hd = x->T * x->d, n = x->heads * hd;
+    const head_geom *g = &x->g;
+    int64_t n = x->heads * g->T * g->d; /* one of the stacked gradients */
     bool grad = c->t->op == IR_OP_CAUSAL_ATTENTION_GRAD;
     /* The bf16 path's workspace, per chunk of groups; without it the chunk runs in fp32. */
     bf_ws w = { .path = (cpu_bf16_path)c->bf16 };
-    float *ws = c->bf16 ? malloc(sizeof(float) * (size_t)(2 * BF_ROWS * x->T + x->T * x->d)) : NULL;
-    if (ws) w.p = ws, w.dp = ws + BF_ROWS * x->T, w.acc = w.dp + BF_ROWS * x->T;
-    size_t pk = c->bf16 ? cpu_bf16_packed_size(x->T, x->d) : 0; /* [d, T] and [T, d] pad alike */
-    uint16_t *packs = pk ? aligned_alloc(64, (4 * pk * 2 + 63) & ~(size_t)63) : NULL;
-    if (packs) w.kt = packs, w.kn = packs + pk, w.vt = packs + 2 * pk, w.vn = packs + 3 * pk;
-    int64_t pt = cpu_sgemm_packed_b_floats(x->d, x->T); /* one [d, T] packing */
+    float *ws = c->bf16 ? malloc(sizeof(float) * (size_t)(2 * BF_ROWS * g->T + g->T * g->d)) : NULL;
+    if (ws) w.p = ws, w.dp = ws + BF_ROWS * g->T, w.acc = w.dp + BF_ROWS * g->T;
+    size_t bpk = c->bf16 ? cpu_bf16_packed_size(g->T, g->d) : 0; /* [d, T] and [T, d] pad alike */
+    uint16_t *packs = bpk ? aligned_alloc(64, (4 * bpk * 2 + 63) & ~(size_t)63) : NULL;
+    if (packs) w.kt = packs, w.kn = packs + bpk, w.vt = packs + 2 * bpk, w.vn = packs + 3 * bpk;
+    int64_t pt = cpu_sgemm_packed_b_floats(g->d, g->T); /* one [d, T] packing */
     for (int64_t gi = g0; gi < g1; gi++) {
-        float *p = c->scratch + gi * slot_floats(x->T, x->d, grad), *dp = p + ATT_ROWS * x->T;
-        float *pk = p + (grad ? 2 : 1) * ATT_ROWS * x->T; /* as slot_floats lays them out */
-        head_packs hp = grad ? (head_packs){ .kt = pk, .vt = pk + pt, .kn = pk + 2 * pt }
-                             : (head_packs){ .kt = pk, .vn = pk + pt };
+        float *p = c->scratch + gi * slot_floats(g->T, g->d, grad), *dp = p + ATT_ROWS * g->T;
+        float *fpk = p + (grad ? 2 : 1) * ATT_ROWS * g->T; /* as slot_floats lays them out */
+        head_packs hp = grad ? (head_packs){ .kt = fpk, .vt = fpk + pt, .kn = fpk + 2 * pt }
+                             : (head_packs){ .kt = fpk, .vn = fpk + pt };
         for (int64_t h = x->heads * gi / x->groups; h < x->heads * (gi + 1) / x->groups; h++) {
-            const float *q = c->in[0] + h * hd, *k = c->in[1] + h * hd, *v = c->in[2] + h * hd;
+            int64_t o = head_offset(x, h);
+            const float *q = c->in[0] + o, *k = c->in[1] + o, *v = c->in[2] + o;
             if (ws && grad)
-                bf_head_backward(&w, q, k, v, c->in[3] + h * hd, c->out + h * hd, c->out + n + h * hd,
-                                 c->out + 2 * n + h * hd, x->T, x->d, x->scale);
+                bf_head_backward(&w, q, k, v, c->in[3] + o, c->out + o, c->out + n + o, c->out + 2 * n + o, g);
             else if (ws)
-                bf_head_forward(&w, q, k, v, c->out + h * hd, x->T, x->d, x->scale);
+                bf_head_forward(&w, q, k, v, c->out + o, g);
             else if (grad)
-                head_backward(q, k, v, c->in[3] + h * hd, c->out + h * hd, c->out + n + h * hd, c->out + 2 * n + h * hd,
-                              x->T, x->d, x->scale, p, dp, hp);
+                head_backward(q, k, v, c->in[3] + o, c->out + o, c->out + n + o, c->out + 2 * n + o, g, p, dp, hp);
             else
-                head_forward(q, k, v, c->out + h * hd, x->T, x->d, x->scale, p, hp);
+                head_forward(q, k, v, c->out + o, g, p, hp);
         }
     }
     free(ws);
@@ -325,9 +347,11 @@ void cpu_k_attention(const cpu_call *c) {
         return; /* another kind's op: never dispatched here */
     }
     af_shape s = t->src[0]->shape;
-    int64_t heads = s.dim[0] * s.dim[1];
+    int layout = t->a.mode;
+    int64_t H = s.dim[layout ? 2 : 1], heads = s.dim[0] * H, d = s.dim[3];
     int threads = cpu_pool_threads(c->pool);
-    att_ctx x = { c, heads, s.dim[2], s.dim[3], threads < heads ? threads : heads, t->a.scalar };
+    att_ctx x = { c, heads, threads < heads ? threads : heads, H, layout,
+                  { seq_of(s, layout), d, layout ? H * d : d, t->a.scalar } };
     if (x.groups < 1) return; /* no heads */
     cpu_pool_for(c->pool, x.groups, 1, att_groups, &x);
 }

@@ -12,7 +12,7 @@
 /* causal_attention: one native gradient node gives dq, dk, dv stacked; each is a slice. */
 static void causal_attention_vjp(grad_ctx *c) {
     af_tensor *t = c->t, *q = t->src[0];
-    af_tensor *stacked = ir_causal_attention_grad(q, t->src[1], t->src[2], c->g, t->a.scalar);
+    af_tensor *stacked = ir_causal_attention_grad(q, t->src[1], t->src[2], c->g, t->a.scalar, t->a.mode);
     af_shape s = q->shape;
     for (int i = 0; i < 3; i++) {
         if (!c->need[i]) continue;

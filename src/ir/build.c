@@ -459,14 +459,14 @@ af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, cons
     return ir_build(IR_OP_CONV_WEIGHT_GRAD, 2, s, &a);
 }
 
-af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale) {
-    ir_attrs a = { .scalar = scale };
+af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale, int layout) {
+    ir_attrs a = { .scalar = scale, .mode = layout };
     af_tensor *s[3] = { q, k, v };
     return ir_build(IR_OP_CAUSAL_ATTENTION, 3, s, &a);
 }
 
-af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale) {
-    ir_attrs a = { .scalar = scale };
+af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale, int layout) {
+    ir_attrs a = { .scalar = scale, .mode = layout };
     af_tensor *s[4] = { q, k, v, dy };
     return ir_build(IR_OP_CAUSAL_ATTENTION_GRAD, 4, s, &a);
 }

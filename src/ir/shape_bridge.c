@@ -8,15 +8,17 @@
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
 
-/* causal_attention: q, k, v [B, H, T, d], all one shape; its gradient also takes dy of
- * that shape and stacks dq, dk, dv as [3, B, H, T, d]. */
+/* causal_attention: q, k, v [B, H, T, d] (layout 1: [B, T, H, d]), all one shape; its
+ * gradient also takes dy of that shape and stacks dq, dk, dv as [3, ...that shape]. */
 static bool infer_causal(ir_op op, int nsrc, af_tensor *const *src, ir_attrs *a, af_shape *out, char *err, size_t errlen) {
     af_shape q = src[0]->shape;
-    if (q.rank != 4) FAIL("q must be [batch, heads, seq, d] (rank 4); got rank %d", q.rank);
+    if (a->mode != 0 && a->mode != 1) FAIL("layout %d: 0 is [batch, heads, seq, d], 1 is [batch, seq, heads, d]", a->mode);
+    const char *lay = a->mode ? "[batch, seq, heads, d]" : "[batch, heads, seq, d]";
+    if (q.rank != 4) FAIL("q must be %s (rank 4); got rank %d", lay, q.rank);
     for (int i = 1; i < nsrc; i++)
         if (!ir_shape_eq(src[i]->shape, q))
-            FAIL("q, k, v%s must have one shape [batch, heads, seq, d]; repeat K/V heads first (af_repeat_kv_heads)",
-                 nsrc > 3 ? " and dy" : "");
+            FAIL("q, k, v%s must have one shape %s; repeat K/V heads first (af_repeat_kv_heads)",
+                 nsrc > 3 ? " and dy" : "", lay);
     if (!isfinite(a->scalar) || a->scalar == 0) FAIL("the scale must be finite and non-zero (1/sqrt(d) usually)");
     *out = q;
     if (op == IR_OP_CAUSAL_ATTENTION_GRAD) *out = (af_shape){ .rank = 5, .dim = { 3, q.dim[0], q.dim[1], q.dim[2], q.dim[3] } };

@@ -72,12 +72,17 @@ af_tensor *nn_llama_layers(const af_llama_config *c, af_tensor *x, af_tensor *co
             k = af_repeat_kv_heads(k, H / KV);
             v = af_repeat_kv_heads(v, H / KV);
         }
-        q = af_transpose(q, to_heads);
-        k = af_transpose(k, to_heads);
-        v = af_transpose(v, to_heads);
-        /* on the CPU one node that skips the masked half; elsewhere matmul/mask/softmax */
-        af_tensor *att = af_causal_attention(q, k, v, 1.0f / sqrtf((float)hs)); /* [B,H,T,hs] */
-        att = af_reshape(af_transpose(att, to_heads), AF_SHAPE(B * T, D));
+        /* On the CPU one node that skips the masked half, reading the projections' own
+         * layout [B,T,H,hs]; elsewhere matmul/mask/softmax over [B,H,T,hs]. */
+        af_tensor *att;
+        if (h->g->cpu_only) {
+            att = ir_causal_attention(q, k, v, 1.0f / sqrtf((float)hs), 1);
+        } else {
+            att = af_causal_attention(af_transpose(q, to_heads), af_transpose(k, to_heads), af_transpose(v, to_heads),
+                                      1.0f / sqrtf((float)hs));
+            att = af_transpose(att, to_heads);
+        }
+        att = af_reshape(att, AF_SHAPE(B * T, D));
         x = af_add(x, linear(att, wo[l]));
         h = af_rms_norm(x, rms_ffn[l], LLAMA_EPS);
         x = af_add(x, linear(ffn_gate(linear(h, w1[l]), linear(h, w3[l])), w2[l]));

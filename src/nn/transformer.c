@@ -102,7 +102,7 @@ af_tensor *af_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float s
         return NULL;
     }
     if (scale == 0 && q->shape.rank == 4) scale = 1.0f / sqrtf((float)q->shape.dim[3]);
-    if (q->g->cpu_only) return ir_causal_attention(q, k, v, scale);
+    if (q->g->cpu_only) return ir_causal_attention(q, k, v, scale, 0);
     af_tensor *scores = af_causal_mask(af_muls(af_matmul(q, k, 0, 1), scale), 0);
     return af_matmul(af_softmax(scores, -1), v, 0, 0);
 }

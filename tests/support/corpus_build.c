@@ -386,14 +386,15 @@ void corpus_b_sdpa(corpus_graph *cg, const corpus_case *c) {
 }
 
 /* causal_attention (p[0] 0) or its gradient (p[0] 1): q, k, v (and dy) of shape s[0];
- * f the scale (0: 1/sqrt(d)). The native node itself, as af_causal_attention builds it
- * on graphs targeted at the CPU. */
+ * f the scale (0: 1/sqrt(d)); p[1] the layout (1: [B, T, H, d]). The native node itself,
+ * as af_causal_attention (layout 0) and the llama (1) build it on graphs targeted at the
+ * CPU. */
 void corpus_b_causal_attention(corpus_graph *cg, const corpus_case *c) {
     af_tensor *src[4];
     for (int i = 0; i < (c->p[0] ? 4 : 3); i++) src[i] = input(cg, c->s[0], dom_of(c, i < 3 ? i : 2), AF_F32); /* dy: v's domain */
     float scale = c->f != 0 ? c->f : 1.0f / sqrtf((float)c->s[0].dim[3]);
-    output(cg, c->p[0] ? ir_causal_attention_grad(src[0], src[1], src[2], src[3], scale)
-                       : ir_causal_attention(src[0], src[1], src[2], scale));
+    output(cg, c->p[0] ? ir_causal_attention_grad(src[0], src[1], src[2], src[3], scale, (int)c->p[1])
+                       : ir_causal_attention(src[0], src[1], src[2], scale, (int)c->p[1]));
 }
 
 /* rope: x of shape s[0], cos and sin tables s[1] (fed); p[0]: mode (1: turn back). */

@@ -77,7 +77,7 @@ struct corpus_case {
  *             arguments in order (lrn: beta = p[0] / 100, k = p[1] / 100), f its float
  *             (lrn's alpha, radius, eps, scale)
  *   sdpa      s[0] q, s[1] k, s[2] v, s[3] mask (rank 0: none); p[0]: mask baked; f scale (0: 1/sqrt(d))
- *   causal_attention s[0] the shape of q, k, v (and dy); p[0]: the gradient node; f scale (0: 1/sqrt(d))
+ *   causal_attention s[0] the shape of q, k, v (and dy); p[0]: the gradient node; p[1]: layout; f scale (0: 1/sqrt(d))
  *   rope      s[0] x, s[1] cos and sin [seq, hs/2] (fed); p[0] mode
  *   swiglu    s[0] the shape of a, b (and dy); p[0]: 0 swiglu, 1 its gradient for a, 2 for b
  *   xent      s[0] logits and targets [N, C] (targets in [0, 1], p[1] 1: one-hot rows); p[0]: 0 softmax_xent,

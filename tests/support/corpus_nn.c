@@ -133,6 +133,9 @@ const corpus_case corpus_nn[] = {
     { CASE("one-block", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(2, 3, 7, 8) }, .p = { 1 } },
     { CASE("blocks", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(1, 2, 70, 16) }, .p = { 1 }, .f = 0.3f },
     { CASE("one-head", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(1, 1, 33, 4) }, .p = { 1 } },
+    /* layout 1, [B, T, H, d] (the llama's): heads' rows H * d apart */
+    { CASE("seq-major", causal_attention, CAUSAL_ATTENTION), .s = { SH(2, 37, 3, 8) }, .p = { 0, 1 } },
+    { CASE("seq-major", causal_attention, CAUSAL_ATTENTION_GRAD), .s = { SH(2, 37, 3, 8) }, .p = { 1, 1 }, .f = 0.3f },
     /* rope (CPU only): [batch, seq, heads, hs], rank 3 and 5, turning back. */
     { CASE("llama", rope, ROPE), .s = { SH(2, 9, 3, 8), SH(9, 4) } },
     { CASE("rank3", rope, ROPE), .s = { SH(5, 2, 6), SH(5, 3) } },

@@ -52,25 +52,41 @@ static void causal_weights(const double *q, const double *k, int64_t T, int64_t 
 }
 
 /* causal_attention: y = p v per head; its gradient: dv = p^T dy, dp = dy v^T,
- * ds = p (dp - rowsum(p dp)), dq = ds k * scale, dk = ds^T q * scale, as [3, ...]. */
+ * ds = p (dp - rowsum(p dp)), dq = ds k * scale, dk = ds^T q * scale, as [3, ...]. Each
+ * head is gathered into contiguous [T, D] arrays first (layout 1: q is [B, T, H, D], a
+ * head's rows H * D apart) and its results scattered back. */
+static int64_t att_index(af_shape s, int layout, int64_t bh, int64_t i) {
+    if (!layout) return (bh * s.dim[2] + i) * s.dim[3];
+    int64_t H = s.dim[2], b = bh / H, h = bh % H;
+    return ((b * s.dim[1] + i) * H + h) * s.dim[3];
+}
+
 static void causal_attention(const af_tensor *t, const double *const *in, double *out, bool grad) {
     af_shape s = t->src[0]->shape;
-    int64_t BH = s.dim[0] * s.dim[1], T = s.dim[2], D = s.dim[3], hd = T * D, n = BH * hd;
-    double scale = t->a.scalar, *p = malloc((size_t)(2 * T * T) * sizeof *p), *ds = p + T * T;
+    int layout = t->a.mode;
+    int64_t BH = s.dim[0] * s.dim[layout ? 2 : 1], T = s.dim[layout ? 1 : 2], D = s.dim[3], hd = T * D, n = BH * hd;
+    double scale = t->a.scalar, *p = malloc((size_t)(2 * T * T + 8 * hd) * sizeof *p), *ds = p + T * T;
+    double *q = ds + T * T, *k = q + hd, *v = k + hd, *dy = v + hd, *y = dy + hd, *dq = y + hd, *dk = dq + hd, *dv = dk + hd;
     for (int64_t b = 0; b < BH; b++) {
-        const double *q = in[0] + b * hd, *k = in[1] + b * hd, *v = in[2] + b * hd;
+        for (int64_t i = 0; i < T; i++) {
+            int64_t o = att_index(s, layout, b, i);
+            for (int64_t e = 0; e < D; e++) {
+                q[i * D + e] = in[0][o + e], k[i * D + e] = in[1][o + e], v[i * D + e] = in[2][o + e];
+                dy[i * D + e] = grad ? in[3][o + e] : 0;
+            }
+        }
         causal_weights(q, k, T, D, scale, p);
         if (!grad) {
             for (int64_t i = 0; i < T; i++)
                 for (int64_t e = 0; e < D; e++) {
-                    double y = 0;
-                    for (int64_t j = 0; j < T; j++) y += p[i * T + j] * v[j * D + e];
-                    out[b * hd + i * D + e] = y;
+                    double acc = 0;
+                    for (int64_t j = 0; j < T; j++) acc += p[i * T + j] * v[j * D + e];
+                    y[i * D + e] = acc;
                 }
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t e = 0; e < D; e++) out[att_index(s, layout, b, i) + e] = y[i * D + e];
             continue;
         }
-        const double *dy = in[3] + b * hd;
-        double *dq = out + b * hd, *dk = out + n + b * hd, *dv = out + 2 * n + b * hd;
         for (int64_t i = 0; i < T; i++) {
             double dot = 0;
             for (int64_t j = 0; j < T; j++) {
@@ -93,6 +109,11 @@ static void causal_attention(const af_tensor *t, const double *const *in, double
                 dk[r * D + e] = bk * scale;
                 dv[r * D + e] = c;
             }
+        for (int64_t i = 0; i < T; i++) {
+            int64_t o = att_index(s, layout, b, i);
+            for (int64_t e = 0; e < D; e++)
+                out[o + e] = dq[i * D + e], out[n + o + e] = dk[i * D + e], out[2 * n + o + e] = dv[i * D + e];
+        }
     }
     free(p);
 }

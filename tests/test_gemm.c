@@ -139,6 +139,9 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
      * by the 300x200x250 and 397x131x300 cases above) */
     for (int t = 0; t < 4; t++) run_case(g, pool, t & 1, t >> 1, 400, 800, 270, 1, t & 2 ? 0.5f : 0.0f, t & 1);
     run_case(g, NULL, 1, 0, 2, 2100, 600, 1, 1, 0);   /* N > NC, K > KC */
+    /* a column split with op(A) packed once and rows within one M block: N blocks sized
+     * by the L2 (gemm.c n_block), several per task, K beyond one KC block */
+    for (int t = 0; t < 4; t++) run_case(g, pool, t & 1, t >> 1, 100, 3000, 300, 1, t & 1 ? 0.5f : 0.0f, t & 2 ? 3 : 0);
     run_case(g, pool, 0, 0, 26, 64, 1030, 1, 0, 0);   /* full tiles with K > 2 KC */
     /* few outputs, long K, A B^T: the dot-product path (blocks sliding back at the
      * edges, extents shorter than a block, K split over the pool, a masked K tail) */
@@ -184,6 +187,10 @@ static void test_gemm(void) {
     CHECK(cpu_gemm_ukernel()->simd == has_simd, "best kernel %s for features %s", cpu_gemm_ukernel()->name,
           cpu_features_string());
     if (f->avx512f) CHECK(!strcmp(cpu_gemm_ukernel()->name, "avx512"), "AVX-512 CPU runs %s", cpu_gemm_ukernel()->name);
+    /* the L2 the N block is sized by: what the system says, or 1 MiB; never absurd */
+    int64_t l2 = cpu_l2_bytes();
+    fprintf(stderr, "gemm: L2 %lld KiB\n", (long long)(l2 / 1024));
+    CHECK(l2 >= 64 * 1024 && l2 <= ((int64_t)1 << 30) && l2 == cpu_l2_bytes(), "cpu_l2_bytes %lld", (long long)l2);
     cpu_pool_free(pool);
     CHECK(cpu_have_blas() == 0 || cpu_have_blas() == 1, "cpu_have_blas");
     cpu_blas_set_threads(1);

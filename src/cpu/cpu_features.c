@@ -4,7 +4,9 @@
 #define _DEFAULT_SOURCE
 #include "cpu/cpu_features.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__linux__) && defined(__aarch64__)
@@ -108,4 +110,44 @@ const char *cpu_model_name(void) {
     fclose(f);
 #endif
     return name;
+}
+
+/* sysfs names the size as "2048K" (or "1M"); 0 when it cannot be read. */
+static int64_t sysfs_l2(void) {
+    int64_t bytes = 0;
+#if defined(__linux__)
+    for (int i = 0; i < 8 && !bytes; i++) {
+        char path[96], text[32] = "";
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        int level = fgets(text, sizeof text, f) ? atoi(text) : 0;
+        fclose(f);
+        if (level != 2) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!(f = fopen(path, "r"))) break;
+        char unit = 0;
+        long long v = 0;
+        if (fgets(text, sizeof text, f) && sscanf(text, "%lld%c", &v, &unit) >= 1 && v > 0)
+            bytes = v * (unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1);
+        fclose(f);
+    }
+#endif
+    return bytes;
+}
+
+int64_t cpu_l2_bytes(void) {
+    static int64_t l2;
+    if (l2) return l2; /* racing first calls compute the same value */
+    int64_t b = 0;
+#if defined(__APPLE__)
+    uint64_t v = 0;
+    size_t n = sizeof v;
+    if (sysctlbyname("hw.perflevel0.l2cachesize", &v, &n, NULL, 0) == 0 || sysctlbyname("hw.l2cachesize", &v, &n, NULL, 0) == 0)
+        b = (int64_t)v;
+#else
+    b = sysfs_l2();
+#endif
+    l2 = b >= 64 * 1024 && b <= ((int64_t)1 << 30) ? b : 1024 * 1024;
+    return l2;
 }

@@ -3,6 +3,7 @@
 #ifndef AF_CPU_FEATURES_H
 #define AF_CPU_FEATURES_H
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct {
     bool avx2, fma, avx512f, avx512vl; /* x86-64 */
@@ -28,4 +29,8 @@ const cpu_features *cpu_features_get(void);
 const char *cpu_features_string(void);
 /* The CPU's model name (/proc/cpuinfo, sysctl on macOS), or "unknown". */
 const char *cpu_model_name(void);
+/* A core's L2 cache in bytes (sysfs on Linux, sysctl on macOS; the performance cores'
+ * on Apple silicon), or 1 MiB when the system does not say: the GEMM sizes its N block
+ * by it. */
+int64_t cpu_l2_bytes(void);
 #endif

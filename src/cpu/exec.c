@@ -247,8 +247,8 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         } else if (f && f->tail >= 0) { /* a fused chain: the head writes the tail's values */
             ep = (cpu_epilogue){ f->bias_id >= 0 ? e->val[f->bias_id] : NULL, false, f->relu };
             out = e->val[p->sched[f->tail]->id];
-        } else if (e->offset[t->id] < 0) { /* an aliasing reshape: same values, new shape */
-            e->val[t->id] = e->val[t->src[0]->id];
+        } else if (e->offset[t->id] < 0) { /* an aliasing reshape or slice: the source's values */
+            e->val[t->id] = e->val[t->src[0]->id] + cpu_alias_offset(t);
             continue;
         }
         for (int k = 0; k < t->nsrc; k++) ins[k] = e->val[t->src[k]->id];

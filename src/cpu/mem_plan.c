@@ -62,7 +62,25 @@ static int read_id(const af_tensor *t, int extra, const int *xr, int k) {
     return xr[k];
 }
 
-bool cpu_is_alias(const af_tensor *t) { return t->op == IR_OP_RESHAPE && t->src[0]->op != IR_OP_CONST; }
+/* A slice of whole trailing axes, begin (b, 0, ...) and size (n, all, ...): a contiguous
+ * run of its source (the attention gradient's dq, dk and dv out of their stack). */
+static bool leading_block(const af_tensor *t) {
+    af_shape s = t->src[0]->shape;
+    if (t->op != IR_OP_SLICE_BY_SIZE || s.rank < 1 || t->shape.rank != s.rank) return false;
+    for (int i = 1; i < s.rank; i++)
+        if (t->a.ints[i] != 0 || t->a.sizes[i] != s.dim[i]) return false;
+    return true;
+}
+
+bool cpu_is_alias(const af_tensor *t) {
+    return (t->op == IR_OP_RESHAPE || leading_block(t)) && t->src[0]->op != IR_OP_CONST && t->dtype == t->src[0]->dtype;
+}
+
+int64_t cpu_alias_offset(const af_tensor *t) {
+    if (t->op != IR_OP_SLICE_BY_SIZE) return 0;
+    af_shape s = t->src[0]->shape;
+    return s.dim[0] > 0 ? t->a.ints[0] * (af_shape_count(s) / s.dim[0]) : 0;
+}
 
 bool cpu_plan_memory(const compile_plan *p, const cpu_fusion *f, int threads, int64_t *offset, int64_t *arena_floats,
                      int64_t *scratch_floats) {

@@ -283,6 +283,19 @@ static void test_causal_attention(void) {
     CHECK(af_causal_attention(NULL, k, k, 0) == NULL && strstr(af_error_message(), "NULL"),
           "causal attention: a NULL q must be refused with a message");
     af_graph_free(g);
+    /* the layout attribute by name: 1 ([B, seq, heads, d]) keeps q's shape; 2 is refused
+     * with a message naming both layouts */
+    g = af_graph_new();
+    af_graph_set_target(g, AF_TARGET_CPU);
+    af_tensor *x = af_input(g, "x", AF_F32, AF_SHAPE(1, 6, 4, 8)), *src[3] = { x, x, x }, *node = NULL;
+    int op = af_op_find("causal_attention"), bad = 0;
+    const char *one[1] = { "layout=1" }, *two[1] = { "layout=2" };
+    CHECK(af_op_build(op, 3, src, 1, one, &node, &bad) == AF_OK && node && af_tensor_shape(node).dim[1] == 6,
+          "causal_attention layout=1: %s", af_error_message());
+    CHECK(af_op_build(op, 3, src, 1, two, &node, &bad) == AF_ERR_INVALID && !node && strstr(af_error_message(), "layout 2") &&
+              strstr(af_error_message(), "[batch, seq, heads, d]"),
+          "causal_attention layout=2 must be refused naming the layouts: %s", af_error_message());
+    af_graph_free(g);
 }
 
 int main(void) {

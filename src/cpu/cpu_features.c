@@ -143,7 +143,8 @@ int64_t cpu_l2_bytes(void) {
 #if defined(__APPLE__)
     uint64_t v = 0;
     size_t n = sizeof v;
-    if (sysctlbyname("hw.perflevel0.l2cachesize", &v, &n, NULL, 0) == 0 || sysctlbyname("hw.l2cachesize", &v, &n, NULL, 0) == 0)
+    if (sysctlbyname("hw.perflevel0.l2cachesize", &v, &n, NULL, 0) == 0 ||
+        sysctlbyname("hw.l2cachesize", &v, &n, NULL, 0) == 0)
         b = (int64_t)v;
 #else
     b = sysfs_l2();

@@ -547,8 +547,9 @@ static void deep_half(void *ctx, int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; h++) {
         int64_t k0 = h ? d->half : 0, kn = h ? d->K - d->half : d->half;
         const float *a = d->ta ? d->A + k0 * d->lda : d->A + k0, *b = d->B + k0 * d->ldb;
-        if (h == 0) gemm_packed(d->uk, d->inner, d->ta, 0, d->M, d->N, kn, d->alpha, a, d->lda, b, d->ldb, d->beta, d->C, d->ldc, NULL);
-        else gemm_packed(d->uk, d->inner, d->ta, 0, d->M, d->N, kn, d->alpha, a, d->lda, b, d->ldb, 0.0f, d->P, d->N, NULL);
+        float beta = h ? 0.0f : d->beta, *c = h ? d->P : d->C; /* the first half takes beta */
+        int64_t ldc = h ? d->N : d->ldc;
+        gemm_packed(d->uk, d->inner, d->ta, 0, d->M, d->N, kn, d->alpha, a, d->lda, b, d->ldb, beta, c, ldc, NULL);
     }
 }
 
@@ -568,7 +569,8 @@ static bool gemm_deep(const gemm_ukernel *uk, cpu_pool *p, int ta, int64_t M, in
     float *P = pack_space_of(PACK_PARTIAL, (size_t)(M * N));
     if (!P) return false;
     int threads = cpu_pool_threads(p);
-    deep_job d = { uk, threads == 2 ? NULL : p, ta, M, N, K, (K / 2 + 7) / 8 * 8, lda, ldb, ldc, alpha, beta, A, B, C, P };
+    deep_job d = { uk, threads == 2 ? NULL : p, ta, M, N, K, (K / 2 + 7) / 8 * 8, lda, ldb, ldc, alpha, beta, A, B, C,
+                   P };
     if (threads == 2) cpu_pool_for(p, 2, 1, deep_half, &d);
     else deep_half(&d, 0, 2);
     cpu_pool_for(p, M, 1 + 16384 / N, deep_sum_rows, &d);
@@ -604,10 +606,16 @@ bool cpu_sgemm_pack_b(int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
     return true;
 }
 
-/* Rows [k0, k0 + K) of Bp into C: the blocked loop of gemm_block with op(B) already
- * packed; only op(A) is packed, block by block, K cut as cpu_sgemm cuts it. */
-static bool pb_blocks(const gemm_ukernel *uk, int ta, int64_t M, int64_t N, int64_t k0, int64_t K, const float *A,
-                      int64_t lda, const float *Bp, int64_t Kp, bool accumulate, float *C, int64_t ldc) {
+/* The blocked loop of gemm_block with op(B) already packed: only op(A) is packed, block
+ * by block, and K is cut as cpu_sgemm cuts it. */
+bool cpu_sgemm_pb(int ta, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *Bp,
+                  int64_t Kp, bool accumulate, float *C, int64_t ldc) {
+    const gemm_ukernel *uk = cpu_gemm_ukernel();
+    if (M <= 0 || N <= 0) return true;
+    if (K <= 0) {
+        if (!accumulate) scale_c(M, N, 0.0f, C, ldc);
+        return true;
+    }
     const int mr = uk->mr, nr = uk->nr;
     const int64_t KC = k_block(uk, K), MC = uk->mc;
     int64_t mc_max = M < MC ? (M + mr - 1) / mr * mr : MC;
@@ -618,10 +626,10 @@ static bool pb_blocks(const gemm_ukernel *uk, int ta, int64_t M, int64_t N, int6
         int add = accumulate || pc > 0;
         for (int64_t ic = 0; ic < M; ic += MC) {
             int64_t mc = M - ic < MC ? M - ic : MC;
-            pack_a(uk, ta, A, lda, ic, k0 + pc, mc, kc, ap);
+            pack_a(uk, ta, A, lda, ic, pc, mc, kc, ap);
             for (int64_t jr = 0; jr < N; jr += nr) {
                 int tn = N - jr < nr ? (int)(N - jr) : nr;
-                const float *b = Bp + jr * Kp + (k0 + pc) * nr; /* sliver jr / nr, from row k0 + pc */
+                const float *b = Bp + jr * Kp + pc * nr; /* sliver jr / nr, from row pc */
                 for (int64_t ir = 0; ir < mc; ir += mr) {
                     int tm = mc - ir < mr ? (int)(mc - ir) : mr;
                     uk->fn(kc, ap + ir * kc, b, C + (ic + ir) * ldc + jr, ldc, add, tm, tn);
@@ -630,17 +638,6 @@ static bool pb_blocks(const gemm_ukernel *uk, int ta, int64_t M, int64_t N, int6
         }
     }
     return true;
-}
-
-bool cpu_sgemm_pb(int ta, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *Bp,
-                  int64_t Kp, bool accumulate, float *C, int64_t ldc) {
-    const gemm_ukernel *uk = cpu_gemm_ukernel();
-    if (M <= 0 || N <= 0) return true;
-    if (K <= 0) {
-        if (!accumulate) scale_c(M, N, 0.0f, C, ldc);
-        return true;
-    }
-    return pb_blocks(uk, ta, M, N, 0, K, A, lda, Bp, Kp, accumulate, C, ldc);
 }
 
 #if defined(AF_HAVE_BLAS)

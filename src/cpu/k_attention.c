@@ -118,7 +118,8 @@ static void head_forward(const float *q, const float *k, const float *v, float *
  * earlier blocks wrote, accumulate; rows [r0, e) are the block's own first touch and are
  * stored, so dk and dv need no zeroing pass (per-row memsets in the [B, T, H, d] layout
  * were a twelfth of Stories110M's attention gradient). */
-static void add_block_t(const float *a, int64_t m, int64_t e, int64_t r0, const float *b, const head_geom *g, float *x) {
+static void add_block_t(const float *a, int64_t m, int64_t e, int64_t r0, const float *b, const head_geom *g,
+                        float *x) {
     if (r0 > 0) cpu_sgemm(NULL, 1, 0, r0, g->d, m, 1.0f, a, e, b, g->ld, 1.0f, x, g->ld);
     cpu_sgemm(NULL, 1, 0, e - r0, g->d, m, 1.0f, a + r0, e, b, g->ld, 0.0f, x + r0 * g->ld, g->ld);
 }
@@ -170,8 +171,8 @@ static void bf_mm(const bf_ws *w, int ta, int tb, int64_t M, int64_t N, int64_t 
 
 /* C = A op(B) with op(B) the leading K x N block of a head's packing of x (T x d rows),
  * as B transposed (tb: [d, T]) or as stored ([T, d]); bf_mm when there is none. */
-static void bf_mm_head(const bf_ws *w, int tb, const uint16_t *packed, bool ok, const head_geom *g, int64_t M, int64_t N,
-                       int64_t K, const float *A, int64_t lda, const float *x, float *C, int64_t ldc) {
+static void bf_mm_head(const bf_ws *w, int tb, const uint16_t *packed, bool ok, const head_geom *g, int64_t M,
+                       int64_t N, int64_t K, const float *A, int64_t lda, const float *x, float *C, int64_t ldc) {
     if (ok && cpu_sgemm_bf16_pb(NULL, w->path, 0, M, N, K, A, lda, packed, tb ? g->d : g->T, tb ? g->T : g->d, C, ldc))
         return;
     bf_mm(w, 0, tb, M, N, K, A, lda, x, g->ld, false, C, ldc);
@@ -183,7 +184,8 @@ static bool bf_pack_head(const bf_ws *w, int tb, const float *x, const head_geom
 }
 
 /* bf16 block_weights: the scores' product in bf16, the scale and softmax in fp32. */
-static void bf_block_weights(const bf_ws *w, const float *q, const float *k, const head_geom *g, int64_t r0, int64_t m) {
+static void bf_block_weights(const bf_ws *w, const float *q, const float *k, const head_geom *g, int64_t r0,
+                             int64_t m) {
     int64_t e = r0 + m;
     bf_mm_head(w, 1, w->kt, w->kt_ok, g, m, e, g->d, q + r0 * g->ld, g->ld, k, w->p, e);
     for (int64_t i = 0; i < m; i++) {

@@ -98,7 +98,9 @@ CPU_VECTOR_CLONES static void score_grad(const float *p, float *dp, int64_t m, i
     }
 }
 
-/* A head's T rows of d values set to zero (rows ld apart). */
+/* A head's T rows of d values set to zero (rows ld apart): the bf16 gradient's start for
+ * dk and dv. It does not store first touches as add_block_t does: each bf16 product packs
+ * its own B, so the split would pack every block's dy and q twice. */
 static void zero_rows(float *x, const head_geom *g) {
     for (int64_t i = 0; i < g->T; i++) memset(x + i * g->ld, 0, (size_t)g->d * sizeof *x);
 }

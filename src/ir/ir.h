@@ -193,8 +193,8 @@ af_tensor *ir_pool_grad(ir_op op, af_tensor *x, af_tensor *dy, const ir_attrs *p
 af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, const int stride[2], const int pad[2],
                                const int dilation[2]);
 /* The native causal attention node (CPU only) whatever the graph's target, and its
- * gradient [3, B, H, T, d] (dq, dk, dv) from q, k, v and dy. */
-/* layout 0: q, k, v [B, heads, seq, d]; 1: [B, seq, heads, d] */
+ * gradient [3, ...q's shape] (dq, dk, dv) from q, k, v and dy; layout 0: q, k, v
+ * [B, heads, seq, d], 1: [B, seq, heads, d]. */
 af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale, int layout);
 af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale, int layout);
 /* The native rope node (CPU only): x turned by the angles of cos/sin [seq, hs/2]; inverse turns back. */

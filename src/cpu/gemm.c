@@ -1,8 +1,9 @@
-/* Single-precision GEMM driver (GotoBLAS layout): pack a KC x NC panel of op(B) and an
- * MC x KC block of op(A) into contiguous slivers, then run the MR x NR micro-kernel the
- * CPU's features chose (gemm_ukernel.h) over them; the epilogue (bias, ReLU) is applied
- * to each tile while it is still in L1. BLAS is reached only through the policy in
- * gemm.h. */
+/* Single-precision GEMM driver (GotoBLAS layout): pack a KC x NC panel of op(B) (sized
+ * to the L2) and an MC x KC block of op(A) into contiguous slivers, then run the MR x NR
+ * micro-kernel the CPU's features chose (gemm_ukernel.h) over them, each MR-row sliver
+ * of op(A) held in L1 while the kernel sweeps the panel; the epilogue (bias, ReLU) is
+ * applied to each tile while it is still in L1. BLAS is reached only through the policy
+ * in gemm.h. */
 #if defined(AF_HAVE_ACCELERATE)
 #include <Accelerate/Accelerate.h>
 #elif defined(AF_HAVE_BLAS)
@@ -64,8 +65,8 @@ static const openblas_api *openblas(void) {
 }
 #endif
 
-/* N block: a multiple of every NR. */
-enum { NC = 2048, MAX_TILE = 12 * 32 };
+/* The widest N block (a multiple of every NR); panel_cols picks the block in use. */
+enum { NC_MAX = 2048, MAX_TILE = 12 * 32 };
 /* The shared operand of a parallel product is packed once when it is at least this
  * large (smaller: a second pool dispatch costs more) and at most this large (1 MiB):
  * a larger panel is mostly read from the other core's cache, and each thread packing
@@ -278,7 +279,12 @@ static float *pack_space_of(int which, size_t floats) {
 
 static float *pack_space(size_t floats) { return pack_space_of(PACK_PRIVATE, floats); }
 
-/* The serial blocked algorithm on the sub-matrix C[i0.., j0..] of size m x n. */
+/* The serial blocked algorithm on the sub-matrix C[i0.., j0..] of size m x n. The
+ * innermost loop runs one A sliver (MR x kc, 12 KiB at kc 256) along the B panel's
+ * slivers: the A sliver stays in L1 and the B slivers stream from L2. The other way
+ * round, the B sliver (kc x 32 floats, 32 KiB) had to stay in a 48 KiB L1 beside the A
+ * stream and was partly evicted: the llama products, one thread, operands cold,
+ * Sapphire Rapids, 131-142 -> 142-153 GFLOP/s. */
 static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int64_t n) {
     const int mr = g->uk.mr, nr = g->uk.nr;
     const int64_t KC = g->uk.kc, MC = g->uk.mc;
@@ -306,10 +312,10 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                 int64_t mc = m - ic < MC ? m - ic : MC;
                 if (g->shared && !g->split_rows) apk = g->shared + pc * g->shared_pad + (i0 + ic) * kc;
                 else pack_a(&g->uk, g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, ap);
-                for (int64_t jr = 0; jr < nc; jr += nr) {
-                    int64_t tn = nc - jr < nr ? nc - jr : nr;
-                    for (int64_t ir = 0; ir < mc; ir += mr) {
-                        int64_t tm = mc - ir < mr ? mc - ir : mr;
+                for (int64_t ir = 0; ir < mc; ir += mr) {
+                    int64_t tm = mc - ir < mr ? mc - ir : mr;
+                    for (int64_t jr = 0; jr < nc; jr += nr) {
+                        int64_t tn = nc - jr < nr ? nc - jr : nr;
                         int64_t ci = i0 + ic + ir, cj = j0 + jc + jr;
                         float *c = g->C + ci * g->ldc + cj;
                         { /* The next tile's C rows into L2 while this one is computed: a
@@ -318,9 +324,9 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                            * never). 512x768x768 with A, B, C cold, Sapphire Rapids, one
                            * thread: 127 -> 147 GFLOP/s (a helper function computing the same
                            * addresses measured 134, so this stays inline). */
-                            int64_t ni = ir + mr < mc ? ci + mr : i0 + ic, nj = ir + mr < mc ? cj : cj + nr;
+                            int64_t ni = jr + nr < nc ? ci : ci + mr, nj = jr + nr < nc ? cj + nr : j0 + jc;
                             int64_t rows = i0 + m - ni < mr ? i0 + m - ni : mr;
-                            if (nj < j0 + jc + nc)
+                            if (ni < i0 + ic + mc)
                                 for (int64_t r = 0; r < rows; r++) {
                                     const float *q = g->C + (ni + r) * g->ldc + nj;
                                     __builtin_prefetch(q, 1, 2);
@@ -353,7 +359,16 @@ static int k_block(const gemm_ukernel *uk, int64_t K) {
     return K > uk->kc ? (int)K : uk->kc;
 }
 
-/* The N block of a column split whose op(A) is packed once for all tasks: NC, or, when
+/* The N block: the widest multiple of nr whose B panel (kc x nc) fills half the L2, at
+ * most NC_MAX. Each A sliver sweeps the whole panel (gemm_block), so the panel must stay
+ * in L2 from one sliver to the next: at NC 2048 Stories110M's 256 x 2048 x 768 forward
+ * product read it from L3 for every sliver (107-114 against 126-133 GFLOP/s at 1024). */
+static int64_t panel_cols(const gemm_ukernel *uk, int kc) {
+    int64_t nc = cpu_l2_bytes() / 2 / ((int64_t)kc * (int64_t)sizeof(float)) / uk->nr * uk->nr;
+    return nc < uk->nr ? uk->nr : nc > NC_MAX ? NC_MAX : nc;
+}
+
+/* The N block of a column split whose op(A) is packed once for all tasks: panel_cols, or, when
  * the rows fit in one M block, the widest multiple of nr that keeps a task's C block
  * (rows x nc) and its B panel (kc x nc) in half the L2 from one K block to the next;
  * with NC, C went out to memory and came back for every K block. Stories110M's
@@ -362,9 +377,9 @@ static int k_block(const gemm_ukernel *uk, int64_t K) {
  * than it saved (256 x 768 x 2048 as stored: 292 -> 266), and with more rows than an M
  * block (a weight gradient's 2048) it was slower too. */
 static int64_t n_block(const gemm_ukernel *uk, int64_t rows, int kc) {
-    if (rows > uk->mc) return NC;
+    if (rows > uk->mc) return panel_cols(uk, kc);
     int64_t nc = cpu_l2_bytes() / 2 / ((rows + kc) * (int64_t)sizeof(float)) / uk->nr * uk->nr;
-    return nc < uk->nr ? uk->nr : nc > NC ? NC : nc;
+    return nc < uk->nr ? uk->nr : nc > NC_MAX ? NC_MAX : nc;
 }
 
 /* Triple loop for the sub-matrix, used only when packing buffers cannot be allocated. */
@@ -488,8 +503,9 @@ static bool gemm_dots(const gemm_ukernel *uk, cpu_pool *p, int64_t M, int64_t N,
 static void gemm_packed(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K,
                         float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                         float *C, int64_t ldc, const cpu_epilogue *ep) {
-    gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1, NC, NULL, 0};
+    gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1, 0, NULL, 0};
     g.uk.kc = k_block(uk, K);
+    g.nc = panel_cols(uk, g.uk.kc);
     int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);
     if (threads > 1 && (double)M * (double)N * (double)K >= PARALLEL_MIN_MACS) {
@@ -507,7 +523,7 @@ static void gemm_packed(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int
         int w = g.split_rows ? uk->nr : uk->mr;
         int64_t ext = g.split_rows ? N : M, pad = (ext + w - 1) / w * w, slivers = pad / w;
         double floats = (double)K * (double)pad;
-        if (floats >= SHARED_PACK_MIN && floats <= SHARED_PACK_MAX && (!g.split_rows || N <= NC)) {
+        if (floats >= SHARED_PACK_MIN && floats <= SHARED_PACK_MAX && (!g.split_rows || N <= NC_MAX)) {
             float *sp = pack_space_of(PACK_SHARED, (size_t)floats);
             if (sp) {
                 g.shared = sp, g.shared_pad = pad;

@@ -139,6 +139,10 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
      * by the 300x200x250 and 397x131x300 cases above) */
     for (int t = 0; t < 4; t++) run_case(g, pool, t & 1, t >> 1, 400, 800, 270, 1, t & 2 ? 0.5f : 0.0f, t & 1);
     run_case(g, NULL, 1, 0, 2, 2100, 600, 1, 1, 0);   /* N > NC, K > KC */
+    /* several M, N and K blocks in one task and in a row split: each A sliver sweeps an
+     * N block of B slivers, the next tile's C prefetched across the rows' ends */
+    for (int t = 0; t < 4; t++)
+        run_case_ep(g, t & 1 ? pool : NULL, t & 1, t >> 1, 400, 1100, 600, 1, t & 2 ? 0.5f : 0.0f, 1, g->blas ? 0 : 4);
     /* a column split with op(A) packed once and rows within one M block: N blocks sized
      * by the L2 (gemm.c n_block), several per task, K beyond one KC block */
     for (int t = 0; t < 4; t++) run_case(g, pool, t & 1, t >> 1, 100, 3000, 300, 1, t & 1 ? 0.5f : 0.0f, t & 2 ? 3 : 0);

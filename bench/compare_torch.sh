@@ -10,7 +10,9 @@
 #   debian         Debian's python3-torch (1.13, OpenBLAS), eager, kept for history while
 #                  it installs; the side is skipped where /usr/bin/python3 has no torch
 # PyTorch runs at its best: tcmalloc (libgoogle-perftools4) preloaded, OMP_WAIT_POLICY=
-# PASSIVE, OMP/OpenBLAS on THREADS threads, as aneforge. Workloads (WORKLOADS):
+# PASSIVE, OMP/OpenBLAS on THREADS threads, as aneforge, and its fused Adam/AdamW where it
+# has one for the CPU (bench/torch_best.py: 2.4 and later; the Debian side keeps its
+# foreach or per-parameter loop). Workloads (WORKLOADS):
 #   mlp64 mlp128 cnn64 cnn128   the MLP and CNN on the shipped MNIST (data/mnist), Adam
 #   llama_a llama_b             compare_llama.sh's shapes a and b on the fortunes, AdamW
 #   stories110m                 seed 002's model (dim 768, 12 layers, vocab 32000), batch 1, seq 256

@@ -28,6 +28,7 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    import torch_best
 except ImportError:
     if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
@@ -191,8 +192,8 @@ def main():
         read_v1(a.init, model)
     seq, batch = a.seq, a.batch
     train = np.fromfile(a.data, dtype="<u2")
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=a.weight_decay,
-                            foreach=True)
+    opt, opt_kind = torch_best.adam(torch.optim.AdamW, model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8,
+                                    weight_decay=a.weight_decay, foreach=True)
     fwd = torch.compile(model) if a.mode == "compile" else model
     cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.mode == "bf16" else contextlib.nullcontext
     rng = (a.seed * 0x9E3779B97F4A7C15 + 11) & M64  # aneforge train llama's window generator
@@ -220,7 +221,7 @@ def main():
     ms = 1000 * timed_s / max(timed, 1)
     print(json.dumps({"framework": "pytorch", "version": torch.__version__, "mode": a.mode, "train_loss": round(sum(losses[-10:]) / len(losses[-10:]), 6),
                       "val_loss": round(vl, 6) if vl is not None else None, "steps": a.steps,
-                      "ms_per_step": round(ms, 4), "tokens_per_s": round(batch * seq * 1000 / ms, 1),
+                      "ms_per_step": round(ms, 4), "optimizer": opt_kind, "tokens_per_s": round(batch * seq * 1000 / ms, 1),
                       "threads": a.threads}))
 
 

@@ -14,6 +14,7 @@ import argparse, contextlib, gzip, os, struct, sys, time
 try:
     import numpy as np
     import torch
+    import torch_best
 except ImportError:
     if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
@@ -72,7 +73,7 @@ def main():
     net = model(a.model)
     fwd = torch.compile(net) if a.mode == "compile" else net
     cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.mode == "bf16" else contextlib.nullcontext
-    opt = torch.optim.Adam(net.parameters(), lr=a.lr)
+    opt, opt_kind = torch_best.adam(torch.optim.Adam, net.parameters(), lr=a.lr)
     lossf = torch.nn.CrossEntropyLoss()
     steps, train_s = 0, 0.0
     g = torch.Generator().manual_seed(a.seed)
@@ -97,8 +98,8 @@ def main():
     with torch.no_grad():
         acc = (net(xte).argmax(1) == yte).float().mean().item()
     print('{"framework":"pytorch","version":"%s","mode":"%s","model":"%s","test_acc":%.4f,"ms_per_step":%.4f,'
-          '"steps":%d,"threads":%d}' % (torch.__version__, a.mode, a.model, acc,
-                                        1000 * train_s / max(steps - a.warmup, 1), steps, a.threads))
+          '"steps":%d,"threads":%d,"optimizer":"%s"}' % (torch.__version__, a.mode, a.model, acc,
+                                        1000 * train_s / max(steps - a.warmup, 1), steps, a.threads, opt_kind))
 
 
 if __name__ == "__main__":

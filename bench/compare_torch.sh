@@ -68,9 +68,13 @@ echo "cpu: $cpu_model ($cpu_fms; $(nproc) cores; flags: ${cpu_flags% }; load $(c
 echo "peaks on $THREADS threads: fp32 FMA $(echo "$peaks" | field peak_gflops) GFLOP/s," \
     "bf16 dot $(echo "$peaks" | sed -n 's/.*"bf16_dot_gflops":\([0-9.a-z]*\).*/\1/p')," \
     "AMX bf16 $(echo "$peaks" | sed -n 's/.*"amx_bf16_gflops":\([0-9.a-z]*\).*/\1/p')" >&2
-echo "pytorch $($TPY -c 'import torch; print(torch.__version__)') (venv), tcmalloc ${TCMALLOC:-none}" >&2
+opt_kind() { # the Adam the scripts get from bench/torch_best.py with this Python
+    "$1" -c 'import sys; sys.path.insert(0, "bench"); import torch, torch_best
+print(torch_best.adam(torch.optim.Adam, [torch.nn.Parameter(torch.zeros(1))])[1])' 2>/dev/null || echo unknown
+}
+echo "pytorch $($TPY -c 'import torch; print(torch.__version__)') (venv), tcmalloc ${TCMALLOC:-none}, Adam $(opt_kind "$TPY")" >&2
 PY=$DEBPY
-[[ " $SIDES " != *" debian "* ]] || { echo "debian pytorch $($DEBPY -c 'import torch; print(torch.__version__)')" >&2; torch_coretype; }
+[[ " $SIDES " != *" debian "* ]] || { echo "debian pytorch $($DEBPY -c 'import torch; print(torch.__version__)'), Adam $(opt_kind "$DEBPY")" >&2; torch_coretype; }
 cpu_json=$(printf '"cpu":"%s","cpu_id":"%s","flags":"%s","peak_fp32_gflops":%s' "$cpu_model" "$cpu_fms" \
     "${cpu_flags% }" "$(echo "$peaks" | field peak_gflops)")
 

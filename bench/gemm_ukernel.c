@@ -20,17 +20,20 @@ static double cpu_now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* aligned_alloc wants a multiple of the alignment (C11; macOS refuses anything else). */
+static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) & ~(size_t)63); }
+
 /* GFLOP/s of the kernel sweeping `slivers` B slivers with each of `arows` A slivers, C
  * tiles laid out as rows of slivers * NR floats (best of 3). */
 static double sweep(const gemm_ukernel *uk, int kc, int slivers, int arows) {
     const int mr = uk->mr, nr = uk->nr;
     int64_t ldc = (int64_t)slivers * nr;
-    float *a = aligned_alloc(64, sizeof(float) * (size_t)(mr * kc * arows));
-    float *b = aligned_alloc(64, sizeof(float) * (size_t)(nr * kc) * (size_t)slivers);
-    float *c = aligned_alloc(64, sizeof(float) * (size_t)(ldc * mr * arows));
+    float *a = alloc64(sizeof(float) * (size_t)(mr * kc * arows));
+    float *b = alloc64(sizeof(float) * (size_t)(nr * kc) * (size_t)slivers);
+    float *c = alloc64(sizeof(float) * (size_t)(ldc * mr * arows));
     if (!a || !b || !c) {
         free(a), free(b), free(c);
-        return 0;
+        return -1;
     }
     for (int64_t i = 0; i < (int64_t)mr * kc * arows; i++) a[i] = 1e-3f * (float)(i % 7);
     for (int64_t i = 0; i < (int64_t)nr * kc * slivers; i++) b[i] = 1e-3f * (float)(i % 5);
@@ -61,9 +64,13 @@ int main(int argc, char **argv) {
     const int widths[] = { 1, 8, 32, 64, 128 };
     for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
         int w = widths[i], arows = w == 1 ? 1 : 22; /* 22 A slivers: a 264-row M block */
-        double kib = (double)w * uk->nr * kc * sizeof(float) / 1024.0;
+        double kib = (double)w * uk->nr * kc * sizeof(float) / 1024.0, g = sweep(uk, kc, w, arows);
+        if (g < 0) {
+            fprintf(stderr, "bench_gemm_ukernel: out of memory for a %.0f KiB panel\n", kib);
+            return 1;
+        }
         printf("{\"kernel\":\"%s %dx%d\",\"kc\":%d,\"b_slivers\":%d,\"b_panel_kib\":%.0f,\"l2_kib\":%lld,\"gflops\":%.1f}\n",
-               uk->name, uk->mr, uk->nr, kc, w, kib, (long long)(cpu_l2_bytes() / 1024), sweep(uk, kc, w, arows));
+               uk->name, uk->mr, uk->nr, kc, w, kib, (long long)(cpu_l2_bytes() / 1024), g);
     }
     return 0;
 }

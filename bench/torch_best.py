@@ -11,7 +11,8 @@ import torch
 
 def adam(cls, params, **kw):
     """cls (torch.optim.Adam or AdamW) on params: fused where this PyTorch has it on the
-    CPU, else with the keyword arguments alone. Returns (optimizer, "fused" or "default")."""
+    CPU, else with the keyword arguments alone. Returns (optimizer, kind): kind is "fused",
+    "foreach" (the fallback asked for it) or "default" (PyTorch's per-parameter loop)."""
     params = list(params)
     try:
         return cls(params, fused=True, **{k: v for k, v in kw.items() if k != "foreach"}), "fused"

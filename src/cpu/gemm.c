@@ -359,12 +359,13 @@ static int k_block(const gemm_ukernel *uk, int64_t K) {
     return K > uk->kc ? (int)K : uk->kc;
 }
 
-/* The N block: the widest multiple of nr whose B panel (kc x nc) fills half the L2, at
- * most NC_MAX. Each A sliver sweeps the whole panel (gemm_block), so the panel must stay
- * in L2 from one sliver to the next: at NC 2048 Stories110M's 256 x 2048 x 768 forward
- * product read it from L3 for every sliver (107-114 against 126-133 GFLOP/s at 1024). */
-static int64_t panel_cols(const gemm_ukernel *uk, int kc) {
-    int64_t nc = cpu_l2_bytes() / 2 / ((int64_t)kc * (int64_t)sizeof(float)) / uk->nr * uk->nr;
+/* The N block: the widest multiple of nr whose columns, floats_per_col floats each (kc:
+ * the B panel), fill half the L2, at most NC_MAX. Each A sliver sweeps the whole panel
+ * (gemm_block), so the panel must stay in L2 from one sliver to the next: at NC 2048
+ * Stories110M's 256 x 2048 x 768 forward product read it from L3 for every sliver
+ * (107-114 against 126-133 GFLOP/s at 1024). */
+static int64_t panel_cols(const gemm_ukernel *uk, int64_t floats_per_col) {
+    int64_t nc = cpu_l2_bytes() / 2 / (floats_per_col * (int64_t)sizeof(float)) / uk->nr * uk->nr;
     return nc < uk->nr ? uk->nr : nc > NC_MAX ? NC_MAX : nc;
 }
 
@@ -377,9 +378,7 @@ static int64_t panel_cols(const gemm_ukernel *uk, int kc) {
  * than it saved (256 x 768 x 2048 as stored: 292 -> 266), and with more rows than an M
  * block (a weight gradient's 2048) it was slower too. */
 static int64_t n_block(const gemm_ukernel *uk, int64_t rows, int kc) {
-    if (rows > uk->mc) return panel_cols(uk, kc);
-    int64_t nc = cpu_l2_bytes() / 2 / ((rows + kc) * (int64_t)sizeof(float)) / uk->nr * uk->nr;
-    return nc < uk->nr ? uk->nr : nc > NC_MAX ? NC_MAX : nc;
+    return panel_cols(uk, rows > uk->mc ? kc : rows + kc);
 }
 
 /* Triple loop for the sub-matrix, used only when packing buffers cannot be allocated. */
@@ -622,8 +621,10 @@ bool cpu_sgemm_pack_b(int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
     return true;
 }
 
-/* The blocked loop of gemm_block with op(B) already packed: only op(A) is packed, block
- * by block, and K is cut as cpu_sgemm cuts it. */
+/* gemm_block's K and M blocking with op(B) already packed: only op(A) is packed, block by
+ * block, and K is cut as cpu_sgemm cuts it. Each B sliver is held while the A slivers
+ * pass, the other order from gemm_block's: an attention block has a few A slivers and a
+ * short K, and gemm_block's order ran llama b's attention 2-7% slower. */
 bool cpu_sgemm_pb(int ta, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *Bp,
                   int64_t Kp, bool accumulate, float *C, int64_t ldc) {
     const gemm_ukernel *uk = cpu_gemm_ukernel();

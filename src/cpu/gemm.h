@@ -66,4 +66,8 @@ void cpu_blas_set_threads(int n);
 int  cpu_have_blas(void);
 /* The kernel set OpenBLAS chose from the CPU's name ("Cooperlake"), or NULL. */
 const char *cpu_blas_core(void);
+/* gemm_blas.c to gemm.c: whether cpu_sgemm hands its products to BLAS rather than to our
+ * kernel uk (decided once), and what cpu_gemm_path says when it does. */
+bool cpu_gemm_prefers_blas(const gemm_ukernel *uk);
+const char *cpu_blas_path(void);
 #endif

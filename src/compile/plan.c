@@ -107,7 +107,9 @@ int64_t plan_node_flops(const af_tensor *t) {
         return 2 * out * af_shape_count(t->src[1]->shape) / t->src[1]->shape.dim[1];
     case IR_OP_CAUSAL_ATTENTION: case IR_OP_CAUSAL_ATTENTION_GRAD: { /* 2 (forward) or 5 products over j <= i */
         af_shape q = t->src[0]->shape;
-        int64_t T = q.dim[t->a.mode ? 1 : 2], pairs = q.dim[0] * q.dim[t->a.mode ? 2 : 1] * T * (T + 1) / 2;
+        int64_t H, T;
+        ir_attention_dims(t, &H, &T);
+        int64_t pairs = q.dim[0] * H * T * (T + 1) / 2;
         return 2 * pairs * q.dim[3] * (t->op == IR_OP_CAUSAL_ATTENTION ? 2 : 5);
     }
     case IR_OP_CONV_TRANSPOSE: { /* w [Cin, Cout, kH, kW]: every input scatters Cout*kH*kW products */

@@ -43,13 +43,10 @@ static int64_t slot_floats(int64_t T, int64_t d, bool grad) {
     return (int64_t)ATT_ROWS * T * (grad ? 2 : 1) + (grad ? 2 * t + n : t + n);
 }
 
-/* seq and head size of q (layout: the op's mode) */
-static int64_t seq_of(af_shape q, int layout) { return q.dim[layout ? 1 : 2]; }
-
 int64_t cpu_attention_scratch(const af_tensor *t, int threads) {
-    const af_shape s = t->src[0]->shape;
-    int64_t T = seq_of(s, t->a.mode);
-    return slot_floats(T, s.dim[3], t->op == IR_OP_CAUSAL_ATTENTION_GRAD) * (threads > 1 ? threads : 1);
+    int64_t H, T;
+    ir_attention_dims(t, &H, &T);
+    return slot_floats(T, t->src[0]->shape.dim[3], t->op == IR_OP_CAUSAL_ATTENTION_GRAD) * (threads > 1 ? threads : 1);
 }
 
 /* Packs a head's x as B transposed (tb: [d, T]) or as stored ([T, d]) into dst; NULL when
@@ -79,16 +76,23 @@ static void softmax_prefix(float *row, int64_t n, int64_t e) {
     if (w < e) memset(row + w, 0, (size_t)(e - w) * sizeof *row);
 }
 
+/* The scores p [m, e] of query rows [r0, r0 + m) (e = r0 + m keys) to their weights: row
+ * i scaled over the keys it sees, then softmax_prefix. */
+static void weights_of_scores(float *p, int64_t r0, int64_t m, float scale) {
+    int64_t e = r0 + m;
+    for (int64_t i = 0; i < m; i++) {
+        float *row = p + i * e;
+        for (int64_t j = 0; j <= r0 + i; j++) row[j] *= scale;
+        softmax_prefix(row, r0 + i + 1, e);
+    }
+}
+
 /* The weights p [m, r0 + m] of query rows [r0, r0 + m) of one head (kt: k^T's packing). */
 static void block_weights(const float *q, const float *k, const float *kt, const head_geom *g, int64_t r0, int64_t m,
                           float *p) {
     int64_t e = r0 + m;
     mm_head(kt, 1, g, m, e, g->d, q + r0 * g->ld, g->ld, k, p, e);
-    for (int64_t i = 0; i < m; i++) {
-        float *row = p + i * e;
-        for (int64_t j = 0; j <= r0 + i; j++) row[j] *= g->scale;
-        softmax_prefix(row, r0 + i + 1, e);
-    }
+    weights_of_scores(p, r0, m, g->scale);
 }
 
 /* ds = p (dp - rowsum(p dp)) * scale, in place of dp. */
@@ -194,11 +198,7 @@ static void bf_block_weights(const bf_ws *w, const float *q, const float *k, con
                              int64_t m) {
     int64_t e = r0 + m;
     bf_mm_head(w, 1, w->kt, w->kt_ok, g, m, e, g->d, q + r0 * g->ld, g->ld, k, w->p, e);
-    for (int64_t i = 0; i < m; i++) {
-        float *row = w->p + i * e;
-        for (int64_t j = 0; j <= r0 + i; j++) row[j] *= g->scale;
-        softmax_prefix(row, r0 + i + 1, e);
-    }
+    weights_of_scores(w->p, r0, m, g->scale);
 }
 
 static void bf_head_forward(bf_ws *w, const float *q, const float *k, const float *v, float *y, const head_geom *g) {
@@ -363,10 +363,12 @@ void cpu_k_attention(const cpu_call *c) {
     }
     af_shape s = t->src[0]->shape;
     int layout = t->a.mode;
-    int64_t H = s.dim[layout ? 2 : 1], heads = s.dim[0] * H, d = s.dim[3];
+    int64_t H, T;
+    ir_attention_dims(t, &H, &T);
+    int64_t heads = s.dim[0] * H, d = s.dim[3];
     int threads = cpu_pool_threads(c->pool);
     att_ctx x = { c, heads, threads < heads ? threads : heads, H, layout,
-                  { seq_of(s, layout), d, layout ? H * d : d, t->a.scalar } };
+                  { T, d, layout ? H * d : d, t->a.scalar } };
     if (x.groups < 1) return; /* no heads */
     cpu_pool_for(c->pool, x.groups, 1, att_groups, &x);
 }

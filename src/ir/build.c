@@ -471,6 +471,12 @@ af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af
     return ir_build(IR_OP_CAUSAL_ATTENTION_GRAD, 4, s, &a);
 }
 
+void ir_attention_dims(const af_tensor *t, int64_t *heads, int64_t *seq) {
+    af_shape q = t->src[0]->shape;
+    *heads = q.dim[t->a.mode ? 2 : 1];
+    *seq = q.dim[t->a.mode ? 1 : 2];
+}
+
 af_tensor *ir_rope(af_tensor *x, af_tensor *cos_t, af_tensor *sin_t, bool inverse) {
     ir_attrs a = { .mode = inverse ? 1 : 0 };
     af_tensor *s[3] = { x, cos_t, sin_t };

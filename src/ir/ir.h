@@ -197,6 +197,9 @@ af_tensor *ir_conv_weight_grad(af_tensor *x, af_tensor *dy, int kh, int kw, cons
  * [B, heads, seq, d], 1: [B, seq, heads, d]. */
 af_tensor *ir_causal_attention(af_tensor *q, af_tensor *k, af_tensor *v, float scale, int layout);
 af_tensor *ir_causal_attention_grad(af_tensor *q, af_tensor *k, af_tensor *v, af_tensor *dy, float scale, int layout);
+/* Heads per batch and sequence length of a causal_attention(_grad) node, read from q's
+ * shape by the node's layout. */
+void ir_attention_dims(const af_tensor *t, int64_t *heads, int64_t *seq);
 /* The native rope node (CPU only): x turned by the angles of cos/sin [seq, hs/2]; inverse turns back. */
 af_tensor *ir_rope(af_tensor *x, af_tensor *cos_t, af_tensor *sin_t, bool inverse);
 /* The native swiglu node (CPU only), silu(a) * b, and its gradient for a (of_b false) or b. */

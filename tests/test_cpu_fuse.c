@@ -322,11 +322,128 @@ static void test_add_mul(void) {
     }
 }
 
+/* How many heads fused an added tensor (fuse.c: x W^T + r, or a second product added to
+ * a first), and how many nodes were absorbed. */
+static int added_heads(af_graph *g, int nin, af_tensor **in, int nout, af_tensor **out, int *absorbed) {
+    int n, heads = 0;
+    cpu_fusion *f = test_fusion_plan(g, nin, in, nout, out, &n, absorbed);
+    for (int s = 0; f && s < n; s++) heads += f[s].tail >= 0 && f[s].add_id >= 0;
+    free(f);
+    return heads;
+}
+
+/* A product plus a tensor of its shape: the residual x W^T + r (with and without a ReLU
+ * after it, matmul and matmul_w, a batched x), and three products summed as a gradient's
+ * paths are, (p1 + p2) + p3. The fused result must equal, bit for bit, the products run
+ * alone with the sums taken in float in the graph's order, and a double loop within
+ * rounding. Not fused: an added tensor computed after the product, a product read twice,
+ * a sum requested as an output. */
+static void test_added(void) {
+    enum { B = 2, M = 37, N = 45, K = 300 }; /* K past one KC block of the tile loop */
+    static float x[3][B * M * K], w[3][N * K], r[B * M * N], y[B * M * N], p[3][B * M * N], y2[B * M * N];
+    static double want[B * M * N];
+    for (int i = 0; i < 3; i++) {
+        test_fill_uniform(&rng, x[i], B * M * K, -1, 1);
+        test_fill_uniform(&rng, w[i], N * K, -1, 1);
+    }
+    test_fill_uniform(&rng, r, B * M * N, -3, 3);
+    for (int kind = 0; kind < 7; kind++) {
+        af_graph *g = af_graph_new();
+        int rows = kind == 3 ? B * M : M; /* kind 3: x [B, M, K] */
+        af_shape xs = kind == 3 ? AF_SHAPE(B, M, K) : AF_SHAPE(M, K), ys = kind == 3 ? AF_SHAPE(B, M, N) : AF_SHAPE(M, N);
+        af_tensor *xi[3], *wi[3], *ri = af_input(g, "r", AF_F32, ys), *out[2];
+        const char *names[3][2] = { { "x0", "w0" }, { "x1", "w1" }, { "x2", "w2" } };
+        for (int i = 0; i < 3; i++) {
+            xi[i] = af_input(g, names[i][0], AF_F32, xs);
+            wi[i] = af_input(g, names[i][1], AF_F32, AF_SHAPE(N, K));
+        }
+        af_tensor *in[7] = { ri, xi[0], wi[0], xi[1], wi[1], xi[2], wi[2] };
+        int nin = 3, nout = 1, want_heads = 1, want_absorbed = 1;
+        bool relu = false, three = false;
+        const char *name = "";
+        if (kind == 0) {
+            name = "x W^T + r";
+            out[0] = af_add(af_matmul(xi[0], wi[0], 0, 1), ri);
+        } else if (kind == 1) {
+            name = "relu(r + x W^T)";
+            out[0] = af_relu(af_add(ri, af_matmul(xi[0], wi[0], 0, 1)));
+            relu = true;
+            want_absorbed = 2;
+        } else if (kind == 2) {
+            name = "matmul_w + r";
+            out[0] = af_add(af_matmul_w(xi[0], af_const(g, "wc", AF_SHAPE(N, K), w[0])), ri);
+            in[2] = NULL; /* the baked weight is not an input */
+            nin = 2;
+        } else if (kind == 3) {
+            name = "batched x W^T + r";
+            out[0] = af_add(af_matmul(xi[0], wi[0], 0, 1), ri);
+        } else if (kind == 4) {
+            name = "three products summed";
+            af_tensor *a = af_matmul(xi[0], wi[0], 0, 1), *b = af_matmul(xi[1], wi[1], 0, 1);
+            af_tensor *s = af_add(a, b);
+            out[0] = af_add(s, af_matmul(xi[2], wi[2], 0, 1));
+            in[0] = xi[0], in[1] = wi[0], in[2] = xi[1], in[3] = wi[1], in[4] = xi[2], in[5] = wi[2];
+            nin = 6;
+            three = true;
+            want_heads = want_absorbed = 2;
+        } else if (kind == 5) {
+            name = "late addend";
+            af_tensor *pr = af_matmul(xi[0], wi[0], 0, 1);
+            out[0] = af_add(pr, af_muls(ri, 1.0f)); /* computed after the product */
+            want_heads = want_absorbed = 0;
+        } else {
+            name = "sum requested, product read twice";
+            af_tensor *pr = af_matmul(xi[0], wi[0], 0, 1);
+            out[0] = af_add(pr, ri);
+            out[1] = af_muls(pr, 1.0f);
+            nout = 2;
+            want_heads = want_absorbed = 0;
+        }
+        if (kind == 2) in[1] = xi[0];
+        int absorbed, heads = added_heads(g, nin, in, nout, out, &absorbed);
+        CHECK(heads == want_heads && absorbed == want_absorbed, "%s: %d heads fused an addend, %d absorbed; want %d, %d",
+              name, heads, absorbed, want_heads, want_absorbed);
+        af_buffer inb[7];
+        for (int i = 0; i < nin; i++) {
+            const af_tensor *t = in[i];
+            const float *v = t == ri ? r : t == xi[0] ? x[0] : t == xi[1] ? x[1] : t == xi[2] ? x[2] : t == wi[0] ? w[0]
+                           : t == wi[1] ? w[1] : w[2];
+            inb[i] = (af_buffer)AF_BUF_F32((float *)v, af_shape_count(t->shape));
+        }
+        af_buffer outb[2] = { AF_BUF_F32(y, rows * N), AF_BUF_F32(y2, rows * N) };
+        run_cpu(g, nin, in, inb, nout, out, outb);
+        /* the products alone, the same GEMM calls: their sums in float are the unfused nodes' */
+        for (int i = 0; i < (three ? 3 : 1); i++) {
+            af_graph *h = af_graph_new();
+            af_tensor *hx = af_input(h, "x", AF_F32, xs), *hw = af_input(h, "w", AF_F32, AF_SHAPE(N, K));
+            af_tensor *hin[2] = { hx, hw }, *hout[1] = { af_matmul(hx, hw, 0, 1) };
+            af_buffer hb[2] = { AF_BUF_F32(x[i], rows * K), AF_BUF_F32(w[i], N * K) }, ho[1] = { AF_BUF_F32(p[i], rows * N) };
+            run_cpu(h, 2, hin, hb, 1, hout, ho);
+            af_graph_free(h);
+        }
+        int differ = 0;
+        for (int64_t e = 0; e < (int64_t)rows * N; e++) {
+            float two = three ? (p[0][e] + p[1][e]) + p[2][e] : p[0][e] + r[e];
+            if (relu) two = two > 0.0f ? two : 0.0f;
+            differ += y[e] != two;
+            double d = 0;
+            for (int i = 0; i < (three ? 3 : 1); i++)
+                for (int64_t q = 0; q < K; q++) d += (double)x[i][(e / N) * K + q] * w[i][(e % N) * K + q];
+            d += three ? 0.0 : r[e];
+            want[e] = relu && d < 0 ? 0 : d;
+        }
+        CHECK(differ == 0, "%s: %d values differ from the unfused nodes'", name, differ);
+        check_close_scaled(name, y, want, rows * N, 1e-5);
+        af_graph_free(g);
+    }
+}
+
 int main(void) {
     test_linear();
     test_conv();
     test_relu_grad();
     test_pool_relu_grad();
     test_add_mul();
+    test_added();
     return check_finish("cpu_fuse");
 }

@@ -34,7 +34,8 @@ static void call_path(const gemm_path *g, cpu_pool *pool, int ta, int tb, int64_
 
 /* Runs one case and compares every element against the double reference with a bound
  * scaled by sum |a||b| (fp32 accumulation error grows with K). ep_kind: 0 none, 1 bias
- * per column, 2 bias per row, 3 ReLU, 4 bias per column + ReLU, 5 bias per row + ReLU. */
+ * per column, 2 bias per row, 3 ReLU, 4 bias per column + ReLU, 5 bias per row + ReLU,
+ * 6 an added M x N matrix (its own row stride), 7 an added matrix + ReLU. */
 static void run_case_ep(const gemm_path *g, cpu_pool *pool, int ta, int tb, int64_t M, int64_t N, int64_t K,
                         float alpha, float beta, int64_t pad, int ep_kind) {
     int64_t arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
@@ -43,21 +44,24 @@ static void run_case_ep(const gemm_path *g, cpu_pool *pool, int ta, int tb, int6
     float *A = malloc(asz * sizeof *A), *B = malloc(bsz * sizeof *B);
     float *C = malloc(csz * sizeof *C), *C0 = malloc(csz * sizeof *C0);
     float *bias = malloc((size_t)(M > N ? M : N) * sizeof *bias + 4);
-    if (!A || !B || !C || !C0 || !bias) {
+    int64_t ldr = N + 2;
+    float *R = malloc((size_t)(M * ldr) * sizeof *R + 4);
+    if (!A || !B || !C || !C0 || !bias || !R) {
         CHECK(0, "alloc");
         goto out;
     }
     test_fill_uniform(&rng, A, (long)asz, -1, 1);
     test_fill_uniform(&rng, B, (long)bsz, -1, 1);
     test_fill_uniform(&rng, bias, (long)(M > N ? M : N), -2, 2);
+    test_fill_uniform(&rng, R, (long)(M * ldr), -2, 2);
     for (size_t i = 0; i < csz; i++) C[i] = SENTINEL;
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++)
             C[i * ldc + j] = beta == 0.0f ? NAN : (float)(2 * test_uniform(&rng) - 1);
     memcpy(C0, C, csz * sizeof *C);
     bool col_bias = ep_kind == 1 || ep_kind == 4, row_bias = ep_kind == 2 || ep_kind == 5;
-    bool relu = ep_kind >= 3;
-    cpu_epilogue ep = { col_bias || row_bias ? bias : NULL, row_bias, relu };
+    bool added = ep_kind >= 6, relu = ep_kind >= 3 && ep_kind != 6;
+    cpu_epilogue ep = { col_bias || row_bias ? bias : NULL, row_bias, relu, added ? R : NULL, ldr };
 
     call_path(g, pool, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep_kind ? &ep : NULL);
 
@@ -77,7 +81,7 @@ static void run_case_ep(const gemm_path *g, cpu_pool *pool, int ta, int tb, int6
                 s += a * b;
                 sa += fabs(a * b);
             }
-            double c0 = C0[i * ldc + j], add = col_bias ? bias[j] : row_bias ? bias[i] : 0.0;
+            double c0 = C0[i * ldc + j], add = col_bias ? bias[j] : row_bias ? bias[i] : added ? R[i * ldr + j] : 0.0;
             double want = alpha * s + (beta == 0.0f ? 0.0 : beta * c0) + add;
             if (relu && want < 0) want = 0;
             double scale = fabs(alpha) * sa + (beta == 0.0f ? 0.0 : fabs(beta * c0)) + fabs(add);
@@ -98,7 +102,7 @@ static void run_case_ep(const gemm_path *g, cpu_pool *pool, int ta, int tb, int6
     CHECK(badpad == 0, "%s %lldx%lldx%lld: %d padding elements of C overwritten", g->name,
           (long long)M, (long long)N, (long long)K, badpad);
 out:
-    free(A); free(B); free(C); free(C0); free(bias);
+    free(A); free(B); free(C); free(C0); free(bias); free(R);
 }
 
 static void run_case(const gemm_path *g, cpu_pool *pool, int ta, int tb, int64_t M, int64_t N, int64_t K,
@@ -119,7 +123,7 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
                     /* rotate alpha/beta, padding, pool and epilogue so each gets many shapes */
                     const float *p = ab[c % nab];
                     run_case_ep(g, (c % 3) ? pool : NULL, t & 1, t >> 1, sizes[mi], sizes[ni], sizes[ki], p[0], p[1],
-                                (c % 4 == 1) ? 5 : 0, g->blas ? 0 : c % 6);
+                                (c % 4 == 1) ? 5 : 0, g->blas ? 0 : c % 8);
                 }
     /* larger cases that cross KC and MC blocks and run on the pool */
     for (int t = 0; t < 4; t++) {
@@ -128,6 +132,7 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
         if (!g->blas) {
             run_case_ep(g, pool, t & 1, t >> 1, 397, 131, 300, 1, 0, 3, 4); /* epilogue after the last K block only */
             run_case_ep(g, pool, t & 1, t >> 1, 131, 397, 600, 1, 1, 0, 5);
+            run_case_ep(g, pool, t & 1, t >> 1, 397, 131, 300, 1, 0, 2, 6 + (t & 1));
         }
     }
     /* K beyond one KC block: later blocks must accumulate instead of re-applying beta */
@@ -142,7 +147,7 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
     /* several M, N and K blocks in one task and in a row split: each A sliver sweeps an
      * N block of B slivers, the next tile's C prefetched across the rows' ends */
     for (int t = 0; t < 4; t++)
-        run_case_ep(g, t & 1 ? pool : NULL, t & 1, t >> 1, 400, 1100, 600, 1, t & 2 ? 0.5f : 0.0f, 1, g->blas ? 0 : 4);
+        run_case_ep(g, t & 1 ? pool : NULL, t & 1, t >> 1, 400, 1100, 600, 1, t & 2 ? 0.5f : 0.0f, 1, g->blas ? 0 : 4 + 3 * (t & 1));
     /* a column split with op(A) packed once and rows within one M block: N blocks sized
      * by the L2 (gemm.c n_block), several per task, K beyond one KC block */
     for (int t = 0; t < 4; t++) run_case(g, pool, t & 1, t >> 1, 100, 3000, 300, 1, t & 1 ? 0.5f : 0.0f, t & 2 ? 3 : 0);
@@ -152,6 +157,7 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
     run_case_ep(g, pool, 0, 1, 16, 9, 5003, 1, 0, 0, g->blas ? 0 : 1);
     run_case_ep(g, pool, 0, 1, 33, 145, 3001, 0.5f, 1, 2, g->blas ? 0 : 5);
     run_case_ep(g, NULL, 0, 1, 5, 7, 2000, 1, 0, 1, g->blas ? 0 : 3);
+    run_case_ep(g, pool, 0, 1, 16, 9, 5003, 1, 0, 0, g->blas ? 0 : 6);
     run_case(g, pool, 0, 1, 3, 2, 1100, -1, 0.5f, 0);
     run_case(g, pool, 0, 1, 1, 1, 1025, 1, 0, 0);
     if (g->blas) return; /* BLAS refuses degenerate sizes by contract; cpu_sgemm covers them */
@@ -159,6 +165,7 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
     run_case(g, pool, 0, 0, 4, 5, 0, 1, 0, 2);
     run_case(g, pool, 1, 1, 4, 5, 0, 1, 0.5f, 0);
     run_case_ep(g, pool, 1, 1, 4, 5, 0, 1, 0.5f, 0, 5);
+    run_case_ep(g, pool, 0, 1, 4, 5, 0, 1, 0, 0, 7);
     run_case(g, pool, 0, 0, 0, 5, 3, 1, 0, 1);
     run_case(g, pool, 0, 1, 4, 0, 3, 1, 0, 1);
     run_case(g, NULL, 1, 0, 1, 1, 1, 1, 0, 0);
@@ -208,6 +215,7 @@ static void test_deep(void) {
     cpu_pool *pools[3] = { NULL, cpu_pool_new(2), cpu_pool_new(3) };
     CHECK(pools[1] && pools[2], "pools");
     run_case_ep(&sg, pools[1], 0, 0, 40, 70, 2100, 1, 0, 0, 4);
+    run_case_ep(&sg, pools[1], 0, 0, 40, 70, 2100, 1, 0.5f, 1, 7);
     run_case_ep(&sg, pools[1], 1, 0, 13, 100, 1500, 0.5f, 1.5f, 3, 5);
     run_case_ep(&sg, pools[2], 0, 0, 97, 5, 4099, -1, 0.25f, 0, 0);
     run_case_ep(&sg, NULL, 1, 0, 64, 64, 1030, 1, 1, 2, 1);

@@ -245,7 +245,8 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         if (f && f->mask_x >= 0) { /* a pool gradient writing its ReLU gradient's values */
             out = e->val[p->sched[f->tail]->id];
         } else if (f && f->tail >= 0) { /* a fused chain: the head writes the tail's values */
-            ep = (cpu_epilogue){ f->bias_id >= 0 ? e->val[f->bias_id] : NULL, false, f->relu };
+            ep = (cpu_epilogue){ f->bias_id >= 0 ? e->val[f->bias_id] : NULL, false, f->relu,
+                                 f->add_id >= 0 ? e->val[f->add_id] : NULL, t->shape.dim[t->shape.rank - 1] };
             out = e->val[p->sched[f->tail]->id];
         } else if (e->offset[t->id] < 0) { /* an aliasing reshape or slice: the source's values */
             e->val[t->id] = e->val[t->src[0]->id] + cpu_alias_offset(t);

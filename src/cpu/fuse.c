@@ -1,5 +1,5 @@
-/* Finds head -> [add bias] -> [relu] chains, ReLU gradients and adds -> muls pairs the
- * executor can run as one kernel. */
+/* Finds head -> [add a bias, or a tensor of its shape] -> [relu] chains, ReLU gradients
+ * and adds -> muls pairs the executor can run as one kernel. */
 #include "cpu/fuse.h"
 #include "cpu/fuse_embed.h"
 #include "cpu/fuse_swiglu.h"
@@ -34,11 +34,21 @@ static bool head_kind(const af_tensor *t) {
     return false;
 }
 
+/* Whether t's values are in its own buffer while later nodes run: not a value a fused
+ * chain keeps inside its kernel (a chain's result is its tail's, which has a buffer). */
+static bool has_values(const compile_plan *p, const cpu_fusion *f, const int *pos, const af_tensor *t) {
+    int at = pos[t->id];
+    if (at < 0 || !f[at].absorbed) return true;
+    for (int s = 0; s < p->nsched; s++)
+        if (f[s].tail == at || f[s].acc_into == at) return true;
+    return false;
+}
+
 int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     int n = p->ntensors, absorbed = 0;
     int *reads = calloc((size_t)n + 1, sizeof *reads), *pos = malloc(((size_t)n + 1) * sizeof *pos);
     bool *is_out = calloc((size_t)n + 1, sizeof *is_out);
-    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1, false, 0, { 0 }, false, -1 };
+    for (int s = 0; s < p->nsched; s++) f[s] = (cpu_fusion){ -1, -1, false, false, -1, -1, false, 0, { 0 }, false, -1, -1 };
     if (!reads || !pos || !is_out) goto done; /* no fusion: still correct */
     for (int id = 0; id < n; id++) pos[id] = -1;
     for (int s = 0; s < p->nsched; s++) {
@@ -53,15 +63,21 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
     for (int s = 0; s < p->nsched; s++) {
         const af_tensor *h = p->sched[s], *cur = h;
         if (f[s].absorbed || !head_kind(h) || h->dtype != AF_F32) continue;
-        int tail = -1, bias = -1, chain[2], nchain = 0;
+        int tail = -1, bias = -1, added = -1, chain[2], nchain = 0;
         bool relu = false;
         if (single_reader(reads, is_out, cur)) {
             int at = p->last_read[cur->id];
             const af_tensor *r = p->sched[at];
             const af_tensor *b = r->op == IR_OP_ADD && !f[at].absorbed ? r->src[r->src[0] == cur ? 1 : 0] : NULL;
-            /* the bias must exist when the head runs: a leaf, or computed before it */
-            if (b && b != cur && ir_shape_eq(r->shape, cur->shape) && bias_fits(h, b) && pos[b->id] < s) {
+            /* the other operand must exist when the head runs: a leaf, or computed before it */
+            bool ready = b && b != cur && ir_shape_eq(r->shape, cur->shape) && pos[b->id] < s;
+            if (ready && bias_fits(h, b)) {
                 bias = b->id;
+            } else if (ready && h->op != IR_OP_CONV && b->dtype == AF_F32 && ir_shape_eq(b->shape, cur->shape) &&
+                       has_values(p, f, pos, b)) {
+                added = b->id; /* x W^T + r, or a gradient's second path added to its first */
+            }
+            if (bias >= 0 || added >= 0) {
                 chain[nchain++] = tail = at;
                 cur = r;
             }
@@ -74,7 +90,7 @@ int cpu_fuse_plan(const compile_plan *p, cpu_fusion *f) {
             }
         }
         if (tail < 0) continue;
-        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1, false, 0, { 0 }, false, -1 };
+        f[s] = (cpu_fusion){ tail, bias, relu, false, -1, -1, false, 0, { 0 }, false, -1, added };
         for (int j = 0; j < nchain; j++) f[chain[j]].absorbed = true;
         absorbed += nchain;
     }

@@ -8,6 +8,9 @@
  * RMSNorm's gradient as autograd writes it runs as three passes (fuse_norm.h), swiglu's
  * two gradient nodes as one (fuse_swiglu.h), a tied embedding's gradient sum in place
  * (fuse_embed.h).
+ * A single-GEMM matmul whose only reader adds it to a tensor of its shape computed
+ * before it (a residual, or the sum of the products of a gradient's several paths) adds
+ * that tensor in the same epilogue, instead of a pass that reads both and writes a third.
  * The absorbed nodes get no buffer and do not run. Only in fp32 without node hooks, so
  * ane-sim's per-op fp16 rounding is never skipped. */
 #ifndef AF_CPU_FUSE_H
@@ -26,6 +29,7 @@ typedef struct {
     int xr[5];       /* with kind: the tensor ids the fused kernel reads instead of its sources */
     bool scaled;     /* with kind: an xhat = x r it reads is recomputed from x and r (fuse_norm.h) */
     int acc_into;    /* an embedding_grad adding its rows into this schedule index's buffer, or -1 (fuse_embed.h) */
+    int add_id;      /* a matmul head's added tensor (the add's other operand, its shape), or -1 */
 } cpu_fusion;
 
 /* Fills f[0..nsched) and returns how many nodes were absorbed. */

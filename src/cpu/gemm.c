@@ -148,9 +148,8 @@ static void store_tile(float *C, int64_t ldc, int64_t m, int64_t n, int nr, cons
     }
 }
 
-/* The epilogue on C[i0.., j0..] of size m x n. */
-static void apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m,
-                           int64_t n) {
+CPU_VECTOR_CLONES void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m,
+                                          int64_t n) {
     for (int64_t i = 0; i < m; i++) {
         float *c = C + (i0 + i) * ldc + j0;
         if (ep->bias && ep->bias_rows) {
@@ -159,6 +158,10 @@ static void apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_
         } else if (ep->bias) {
             const float *b = ep->bias + j0;
             for (int64_t j = 0; j < n; j++) c[j] += b[j];
+        }
+        if (ep->add) {
+            const float *a = ep->add + (i0 + i) * ep->ld_add + j0;
+            for (int64_t j = 0; j < n; j++) c[j] += a[j];
         }
         if (ep->relu)
             for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
@@ -256,6 +259,7 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
     float *bp = ap + a_floats;
     float ab[MAX_TILE];
     const bool unit_alpha = g->alpha == 1.0f;
+    const float *add = g->ep ? g->ep->add : NULL;
     for (int64_t jc = 0; jc < n; jc += NB) {
         int64_t nc = n - jc < NB ? n - jc : NB;
         for (int64_t pc = 0; pc < g->K; pc += KC) {
@@ -289,6 +293,12 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                                     __builtin_prefetch(q, 1, 2);
                                     __builtin_prefetch(q + nr - 1, 1, 2);
                                 }
+                            if (ni < i0 + ic + mc && last && add) /* and the matrix its epilogue adds */
+                                for (int64_t r = 0; r < rows; r++) {
+                                    const float *q = add + (ni + r) * g->ep->ld_add + nj;
+                                    __builtin_prefetch(q, 0, 2);
+                                    __builtin_prefetch(q + nr - 1, 0, 2);
+                                }
                         }
                         if (unit_alpha && (beta == 0.0f || beta == 1.0f)) {
                             g->uk.fn(kc, apk + ir * kc, bpk + jr * kc, c, g->ldc, beta != 0.0f, (int)tm, (int)tn);
@@ -296,7 +306,7 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                             g->uk.fn(kc, apk + ir * kc, bpk + jr * kc, ab, nr, 0, mr, nr);
                             store_tile(c, g->ldc, tm, tn, nr, ab, g->alpha, beta);
                         }
-                        if (last && g->ep) apply_epilogue(g->ep, g->C, g->ldc, ci, cj, tm, tn);
+                        if (last && g->ep) cpu_apply_epilogue(g->ep, g->C, g->ldc, ci, cj, tm, tn);
                     }
                 }
             }
@@ -349,7 +359,7 @@ static void gemm_naive(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int
             float *c = g->C + i * g->ldc + j;
             *c = g->beta == 0.0f ? g->alpha * s : g->alpha * s + g->beta * *c;
         }
-    if (g->ep) apply_epilogue(g->ep, g->C, g->ldc, i0, j0, m, n);
+    if (g->ep) cpu_apply_epilogue(g->ep, g->C, g->ldc, i0, j0, m, n);
 }
 
 /* Packs slivers [s0, s1) of the shared operand for every K block (a pool task). */
@@ -450,7 +460,7 @@ static bool gemm_dots(const gemm_ukernel *uk, cpu_pool *p, int64_t M, int64_t N,
             float *c = C + i * ldc + j;
             *c = beta == 0.0f ? alpha * s : alpha * s + beta * *c;
         }
-    if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
+    if (ep) cpu_apply_epilogue(ep, C, ldc, 0, 0, M, N);
     free(acc);
     return true;
 }
@@ -512,6 +522,7 @@ typedef struct {
     float alpha, beta;
     const float *A, *B;
     float *C, *P; /* P: the second half's M x N sum */
+    const cpu_epilogue *ep; /* applied to each row once it is summed */
 } deep_job;
 
 static void deep_half(void *ctx, int64_t h0, int64_t h1) {
@@ -531,6 +542,7 @@ static void deep_sum_rows(void *ctx, int64_t i0, int64_t i1) {
         float *restrict c = d->C + i * d->ldc;
         const float *restrict q = d->P + i * d->N;
         for (int64_t j = 0; j < d->N; j++) c[j] += q[j];
+        if (d->ep) cpu_apply_epilogue(d->ep, d->C, d->ldc, i, 0, 1, d->N);
     }
 }
 
@@ -542,11 +554,10 @@ static bool gemm_deep(const gemm_ukernel *uk, cpu_pool *p, int ta, int64_t M, in
     if (!P) return false;
     int threads = cpu_pool_threads(p);
     deep_job d = { uk, threads == 2 ? NULL : p, ta, M, N, K, (K / 2 + 7) / 8 * 8, lda, ldb, ldc, alpha, beta, A, B, C,
-                   P };
+                   P, ep };
     if (threads == 2) cpu_pool_for(p, 2, 1, deep_half, &d);
     else deep_half(&d, 0, 2);
     cpu_pool_for(p, M, 1 + 16384 / N, deep_sum_rows, &d);
-    if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
     return true;
 }
 
@@ -554,10 +565,10 @@ void cpu_sgemm_with(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int64_t
                     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                     float *C, int64_t ldc, const cpu_epilogue *ep) {
     if (M <= 0 || N <= 0) return;
-    if (ep && !ep->bias && !ep->relu) ep = NULL;
+    if (!cpu_epilogue_any(ep)) ep = NULL;
     if (K <= 0 || alpha == 0.0f) { /* BLAS semantics: A and B are not read */
         scale_c(M, N, beta, C, ldc);
-        if (ep) apply_epilogue(ep, C, ldc, 0, 0, M, N);
+        if (ep) cpu_apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
     if (use_dots(uk, ta, tb, M, N, K) && gemm_dots(uk, p, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep)) return;
@@ -622,7 +633,7 @@ void cpu_sgemm_ep(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, 
     bool dots = use_dots(uk, ta, tb, M, N, K) && (M < uk->mr || N < uk->nr);
     if (cpu_gemm_prefers_blas(uk) && K > 0 && alpha != 0.0f && !dots &&
         cpu_sgemm_blas(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) {
-        if (ep && (ep->bias || ep->relu)) apply_epilogue(ep, C, ldc, 0, 0, M, N);
+        if (cpu_epilogue_any(ep)) cpu_apply_epilogue(ep, C, ldc, 0, 0, M, N);
         return;
     }
     cpu_sgemm_with(uk, p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);

@@ -16,12 +16,20 @@
 #include "cpu/pool.h"
 
 /* Applied to each finished element of C, after beta: c += bias (per column j, or per
- * row i when bias_rows), then max(c, 0) when relu. */
+ * row i when bias_rows), then c += add[i * ld_add + j] (a residual or a second product's
+ * sum, fuse.c), then max(c, 0) when relu. */
 typedef struct {
     const float *bias; /* NULL: none */
     bool bias_rows;
     bool relu;
+    const float *add; /* NULL: none; never C itself */
+    int64_t ld_add;
 } cpu_epilogue;
+
+/* Whether ep does anything. */
+static inline bool cpu_epilogue_any(const cpu_epilogue *ep) { return ep && (ep->bias || ep->relu || ep->add); }
+/* ep on C[i0.., j0..] of size m x n (the element indices of the whole product). */
+void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m, int64_t n);
 
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float beta,

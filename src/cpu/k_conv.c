@@ -154,7 +154,7 @@ static void conv_image(const cpu_call *c, int64_t b, float *scratch) {
         }
         float *o = c->out + (b * cout + gi * cout_g) * ho * wo;
         cpu_epilogue ep; /* a fused bias is per output channel: per GEMM row */
-        if (c->ep) ep = (cpu_epilogue){ c->ep->bias ? c->ep->bias + gi * cout_g : NULL, true, c->ep->relu };
+        if (c->ep) ep = (cpu_epilogue){ .bias = c->ep->bias ? c->ep->bias + gi * cout_g : NULL, .bias_rows = true, .relu = c->ep->relu };
         cpu_kgemm(c, NULL, 0, 0, cout_g, ho * wo, kk, c->in[1] + gi * cout_g * kk, kk, cols, ho * wo, 0.0f, o, ho * wo,
                   c->ep ? &ep : NULL);
     }

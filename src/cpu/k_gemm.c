@@ -33,17 +33,6 @@ static bool read_later(const af_tensor *t, const af_tensor *x, int i, int trans)
     return false;
 }
 
-static void epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t M, int64_t N) {
-    for (int64_t i = 0; i < M; i++) {
-        float *row = C + i * ldc;
-        if (ep->bias) {
-            if (ep->bias_rows) for (int64_t j = 0; j < N; j++) row[j] += ep->bias[i];
-            else for (int64_t j = 0; j < N; j++) row[j] += ep->bias[j];
-        }
-        if (ep->relu) for (int64_t j = 0; j < N; j++) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
-    }
-}
-
 void cpu_kgemm(const cpu_call *c, cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const cpu_epilogue *ep) {
     if (!c->bf16 || K <= 0 || M <= 0 || N <= 0) {
@@ -68,5 +57,5 @@ void cpu_kgemm(const cpu_call *c, cpu_pool *p, int ta, int tb, int64_t M, int64_
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta * C[i * ldc + j] + T[i * N + j];
         free(T);
     }
-    if (ep && (ep->bias || ep->relu)) epilogue(ep, C, ldc, M, N);
+    if (cpu_epilogue_any(ep)) cpu_apply_epilogue(ep, C, ldc, 0, 0, M, N);
 }

@@ -168,6 +168,19 @@ CPU_VECTOR_CLONES void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int6
     }
 }
 
+typedef struct { const cpu_epilogue *ep; float *C; int64_t ldc, N; } epilogue_job;
+
+static void epilogue_rows(void *ctx, int64_t i0, int64_t i1) {
+    const epilogue_job *j = ctx;
+    cpu_apply_epilogue(j->ep, j->C, j->ldc, i0, 0, i1 - i0, j->N);
+}
+
+void cpu_apply_epilogue_rows(cpu_pool *p, const cpu_epilogue *ep, float *C, int64_t ldc, int64_t M, int64_t N) {
+    if (!cpu_epilogue_any(ep) || M <= 0 || N <= 0) return;
+    epilogue_job j = { ep, C, ldc, N };
+    cpu_pool_for(p, M, 1 + 16384 / N, epilogue_rows, &j);
+}
+
 static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
     for (int64_t i = 0; i < M; i++) {
         float *c = C + i * ldc;
@@ -633,7 +646,7 @@ void cpu_sgemm_ep(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, 
     bool dots = use_dots(uk, ta, tb, M, N, K) && (M < uk->mr || N < uk->nr);
     if (cpu_gemm_prefers_blas(uk) && K > 0 && alpha != 0.0f && !dots &&
         cpu_sgemm_blas(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) {
-        if (cpu_epilogue_any(ep)) cpu_apply_epilogue(ep, C, ldc, 0, 0, M, N);
+        cpu_apply_epilogue_rows(p, ep, C, ldc, M, N);
         return;
     }
     cpu_sgemm_with(uk, p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);

@@ -30,6 +30,9 @@ typedef struct {
 static inline bool cpu_epilogue_any(const cpu_epilogue *ep) { return ep && (ep->bias || ep->relu || ep->add); }
 /* ep on C[i0.., j0..] of size m x n (the element indices of the whole product). */
 void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m, int64_t n);
+/* ep on the whole M x N of C, its rows split over the pool (after a product that had no
+ * epilogue of its own: the bf16 GEMM, BLAS). */
+void cpu_apply_epilogue_rows(cpu_pool *p, const cpu_epilogue *ep, float *C, int64_t ldc, int64_t M, int64_t N);
 
 void cpu_sgemm(cpu_pool *p, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
                const float *A, int64_t lda, const float *B, int64_t ldb, float beta,

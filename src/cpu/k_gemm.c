@@ -57,5 +57,5 @@ void cpu_kgemm(const cpu_call *c, cpu_pool *p, int ta, int tb, int64_t M, int64_
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta * C[i * ldc + j] + T[i * N + j];
         free(T);
     }
-    if (cpu_epilogue_any(ep)) cpu_apply_epilogue(ep, C, ldc, 0, 0, M, N);
+    cpu_apply_epilogue_rows(p, ep, C, ldc, M, N);
 }

@@ -97,6 +97,13 @@ af_status hf_llama_fits(const hf_config *c) {
     return AF_OK;
 }
 
+af_status af_hf_check_llama(const char *dir) {
+    if (!dir) return ir_fail(AF_ERR_INVALID, "af_hf_check_llama: dir is NULL");
+    hf_config c;
+    af_status st = hf_read_config(dir, &c);
+    return st ? st : hf_llama_fits(&c);
+}
+
 af_llama_weights *af_hf_to_llama(const af_hf_model *m) {
     if (!m) { ir_fail(AF_ERR_INVALID, "af_hf_to_llama: model is NULL"); return NULL; }
     const hf_config *c = &m->c;

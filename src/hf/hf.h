@@ -27,6 +27,8 @@ typedef struct {
 
 /* Parses config.json's bytes; on failure the error names the field (`what` names the file). */
 af_status hf_config_parse(const char *text, size_t len, const char *what, hf_config *c);
+/* dir/config.json, read (bounded) and parsed (model.c). */
+af_status hf_read_config(const char *dir, hf_config *c);
 /* config.json for c, malloc'd NUL-terminated. */
 char *hf_config_json(const hf_config *c);
 const char *hf_arch_name(hf_arch a);

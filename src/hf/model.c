@@ -188,8 +188,7 @@ static af_status fill(af_hf_model *m, shards *sh, const json_doc *index, const c
     return AF_OK;
 }
 
-/* dir/config.json, parsed and checked. */
-static af_status read_config(const char *dir, hf_config *c) {
+af_status hf_read_config(const char *dir, hf_config *c) {
     char *path = join(dir, "config.json");
     if (!path) return ir_fail(AF_ERR_NOMEM, "out of memory");
     size_t len;
@@ -200,17 +199,10 @@ static af_status read_config(const char *dir, hf_config *c) {
     return st;
 }
 
-af_status af_hf_check_llama(const char *dir) {
-    if (!dir) return ir_fail(AF_ERR_INVALID, "af_hf_check_llama: dir is NULL");
-    hf_config c;
-    af_status st = read_config(dir, &c);
-    return st ? st : hf_llama_fits(&c);
-}
-
 af_hf_model *af_hf_load(const char *dir) {
     if (!dir) { ir_fail(AF_ERR_INVALID, "af_hf_load: dir is NULL"); return NULL; }
     hf_config c;
-    af_status st = read_config(dir, &c);
+    af_status st = hf_read_config(dir, &c);
     if (st != AF_OK) return NULL;
     af_hf_model *m = hf_model_alloc(&c);
     if (!m) { ir_fail(AF_ERR_NOMEM, "%s: out of memory for the weights", dir); return NULL; }

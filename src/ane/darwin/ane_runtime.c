@@ -219,6 +219,32 @@ af_status ane_rt_open(const char *framework_path) {
     return st;
 }
 
+/* ---------------------------------------------------------------- the device */
+
+/* +[_ANEDeviceInfo aneSubType] ("h13", "h16"), or "" without a loaded framework. */
+static void subtype(char *buf, size_t n) {
+    buf[0] = 0;
+    if (!ane_rt_framework()) return;
+    Class info = ane_apple.objc_getClass("_ANEDeviceInfo");
+    if (!info) return;
+    void *pool = ane_apple.objc_autoreleasePoolPush();
+    CFTypeRef s = (CFTypeRef)ANE_MSG(id (*)(Class, SEL))(info, ane_apple.sel_registerName("aneSubType"));
+    if (!s || ane_apple.CFGetTypeID(s) != ane_apple.CFStringGetTypeID() ||
+        !ane_apple.CFStringGetCString((CFStringRef)s, buf, (CFIndex)n, kCFStringEncodingUTF8))
+        buf[0] = 0;
+    ane_apple.objc_autoreleasePoolPop(pool);
+}
+
+af_status ane_rt_device_info(ane_rt_device *out) {
+    if (!out) return ir_fail(AF_ERR_INVALID, "ane: ane_rt_device_info needs somewhere to write");
+    memset(out, 0, sizeof *out);
+    ane_device_sysctl(out);
+    subtype(out->subtype, sizeof out->subtype);
+    out->family = ane_rt_family_of_subtype(out->subtype);
+    if (out->family == AF_FAMILY_DEFAULT) out->family = ane_family_detect(); /* the chip's name, on Apple */
+    return AF_OK;
+}
+
 /* ---------------------------------------------------------------- CoreFoundation helpers */
 
 static CFStringRef str(const char *s) { return A.CFStringCreateWithCString(NULL, s, kCFStringEncodingUTF8); }

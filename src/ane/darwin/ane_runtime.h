@@ -31,6 +31,7 @@
 #ifndef ANE_DARWIN_RUNTIME_H
 #define ANE_DARWIN_RUNTIME_H
 #include "aneforge.h"
+#include "ane/darwin/ane_device.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,15 +48,6 @@ typedef struct {
     int64_t out_count[ANE_RT_MAX_PORTS]; /* fp16 elements of each returned value */
 } ane_rt_ports;
 
-/* What the machine says about its Neural Engine. */
-typedef struct {
-    char chip[128];      /* sysctl machdep.cpu.brand_string ("Apple M1 Pro"); "" where there is none */
-    char model[64];      /* sysctl hw.model ("MacBookPro18,3"); "" where there is none */
-    char macos[64];      /* sysctl kern.osproductversion and kern.osversion ("15.3.1 (24D70)"); "" off macOS */
-    char subtype[32];    /* +[_ANEDeviceInfo aneSubType] ("h13", "h16"); "" when unknown */
-    af_family_id family; /* from the subtype, else from the chip name; AF_FAMILY_DEFAULT if neither tells */
-} ane_rt_device;
-
 /* Loads the framework once per process: framework_path, or NULL for the system one
  * (ANE_RT_SYSTEM_FRAMEWORK). Fails with a message naming the path and what is missing
  * (the library, a symbol, an _ANE class). Calling it again after success is a no-op
@@ -63,11 +55,9 @@ typedef struct {
 af_status ane_rt_open(const char *framework_path);
 /* The loaded framework's path, or NULL before a successful ane_rt_open. */
 const char *ane_rt_framework(void);
-/* Chip and engine family. Works without ane_rt_open (then subtype stays ""). */
+/* Chip and engine family (ane_device.h), the subtype asked of the loaded framework.
+ * Works without ane_rt_open (then subtype stays ""). */
 af_status ane_rt_device_info(ane_rt_device *out);
-/* The family an _ANEDeviceInfo subtype names: "h13" -> A13 ... "h16", "h17" -> A16;
- * AF_FAMILY_DEFAULT for anything else. */
-af_family_id ane_rt_family_of_subtype(const char *subtype);
 
 /* Compiles and loads a program, or takes it from the cache. weights (may be NULL when
  * the MIL cites no BLOBFILE) is the MILBlob file the MIL cites as

@@ -300,17 +300,16 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                            * addresses measured 134, so this stays inline). */
                             int64_t ni = jr + nr < nc ? ci : ci + mr, nj = jr + nr < nc ? cj + nr : j0 + jc;
                             int64_t rows = i0 + m - ni < mr ? i0 + m - ni : mr;
+                            const float *a = last ? add : NULL; /* and the matrix its epilogue adds */
                             if (ni < i0 + ic + mc)
                                 for (int64_t r = 0; r < rows; r++) {
                                     const float *q = g->C + (ni + r) * g->ldc + nj;
                                     __builtin_prefetch(q, 1, 2);
                                     __builtin_prefetch(q + nr - 1, 1, 2);
-                                }
-                            if (ni < i0 + ic + mc && last && add) /* and the matrix its epilogue adds */
-                                for (int64_t r = 0; r < rows; r++) {
-                                    const float *q = add + (ni + r) * g->ep->ld_add + nj;
-                                    __builtin_prefetch(q, 0, 2);
-                                    __builtin_prefetch(q + nr - 1, 0, 2);
+                                    if (a) {
+                                        __builtin_prefetch(a + (ni + r) * g->ep->ld_add + nj, 0, 2);
+                                        __builtin_prefetch(a + (ni + r) * g->ep->ld_add + nj + nr - 1, 0, 2);
+                                    }
                                 }
                         }
                         if (unit_alpha && (beta == 0.0f || beta == 1.0f)) {

@@ -70,7 +70,8 @@ static void mm_head(const float *pk, int tb, const head_geom *g, int64_t M, int6
  * softmax ran over the whole row, so the values are the same bits; a block of 64 rows
  * computed a fifth fewer exps at seq 256. */
 static void softmax_prefix(float *row, int64_t n, int64_t e) {
-    int64_t w = (n + 15) / 16 * 16 < e ? (n + 15) / 16 * 16 : e;
+    int64_t w = (n + 15) / 16 * 16;
+    if (w > e) w = e;
     for (int64_t j = n; j < w; j++) row[j] = -INFINITY;
     cpu_softmax_row(row, row, w);
     if (w < e) memset(row + w, 0, (size_t)(e - w) * sizeof *row);

@@ -692,7 +692,10 @@ AF_API int         af_trainer_num_params(const af_trainer *t);
 AF_API af_family_id af_trainer_family(const af_trainer *t);
 /* Param i of the trainer's graph. Its af_tensor_value is the trainer's host copy of the
  * weights (held once): the host optimizer updates it in place, plans with resident state
- * only on demand, so read current values with af_trainer_read_param. */
+ * only on demand, so read current values with af_trainer_read_param. Values written
+ * there between steps are what the host optimizer's next step trains from; it never
+ * stores a weight that is not finite (where the update of a written weight would
+ * overflow, the weight is kept). */
 AF_API af_tensor  *af_trainer_param(const af_trainer *t, int i);
 /* Current values of param i (reads resident state back when needed). */
 AF_API af_status   af_trainer_read_param(af_trainer *t, int i, float *dst);

@@ -502,8 +502,8 @@ done:
  * with adam_m.0 at +-3e38 and adam_v.0 at 0 (finite, so the load takes them). The next
  * batch has a zero input feature, so some of param 0's gradients are 0, their v stays 0
  * and w - lr_t m / (sqrt(v) + eps) overflows: the step must be skipped, the state kept.
- * planted: tr_import without tr_forget_moment_bounds -> the step stores inf. */
-static void test_load_forgets_moment_bounds(void) {
+ * planted: tr_import without tr_forget_state_bounds -> the step stores inf. */
+static void test_load_forgets_state_bounds(void) {
     af_trainer *a = tiny_trainer(), *b = tiny_trainer();
     if (!a || !b) goto done;
     const float x[8] = {1, -2, 0.5f, 3, -1, 0, 2, 1}, y[4] = {1, 0, 0, 1};
@@ -698,7 +698,7 @@ int main(void) {
     test_crafted();
     test_missing();
     test_trainer_import();
-    test_load_forgets_moment_bounds();
+    test_load_forgets_state_bounds();
     test_crash_safety();
     remove_tree(tmp);
     return check_finish("ckpt");

@@ -278,7 +278,7 @@ static void mismatch(void) {
  * took one step of its own (small bounds). The next batch has a zero feature, so some
  * gradients are 0, their v stays 0 and w - lr_t m / (sqrt(v) + eps) overflows: both
  * ranks must skip the step and keep finite weights.
- * planted: share_state without tr_forget_moment_bounds -> rank 1 stores inf. */
+ * planted: share_state without tr_forget_state_bounds -> rank 1 stores inf. */
 enum { SB = 2, SD = 4 };
 static const float sx[SB * SD] = { 1, -2, 0.5f, 3, -1, 0, 2, 1 }, sx0[SB * SD] = { 1, 0, 0.5f, 3, -1, 0, 2, 1 };
 static const float sy[SB * 2] = { 1, 0, 0, 1 };

@@ -49,8 +49,8 @@ float tr_eps_units(const af_trainer *t) {
 
 bool tr_host_moments(const af_trainer *t) { return (t->plan->caps & TR_HOST_OPTIMIZER) != 0; }
 
-void tr_forget_moment_bounds(af_trainer *t) {
-    for (int i = 0; i < t->np; i++) t->bound[i] = (tr_moment_bound){ INFINITY, INFINITY };
+void tr_forget_state_bounds(af_trainer *t) {
+    for (int i = 0; i < t->np; i++) t->bound[i] = (tr_state_bound){ INFINITY, INFINITY, INFINITY };
 }
 
 int tr_num_metrics(const af_trainer *t) { return t->o.objective == AF_OBJ_CE ? 2 : 1; }

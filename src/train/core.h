@@ -22,11 +22,12 @@ enum { TR_PHASE_FWD_BWD, TR_PHASE_OPTIMIZER, TR_PHASE_COMPILE, TR_NPHASE };
  * so they always share the units of the fp16 gradients they are combined with and cannot
  * overflow where those gradients do not. */
 
-/* Bounds on one param's host moments, kept by the host optimizer's update (host_opt.c):
- * no |m| above m_max, no v above v_max, no v negative. INFINITY once anything else wrote
- * them (tr_forget_moment_bounds): the next update then checks its new state in a pass of
- * its own instead of proving it finite from the bounds. Zero moments start at zero. */
-typedef struct { float m_max, v_max; } tr_moment_bound;
+/* Bounds on one param's host state, kept by the host optimizer's update (host_opt.c):
+ * no |m| above m_max, no v above v_max, no v negative, no |w| above w_max. INFINITY once
+ * anything else wrote them (tr_forget_state_bounds): the next update then reads w to
+ * bound it, or checks its new state in a pass of its own, instead of proving it finite
+ * from the bounds. Zero moments start at zero; the weights start unbounded. */
+typedef struct { float m_max, v_max, w_max; } tr_state_bound;
 
 struct af_trainer {
     af_net net;
@@ -50,7 +51,7 @@ struct af_trainer {
     float **master, **m, **v, **grad;
     float **gsum;              /* grad_accum > 1: the step's gradients summed over its batches */
     bool moments_faulted;      /* m and v faulted in writable before the host optimizer's first read (host_opt.c) */
-    tr_moment_bound *bound;    /* [np]: what the host optimizer's last update left in m and v */
+    tr_state_bound *bound;     /* [np]: what the host optimizer's last update left in m, v and w */
     int64_t step, skipped, skipped_consecutive, clean_run;
     int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */
     float scale, moment_unit;
@@ -84,7 +85,7 @@ float     tr_eps_units(const af_trainer *t);
  * programs' (m, r) in loss-scale units (the plan's TR_HOST_OPTIMIZER). */
 bool      tr_host_moments(const af_trainer *t);
 /* Every writer of the host moments other than the host optimizer calls this after it. */
-void      tr_forget_moment_bounds(af_trainer *t);
+void      tr_forget_state_bounds(af_trainer *t);
 int       tr_num_metrics(const af_trainer *t);
 /* The fed seed factor: dL/dz = (softmax(z) - y) * scale / B for cross-entropy,
  * (z - y) * 2 scale / (B out_dim) for MSE, dL/dloss = scale for a custom loss. */

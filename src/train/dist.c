@@ -110,7 +110,7 @@ static af_status share_state(af_trainer *t, int mean) {
         for (int k = 0; !st && k < 3; k++) st = mean ? mean_f32(d, arr[k], t->count[i]) : bcast_f32(d, arr[k], t->count[i]);
     }
     if (!st && t->plan->sync_state) st = t->plan->sync_state(t, false);
-    tr_forget_moment_bounds(t); /* even after a failure: some arrays may hold the others' values */
+    tr_forget_state_bounds(t); /* even after a failure: some arrays may hold the others' values */
     return st;
 }
 

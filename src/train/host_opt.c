@@ -16,7 +16,7 @@
 
 /* The passes of an update (host_update). */
 typedef enum {
-    PASS_SCREEN, /* Adam: the largest |g * unscale| and |w|, to prove the new state finite */
+    PASS_SCREEN, /* Adam: the largest |g * unscale| (and |w| when unbounded), to prove the new state finite */
     PASS_CHECK,  /* whether the new state would be finite, storing nothing */
     PASS_STORE,  /* the new state, in place (Adam: and the moments' new bounds) */
 } host_pass;
@@ -27,8 +27,9 @@ typedef struct {
     float b1, b2, lr_t, eps, decay, sgd_a, unscale;
     int sgd;
     host_pass pass;
+    bool read_w;          /* screen: w has no bound from the last store */
     atomic_uint bad;      /* check: some new value is not finite */
-    atomic_uint max0, max1; /* the largest bit patterns: screen |g * unscale|, |w|; store |m|, v */
+    atomic_uint max0, max1, max2; /* the largest bit patterns: screen |g * unscale|, |w|; store |m|, v, |w| */
 } host_opt;
 
 static inline uint32_t bits_of(float f) {
@@ -77,48 +78,63 @@ CPU_VECTOR_CLONES static uint32_t adam_check(int64_t j0, int64_t j1, const float
     return bad;
 }
 
-/* The largest |g * unscale| and |w| of [j0, j1), as bit patterns (bound_of). */
+/* The largest |g * unscale| of [j0, j1), and of |w| where wmax is not NULL, as bit
+ * patterns (bound_of). */
 CPU_VECTOR_CLONES static void adam_screen(int64_t j0, int64_t j1, const float *restrict w, const float *restrict g,
                                           float unscale, uint32_t *gmax, uint32_t *wmax) {
     uint32_t gb = 0, wb = 0;
-    for (int64_t j = j0; j < j1; j++) {
-        uint32_t a = bits_of(g[j] * unscale) & 0x7fffffffu, b = bits_of(w[j]) & 0x7fffffffu;
-        gb = a > gb ? a : gb;
-        wb = b > wb ? b : wb;
+    if (wmax) {
+        for (int64_t j = j0; j < j1; j++) {
+            uint32_t a = bits_of(g[j] * unscale) & 0x7fffffffu, b = bits_of(w[j]) & 0x7fffffffu;
+            gb = a > gb ? a : gb;
+            wb = b > wb ? b : wb;
+        }
+        *wmax = wb;
+    } else {
+        for (int64_t j = j0; j < j1; j++) {
+            uint32_t a = bits_of(g[j] * unscale) & 0x7fffffffu;
+            gb = a > gb ? a : gb;
+        }
     }
-    *gmax = gb, *wmax = wb;
+    *gmax = gb;
 }
 
 /* The update in place (restrict: w, m, v and g are four arrays, each element read
- * before it is written, so the loop vectorises), with the largest |m| and raw v
- * pattern it stored. */
+ * before it is written, so the loop vectorises), with the largest |m|, raw v and |w|
+ * pattern it stored. The screen that let this run bounded w by the last update's
+ * largest |w| without reading it; a caller may have written the weights since
+ * (af_trainer_param's value), so a w' that is not finite keeps w: the update never
+ * stores one. */
 CPU_VECTOR_CLONES static void adam_store(int64_t j0, int64_t j1, float *restrict w, float *restrict m, float *restrict v,
                                          const float *restrict g, float b1, float b2, float lr_t, float eps, float decay,
-                                         float unscale, uint32_t *mmax, uint32_t *vmax) {
-    uint32_t mb = 0, vb = 0;
+                                         float unscale, uint32_t *mmax, uint32_t *vmax, uint32_t *wmax) {
+    uint32_t mb = 0, vb = 0, wb = 0;
     for (int64_t j = j0; j < j1; j++) {
         ADAM_ELEM(j);
+        wj = nonfinite(wj) ? w[j] : wj;
         m[j] = mj;
         v[j] = vj;
         w[j] = wj;
-        uint32_t a = bits_of(mj) & 0x7fffffffu, b = bits_of(vj);
+        uint32_t a = bits_of(mj) & 0x7fffffffu, b = bits_of(vj), c = bits_of(wj) & 0x7fffffffu;
         mb = a > mb ? a : mb;
         vb = b > vb ? b : vb;
+        wb = c > wb ? c : wb;
     }
-    *mmax = mb, *vmax = vb;
+    *mmax = mb, *vmax = vb, *wmax = wb;
 }
 
 static void host_opt_range(void *p, int64_t j0, int64_t j1) {
     host_opt *o = p;
-    uint32_t bad = 0, max0 = 0, max1 = 0;
+    uint32_t bad = 0, max0 = 0, max1 = 0, max2 = 0;
     if (o->sgd && o->pass == PASS_STORE) {
         for (int64_t j = j0; j < j1; j++) o->w[j] = o->w[j] * o->decay - o->sgd_a * o->g[j];
     } else if (o->sgd) {
         for (int64_t j = j0; j < j1; j++) bad |= nonfinite(o->w[j] * o->decay - o->sgd_a * o->g[j]);
     } else if (o->pass == PASS_STORE) {
-        adam_store(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale, &max0, &max1);
+        adam_store(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale, &max0, &max1,
+                   &max2);
     } else if (o->pass == PASS_SCREEN) {
-        adam_screen(j0, j1, o->w, o->g, o->unscale, &max0, &max1);
+        adam_screen(j0, j1, o->w, o->g, o->unscale, &max0, o->read_w ? &max1 : NULL);
     } else {
         bad = adam_check(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
     }
@@ -126,6 +142,7 @@ static void host_opt_range(void *p, int64_t j0, int64_t j1) {
     if (bad) atomic_store(&o->bad, 1);
     atomic_max_u32(&o->max0, max0);
     atomic_max_u32(&o->max1, max1);
+    atomic_max_u32(&o->max2, max2);
 }
 
 /* |m'| <= b1 m_max + (1 - b1) gmax, v' <= b2 v_max + (1 - b2) gmax^2 and
@@ -133,7 +150,7 @@ static void host_opt_range(void *p, int64_t j0, int64_t j1) {
  * a sum of two under 2e37, the roundings of the float operations (relative 2^-24 each)
  * stay far from FLT_MAX (3.4e38). A bound that is inf or nan fails a comparison. */
 bool tr_adam_surely_finite(float b1f, float b2f, float lr_t, float eps, float decay, double gmax, double wmax,
-                           tr_moment_bound b) {
+                           tr_state_bound b) {
     const double lim = 1e37, b1 = b1f, b2 = b2f;
     if (!(b1 >= 0 && b1 <= 1 && b2 >= 0 && b2 <= 1 && eps > 0)) return false;
     double m1 = b1 * b.m_max + (1 - b1) * gmax, v1 = b2 * b.v_max + (1 - b2) * gmax * gmax;
@@ -170,19 +187,25 @@ static bool host_update(af_trainer *t, int i, const float *g, int64_t step, floa
     float lr = tr_lr_at(&t->o, step);
     host_opt o = { t->master[i], t->m[i], t->v[i], g, t->o.beta1, t->o.beta2, 0.0f, t->o.eps,
                    1.0f - lr * t->o.weight_decay, lr / t->scale * gfactor, gfactor / t->scale,
-                   t->o.optimizer == AF_OPT_SGD, pass, 0, 0, 0 }; /* atomics: set below (atomic_init) */
+                   t->o.optimizer == AF_OPT_SGD, pass, !isfinite(t->bound[i].w_max), 0, 0, 0, 0 }; /* atomics: below */
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     if (o.sgd && pass == PASS_SCREEN) return false; /* SGD's check reads no more than a screen would */
     struct cpu_pool *pool = tr_pool(t);
     atomic_init(&o.bad, 0);
     atomic_init(&o.max0, 0);
     atomic_init(&o.max1, 0);
+    atomic_init(&o.max2, 0);
     cpu_pool_for(pool, n, 32768, host_opt_range, &o);
-    if (pass == PASS_SCREEN)
-        return tr_adam_surely_finite(o.b1, o.b2, o.lr_t, o.eps, o.decay, bound_of(atomic_load(&o.max0)),
-                                     bound_of(atomic_load(&o.max1)), t->bound[i]);
+    if (pass == PASS_SCREEN) { /* w read only when the last store left no bound on it */
+        double wmax = o.read_w ? bound_of(atomic_load(&o.max1)) : t->bound[i].w_max;
+        return tr_adam_surely_finite(o.b1, o.b2, o.lr_t, o.eps, o.decay, bound_of(atomic_load(&o.max0)), wmax,
+                                     t->bound[i]);
+    }
     if (pass == PASS_STORE) {
-        if (!o.sgd) t->bound[i] = (tr_moment_bound){ bound_of(atomic_load(&o.max0)), bound_of(atomic_load(&o.max1)) };
+        if (!o.sgd)
+            t->bound[i] = (tr_state_bound){ bound_of(atomic_load(&o.max0)), bound_of(atomic_load(&o.max1)),
+                                            bound_of(atomic_load(&o.max2)) };
+        else t->bound[i].w_max = INFINITY; /* SGD's store keeps no bound */
         t->host_flops += (o.sgd ? 3 : 14) * n; /* the update's work (a check repeats it) */
     }
     return !atomic_load(&o.bad);
@@ -241,9 +264,9 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
     /* The step is taken only when all of the new state is finite, known before anything
      * is stored. A check pass finds that by computing the update without storing it
      * (reading w, m, v, g); for most Adam steps a screen proves it instead, reading only
-     * w and g, from the bounds the last update left on the moments (the moments are the
-     * largest part of the state, and the update is limited by memory: Stories110M's took
-     * 128-135 ms a step, now 92-96, two threads). A spare copy of the state to swap in
+     * g, from the bounds the last update left on the moments and the weights (the update
+     * is limited by memory: Stories110M's took 128-135 ms a step with a check, 92-96 with
+     * a screen that read w and g, two threads). A spare copy of the state to swap in
      * would double the largest part of the memory (3 x 4 bytes a param, 1.3 GB at 110M)
      * and write as many bytes. */
     double t2 = tr_now_s();

@@ -13,5 +13,5 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
  * finite values for every |g * unscale| <= gmax, |w| <= wmax and moments within b:
  * the proof that lets a step skip the pass that checks its new state. */
 bool tr_adam_surely_finite(float b1, float b2, float lr_t, float eps, float decay, double gmax, double wmax,
-                           tr_moment_bound b);
+                           tr_state_bound b);
 #endif

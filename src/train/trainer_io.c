@@ -54,7 +54,7 @@ static af_status alloc_params(af_trainer *t, int np) {
     t->master = calloc(n, sizeof *t->master);
     t->m = calloc(n, sizeof *t->m);
     t->v = calloc(n, sizeof *t->v);
-    t->bound = calloc(n, sizeof *t->bound); /* zeros: the moments start at zero */
+    t->bound = calloc(n, sizeof *t->bound); /* zeros: the moments start at zero (w_max: unknown, below) */
     t->grad = calloc(n, sizeof *t->grad);
     t->gsum = calloc(n, sizeof *t->gsum);
     t->eval_in = calloc(n + 1, sizeof *t->eval_in);
@@ -63,6 +63,7 @@ static af_status alloc_params(af_trainer *t, int np) {
     if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->bound || !t->grad || !t->gsum ||
         !t->eval_in || !t->feed_in || !t->feed_out)
         return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory for %d params", np);
+    for (int i = 0; i < np; i++) t->bound[i].w_max = INFINITY; /* the net's weights: unknown */
     t->np = np;
     return AF_OK;
 }
@@ -344,7 +345,7 @@ af_status tr_import(af_trainer *t, const ckpt *c) {
         memcpy(t->v[i], rec[i][2], n);
         convert_moments(t, i, saved_rms, unit);
     }
-    tr_forget_moment_bounds(t);
+    tr_forget_state_bounds(t);
     free(rec);
     t->moment_unit = tr_host_moments(t) ? 1.0f : tr_rescales_moments(t) ? unit : t->scale;
     return move_state(t, false);

@@ -9,6 +9,7 @@
 #include "support/check.h"
 
 #include <float.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,9 @@ static void call_path(const gemm_path *g, cpu_pool *pool, int ta, int tb, int64_
 /* Runs one case and compares every element against the double reference with a bound
  * scaled by sum |a||b| (fp32 accumulation error grows with K). ep_kind: 0 none, 1 bias
  * per column, 2 bias per row, 3 ReLU, 4 bias per column + ReLU, 5 bias per row + ReLU,
- * 6 an added M x N matrix (its own row stride), 7 an added matrix + ReLU. */
+ * 6 an added M x N matrix (its own row stride), 7 an added matrix + ReLU, 8 nothing but
+ * the bound. Every epilogue also bounds |C| (absmax): it must be the largest |C| of the
+ * result exactly, bit for bit, whichever path and thread split computed it. */
 static void run_case_ep(const gemm_path *g, cpu_pool *pool, int ta, int tb, int64_t M, int64_t N, int64_t K,
                         float alpha, float beta, int64_t pad, int ep_kind) {
     int64_t arows = ta ? K : M, acols = ta ? M : K, brows = tb ? N : K, bcols = tb ? K : N;
@@ -60,10 +63,23 @@ static void run_case_ep(const gemm_path *g, cpu_pool *pool, int ta, int tb, int6
             C[i * ldc + j] = beta == 0.0f ? NAN : (float)(2 * test_uniform(&rng) - 1);
     memcpy(C0, C, csz * sizeof *C);
     bool col_bias = ep_kind == 1 || ep_kind == 4, row_bias = ep_kind == 2 || ep_kind == 5;
-    bool added = ep_kind >= 6, relu = ep_kind >= 3 && ep_kind != 6;
-    cpu_epilogue ep = { col_bias || row_bias ? bias : NULL, row_bias, relu, added ? R : NULL, ldr };
+    bool added = ep_kind == 6 || ep_kind == 7, relu = (ep_kind >= 3 && ep_kind <= 5) || ep_kind == 7;
+    _Atomic uint32_t absmax = 0;
+    cpu_epilogue ep = { col_bias || row_bias ? bias : NULL, row_bias, relu, added ? R : NULL, ldr, &absmax };
 
     call_path(g, pool, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep_kind ? &ep : NULL);
+    if (ep_kind) {
+        uint32_t want = 0;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                uint32_t u;
+                memcpy(&u, &C[i * ldc + j], sizeof u);
+                want = (u & 0x7fffffffu) > want ? u & 0x7fffffffu : want;
+            }
+        CHECK(atomic_load(&absmax) == want, "%s ta=%d tb=%d %lldx%lldx%lld ep=%d: absmax bits %08x, largest |C| %08x",
+              g->name, ta, tb, (long long)M, (long long)N, (long long)K, ep_kind, (unsigned)atomic_load(&absmax),
+              (unsigned)want);
+    }
 
     int bad = 0, badpad = 0;
     double worst = 0;
@@ -123,7 +139,7 @@ static void test_path(const gemm_path *g, cpu_pool *pool) {
                     /* rotate alpha/beta, padding, pool and epilogue so each gets many shapes */
                     const float *p = ab[c % nab];
                     run_case_ep(g, (c % 3) ? pool : NULL, t & 1, t >> 1, sizes[mi], sizes[ni], sizes[ki], p[0], p[1],
-                                (c % 4 == 1) ? 5 : 0, g->blas ? 0 : c % 8);
+                                (c % 4 == 1) ? 5 : 0, g->blas ? 0 : c % 9);
                 }
     /* larger cases that cross KC and MC blocks and run on the pool */
     for (int t = 0; t < 4; t++) {

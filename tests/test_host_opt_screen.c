@@ -141,7 +141,8 @@ static float largest_abs(const float *w, int64_t n) {
 }
 
 /* Each store leaves w_max = the largest |w| it wrote, exactly; a fresh trainer and a
- * load leave it unknown (the net's or the file's weights were not written by a store). */
+ * load leave it unknown (the net's or the file's weights were not written by a store).
+ * Each step's run leaves the weights' gradient bounds (products' epilogues) exactly. */
 static void test_weight_bound_kept(void) {
     af_trainer *t = mlp_trainer(0.1f);
     if (!t) return;
@@ -154,6 +155,13 @@ static void test_weight_bound_kept(void) {
             float m = largest_abs(t->master[i], t->count[i]);
             CHECK(t->bound[i].w_max == m, "step %d, param %d: w_max %g, largest |w| %g", s, i, (double)t->bound[i].w_max,
                   (double)m);
+            /* the weights' gradients come from products, which bound them (exec.c); the
+             * biases' from sums, which leave the screen to read them */
+            float gm = largest_abs(t->grad[i], t->count[i]);
+            if (i % 2 == 0)
+                CHECK(t->gbound[i] == gm, "step %d, param %d: gradient bound %g, largest |g| %g", s, i,
+                      (double)t->gbound[i], (double)gm);
+            else CHECK(isinf(t->gbound[i]), "step %d, param %d (a bias): gradient bound %g", s, i, (double)t->gbound[i]);
         }
     }
     tr_forget_state_bounds(t); /* what a load and the ranks' state exchange call */

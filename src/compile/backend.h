@@ -52,6 +52,12 @@ typedef struct {
     af_status (*write_state)(void *state, int in_index, const float *src);
     af_status (*read_state)(void *state, int in_index, float *dst);
     size_t (*memory_bytes)(const void *state);  /* intermediate memory held */
+    /* Optional (NULL: not offered). From the next run on, a bound on the largest |x| of
+     * the outputs the backend can bound as it computes them; after a run, output_bound
+     * gives it (INFINITY when an inf or nan is inside) or false for an output it does
+     * not bound. */
+    af_status (*track_bounds)(void *state);
+    bool (*output_bound)(const void *state, int out_index, float *bound);
     void (*free)(void *state);
 } backend_iface;
 

@@ -45,6 +45,8 @@ static af_status cpu_bind(void *s, int i, int o) { return cpu_exec_bind_state(((
 static af_status cpu_write(void *s, int i, const float *src) { return cpu_exec_write_state(((cpu_state *)s)->e, i, src); }
 static af_status cpu_read(void *s, int i, float *dst) { return cpu_exec_read_state(((cpu_state *)s)->e, i, dst); }
 static size_t cpu_bytes(const void *s) { return cpu_exec_memory_bytes(((const cpu_state *)s)->e); }
+static af_status cpu_track(void *s) { return cpu_exec_track_bounds(((cpu_state *)s)->e); }
+static bool cpu_bound(const void *s, int i, float *b) { return cpu_exec_output_bound(((const cpu_state *)s)->e, i, b); }
 
 const backend_iface cpu_backend = {
     .name = "cpu",
@@ -55,5 +57,7 @@ const backend_iface cpu_backend = {
     .write_state = cpu_write,
     .read_state = cpu_read,
     .memory_bytes = cpu_bytes,
+    .track_bounds = cpu_track,
+    .output_bound = cpu_bound,
     .free = cpu_free,
 };

@@ -6,6 +6,8 @@
 #include "compile/plan.h"
 #include "cpu/pool.h"
 
+#include <stdbool.h>
+
 /* Called after the kernel of schedule entry s wrote out (count(t->shape) floats) and
  * before fp16 rounding; ins are the node's source values. */
 typedef void (*cpu_node_hook)(void *ctx, int s, const af_tensor *t, float *out, const float *const *ins);
@@ -29,5 +31,11 @@ af_status cpu_exec_bind_state(cpu_exec *e, int in_index, int out_index);
 af_status cpu_exec_write_state(cpu_exec *e, int in_index, const float *src);
 af_status cpu_exec_read_state(const cpu_exec *e, int in_index, float *dst);
 size_t    cpu_exec_memory_bytes(const cpu_exec *e);
+/* From the next run on, outputs whose every final value a GEMM epilogue sees (a matmul's
+ * or matmul_w's result, its fused add's: a weight's gradient) get a bound on their
+ * largest |x| at no extra pass: cpu_exec_output_bound gives it after a run, INFINITY when
+ * an inf or nan is inside, false for the other outputs (the caller reads those). */
+af_status cpu_exec_track_bounds(cpu_exec *e);
+bool      cpu_exec_output_bound(const cpu_exec *e, int out_index, float *bound);
 void      cpu_exec_free(cpu_exec *e);
 #endif

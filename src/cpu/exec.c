@@ -10,6 +10,7 @@
 #include "cpu/sched.h"
 #include "ir/fp16.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,12 @@ struct cpu_exec {
     int *state_out;        /* per input: the output copied onto it after a run, or -1 */
     cpu_fusion *fusion;    /* per schedule index, or NULL: no fusion */
     cpu_bf16_cache *bf16_cache; /* bf16 only: weights' packings kept from forward to backward */
+    /* cpu_exec_track_bounds: per output, the schedule index of the GEMM whose epilogue
+     * bounds it (-1: none), per schedule index the output it bounds (-1), and the run's
+     * largest |x| patterns */
+    int *bound_by, *bounds_out;
+    _Atomic uint32_t *out_max;
+    bool *out_f32; /* per output: delivered as fp32 in the last run */
 };
 
 static bool needs_rounding(const cpu_exec *e, const af_tensor *t) {
@@ -49,6 +56,10 @@ void cpu_exec_free(cpu_exec *e) {
     free(e->srcptr);
     free(e->state_out);
     free(e->fusion);
+    free(e->bound_by);
+    free(e->bounds_out);
+    free((void *)e->out_max);
+    free(e->out_f32);
     cpu_sched_free(&e->own);
     cpu_bf16_cache_free(e->bf16_cache);
     cpu_pool_release(e->pool);
@@ -209,11 +220,81 @@ static void run_fused(cpu_exec *e, const af_tensor *t, const cpu_fusion *f) {
         cpu_mul_colsum(e->pool, a, e->val[f->xr[1]], f->scaled ? e->val[f->xr[2]] : NULL, out, rows, d);
 }
 
+/* The schedule index of the product whose epilogue sees every final value of output i,
+ * or -1: a matmul_w or single-GEMM matmul (every path of theirs applies the epilogue to
+ * each element it finishes) writing the output's own values, or those of the add it
+ * absorbed, with nothing written into them after it (a tied embedding's rows) and no
+ * rounding after it (fp16). In fp32 only: the bf16 GEMM applies an epilogue as a pass of
+ * its own over C, which cost more than the host optimizer's read of the gradient it
+ * saves (llama b, bf16: forward and backward 53 -> 56 ms, the update 9.4 -> 7.5). */
+static int bound_source(const cpu_exec *e, int i) {
+    const compile_plan *p = e->p;
+    const af_tensor *t = p->out[i];
+    const cpu_fusion *f = e->fusion;
+    int s = -1;
+    for (int k = 0; k < p->nsched && s < 0; k++)
+        if (p->sched[k] == t) s = k;
+    if (s < 0 || e->o.fp16 || e->o.fp16_accum || e->o.bf16 || e->o.after_node || t->dtype != AF_F32 ||
+        e->offset[t->id] < 0)
+        return -1;
+    int h = s;
+    if (f) {
+        for (int k = 0; k < p->nsched; k++)
+            if (f[k].acc_into == s) return -1;
+        if (f[s].absorbed) {
+            h = -1;
+            for (int k = 0; k < p->nsched && h < 0; k++)
+                if (!f[k].absorbed && f[k].tail == s) h = k;
+        } else if (f[s].tail >= 0) {
+            return -1;
+        }
+        if (h < 0 || f[h].kind || f[h].mask_x >= 0 || f[h].add_mul || f[h].relu_grad_x >= 0 || f[h].acc_into >= 0)
+            return -1;
+    }
+    const af_tensor *g = p->sched[h];
+    bool gemm = g->op == IR_OP_MATMUL_W || (g->op == IR_OP_MATMUL && cpu_matmul_is_one_gemm(g));
+    return gemm && g->dtype == AF_F32 ? h : -1;
+}
+
+af_status cpu_exec_track_bounds(cpu_exec *e) {
+    const compile_plan *p = e->p;
+    if (e->bound_by) return AF_OK;
+    e->bound_by = malloc(sizeof *e->bound_by * (size_t)(p->nout + 1));
+    e->bounds_out = malloc(sizeof *e->bounds_out * (size_t)(p->nsched + 1));
+    e->out_max = calloc((size_t)p->nout + 1, sizeof *e->out_max);
+    e->out_f32 = calloc((size_t)p->nout + 1, sizeof *e->out_f32);
+    if (!e->bound_by || !e->bounds_out || !e->out_max || !e->out_f32) {
+        free(e->bound_by), free(e->bounds_out), free((void *)e->out_max), free(e->out_f32);
+        e->bound_by = e->bounds_out = NULL, e->out_max = NULL, e->out_f32 = NULL;
+        return ir_fail(AF_ERR_NOMEM, "out of memory");
+    }
+    for (int s = 0; s < p->nsched; s++) e->bounds_out[s] = -1;
+    for (int i = 0; i < p->nout; i++) {
+        e->bound_by[i] = bound_source(e, i);
+        if (e->bound_by[i] >= 0) e->bounds_out[e->bound_by[i]] = i; /* two outputs of one tensor: the last */
+    }
+    return AF_OK;
+}
+
+bool cpu_exec_output_bound(const cpu_exec *e, int i, float *bound) {
+    if (!e->bound_by || i < 0 || i >= e->p->nout || e->bound_by[i] < 0 || !e->out_f32[i]) return false;
+    /* two outputs of one tensor share the first's slot */
+    int j = e->bounds_out[e->bound_by[i]];
+    uint32_t u = atomic_load(&e->out_max[j]);
+    if (u >= 0x7f800000u) *bound = INFINITY; /* inf or nan inside */
+    else memcpy(bound, &u, sizeof *bound);
+    return true;
+}
+
 af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
     const compile_plan *p = e->p;
     cpu_bf16_cache_step(e->bf16_cache); /* a new step: the inputs may have changed */
     feed_inputs(e, in);
     place_outputs(e, in, out);
+    for (int i = 0; e->bound_by && i < p->nout; i++) {
+        atomic_store(&e->out_max[i], 0);
+        e->out_f32[i] = out[i].dtype == AF_F32;
+    }
     const float **ins = e->srcptr;
     for (int s = 0; s < p->nsched; s++) {
         af_tensor *t = p->sched[s];
@@ -245,16 +326,19 @@ af_status cpu_exec_run(cpu_exec *e, const af_buffer *in, af_buffer *out) {
         if (f && f->mask_x >= 0) { /* a pool gradient writing its ReLU gradient's values */
             out = e->val[p->sched[f->tail]->id];
         } else if (f && f->tail >= 0) { /* a fused chain: the head writes the tail's values */
-            ep = (cpu_epilogue){ f->bias_id >= 0 ? e->val[f->bias_id] : NULL, false, f->relu,
-                                 f->add_id >= 0 ? e->val[f->add_id] : NULL, t->shape.dim[t->shape.rank - 1] };
+            ep = (cpu_epilogue){ .bias = f->bias_id >= 0 ? e->val[f->bias_id] : NULL, .relu = f->relu,
+                                 .add = f->add_id >= 0 ? e->val[f->add_id] : NULL, .ld_add = t->shape.dim[t->shape.rank - 1] };
             out = e->val[p->sched[f->tail]->id];
         } else if (e->offset[t->id] < 0) { /* an aliasing reshape or slice: the source's values */
             e->val[t->id] = e->val[t->src[0]->id] + cpu_alias_offset(t);
             continue;
         }
+        int bounds = e->bounds_out ? e->bounds_out[s] : -1;
+        if (bounds >= 0) ep.absmax = &e->out_max[bounds]; /* an output the caller wants bounded */
+        bool with_ep = (f && f->tail >= 0 && f->mask_x < 0) || bounds >= 0;
         for (int k = 0; k < t->nsrc; k++) ins[k] = e->val[t->src[k]->id];
         cpu_call c = { .t = t, .in = ins, .out = out, .pool = e->pool, .scratch = e->scratch,
-                       .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16, .ep = f && f->tail >= 0 && f->mask_x < 0 ? &ep : NULL,
+                       .fp16_accum = e->o.fp16_accum, .fp16 = e->o.fp16, .ep = with_ep ? &ep : NULL,
                        .relu_x = f && f->mask_x >= 0 ? e->val[f->mask_x] : NULL, .bf16 = e->o.bf16, .bf16_cache = e->bf16_cache };
         cpu_kernels[t->op](&c);
         if (e->o.after_node && (!e->o.hook_at || e->o.hook_at[s])) e->o.after_node(e->o.hook_ctx, s, t, e->val[t->id], ins);

@@ -166,6 +166,22 @@ CPU_VECTOR_CLONES void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int6
         if (ep->relu)
             for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
     }
+    if (ep->absmax) {
+        uint32_t mx = 0;
+        for (int64_t i = 0; i < m; i++) {
+            const float *c = C + (i0 + i) * ldc + j0;
+            for (int64_t j = 0; j < n; j++) {
+                uint32_t u;
+                memcpy(&u, &c[j], sizeof u);
+                u &= 0x7fffffffu;
+                mx = u > mx ? u : mx;
+            }
+        }
+        uint32_t cur = atomic_load_explicit(ep->absmax, memory_order_relaxed);
+        while (mx > cur && !atomic_compare_exchange_weak_explicit(ep->absmax, &cur, mx, memory_order_relaxed,
+                                                                  memory_order_relaxed)) {
+        }
+    }
 }
 
 typedef struct { const cpu_epilogue *ep; float *C; int64_t ldc, N; } epilogue_job;

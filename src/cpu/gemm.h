@@ -10,6 +10,7 @@
  * dot-product path. */
 #ifndef AF_CPU_GEMM_H
 #define AF_CPU_GEMM_H
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "cpu/gemm_ukernel.h"
@@ -17,17 +18,23 @@
 
 /* Applied to each finished element of C, after beta: c += bias (per column j, or per
  * row i when bias_rows), then c += add[i * ld_add + j] (a residual or a second product's
- * sum, fuse.c), then max(c, 0) when relu. */
+ * sum, fuse.c), then max(c, 0) when relu; then, when absmax is set, the largest |c| bit
+ * pattern of those elements is max'ed into *absmax (a NaN's or inf's lies above every
+ * finite one's): the bound on a gradient the host optimizer's screen then need not
+ * read (exec.c). */
 typedef struct {
     const float *bias; /* NULL: none */
     bool bias_rows;
     bool relu;
     const float *add; /* NULL: none; never C itself */
     int64_t ld_add;
+    _Atomic uint32_t *absmax; /* NULL: none */
 } cpu_epilogue;
 
 /* Whether ep does anything. */
-static inline bool cpu_epilogue_any(const cpu_epilogue *ep) { return ep && (ep->bias || ep->relu || ep->add); }
+static inline bool cpu_epilogue_any(const cpu_epilogue *ep) {
+    return ep && (ep->bias || ep->relu || ep->add || ep->absmax);
+}
 /* ep on C[i0.., j0..] of size m x n (the element indices of the whole product). */
 void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m, int64_t n);
 /* ep on the whole M x N of C, its rows split over the pool (after a product that had no

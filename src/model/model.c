@@ -185,6 +185,14 @@ af_status af_model_read_state(const af_model *m, int in_index, float *dst) {
     return st;
 }
 
+bool model_track_output_bounds(af_model *m) {
+    return m && m->state && m->be->track_bounds && m->be->track_bounds(m->state) == AF_OK;
+}
+
+bool model_output_bound(const af_model *m, int out_index, float *bound) {
+    return m && m->state && m->be->output_bound && m->be->output_bound(m->state, out_index, bound);
+}
+
 int af_model_num_nodes(const af_model *m) { return m ? m->plan.nsched : 0; }
 size_t af_model_arena_bytes(const af_model *m) {
     if (!m) return 0;

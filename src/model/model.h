@@ -23,6 +23,12 @@ struct af_model {
     float **vals;               /* per host value at or past plan.nin: its fp32 array */
 };
 
+/* Bounds on outputs' largest |x| where the backend offers them (backend_iface's
+ * track_bounds): asked for once, read after each run; false where the model (a
+ * segmented one) or its backend offers none, or for an output it does not bound. */
+bool model_track_output_bounds(af_model *m);
+bool model_output_bound(const af_model *m, int out_index, float *bound);
+
 /* Cuts the plan into segments and compiles each for opts' target; AF_OK or the status
  * with msg set. */
 af_status model_compile_segments(af_model *m, const af_compile_opts *opts, char *msg, size_t n);

@@ -52,6 +52,7 @@ struct af_trainer {
     float **gsum;              /* grad_accum > 1: the step's gradients summed over its batches */
     bool moments_faulted;      /* m and v faulted in writable before the host optimizer's first read (host_opt.c) */
     tr_state_bound *bound;     /* [np]: what the host optimizer's last update left in m, v and w */
+    float *gbound;             /* [np]: a bound on |grad[i]| from the run that computed it (INFINITY: none) */
     int64_t step, skipped, skipped_consecutive, clean_run;
     int64_t stuck_skips;       /* consecutive skips that a lower loss scale cannot cure */
     float scale, moment_unit;

@@ -1,6 +1,7 @@
 /* The host and device plans' gradient programs (grad_programs.h). */
 #include "train/grad_programs.h"
 #include "train/step_graph.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,7 +22,11 @@ static af_status gp_programs(af_trainer *t, tr_grad_programs *gp, af_tensor **in
     if (!t->engine) {
         for (int i = 0; i < t->np; i++) out[1 + i] = grads[i];
         gp->fb = tr_compile(t, 3 + t->np, in, 1 + t->np, out);
-        return gp->fb ? AF_OK : ir_fail(AF_ERR_INVALID, "trainer: %s", af_error_message());
+        if (!gp->fb) return ir_fail(AF_ERR_INVALID, "trainer: %s", af_error_message());
+        /* bounds on the gradients that products' epilogues see: the host optimizer's
+         * screen then reads only the others (host_opt.c) */
+        model_track_output_bounds(gp->fb);
+        return AF_OK;
     }
     gp->fwd = tr_compile(t, 3 + t->np, in, 1, out);
     if (!gp->fwd)
@@ -99,6 +104,8 @@ af_status tr_grad_programs_run(af_trainer *t, tr_grad_programs *gp, const float 
     if (gp->fb) { /* one fused program: the first output then every gradient */
         for (int i = 0; i < t->np; i++) out[1 + i] = AF_BUF_F32(t->grad[i], t->count[i]);
         if ((st = tr_run(t, gp->fb, in, out))) return st;
+        for (int i = 0; i < t->np; i++)
+            if (!model_output_bound(gp->fb, 1 + i, &t->gbound[i])) t->gbound[i] = INFINITY;
     } else { /* the engine's recipe: a forward program and one backward program per param */
         if ((st = tr_run(t, gp->fwd, in, out))) return st;
         for (int i = 0; i < t->np; i++) {

@@ -28,6 +28,7 @@ typedef struct {
     int sgd;
     host_pass pass;
     bool read_w;          /* screen: w has no bound from the last store */
+    bool read_g;          /* screen: g has no bound from the run that computed it */
     atomic_uint bad;      /* check: some new value is not finite */
     atomic_uint max0, max1, max2; /* the largest bit patterns: screen |g * unscale|, |w|; store |m|, v, |w| */
 } host_opt;
@@ -78,25 +79,23 @@ CPU_VECTOR_CLONES static uint32_t adam_check(int64_t j0, int64_t j1, const float
     return bad;
 }
 
-/* The largest |g * unscale| of [j0, j1), and of |w| where wmax is not NULL, as bit
- * patterns (bound_of). */
+/* The largest |g * unscale| of [j0, j1) where gmax is not NULL, and of |w| where wmax is
+ * not NULL, as bit patterns (bound_of). */
 CPU_VECTOR_CLONES static void adam_screen(int64_t j0, int64_t j1, const float *restrict w, const float *restrict g,
                                           float unscale, uint32_t *gmax, uint32_t *wmax) {
     uint32_t gb = 0, wb = 0;
-    if (wmax) {
-        for (int64_t j = j0; j < j1; j++) {
-            uint32_t a = bits_of(g[j] * unscale) & 0x7fffffffu, b = bits_of(w[j]) & 0x7fffffffu;
-            gb = a > gb ? a : gb;
-            wb = b > wb ? b : wb;
-        }
-        *wmax = wb;
-    } else {
+    if (gmax)
         for (int64_t j = j0; j < j1; j++) {
             uint32_t a = bits_of(g[j] * unscale) & 0x7fffffffu;
             gb = a > gb ? a : gb;
         }
-    }
-    *gmax = gb;
+    if (wmax)
+        for (int64_t j = j0; j < j1; j++) {
+            uint32_t b = bits_of(w[j]) & 0x7fffffffu;
+            wb = b > wb ? b : wb;
+        }
+    if (gmax) *gmax = gb;
+    if (wmax) *wmax = wb;
 }
 
 /* The update in place (restrict: w, m, v and g are four arrays, each element read
@@ -134,7 +133,7 @@ static void host_opt_range(void *p, int64_t j0, int64_t j1) {
         adam_store(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale, &max0, &max1,
                    &max2);
     } else if (o->pass == PASS_SCREEN) {
-        adam_screen(j0, j1, o->w, o->g, o->unscale, &max0, o->read_w ? &max1 : NULL);
+        adam_screen(j0, j1, o->w, o->g, o->unscale, o->read_g ? &max0 : NULL, o->read_w ? &max1 : NULL);
     } else {
         bad = adam_check(j0, j1, o->w, o->m, o->v, o->g, o->b1, o->b2, o->lr_t, o->eps, o->decay, o->unscale);
     }
@@ -187,7 +186,8 @@ static bool host_update(af_trainer *t, int i, const float *g, int64_t step, floa
     float lr = tr_lr_at(&t->o, step);
     host_opt o = { t->master[i], t->m[i], t->v[i], g, t->o.beta1, t->o.beta2, 0.0f, t->o.eps,
                    1.0f - lr * t->o.weight_decay, lr / t->scale * gfactor, gfactor / t->scale,
-                   t->o.optimizer == AF_OPT_SGD, pass, !isfinite(t->bound[i].w_max), 0, 0, 0, 0 }; /* atomics: below */
+                   t->o.optimizer == AF_OPT_SGD, pass, !isfinite(t->bound[i].w_max), !isfinite(t->gbound[i]),
+                   0, 0, 0, 0 }; /* atomics: below */
     if (!o.sgd) o.lr_t = tr_lr_t(t, step);
     if (o.sgd && pass == PASS_SCREEN) return false; /* SGD's check reads no more than a screen would */
     struct cpu_pool *pool = tr_pool(t);
@@ -195,11 +195,14 @@ static bool host_update(af_trainer *t, int i, const float *g, int64_t step, floa
     atomic_init(&o.max0, 0);
     atomic_init(&o.max1, 0);
     atomic_init(&o.max2, 0);
-    cpu_pool_for(pool, n, 32768, host_opt_range, &o);
-    if (pass == PASS_SCREEN) { /* w read only when the last store left no bound on it */
+    /* The screen reads g only without the run's bound on it, and w only without the last
+     * store's: usually it reads nothing. */
+    if (pass != PASS_SCREEN || o.read_g || o.read_w) cpu_pool_for(pool, n, 32768, host_opt_range, &o);
+    if (pass == PASS_SCREEN) {
+        /* |g| <= G gives |fl(g u)| <= fl(G |u|): rounding is monotone */
+        double gmax = o.read_g ? bound_of(atomic_load(&o.max0)) : t->gbound[i] * fabsf(o.unscale);
         double wmax = o.read_w ? bound_of(atomic_load(&o.max1)) : t->bound[i].w_max;
-        return tr_adam_surely_finite(o.b1, o.b2, o.lr_t, o.eps, o.decay, bound_of(atomic_load(&o.max0)), wmax,
-                                     t->bound[i]);
+        return tr_adam_surely_finite(o.b1, o.b2, o.lr_t, o.eps, o.decay, gmax, wmax, t->bound[i]);
     }
     if (pass == PASS_STORE) {
         if (!o.sgd)
@@ -243,6 +246,7 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
     int nb = t->o.grad_accum;
     float *const *grad = nb > 1 ? t->gsum : t->grad;
     double loss = 0, acc = 0;
+    for (int i = 0; i < t->np; i++) t->gbound[i] = INFINITY; /* a plan's grads may set them */
     for (int b = 0; b < nb; b++) { /* grad_accum batches: gradients summed into gsum */
         if ((st = t->plan->grads(t, x + (int64_t)b * t->x_count, y + (int64_t)b * t->y_count, info))) return st;
         loss += info->loss / nb;
@@ -252,6 +256,9 @@ af_status tr_host_opt_step(af_trainer *t, const float *x, const float *y, af_ste
             else add_into(t->gsum[i], t->grad[i], t->count[i]);
         }
     }
+    /* The run's bounds hold for its own gradients only: not for a sum of batches, nor
+     * for the ranks' mean. */
+    for (int i = 0; (nb > 1 || t->dist) && i < t->np; i++) t->gbound[i] = INFINITY;
     /* Data-parallel: every rank updates with the mean over the ranks' batches. */
     if (t->dist && (st = tr_dist_average_grads(t, grad, &loss, &acc))) return st;
     info->loss = loss;

@@ -55,15 +55,16 @@ static af_status alloc_params(af_trainer *t, int np) {
     t->m = calloc(n, sizeof *t->m);
     t->v = calloc(n, sizeof *t->v);
     t->bound = calloc(n, sizeof *t->bound); /* zeros: the moments start at zero (w_max: unknown, below) */
+    t->gbound = calloc(n, sizeof *t->gbound);
     t->grad = calloc(n, sizeof *t->grad);
     t->gsum = calloc(n, sizeof *t->gsum);
     t->eval_in = calloc(n + 1, sizeof *t->eval_in);
     t->feed_in = calloc((size_t)t->nfeed, sizeof *t->feed_in);
     t->feed_out = calloc((size_t)t->nfeed, sizeof *t->feed_out);
-    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->bound || !t->grad || !t->gsum ||
+    if (!t->p || !t->count || !t->flat || !t->master || !t->m || !t->v || !t->bound || !t->gbound || !t->grad || !t->gsum ||
         !t->eval_in || !t->feed_in || !t->feed_out)
         return ir_fail(AF_ERR_NOMEM, "af_trainer_new: out of memory for %d params", np);
-    for (int i = 0; i < np; i++) t->bound[i].w_max = INFINITY; /* the net's weights: unknown */
+    for (int i = 0; i < np; i++) t->bound[i].w_max = t->gbound[i] = INFINITY; /* the net's weights: unknown */
     t->np = np;
     return AF_OK;
 }
@@ -172,7 +173,7 @@ void af_trainer_free(af_trainer *t) {
         free(t->grad[i]);
         free(t->gsum[i]);
     }
-    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->bound, t->grad, t->gsum,
+    void *arrays[] = { t->p, t->count, t->flat, t->master, t->m, t->v, t->bound, t->gbound, t->grad, t->gsum,
                        t->eval_in, t->feed_in, t->feed_out, t->dist_req };
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(t->eval_x);

@@ -105,13 +105,13 @@ static void test_mlp_grads(int threads, af_precision precision) {
 }
 
 /* A product whose fused add (a residual computed before it) is the output: bounded after
- * the add; a product read by a second output's ReLU: bounded on its own; a weight the
- * size of an lm_head (matmul_w, more than 8,192 rows). */
+ * the add; a product read by a second output's ReLU, and requested twice: bounded on its
+ * own, both times; a weight the size of an lm_head (matmul_w, more than 8,192 rows). */
 static void test_fused_and_chunked(int threads, af_precision precision) {
     enum { M = 40, K = 256, N = 96, V = 8200 };
     af_graph *g = af_graph_new();
     af_tensor *x = af_input(g, "x", AF_F32, AF_SHAPE(M, K)), *r = af_input(g, "r", AF_F32, AF_SHAPE(M, N));
-    static float wv[N * K], lm[V * K], xv[M * K], rv[M * N], o0[M * N], o1[M * N], o2[M * N], o3[M * V];
+    static float wv[N * K], lm[V * K], xv[M * K], rv[M * N], o0[M * N], o1[M * N], o2[M * N], o3[M * V], o4[M * N];
     test_fill_uniform(&rng, wv, N * K, -1, 1);
     test_fill_uniform(&rng, lm, V * K, -1, 1);
     test_fill_uniform(&rng, xv, M * K, -1, 1);
@@ -119,17 +119,18 @@ static void test_fused_and_chunked(int threads, af_precision precision) {
     lm[4321 * K + 7] = 40.0f; /* a large entry far down the weight: a chunk past the first */
     af_tensor *w = af_const(g, "w", AF_SHAPE(N, K), wv), *wl = af_const(g, "lm", AF_SHAPE(V, K), lm);
     af_tensor *xw = af_matmul_w(x, w);
-    af_tensor *out[4] = { af_add(af_matmul_w(x, w), r), xw, af_relu(xw), af_matmul_w(x, wl) }, *in[2] = { x, r };
+    af_tensor *out[5] = { af_add(af_matmul_w(x, w), r), xw, af_relu(xw), af_matmul_w(x, wl), xw }, *in[2] = { x, r };
     af_compile_opts o = { .target = AF_TARGET_CPU, .precision = precision, .threads = threads };
-    af_model *m = af_compile(g, 2, in, 4, out, &o);
+    af_model *m = af_compile(g, 2, in, 5, out, &o);
     CHECK(m != NULL, "compile: %s", af_error_message());
     af_buffer inb[2] = { AF_BUF_F32(xv, M * K), AF_BUF_F32(rv, M * N) };
-    af_buffer outb[4] = { AF_BUF_F32(o0, M * N), AF_BUF_F32(o1, M * N), AF_BUF_F32(o2, M * N), AF_BUF_F32(o3, M * V) };
+    af_buffer outb[5] = { AF_BUF_F32(o0, M * N), AF_BUF_F32(o1, M * N), AF_BUF_F32(o2, M * N), AF_BUF_F32(o3, M * V),
+                          AF_BUF_F32(o4, M * N) };
     const bool fp32 = precision != AF_PRECISION_BF16 || cpu_gemm_bf16_best() == CPU_BF16_NONE;
-    const bool want[4] = { fp32, fp32, false, fp32 };
+    const bool want[5] = { fp32, fp32, false, fp32, fp32 };
     char what[96];
     snprintf(what, sizeof what, "fused and chunked, %d threads, %s", threads, precision == AF_PRECISION_BF16 ? "bf16" : "fp32");
-    if (m && model_track_output_bounds(m) && af_run(m, inb, outb) == AF_OK) check_bounds(m, 4, outb, want, what);
+    if (m && model_track_output_bounds(m) && af_run(m, inb, outb) == AF_OK) check_bounds(m, 5, outb, want, what);
     else CHECK(0, "%s: %s", what, af_error_message());
     af_model_free(m);
     af_graph_free(g);

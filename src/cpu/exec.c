@@ -271,15 +271,14 @@ af_status cpu_exec_track_bounds(cpu_exec *e) {
     for (int s = 0; s < p->nsched; s++) e->bounds_out[s] = -1;
     for (int i = 0; i < p->nout; i++) {
         e->bound_by[i] = bound_source(e, i);
-        if (e->bound_by[i] >= 0) e->bounds_out[e->bound_by[i]] = i; /* two outputs of one tensor: the last */
+        if (e->bound_by[i] >= 0) e->bounds_out[e->bound_by[i]] = i; /* two outputs of one tensor: the last's slot */
     }
     return AF_OK;
 }
 
 bool cpu_exec_output_bound(const cpu_exec *e, int i, float *bound) {
     if (!e->bound_by || i < 0 || i >= e->p->nout || e->bound_by[i] < 0 || !e->out_f32[i]) return false;
-    /* two outputs of one tensor share the first's slot */
-    int j = e->bounds_out[e->bound_by[i]];
+    int j = e->bounds_out[e->bound_by[i]]; /* two outputs of one tensor share one slot */
     uint32_t u = atomic_load(&e->out_max[j]);
     if (u >= 0x7f800000u) *bound = INFINITY; /* inf or nan inside */
     else memcpy(bound, &u, sizeof *bound);

@@ -2,13 +2,14 @@
  * into chunks run side by side: x W^T (a weight stored [N, K], as a linear layer's),
  * taken as C^T = W x^T over chunks of W's rows, and x W with a long K (lm_head's input
  * gradient), split over K among the threads and summed. Checked against a double loop
- * over the bf16-rounded operands: the plain product, a fused bias (applied per row of
- * C^T), a fused ReLU, N across several chunks and not a multiple of one, matmul_w (a
- * matmul node with a weight of at most 8,192 rows is one product, k_matmul.c), and
+ * over the bf16-rounded operands: the plain product, a fused bias (applied per column
+ * of C after the transpose), a fused ReLU, N across several chunks and not a multiple of
+ * one, matmul_w (a matmul node with a weight of at most 8,192 rows is one product,
+ * k_matmul.c), and
  * K across several chunks. Products with a side of 8 or less (LoRA's rank 8, a few
  * rows) stay fp32: they equal the double loop over the unrounded operands. A fused
  * addend (the product plus a tensor of its shape, fuse.c) on each path, the chunked one
- * adding it on C after the transpose. Skipped (77)
+ * applying the whole epilogue on C after the transpose. Skipped (77)
  * on a CPU with no bf16 path. */
 #include "aneforge.h"
 #include "cpu/gemm_bf16.h"

@@ -127,18 +127,10 @@ static void wt_chunks(void *p, int64_t c0, int64_t c1) {
     if (!ct) { j->failed = 1; return; }
     for (int64_t ch = c0; ch < c1; ch++) {
         int64_t j0 = ch * j->nb, n = j->N - j0 < j->nb ? j->N - j0 : j->nb;
-        const cpu_epilogue *e = j->c->ep;
-        cpu_epilogue ep = { 0 };
-        /* C^T's rows are C's columns; an added matrix (and the ReLU after it) goes on C */
-        if (e)
-            ep = (cpu_epilogue){ .bias = e->bias ? e->bias + j0 : NULL, .bias_rows = true, .relu = e->relu && !e->add,
-                                 .absmax = e->add ? NULL : e->absmax };
-        cpu_kgemm(j->c, NULL, 0, 0, n, j->M, j->K, j->W + j0 * j->ldw, j->ldw, j->xt, j->M, 0.0f, ct, j->M, e ? &ep : NULL);
+        cpu_kgemm(j->c, NULL, 0, 0, n, j->M, j->K, j->W + j0 * j->ldw, j->ldw, j->xt, j->M, 0.0f, ct, j->M, NULL);
         transpose_block(ct, j->M, j->c->out + j0, j->N, n, j->M);
-        if (e && e->add) {
-            cpu_epilogue on_c = { .relu = e->relu, .add = e->add, .ld_add = e->ld_add, .absmax = e->absmax };
-            cpu_apply_epilogue(&on_c, j->c->out, j->N, 0, j0, j->M, n);
-        }
+        /* the whole epilogue on C's columns [j0, j0 + n), still in cache */
+        if (cpu_epilogue_any(j->c->ep)) cpu_apply_epilogue(j->c->ep, j->c->out, j->N, 0, j0, j->M, n);
     }
     free(ct);
 }

@@ -22,6 +22,12 @@
 # GNU time's maximum RSS), the validation loss (llama), and every ratio to aneforge's
 # median. The first lines name the CPU (model, family/model/stepping, the vector flags)
 # and its fp32 and bf16 peaks measured on the spot (bench_fma_peak on THREADS threads).
+# PHASES=1 (llama workloads, sides aneforge and torch) splits each step as `train llama
+# --log` does, the forward+backward apart from the optimizer (every llama workload then
+# runs 11 steps: the log's step-11 line is the mean of steps 2-11, PyTorch's timing
+# starts at step 2 too), and adds what the 0.7x-eager target asks of our forward+backward:
+# the budget left by our optimizer, the share of the fp32 peak it needs against the share
+# each side reaches, and the memory's rate for the update (bench_update_rate).
 #   bench/compare_torch.sh [build dir]
 #   ROUNDS=3 THREADS=2 WORKLOADS="llama_a" SIDES="aneforge torch" bench/compare_torch.sh
 set -euo pipefail
@@ -36,6 +42,7 @@ TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 VENV=${VENV:-$BUILD/torch-venv}
 WORK=${WORK:-$BUILD/compare_torch}
 LLAMA_STEPS=${LLAMA_STEPS:-12}
+PHASES=${PHASES:-0}
 source bench/common.sh
 [ -x "$AF" ] || { echo "build first: make build (or pass the build dir)" >&2; exit 2; }
 cpu_banner "$AF"
@@ -92,9 +99,10 @@ fortunes() {
 # PyTorch at its best (a command prefix: GNU time runs it).
 torch_env=(env OMP_WAIT_POLICY=PASSIVE LD_PRELOAD="$TCMALLOC" OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS"
     ${coretype:+OPENBLAS_CORETYPE=$coretype})
-# measure SIDE: runs one side of the current workload; prints "ms rss_mib val_loss".
+# measure SIDE: runs one side of the current workload; prints "ms rss_mib val_loss
+# fwd_bwd_ms optimizer_ms" (the last two "-" unless PHASES=1 splits a llama step).
 measure() {
-    local side=$1 out rss py mode ms vl prec=()
+    local side=$1 out rss py mode ms vl prec=() log=() fb=- opt=-
     case $side in
         aneforge) py= ;;
         aneforge_bf16) py= prec=(--precision bf16) ;;
@@ -105,10 +113,16 @@ measure() {
     esac
     if [ -z "$py" ]; then
         if [ "$kind" = llama ]; then
+            [ "$PHASES" != 1 ] || { rm -f "$WORK/phases.jsonl"; log=(--log "$WORK/phases.jsonl"); }
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" env -i "$AF" train llama --init "$init" --data "$WORK/train.bin" \
                 --val "$val" --steps "$steps" --batch $batch --seq $seq --lr 1e-3 --schedule constant \
-                --weight-decay 0.1 --threads "$THREADS" "${prec[@]}" --json 2>/dev/null)
+                --weight-decay 0.1 --threads "$THREADS" "${prec[@]}" "${log[@]}" --json 2>/dev/null)
             ms=$(echo "$out" | field steady_ms_per_step)
+            if [ "$PHASES" = 1 ]; then
+                local l11
+                l11=$(grep "\"step\":11,.*ms_fwd_bwd" "$WORK/phases.jsonl" | head -1)
+                fb=$(echo "$l11" | field ms_fwd_bwd) opt=$(echo "$l11" | field ms_optimizer)
+            fi
         else
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" env -i ANEFORGE_DATA="$PWD/data" "$AF" train $model --data mnist \
                 --epochs $epochs --batch $batch --lr 0.001 --schedule constant --weight-decay 0 \
@@ -121,9 +135,11 @@ measure() {
         local warm=1
         [ "$mode" != compile ] || warm=3
         if [ "$kind" = llama ]; then
+            [ "$PHASES" != 1 ] || log=(--phases)
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" "${torch_env[@]}" "$py" bench/torch_llama.py --init "$init" \
                 --data "$WORK/train.bin" --val "$val" --steps $steps --warmup $warm --batch $batch \
-                --seq $seq --lr 1e-3 --weight-decay 0.1 --threads "$THREADS" --mode $mode 2>/dev/null)
+                --seq $seq --lr 1e-3 --weight-decay 0.1 --threads "$THREADS" --mode $mode "${log[@]}" 2>/dev/null)
+            [ "$PHASES" != 1 ] || { fb=$(echo "$out" | field ms_fwd_bwd) opt=$(echo "$out" | field ms_optimizer); }
         else
             out=$(/usr/bin/time -f '%M' -o "$WORK/rss" "${torch_env[@]}" "$py" bench/torch_train.py --model $model \
                 --batch $batch --epochs 1000 --steps $((tsteps + warm)) --warmup $warm --threads "$THREADS" \
@@ -133,7 +149,7 @@ measure() {
     fi
     vl=$(echo "$out" | field val_loss)
     rss=$(tail -1 "$WORK/rss")
-    echo "${ms:--} $((rss / 1024)) ${vl:--}"
+    echo "${ms:--} $((rss / 1024)) ${vl:--} ${fb:--} ${opt:--}"
 }
 stats() { # values on stdin ("-" skipped) -> "median min max" or "null null null"
     grep -v '^-$' | sort -g | awk '{a[NR]=$1} END {if (!NR) {print "null null null"; exit}
@@ -150,6 +166,7 @@ for w in $WORKLOADS; do
         stories110m) kind=llama dim=768 layers=12 heads=12 hidden=2048 vocab=32000 seq=256 batch=1 steps=4 ;;
         *) echo "unknown workload '$w'" >&2; exit 2 ;;
     esac
+    [ "$PHASES" != 1 ] || [ $kind != llama ] || steps=11
     if [ $kind = llama ]; then
         fortunes
         init=$WORK/init_$w.bin val=$WORK/val_small.bin
@@ -158,13 +175,13 @@ for w in $WORKLOADS; do
             --hidden $hidden --vocab $vocab --seq $seq
     fi
     sides=($SIDES)
-    declare -A ms=() rss=() vl=()
+    declare -A ms=() rss=() vl=() fbs=() opts=()
     for ((r = 0; r < ROUNDS; r++)); do
         line="$w round $((r + 1)) (load $(cut -d' ' -f1 /proc/loadavg)):"
         for ((i = 0; i < ${#sides[@]}; i++)); do
             s=${sides[$(((i + r) % ${#sides[@]}))]}
-            read -r m k v <<< "$(measure "$s")"
-            ms[$s]+="$m "; rss[$s]+="$k "; vl[$s]+="$v "
+            read -r m k v f o <<< "$(measure "$s")"
+            ms[$s]+="$m "; rss[$s]+="$k "; vl[$s]+="$v "; fbs[$s]+="$f "; opts[$s]+="$o "
             line+=" $s $m ms"
         done
         echo "$line" >&2
@@ -179,6 +196,9 @@ for w in $WORKLOADS; do
         json+=",\"${s}_ms\":[$med,$lo,$hi],\"${s}_rss_mib\":$mem"
         [ "$loss" = null ] || json+=",\"${s}_val_loss\":$loss"
         [ "$s" = aneforge ] || [ "$ref" = null ] || json+=",\"aneforge_over_$s\":$(printf '%.3f' "$(echo "$ref / $med" | bc -l)")"
+        read -r fb _ _ <<< "$(echo "${fbs[$s]}" | tr ' ' '\n' | grep . | stats)"
+        read -r op _ _ <<< "$(echo "${opts[$s]}" | tr ' ' '\n' | grep . | stats)"
+        [ "$fb" = null ] || json+=",\"${s}_fwd_bwd_ms\":$fb,\"${s}_optimizer_ms\":$op"
     done
     # bf16 against our fp32 (the 0.6x target) and against PyTorch's autocast (0.7x).
     read -r b16 _ _ <<< "$(echo "${ms[aneforge_bf16]:--}" | tr ' ' '\n' | grep . | stats)"
@@ -194,7 +214,21 @@ for w in $WORKLOADS; do
         json+=$(printf ',"gflop_per_step":%.2f,"peak_fp32_gflops_after":%s,"floor_ms":%.1f,"aneforge_pct_of_fp32_peak":%.1f,"aneforge_tokens_per_s":%.0f' \
             "$gflop" "$peak" "$(echo "1000 * $gflop / $peak" | bc -l)" "$(echo "100 * $gflop * 1000 / $ref / $peak" | bc -l)" \
             "$(echo "$batch * $seq * 1000 / $ref" | bc -l)")
+        read -r ofb _ _ <<< "$(echo "${fbs[aneforge]:--}" | tr ' ' '\n' | grep . | stats)"
+        read -r oop _ _ <<< "$(echo "${opts[aneforge]:--}" | tr ' ' '\n' | grep . | stats)"
+        read -r tms _ _ <<< "$(echo "${ms[torch]:--}" | tr ' ' '\n' | grep . | stats)"
+        read -r tfb _ _ <<< "$(echo "${fbs[torch]:--}" | tr ' ' '\n' | grep . | stats)"
+        if [ "$ofb" != null ] && [ "$tfb" != null ]; then
+            # Parameters with the classifier tied to the embedding (llama2.c's model.py),
+            # and the memory's time for the update's 28 bytes a parameter on them.
+            pm=$(echo "($vocab * $dim + $layers * (4 * $dim * $dim + 3 * $dim * $hidden + 2 * $dim) + $dim) / 1000000" | bc -l)
+            upd=$("$BUILD/bench_update_rate" "$THREADS" "$(printf '%.1f' "$pm")" | field stream_ms)
+            budget=$(echo "0.7 * $tms - $oop" | bc -l)
+            json+=$(printf ',"params_m":%.1f,"update_memory_ms":%s,"fwd_bwd_budget_ms_at_0.7":%.1f,"aneforge_fwd_bwd_pct_of_peak":%.1f,"torch_fwd_bwd_pct_of_peak":%.1f,"needed_fwd_bwd_pct_of_peak":%.1f' \
+                "$pm" "$upd" "$budget" "$(echo "100 * $gflop * 1000 / $ofb / $peak" | bc -l)" \
+                "$(echo "100 * $gflop * 1000 / $tfb / $peak" | bc -l)" "$(echo "100 * $gflop * 1000 / $budget / $peak" | bc -l)")
+        fi
     fi
     echo "$json,$cpu_json}"
-    unset ms rss vl
+    unset ms rss vl fbs opts
 done

@@ -11,7 +11,10 @@ same weights. Windows are drawn as `aneforge train llama` draws them (splitmix64
 by --seed, start = next % (tokens - seq)), so both sides see the same batches. Prints one
 JSON line: ms_per_step (forward, backward and optimizer step, timed after --warmup steps),
 tokens_per_s, train_loss (mean of the last 10 steps) and val_loss (mean nats per token over
---val in windows of seq + 1 at stride seq). bench/compare_llama.sh runs it at its best
+--val in windows of seq + 1 at stride seq). With --phases it also gives ms_fwd_bwd (zeroing
+the gradients, forward, loss and backward) and ms_optimizer (opt.step()), each the mean
+over the timed steps, as `aneforge train llama --log` splits its steps (bench/compare_torch.sh
+PHASES=1). bench/compare_llama.sh runs it at its best
 (OMP_WAIT_POLICY=PASSIVE, tcmalloc, the thread count, OPENBLAS_CORETYPE).
 """
 import argparse
@@ -171,6 +174,7 @@ def main():
     ap.add_argument("--val")
     ap.add_argument("--mode", choices=["eager", "compile", "bf16"], default="eager",
                     help="torch.compile the model, or autocast to bf16 (torch.autocast('cpu', torch.bfloat16))")
+    ap.add_argument("--phases", action="store_true", help="also time the forward+backward and the optimizer apart")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -197,7 +201,7 @@ def main():
     fwd = torch.compile(model) if a.mode == "compile" else model
     cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.mode == "bf16" else contextlib.nullcontext
     rng = (a.seed * 0x9E3779B97F4A7C15 + 11) & M64  # aneforge train llama's window generator
-    losses, timed_s, timed = [], 0.0, 0
+    losses, timed_s, timed, fb_s = [], 0.0, 0, 0.0
     for step in range(a.steps):
         starts = []
         for _ in range(batch):
@@ -211,15 +215,21 @@ def main():
             logits = fwd(x)
         loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), y.reshape(-1))
         loss.backward()
+        t1 = time.perf_counter()
         opt.step()
         dt = time.perf_counter() - t0
         if step >= a.warmup:
             timed_s += dt
+            fb_s += t1 - t0
             timed += 1
         losses.append(loss.item())
     vl = val_loss(model, np.fromfile(a.val, dtype="<u2"), seq, batch) if a.val else None
     ms = 1000 * timed_s / max(timed, 1)
-    print(json.dumps({"framework": "pytorch", "version": torch.__version__, "mode": a.mode, "train_loss": round(sum(losses[-10:]) / len(losses[-10:]), 6),
+    phases = {}
+    if a.phases:
+        fb = 1000 * fb_s / max(timed, 1)
+        phases = {"ms_fwd_bwd": round(fb, 4), "ms_optimizer": round(ms - fb, 4)}
+    print(json.dumps({**phases, "framework": "pytorch", "version": torch.__version__, "mode": a.mode, "train_loss": round(sum(losses[-10:]) / len(losses[-10:]), 6),
                       "val_loss": round(vl, 6) if vl is not None else None, "steps": a.steps,
                       "ms_per_step": round(ms, 4), "optimizer": opt_kind, "tokens_per_s": round(batch * seq * 1000 / ms, 1),
                       "threads": a.threads}))

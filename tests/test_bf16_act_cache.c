@@ -49,7 +49,7 @@ static void check_gemm(cpu_bf16_path path, cpu_pool *pool) {
     float *w[3] = { w1, w2, w3 };
     int64_t a0 = reused_a();
     for (int i = 0; i < 3; i++) {
-        cpu_bf16_keys k = { &tx, NULL, i < 2, false, false };
+        cpu_bf16_keys k = { &tx, NULL, i < 2, false, false, NULL };
         CHECK(cpu_sgemm_bf16_k(pool, path, 0, 1, M, N, K, x, K, w[i], K, y, N, cache, &k), "refused");
         bf16_ref_check_product("x W_i^T, x kept", y, N, 0, 1, M, N, K, x, K, w[i], K);
     }
@@ -57,25 +57,25 @@ static void check_gemm(cpu_bf16_path path, cpu_pool *pool) {
     /* x as B untransposed (the weight gradients dy^T x) */
     int64_t b0 = reused_b();
     for (int i = 0; i < 2; i++) {
-        cpu_bf16_keys k = { NULL, &tx, false, i == 0, false };
+        cpu_bf16_keys k = { NULL, &tx, false, i == 0, false, NULL };
         CHECK(cpu_sgemm_bf16_k(pool, path, 1, 0, N, K, M, dy, N, x, K, g, K, cache, &k), "refused");
         bf16_ref_check_product("dy^T x, x kept", g, K, 1, 0, N, K, M, dy, N, x, K);
     }
     CHECK(reused_b() == b0 + 1, "x as B: %lld reuses, 1 expected", (long long)(reused_b() - b0));
     /* another layout of the same tensor is not the kept packing */
-    cpu_bf16_keys kt = { &tx, NULL, false, false, false };
+    cpu_bf16_keys kt = { &tx, NULL, false, false, false, NULL };
     CHECK(cpu_sgemm_bf16_k(pool, path, 1, 0, K, N, M, x, K, dy, N, g, N, cache, &kt), "refused");
     CHECK(reused_a() == a0 + 2, "x^T as A took x's packing");
     bf16_ref_check_product("x^T dy", g, N, 1, 0, K, N, M, x, K, dy, N);
     /* the buffer rewritten within the step for another tensor: not x's packing */
     for (int64_t i = 0; i < M * K; i++) x[i] = 0.5f - 3 * x[i];
-    cpu_bf16_keys k2 = { &ty, NULL, false, false, false };
+    cpu_bf16_keys k2 = { &ty, NULL, false, false, false, NULL };
     CHECK(cpu_sgemm_bf16_k(pool, path, 0, 1, M, N, K, x, K, w1, K, y, N, cache, &k2), "refused");
     CHECK(reused_a() == a0 + 2, "another tensor in x's buffer took x's packing");
     bf16_ref_check_product("another tensor in x's buffer (stale packing?)", y, N, 0, 1, M, N, K, x, K, w1, K);
     /* the same tensor in the next step is packed again */
     cpu_bf16_cache_step(cache);
-    cpu_bf16_keys k1 = { &tx, NULL, false, false, false };
+    cpu_bf16_keys k1 = { &tx, NULL, false, false, false, NULL };
     CHECK(cpu_sgemm_bf16_k(pool, path, 0, 1, M, N, K, x, K, w2, K, y, N, cache, &k1), "refused");
     CHECK(reused_a() == a0 + 2, "a packing of the previous step taken");
     bf16_ref_check_product("x in the next step", y, N, 0, 1, M, N, K, x, K, w2, K);

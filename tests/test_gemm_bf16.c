@@ -2,7 +2,13 @@
  * products) against a double-precision triple loop over the same operands rounded to
  * bf16: only the fp32 accumulation may differ. Odd sizes (edges of the 32 x 32 blocks and
  * of K's 32 steps), padded leading dimensions, the pool split; the rounding itself
- * (nearest even, NaN kept) against exact cases. Skipped (77) on a CPU with neither path. */
+ * (nearest even, NaN kept) against exact cases. With a bound asked for (cpu_bf16_keys'
+ * absmax), the same C and the largest |C| of the valid elements bit for bit, the edges'
+ * included, and inf's pattern or above with a nan in A. Skipped (77) on a CPU with
+ * neither path.
+ *
+ * planted: the AMX kernel's edge blocks left out of the bound -> the cases whose largest
+ * |C| lies in an edge row fail. */
 #include "cpu/gemm_bf16.h"
 #include "cpu/pool.h"
 #include "support/check.h"
@@ -66,6 +72,30 @@ static void run_case_t(cpu_bf16_path path, cpu_pool *pool, int ta, int tb, int64
         }
     CHECK(bad == 0, "%s %lldx%lldx%lld pad %lld", cpu_bf16_path_name(path), (long long)M, (long long)N,
           (long long)K, (long long)pad);
+    /* the same product with its bound: the same C, and its largest |C| exactly; then with
+     * a nan in A, a bound of inf's pattern or above */
+    for (int nan = 0; nan < 2; nan++) {
+        float *C2 = malloc(sizeof(float) * (size_t)(M * ldc));
+        for (int64_t i = 0; i < M * ldc; i++) C2[i] = SENTINEL;
+        if (nan) A[(arows - 1) * lda + acols - 1] = NAN; /* the last row's or column's */
+        _Atomic uint32_t mx = 0;
+        cpu_bf16_keys keys = { NULL, NULL, false, false, false, &mx };
+        CHECK(cpu_sgemm_bf16_k(pool, path, ta, tb, M, N, K, A, lda, B, ldb, C2, ldc, NULL, &keys), "bound refused");
+        uint32_t want = 0;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                uint32_t u;
+                memcpy(&u, &C2[i * ldc + j], 4);
+                want = (u & 0x7fffffffu) > want ? u & 0x7fffffffu : want;
+            }
+        if (!nan)
+            CHECK(memcmp(C, C2, sizeof(float) * (size_t)(M * ldc)) == 0, "%s %lldx%lldx%lld: C differs with a bound",
+                  cpu_bf16_path_name(path), (long long)M, (long long)N, (long long)K);
+        CHECK(atomic_load(&mx) == want && (!nan || want >= 0x7f800000u), "%s ta %d tb %d %lldx%lldx%lld%s: bound %#x, largest |C| %#x",
+              cpu_bf16_path_name(path), ta, tb, (long long)M, (long long)N, (long long)K, nan ? " (nan)" : "",
+              (unsigned)atomic_load(&mx), (unsigned)want);
+        free(C2);
+    }
     free(A), free(B), free(C);
 }
 

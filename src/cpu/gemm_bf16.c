@@ -47,7 +47,17 @@ typedef struct {
     float *C;
     int64_t ldc;
     int64_t bs; /* B's packing: its Np (row-major) or its tiles along k (AMX), when B is a leading block of it */
+    _Atomic uint32_t *absmax; /* NULL, or: the largest |C| bit pattern max'ed here (cpu_bf16_keys) */
 } job;
+
+/* A task's largest |C| pattern into the job's (the same order as cpu_epilogue's absmax:
+ * patterns with the sign cleared, inf and nan above every finite value). */
+static void merge_max(const job *j, uint32_t mx) {
+    uint32_t cur = atomic_load_explicit(j->absmax, memory_order_relaxed);
+    while (mx > cur &&
+           !atomic_compare_exchange_weak_explicit(j->absmax, &cur, mx, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -78,6 +88,19 @@ __attribute__((target("avx512f"))) static inline __m512i round16(__m512 x) {
 }
 
 static inline __mmask16 first(int64_t n) { return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1); }
+
+/* The largest |x| pattern of rows x cols floats of C (rows ldc apart, cols <= 32) max'ed
+ * into mx: the block the AMX kernel has just stored, read back from L1. */
+__attribute__((target("avx512f"))) static __m512i block_max(const float *c, int64_t ldc, int64_t rows, int64_t cols,
+                                                            __m512i mx) {
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+    const __mmask16 m0 = first(cols), m1 = first(cols - 16);
+    for (int64_t r = 0; r < rows; r++) {
+        __m512i a = _mm512_maskz_loadu_epi32(m0, c + r * ldc), b = _mm512_maskz_loadu_epi32(m1, c + r * ldc + 16);
+        mx = _mm512_max_epu32(mx, _mm512_max_epu32(_mm512_and_si512(a, abs), _mm512_and_si512(b, abs)));
+    }
+    return mx;
+}
 
 /* n <= 32 consecutive floats (zeros past n) as 16 bf16 pairs: lane t = (x[2t], x[2t + 1]). */
 __attribute__((target("avx512f"))) static inline __m512i adjacent(const float *x, int64_t n) {
@@ -207,6 +230,8 @@ __attribute__((target("avx512f,avx512bw"))) static void pack_range(void *ctx, in
  * 16-pair vectors of B per k pair. Stores only the valid rows and columns. */
 __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx, int64_t b0, int64_t b1) {
     const job *j = ctx;
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+    __m512i mx = _mm512_setzero_si512();
     for (int64_t i0 = b0 * 32; i0 < b1 * 32; i0 += 8)
         for (int64_t j0 = 0; j0 < j->Np; j0 += 32) {
             __m512 acc[8][2];
@@ -230,8 +255,14 @@ __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx,
                 float *c = j->C + (i0 + r) * j->ldc + j0;
                 _mm512_mask_storeu_ps(c, m0, acc[r][0]);
                 _mm512_mask_storeu_ps(c + 16, m1, acc[r][1]);
+                if (j->absmax) { /* the valid columns only (masked: zero elsewhere) */
+                    __m512i a = _mm512_maskz_and_epi32(m0, _mm512_castps_si512(acc[r][0]), abs);
+                    __m512i b = _mm512_maskz_and_epi32(m1, _mm512_castps_si512(acc[r][1]), abs);
+                    mx = _mm512_max_epu32(mx, _mm512_max_epu32(a, b));
+                }
             }
         }
+    if (j->absmax) merge_max(j, (uint32_t)_mm512_reduce_max_epu32(mx));
 }
 
 typedef struct {
@@ -244,13 +275,14 @@ typedef struct {
  * 16 rows x 32 bf16) and two B tiles (6, 7: 16 k pairs x 16 columns) per 32 k. The
  * operands are packed tile by tile (1 KiB each, rows 64 bytes apart): loading a tile
  * from B's rows in place (4 KiB apart at N = 1024) put all 16 lines in one L1 set. */
-__attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int64_t b0, int64_t b1) {
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) static void rows_amx(void *ctx, int64_t b0, int64_t b1) {
     const job *j = ctx;
     tile_config cfg = { .palette = 1 };
     for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
     _tile_loadconfig(&cfg);
     float out[4][16 * 16];
     const int64_t kt = j->Kp / 32; /* tiles along k */
+    __m512i mx = _mm512_setzero_si512();
     /* Four 32-row blocks share each 32-column stripe of B while it is in L2. */
     for (int64_t c0 = b0 * 32; c0 < b1 * 32; c0 += 128)
         for (int64_t j0 = 0; j0 < j->Np; j0 += 32)
@@ -277,6 +309,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int
                     _tile_stored(1, c + 16, j->ldc * 4);
                     _tile_stored(2, c + 16 * j->ldc, j->ldc * 4);
                     _tile_stored(3, c + 16 * j->ldc + 16, j->ldc * 4);
+                    if (j->absmax) mx = block_max(c, j->ldc, 32, 32, mx);
                     continue;
                 }
                 _tile_stored(0, out[0], 64);
@@ -289,8 +322,11 @@ __attribute__((target("amx-tile,amx-bf16"))) static void rows_amx(void *ctx, int
                     for (int64_t r = 0; r < 16 && r0 + r < j->M && nc > 0; r++)
                         memcpy(j->C + (r0 + r) * j->ldc + cc, out[t] + r * 16, (size_t)nc * 4);
                 }
+                if (j->absmax && i0 < j->M)
+                    mx = block_max(j->C + i0 * j->ldc + j0, j->ldc, j->M - i0 < 32 ? j->M - i0 : 32, j->N - j0, mx);
             }
     _tile_release();
+    if (j->absmax) merge_max(j, (uint32_t)_mm512_reduce_max_epu32(mx));
 }
 #endif
 
@@ -488,7 +524,7 @@ bool cpu_sgemm_bf16_t(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
 bool cpu_sgemm_bf16_c(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                       cpu_bf16_cache *cache, const void *key, bool keep_other) {
-    cpu_bf16_keys k = { NULL, key, false, false, keep_other };
+    cpu_bf16_keys k = { NULL, key, false, false, keep_other, NULL };
     return cpu_sgemm_bf16_k(p, path, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, cache, &k);
 }
 
@@ -533,7 +569,7 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     } else {
         atomic_fetch_add(&stat_reused, 1);
     }
-    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? Kp / 32 : Np };
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? Kp / 32 : Np, keys ? keys->absmax : NULL };
     run_rows(p, Mp, amx, &j);
     return true;
 }
@@ -568,7 +604,7 @@ bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64
     pack(p, &pa);
     atomic_fetch_add(&stat_packed_a, 1);
     atomic_fetch_add(&stat_reused, 1);
-    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? bKp / 32 : bNp };
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? bKp / 32 : bNp, NULL };
     run_rows(p, Mp, amx, &j);
     return true;
 }

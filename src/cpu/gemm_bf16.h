@@ -5,6 +5,7 @@
  * path is refused and callers stay in fp32. */
 #ifndef AF_CPU_GEMM_BF16_H
 #define AF_CPU_GEMM_BF16_H
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,9 @@ typedef struct {
     const void *a_key, *b_key; /* the tensors A and B are, or NULL: not cached */
     bool keep_a, keep_b;
     bool keep_other;           /* B transposed: also keep its untransposed packing (a weight's) */
+    /* NULL, or where the largest |C| bit pattern is max'ed (as cpu_epilogue's absmax),
+     * taken by the kernel from each block of C it has just stored, still in L1 */
+    _Atomic uint32_t *absmax;
 } cpu_bf16_keys;
 bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,

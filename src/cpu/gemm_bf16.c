@@ -50,6 +50,9 @@ typedef struct {
     _Atomic uint32_t *absmax; /* NULL, or: the largest |C| bit pattern max'ed here (cpu_bf16_keys) */
 } job;
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
 /* A task's largest |C| pattern into the job's (the same order as cpu_epilogue's absmax:
  * patterns with the sign cleared, inf and nan above every finite value). */
 static void merge_max(const job *j, uint32_t mx) {
@@ -58,9 +61,6 @@ static void merge_max(const job *j, uint32_t mx) {
            !atomic_compare_exchange_weak_explicit(j->absmax, &cur, mx, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
 
 /* Linux gives a process the AMX tile state only when asked, once. */
 static bool amx_permitted(void) {
@@ -89,7 +89,7 @@ __attribute__((target("avx512f"))) static inline __m512i round16(__m512 x) {
 
 static inline __mmask16 first(int64_t n) { return (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1); }
 
-/* The largest |x| pattern of rows x cols floats of C (rows ldc apart, cols <= 32) max'ed
+/* The largest |x| pattern of rows x min(cols, 32) floats of C (rows ldc apart) max'ed
  * into mx: the block the AMX kernel has just stored, read back from L1. */
 __attribute__((target("avx512f"))) static __m512i block_max(const float *c, int64_t ldc, int64_t rows, int64_t cols,
                                                             __m512i mx) {

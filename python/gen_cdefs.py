@@ -7,6 +7,7 @@ hand copy. `python3 python/gen_cdefs.py` rewrites it; tests/python/test_cdefs.py
 when the committed file is stale. Headers are globbed, so declarations may move between
 aneforge.h, aneforge_llama.h and aneforge_data.h freely.
 """
+import argparse
 import glob
 import os
 import re
@@ -217,4 +218,6 @@ def ret_ctype(ret, structs):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    ap = argparse.ArgumentParser(description="Regenerate python/aneforge/_cdefs.py from include/aneforge*.h.")
+    ap.add_argument("out", nargs="?", help="where to write it (default: python/aneforge/_cdefs.py; -: standard output)")
+    main(ap.parse_args().out)

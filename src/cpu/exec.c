@@ -10,7 +10,6 @@
 #include "cpu/sched.h"
 #include "ir/fp16.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,9 +278,7 @@ af_status cpu_exec_track_bounds(cpu_exec *e) {
 bool cpu_exec_output_bound(const cpu_exec *e, int i, float *bound) {
     if (!e->bound_by || i < 0 || i >= e->p->nout || e->bound_by[i] < 0 || !e->out_f32[i]) return false;
     int j = e->bounds_out[e->bound_by[i]]; /* two outputs of one tensor share one slot */
-    uint32_t u = atomic_load(&e->out_max[j]);
-    if (u >= 0x7f800000u) *bound = INFINITY; /* inf or nan inside */
-    else memcpy(bound, &u, sizeof *bound);
+    *bound = cpu_absmax_value(atomic_load(&e->out_max[j])); /* INFINITY: an inf or nan inside */
     return true;
 }
 

@@ -177,10 +177,7 @@ CPU_VECTOR_CLONES void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int6
                 mx = u > mx ? u : mx;
             }
         }
-        uint32_t cur = atomic_load_explicit(ep->absmax, memory_order_relaxed);
-        while (mx > cur && !atomic_compare_exchange_weak_explicit(ep->absmax, &cur, mx, memory_order_relaxed,
-                                                                  memory_order_relaxed)) {
-        }
+        cpu_absmax_merge(ep->absmax, mx);
     }
 }
 

@@ -10,18 +10,17 @@
  * dot-product path. */
 #ifndef AF_CPU_GEMM_H
 #define AF_CPU_GEMM_H
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "cpu/absmax.h"
 #include "cpu/gemm_ukernel.h"
 #include "cpu/pool.h"
 
 /* Applied to each finished element of C, after beta: c += bias (per column j, or per
  * row i when bias_rows), then c += add[i * ld_add + j] (a residual or a second product's
  * sum, fuse.c), then max(c, 0) when relu; then, when absmax is set, the largest |c| bit
- * pattern of those elements is max'ed into *absmax (a NaN's or inf's lies above every
- * finite one's): the bound on a gradient the host optimizer's screen then need not
- * read (exec.c). */
+ * pattern of those elements is max'ed into *absmax (cpu/absmax.h): the bound on a
+ * gradient the host optimizer's screen then need not read (exec.c). */
 typedef struct {
     const float *bias; /* NULL: none */
     bool bias_rows;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/absmax.h"
 #include "cpu/cpu_features.h"
 
 #if defined(__linux__) && defined(__x86_64__)
@@ -52,15 +53,6 @@ typedef struct {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-
-/* A task's largest |C| pattern into the job's (the same order as cpu_epilogue's absmax:
- * patterns with the sign cleared, inf and nan above every finite value). */
-static void merge_max(const job *j, uint32_t mx) {
-    uint32_t cur = atomic_load_explicit(j->absmax, memory_order_relaxed);
-    while (mx > cur &&
-           !atomic_compare_exchange_weak_explicit(j->absmax, &cur, mx, memory_order_relaxed, memory_order_relaxed)) {
-    }
-}
 
 /* Linux gives a process the AMX tile state only when asked, once. */
 static bool amx_permitted(void) {
@@ -262,7 +254,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx,
                 }
             }
         }
-    if (j->absmax) merge_max(j, (uint32_t)_mm512_reduce_max_epu32(mx));
+    if (j->absmax) cpu_absmax_merge(j->absmax, (uint32_t)_mm512_reduce_max_epu32(mx));
 }
 
 typedef struct {
@@ -326,7 +318,7 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void rows_amx(void *
                     mx = block_max(j->C + i0 * j->ldc + j0, j->ldc, j->M - i0 < 32 ? j->M - i0 : 32, j->N - j0, mx);
             }
     _tile_release();
-    if (j->absmax) merge_max(j, (uint32_t)_mm512_reduce_max_epu32(mx));
+    if (j->absmax) cpu_absmax_merge(j->absmax, (uint32_t)_mm512_reduce_max_epu32(mx));
 }
 #endif
 

@@ -1,5 +1,6 @@
 /* The host optimizer (host_opt.h). */
 #define _DEFAULT_SOURCE /* madvise */
+#include "cpu/absmax.h"
 #include "cpu/cpu_features.h"
 #include "cpu/pool.h"
 #include "train/dist.h"
@@ -30,7 +31,7 @@ typedef struct {
     bool read_w;          /* screen: w has no bound from the last store */
     bool read_g;          /* screen: g has no bound from the run that computed it */
     atomic_uint bad;      /* check: some new value is not finite */
-    atomic_uint max0, max1, max2; /* the largest bit patterns: screen |g * unscale|, |w|; store |m|, v, |w| */
+    _Atomic uint32_t max0, max1, max2; /* the largest bit patterns: screen |g * unscale|, |w|; store |m|, v, |w| */
 } host_opt;
 
 static inline uint32_t bits_of(float f) {
@@ -41,23 +42,6 @@ static inline uint32_t bits_of(float f) {
 
 /* 1 when f is inf or nan: an all-ones exponent (integer ops, so loops vectorise). */
 static inline uint32_t nonfinite(float f) { return (bits_of(f) & 0x7f800000u) == 0x7f800000u; }
-
-/* The largest value a max over bit patterns stands for. Non-negative floats order as
- * their patterns do, so the largest |x| is the largest (pattern & 0x7fffffff); inf and
- * nan patterns lie above every finite one, and so does every negative float's pattern
- * (sign bit set) in a max over raw patterns: each of those gives INFINITY. */
-static float bound_of(uint32_t max_bits) {
-    if (max_bits >= 0x7f800000u) return INFINITY;
-    float f;
-    memcpy(&f, &max_bits, sizeof f);
-    return f;
-}
-
-static void atomic_max_u32(atomic_uint *a, uint32_t x) {
-    unsigned cur = atomic_load(a);
-    while (x > cur && !atomic_compare_exchange_weak(a, &cur, x)) {
-    }
-}
 
 /* Adam's new state of element j. The check and the update below both expand this one
  * definition, so the check predicts exactly what the update would store. */
@@ -80,7 +64,7 @@ CPU_VECTOR_CLONES static uint32_t adam_check(int64_t j0, int64_t j1, const float
 }
 
 /* The largest |g * unscale| of [j0, j1) where gmax is not NULL, and of |w| where wmax is
- * not NULL, as bit patterns (bound_of). */
+ * not NULL, as bit patterns (cpu/absmax.h). */
 CPU_VECTOR_CLONES static void adam_screen(int64_t j0, int64_t j1, const float *restrict w, const float *restrict g,
                                           float unscale, uint32_t *gmax, uint32_t *wmax) {
     uint32_t gb = 0, wb = 0;
@@ -139,9 +123,9 @@ static void host_opt_range(void *p, int64_t j0, int64_t j1) {
     }
     /* chunks run on the pool's threads */
     if (bad) atomic_store(&o->bad, 1);
-    atomic_max_u32(&o->max0, max0);
-    atomic_max_u32(&o->max1, max1);
-    atomic_max_u32(&o->max2, max2);
+    cpu_absmax_merge(&o->max0, max0);
+    cpu_absmax_merge(&o->max1, max1);
+    cpu_absmax_merge(&o->max2, max2);
 }
 
 /* |m'| <= b1 m_max + (1 - b1) gmax, v' <= b2 v_max + (1 - b2) gmax^2 and
@@ -200,14 +184,15 @@ static bool host_update(af_trainer *t, int i, const float *g, int64_t step, floa
     if (pass != PASS_SCREEN || o.read_g || o.read_w) cpu_pool_for(pool, n, 32768, host_opt_range, &o);
     if (pass == PASS_SCREEN) {
         /* |g| <= G gives |fl(g u)| <= fl(G |u|): rounding is monotone */
-        double gmax = o.read_g ? bound_of(atomic_load(&o.max0)) : t->gbound[i] * fabsf(o.unscale);
-        double wmax = o.read_w ? bound_of(atomic_load(&o.max1)) : t->bound[i].w_max;
+        double gmax = o.read_g ? cpu_absmax_value(atomic_load(&o.max0)) : t->gbound[i] * fabsf(o.unscale);
+        double wmax = o.read_w ? cpu_absmax_value(atomic_load(&o.max1)) : t->bound[i].w_max;
         return tr_adam_surely_finite(o.b1, o.b2, o.lr_t, o.eps, o.decay, gmax, wmax, t->bound[i]);
     }
     if (pass == PASS_STORE) {
         if (!o.sgd)
-            t->bound[i] = (tr_state_bound){ bound_of(atomic_load(&o.max0)), bound_of(atomic_load(&o.max1)),
-                                            bound_of(atomic_load(&o.max2)) };
+            t->bound[i] = (tr_state_bound){ cpu_absmax_value(atomic_load(&o.max0)),
+                                            cpu_absmax_value(atomic_load(&o.max1)),
+                                            cpu_absmax_value(atomic_load(&o.max2)) };
         else t->bound[i].w_max = INFINITY; /* SGD's store keeps no bound */
         t->host_flops += (o.sgd ? 3 : 14) * n; /* the update's work (a check repeats it) */
     }

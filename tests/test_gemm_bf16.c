@@ -8,7 +8,8 @@
  * neither path.
  *
  * planted: the AMX kernel's edge blocks left out of the bound -> the cases whose largest
- * |C| lies in an edge row fail. */
+ * |C| lies in an edge row fail; the packing's denormal check left out (convert32) ->
+ * check_packing fails on both paths, the largest denormal packed as 0. */
 #include "cpu/gemm_bf16.h"
 #include "cpu/pool.h"
 #include "support/check.h"
@@ -103,6 +104,41 @@ static void run_case(cpu_bf16_path path, cpu_pool *pool, int64_t M, int64_t N, i
     run_case_t(path, pool, 0, 0, M, N, K, pad);
 }
 
+/* cpu_bf16_pack_b's packing of op(B) [K, N] (B stored [N, K] when tb) against
+ * cpu_bf16_round element by element, padding zeros included, in the path's layout (pairs
+ * along k; row-major [Kp/2][Np][2] for AVX512-BF16, 16 x 16 tiles for AMX). Special
+ * values among ordinary ones: the packing rounds most groups of 32 values in one CPU
+ * instruction, which flushes denormals, and falls back to software where a group holds
+ * one; the largest denormal must still round up to the smallest normal. */
+static void check_packing(cpu_bf16_path path) {
+    static const uint32_t special[] = {0x00000001u, 0x007fffffu, 0x807fffffu, 0x7f800001u, 0xffc00001u,
+                                       0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x80000000u, 0x3f808000u,
+                                       0x00800000u, 0x3f818000u};
+    const int64_t K = 70, N = 45, Kp = 96, Np = 64;
+    float *B = malloc(sizeof(float) * (size_t)(K * N));
+    uint16_t *got = malloc(sizeof(uint16_t) * cpu_bf16_packed_size(K, N)), *want = calloc(cpu_bf16_packed_size(K, N), 2);
+    for (int tb = 0; tb < 2; tb++) {
+        test_fill_uniform(&rng, B, K * N, -3, 3);
+        for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+            memcpy(&B[(int64_t)(i * 263) % (K * N)], &special[i], 4);
+        memset(want, 0, sizeof(uint16_t) * cpu_bf16_packed_size(K, N));
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t n = 0; n < N; n++) {
+                int64_t p = k / 2, dword = path == CPU_BF16_AMX ? ((n / 16) * (Kp / 32) + p / 16) * 256 + (p % 16) * 16 + n % 16
+                                                               : p * Np + n;
+                want[dword * 2 + (k & 1)] = cpu_bf16_round(tb ? B[n * K + k] : B[k * N + n]);
+            }
+        CHECK(cpu_bf16_pack_b(NULL, path, tb, K, N, B, tb ? K : N, got), "%s: packing refused", cpu_bf16_path_name(path));
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < Kp * Np; i++)
+            if (got[i] != want[i]) bad++, first = first < 0 ? i : first;
+        CHECK(bad == 0, "%s tb %d: %lld of %lld packed values differ from cpu_bf16_round, first at %lld: %#x, want %#x",
+              cpu_bf16_path_name(path), tb, (long long)bad, (long long)(Kp * Np), (long long)first,
+              first < 0 ? 0u : got[first], first < 0 ? 0u : want[first]);
+    }
+    free(B), free(got), free(want);
+}
+
 /* The bf16 result must differ from the fp32 product where operands are not bf16 values:
  * proves the operands were rounded (a kernel reading fp32 would pass run_case's bound). */
 static void check_operands_rounded(cpu_bf16_path path) {
@@ -124,6 +160,7 @@ int main(void) {
         }
         ran++;
         check_operands_rounded(paths[p]);
+        check_packing(paths[p]);
         static const int64_t sizes[][3] = {{1, 1, 1}, {1, 33, 31}, {17, 5, 64}, {31, 32, 33}, {32, 32, 32},
                                            {33, 65, 95}, {64, 48, 100}, {100, 97, 257}, {7, 300, 13}};
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)

@@ -104,39 +104,53 @@ static void run_case(cpu_bf16_path path, cpu_pool *pool, int64_t M, int64_t N, i
     run_case_t(path, pool, 0, 0, M, N, K, pad);
 }
 
-/* cpu_bf16_pack_b's packing of op(B) [K, N] (B stored [N, K] when tb) against
- * cpu_bf16_round element by element, padding zeros included, in the path's layout (pairs
- * along k; row-major [Kp/2][Np][2] for AVX512-BF16, 16 x 16 tiles for AMX). Special
- * values among ordinary ones: the packing rounds most groups of 32 values in one CPU
+/* Where element (k, n) of a packed op(B) lies, as uint16 (pairs along k; row-major
+ * [Kp/2][Np][2] for AVX512-BF16, 16 x 16 tiles for AMX). */
+static int64_t packed_at(cpu_bf16_path path, int64_t Kp, int64_t Np, int64_t k, int64_t n) {
+    int64_t p = k / 2, dword = path == CPU_BF16_AMX ? ((n / 16) * (Kp / 32) + p / 16) * 256 + (p % 16) * 16 + n % 16
+                                                   : p * Np + n;
+    return dword * 2 + (k & 1);
+}
+
+/* The packed rows x cols matrix op(B) (element (k, n) at x[k * sk + n * sn]) against
+ * cpu_bf16_round element by element, padding zeros included. */
+static void check_packed(cpu_bf16_path path, const uint16_t *got, const float *x, int64_t K, int64_t N, int64_t sk,
+                         int64_t sn, const char *what) {
+    int64_t Kp = (K + 31) / 32 * 32, Np = (N + 31) / 32 * 32;
+    uint16_t *want = calloc((size_t)(Kp * Np), sizeof *want);
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t n = 0; n < N; n++) want[packed_at(path, Kp, Np, k, n)] = cpu_bf16_round(x[k * sk + n * sn]);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < Kp * Np; i++)
+        if (got[i] != want[i]) bad++, first = first < 0 ? i : first;
+    CHECK(bad == 0, "%s %s: %lld of %lld packed values differ from cpu_bf16_round, first at %lld: %#x, want %#x",
+          cpu_bf16_path_name(path), what, (long long)bad, (long long)(Kp * Np), (long long)first,
+          first < 0 ? 0u : got[first], first < 0 ? 0u : want[first]);
+    free(want);
+}
+
+/* cpu_bf16_pack_b's packing of op(B) [K, N] (B stored [N, K] when tb), and with tb the
+ * packing of B as stored it writes beside it, against cpu_bf16_round. Special values
+ * among ordinary ones: the packing rounds most groups of 32 values in one CPU
  * instruction, which flushes denormals, and falls back to software where a group holds
  * one; the largest denormal must still round up to the smallest normal. */
 static void check_packing(cpu_bf16_path path) {
     static const uint32_t special[] = {0x00000001u, 0x007fffffu, 0x807fffffu, 0x7f800001u, 0xffc00001u,
                                        0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x80000000u, 0x3f808000u,
                                        0x00800000u, 0x3f818000u};
-    const int64_t K = 70, N = 45, Kp = 96, Np = 64;
+    const int64_t K = 70, N = 45;
     float *B = malloc(sizeof(float) * (size_t)(K * N));
-    uint16_t *got = malloc(sizeof(uint16_t) * cpu_bf16_packed_size(K, N)), *want = calloc(cpu_bf16_packed_size(K, N), 2);
+    uint16_t *got = malloc(sizeof(uint16_t) * cpu_bf16_packed_size(K, N)), *other = malloc(sizeof(uint16_t) * cpu_bf16_packed_size(N, K));
     for (int tb = 0; tb < 2; tb++) {
         test_fill_uniform(&rng, B, K * N, -3, 3);
         for (size_t i = 0; i < sizeof special / sizeof *special; i++)
             memcpy(&B[(int64_t)(i * 263) % (K * N)], &special[i], 4);
-        memset(want, 0, sizeof(uint16_t) * cpu_bf16_packed_size(K, N));
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t n = 0; n < N; n++) {
-                int64_t p = k / 2, dword = path == CPU_BF16_AMX ? ((n / 16) * (Kp / 32) + p / 16) * 256 + (p % 16) * 16 + n % 16
-                                                               : p * Np + n;
-                want[dword * 2 + (k & 1)] = cpu_bf16_round(tb ? B[n * K + k] : B[k * N + n]);
-            }
-        CHECK(cpu_bf16_pack_b(NULL, path, tb, K, N, B, tb ? K : N, got), "%s: packing refused", cpu_bf16_path_name(path));
-        int64_t bad = 0, first = -1;
-        for (int64_t i = 0; i < Kp * Np; i++)
-            if (got[i] != want[i]) bad++, first = first < 0 ? i : first;
-        CHECK(bad == 0, "%s tb %d: %lld of %lld packed values differ from cpu_bf16_round, first at %lld: %#x, want %#x",
-              cpu_bf16_path_name(path), tb, (long long)bad, (long long)(Kp * Np), (long long)first,
-              first < 0 ? 0u : got[first], first < 0 ? 0u : want[first]);
+        CHECK(cpu_bf16_pack_b(NULL, path, tb, K, N, B, tb ? K : N, got, tb ? other : NULL), "%s: packing refused",
+              cpu_bf16_path_name(path));
+        check_packed(path, got, B, K, N, tb ? 1 : N, tb ? K : 1, tb ? "B transposed" : "B");
+        if (tb) check_packed(path, other, B, N, K, K, 1, "B as stored beside it");
     }
-    free(B), free(got), free(want);
+    free(B), free(got), free(other);
 }
 
 /* The bf16 result must differ from the fp32 product where operands are not bf16 values:

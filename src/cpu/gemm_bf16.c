@@ -594,12 +594,12 @@ size_t cpu_bf16_packed_size(int64_t K, int64_t N) {
 }
 
 bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
-                     uint16_t *dst) {
+                     uint16_t *dst, uint16_t *other) {
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || K <= 0 || N <= 0) return false;
     int64_t Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
     packer pb = { B, ldb, tb, tb, true, path == CPU_BF16_AMX, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
-                  NULL, 0, 0, false };
+                  tb ? (uint32_t *)other : NULL, Kp, Np / 32, false };
     pack(p, &pb);
     atomic_fetch_add(&stat_packed, 1);
     return true;

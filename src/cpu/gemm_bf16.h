@@ -71,10 +71,13 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
  * cpu_bf16_pack_b packs op(B) [K, N] (B stored [N, K] when tb) into dst, of
  * cpu_bf16_packed_size(K, N) uint16; cpu_sgemm_bf16_pb then computes C = op(A) B' with B'
  * the leading K x N block of such a packing of a bK x bN op(B). K must be bK or a multiple
- * of 32 (the packing's rows past K hold data, not padding). False when it cannot run. */
+ * of 32 (the packing's rows past K hold data, not padding). With tb and `other` (else
+ * NULL), the same pass over B also writes into `other` the packing of B as stored, op(B)
+ * = B [N, K], as cpu_bf16_pack_b with tb clear would (of the same size): a head's k is
+ * read once for k^T and k. False when it cannot run. */
 size_t cpu_bf16_packed_size(int64_t K, int64_t N);
 bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
-                     uint16_t *dst);
+                     uint16_t *dst, uint16_t *other);
 bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64_t N, int64_t K, const float *A,
                        int64_t lda, const uint16_t *bp, int64_t bK, int64_t bN, float *C, int64_t ldc);
 /* Process-wide counts, for tests and benchmarks: B operands packed, and taken from a cache. */

@@ -107,13 +107,6 @@ CPU_VECTOR_CLONES static void score_grad(const float *p, float *dp, int64_t m, i
     }
 }
 
-/* A head's T rows of d values set to zero (rows ld apart): the bf16 gradient's start for
- * dk and dv. It does not store first touches as add_block_t does: each bf16 product packs
- * its own B, so the split would pack every block's dy and q twice. */
-static void zero_rows(float *x, const head_geom *g) {
-    for (int64_t i = 0; i < g->T; i++) memset(x + i * g->ld, 0, (size_t)g->d * sizeof *x);
-}
-
 static void head_forward(const float *q, const float *k, const float *v, float *y, const head_geom *g, float *p,
                          head_packs h) {
     const int64_t ld = g->ld;
@@ -165,19 +158,34 @@ typedef struct {
     bool kt_ok, kn_ok, vt_ok, vn_ok;
 } bf_ws;
 
-/* C (+)= op(A) op(B) on bf16 operands; fp32 when the bf16 GEMM cannot run (its packing
- * buffers not allocated). An accumulating product goes through w->acc (M x N fits). */
+/* C = op(A) op(B) on bf16 operands; fp32 when the bf16 GEMM cannot run (its packing
+ * buffers not allocated). */
 static void bf_mm(const bf_ws *w, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                  const float *B, int64_t ldb, bool add, float *C, int64_t ldc) {
-    float *dst = add ? w->acc : C;
-    int64_t ldd = add ? N : ldc;
-    if (!cpu_sgemm_bf16_t(NULL, w->path, ta, tb, M, N, K, A, lda, B, ldb, dst, ldd)) {
-        cpu_sgemm(NULL, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, add ? 1.0f : 0.0f, C, ldc);
+                  const float *B, int64_t ldb, float *C, int64_t ldc) {
+    if (!cpu_sgemm_bf16_t(NULL, w->path, ta, tb, M, N, K, A, lda, B, ldb, C, ldc))
+        cpu_sgemm(NULL, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+}
+
+/* x[0, e) += a^T b for a block's a [m, e] and b [m, d], through w->acc (e x d fits): as
+ * add_block_t, rows [0, r0), which earlier blocks wrote, accumulate, and rows [r0, e),
+ * the block's first touch, are stored (plus 0, so a -0 is stored as the +0 that adding
+ * it to zeros gave), so dk and dv need no zeroing pass (the memsets were 7% of llama a's
+ * bf16 attention). One product for both parts: each packs its own B. */
+static void bf_add_block_t(const bf_ws *w, const float *a, int64_t m, int64_t e, int64_t r0, const float *b,
+                           const head_geom *g, float *x) {
+    const int64_t d = g->d;
+    if (!cpu_sgemm_bf16_t(NULL, w->path, 1, 0, e, d, m, a, e, b, g->ld, w->acc, d)) {
+        add_block_t(a, m, e, r0, b, g, x);
         return;
     }
-    if (add)
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) C[i * ldc + j] += dst[i * N + j];
+    for (int64_t i = 0; i < e; i++) {
+        float *xr = x + i * g->ld;
+        const float *ar = w->acc + i * d;
+        if (i < r0)
+            for (int64_t j = 0; j < d; j++) xr[j] += ar[j];
+        else
+            for (int64_t j = 0; j < d; j++) xr[j] = ar[j] + 0.0f;
+    }
 }
 
 /* C = A op(B) with op(B) the leading K x N block of a head's packing of x (T x d rows),
@@ -186,12 +194,13 @@ static void bf_mm_head(const bf_ws *w, int tb, const uint16_t *packed, bool ok, 
                        int64_t N, int64_t K, const float *A, int64_t lda, const float *x, float *C, int64_t ldc) {
     if (ok && cpu_sgemm_bf16_pb(NULL, w->path, 0, M, N, K, A, lda, packed, tb ? g->d : g->T, tb ? g->T : g->d, C, ldc))
         return;
-    bf_mm(w, 0, tb, M, N, K, A, lda, x, g->ld, false, C, ldc);
+    bf_mm(w, 0, tb, M, N, K, A, lda, x, g->ld, C, ldc);
 }
 
-/* Packs a head's x as B transposed or as stored into dst; false: the blocks pack their own. */
-static bool bf_pack_head(const bf_ws *w, int tb, const float *x, const head_geom *g, uint16_t *dst) {
-    return dst && cpu_bf16_pack_b(NULL, w->path, tb, tb ? g->d : g->T, tb ? g->T : g->d, x, g->ld, dst);
+/* Packs a head's x as B transposed or as stored into dst (and, transposed, x as stored
+ * into other unless NULL, in the same pass); false: the blocks pack their own. */
+static bool bf_pack_head(const bf_ws *w, int tb, const float *x, const head_geom *g, uint16_t *dst, uint16_t *other) {
+    return dst && cpu_bf16_pack_b(NULL, w->path, tb, tb ? g->d : g->T, tb ? g->T : g->d, x, g->ld, dst, other);
 }
 
 /* bf16 block_weights: the scores' product in bf16, the scale and softmax in fp32. */
@@ -203,8 +212,8 @@ static void bf_block_weights(const bf_ws *w, const float *q, const float *k, con
 }
 
 static void bf_head_forward(bf_ws *w, const float *q, const float *k, const float *v, float *y, const head_geom *g) {
-    w->kt_ok = bf_pack_head(w, 1, k, g, w->kt);
-    w->vn_ok = bf_pack_head(w, 0, v, g, w->vn);
+    w->kt_ok = bf_pack_head(w, 1, k, g, w->kt, NULL);
+    w->vn_ok = bf_pack_head(w, 0, v, g, w->vn, NULL);
     for (int64_t r0 = 0; r0 < g->T; r0 += BF_ROWS) {
         int64_t m = g->T - r0 < BF_ROWS ? g->T - r0 : BF_ROWS, e = r0 + m;
         bf_block_weights(w, q, k, g, r0, m);
@@ -215,20 +224,17 @@ static void bf_head_forward(bf_ws *w, const float *q, const float *k, const floa
 static void bf_head_backward(bf_ws *w, const float *q, const float *k, const float *v, const float *dy, float *dq,
                              float *dk, float *dv, const head_geom *g) {
     const int64_t ld = g->ld, d = g->d;
-    zero_rows(dk, g);
-    zero_rows(dv, g);
-    w->kt_ok = bf_pack_head(w, 1, k, g, w->kt);
-    w->kn_ok = bf_pack_head(w, 0, k, g, w->kn);
-    w->vt_ok = bf_pack_head(w, 1, v, g, w->vt);
+    w->kt_ok = w->kn_ok = bf_pack_head(w, 1, k, g, w->kt, w->kn); /* k^T and k, one pass over k */
+    w->vt_ok = bf_pack_head(w, 1, v, g, w->vt, NULL);
     for (int64_t r0 = 0; r0 < g->T; r0 += BF_ROWS) {
         int64_t m = g->T - r0 < BF_ROWS ? g->T - r0 : BF_ROWS, e = r0 + m;
         const float *dyb = dy + r0 * ld;
         bf_block_weights(w, q, k, g, r0, m);
-        bf_mm(w, 1, 0, e, d, m, w->p, e, dyb, ld, true, dv, ld);                     /* dv[0, e) += p^T dy_i */
+        bf_add_block_t(w, w->p, m, e, r0, dyb, g, dv);                               /* dv[0, e) += p^T dy_i */
         bf_mm_head(w, 1, w->vt, w->vt_ok, g, m, e, d, dyb, ld, v, w->dp, e);         /* dp = dy_i v[0, e)^T */
         score_grad(w->p, w->dp, m, e, g->scale);
         bf_mm_head(w, 0, w->kn, w->kn_ok, g, m, d, e, w->dp, e, k, dq + r0 * ld, ld); /* dq_i = ds k */
-        bf_mm(w, 1, 0, e, d, m, w->dp, e, q + r0 * ld, ld, true, dk, ld);            /* dk[0, e) += ds^T q_i */
+        bf_add_block_t(w, w->dp, m, e, r0, q + r0 * ld, g, dk);                      /* dk[0, e) += ds^T q_i */
     }
 }
 

@@ -317,10 +317,11 @@ __attribute__((target("amx-tile,amx-bf16,avx512f,prfchw"))) static void rows_amx
                 _tile_zero(3);
                 const uint16_t *a0 = j->ap + (i0 / 16) * kt * 512, *a1 = a0 + kt * 512;
                 const uint16_t *bt0 = j->bp + (j0 / 16) * j->bs * 512, *bt1 = bt0 + j->bs * 512;
+                /* the block four ahead, (pi, pj): its prows rows of pcols columns, per a k step */
                 int64_t pi = j0 + 32 < j->N ? i0 : i0 + 128, pj = j0 + 32 < j->N ? j0 + 32 : 0;
                 int64_t prows = pi < b1 * 32 && pi < j->M ? (j->M - pi < 32 ? j->M - pi : 32) : 0;
                 int64_t per = (prows + kt - 1) / kt, pcols = j->N - pj < 32 ? j->N - pj : 32;
-                const float *pc = j->C + pi * j->ldc + pj;
+                const float *pc = prows ? j->C + pi * j->ldc + pj : j->C;
                 for (int64_t k = 0; k < kt; k++) {
                     for (int64_t r = k * per; r < (k + 1) * per && r < prows; r++) {
                         __builtin_prefetch(pc + r * j->ldc, 1, 3);

@@ -51,6 +51,32 @@ typedef struct {
     _Atomic uint32_t *absmax; /* NULL, or: the largest |C| bit pattern max'ed here (cpu_bf16_keys) */
 } job;
 
+/* Both packed operands are matrices of bf16 pairs along k (32-bit "dwords"):
+ *   A: D(i, p) = (A(i, 2p), A(i, 2p + 1)), Mp x Kp/2     B: D(p, n) = (B(2p, n), B(2p + 1, n)), Kp/2 x Np
+ * made 16 x 16 dwords at a time. Where k runs along a stored row (A untransposed, B
+ * transposed) a stored row gives 16 pairs at once ("adjacent"); elsewhere two stored rows
+ * give 16 pairs ("paired"). Those 16-lane vectors are the block's rows when they run along
+ * D's rows (A untransposed, B untransposed) and its columns otherwise, then transposed in
+ * registers: no fp32 copy of a transposed operand. Every dword is written (zeros past the
+ * edges), so the buffers need no clearing. */
+typedef struct {
+    const float *src;
+    int64_t ld;
+    bool adj;       /* k runs along the stored rows */
+    bool cols;      /* the vectors are the block's columns */
+    bool is_b;      /* D is B's layout (else A's) */
+    bool amx;       /* tile by tile (rows_amx) instead of row-major (rows_avx512) */
+    int64_t lines;  /* adj: stored rows that hold data (M or N); paired: K */
+    int64_t len;    /* adj: K; paired: the stored rows' length (N or M) */
+    int64_t drows, dcols; /* D's size: Mp x Kp/2 (A) or Kp/2 x Np (B) */
+    int64_t kt;     /* Kp/32: tiles along k */
+    uint32_t *dst;
+    uint32_t *other; /* B transposed only, or NULL: also B as stored untransposed (see keep_other) */
+    int64_t ocols;   /* other's columns: Kp */
+    int64_t okt;     /* other's tiles along k: Np/32 */
+    bool hw;         /* round with vcvtne2ps2bf16 (convert32); pack sets it from the CPU */
+} packer;
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
@@ -159,32 +185,6 @@ __attribute__((target("avx512f"))) static inline void transpose16(__m512i v[16])
         v[12 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0xdd);
     }
 }
-
-/* Both packed operands are matrices of bf16 pairs along k (32-bit "dwords"):
- *   A: D(i, p) = (A(i, 2p), A(i, 2p + 1)), Mp x Kp/2     B: D(p, n) = (B(2p, n), B(2p + 1, n)), Kp/2 x Np
- * made 16 x 16 dwords at a time. Where k runs along a stored row (A untransposed, B
- * transposed) a stored row gives 16 pairs at once ("adjacent"); elsewhere two stored rows
- * give 16 pairs ("paired"). Those 16-lane vectors are the block's rows when they run along
- * D's rows (A untransposed, B untransposed) and its columns otherwise, then transposed in
- * registers: no fp32 copy of a transposed operand. Every dword is written (zeros past the
- * edges), so the buffers need no clearing. */
-typedef struct {
-    const float *src;
-    int64_t ld;
-    bool adj;       /* k runs along the stored rows */
-    bool cols;      /* the vectors are the block's columns */
-    bool is_b;      /* D is B's layout (else A's) */
-    bool amx;       /* tile by tile (rows_amx) instead of row-major (rows_avx512) */
-    int64_t lines;  /* adj: stored rows that hold data (M or N); paired: K */
-    int64_t len;    /* adj: K; paired: the stored rows' length (N or M) */
-    int64_t drows, dcols; /* D's size: Mp x Kp/2 (A) or Kp/2 x Np (B) */
-    int64_t kt;     /* Kp/32: tiles along k */
-    uint32_t *dst;
-    uint32_t *other; /* B transposed only, or NULL: also B as stored untransposed (see keep_other) */
-    int64_t ocols;   /* other's columns: Kp */
-    int64_t okt;     /* other's tiles along k: Np/32 */
-    bool hw;         /* round with vcvtne2ps2bf16 (convert32); pack sets it from the CPU */
-} packer;
 
 /* Where row r of D's 16 x 16 block (r0, c0) starts, and the step between its rows. */
 static uint32_t *block_at(uint32_t *d, bool is_b, bool amx, int64_t dcols, int64_t kt, int64_t r0, int64_t c0, int64_t *step) {

@@ -7,7 +7,8 @@
  * the step's GFLOP as JSON (all nodes; and the products alone, less recomputation).
  * With bf16 1 the matmul products run as under --precision bf16 (the CPU's best bf16
  * path; refused where it has none), and the count of weight packings taken from the
- * forward (gemm_bf16.h's cache) is printed.
+ * forward (gemm_bf16.h's cache) is printed, and the time the matmul nodes' bf16 products
+ * spend packing and in the kernel in the fused runs (cpu_bf16_stats_time).
  *   build/bench_llama_profile [dim layers heads kv_heads hidden vocab seq batch [runs [threads [bf16]]]]
  *   build/bench_llama_profile 288 6 6 6 768 512 256 4 3 2 */
 #define _POSIX_C_SOURCE 200809L
@@ -113,11 +114,14 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             fout[1 + i] = AF_BUF_F32(malloc((size_t)bout[1 + i].count * sizeof(float)), bout[1 + i].count);
         double ftotal = 0, worst = 0;
+        int64_t pack0 = 0, kern0 = 0, pack1 = 0, kern1 = 0;
         for (int r = 0; r <= runs; r++) {
+            if (r == 1) cpu_bf16_stats_time(&pack0, &kern0); /* after the warm-up run */
             double t0 = now_s();
             cpu_exec_run(ef, bin, fout);
             if (r) ftotal += now_s() - t0;
         }
+        cpu_bf16_stats_time(&pack1, &kern1);
         for (int i = 0; i < n; i++) { /* each gradient against the unfused run's, relative to its largest value */
             const float *a = bout[1 + i].data, *b = fout[1 + i].data;
             double big = 0, diff = 0;
@@ -131,6 +135,9 @@ int main(int argc, char **argv) {
         printf("fused, no hooks: %.1f ms per run, loss %.4f, gradients within %.1e of the unfused run's; executor memory "
                "%.1f MiB against %.1f unfused\n",
                1000 * ftotal / runs, flv, worst, cpu_exec_memory_bytes(ef) / 1048576.0, cpu_exec_memory_bytes(e) / 1048576.0);
+        if (o.bf16 && runs > 0) /* the matmul nodes' bf16 products, their packing and their kernel */
+            printf("bf16 matmul products in the fused runs: packing %.1f ms, kernel %.1f ms per run\n",
+                   (double)(pack1 - pack0) / 1e6 / runs, (double)(kern1 - kern0) / 1e6 / runs);
         cpu_exec_free(ef);
     }
     if (o.bf16) {

@@ -153,6 +153,25 @@ static void check_packing(cpu_bf16_path path) {
     free(B), free(got), free(other);
 }
 
+/* cpu_bf16_stats_time counts the packing and the kernel of products run over a pool,
+ * and nothing for one run without. */
+static void check_time_stats(cpu_bf16_path path, cpu_pool *pool) {
+    enum { M = 200, N = 150, K = 300 };
+    float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N), *C = malloc(sizeof(float) * M * N);
+    test_fill_uniform(&rng, A, M * K, -1, 1);
+    test_fill_uniform(&rng, B, K * N, -1, 1);
+    int64_t p0, k0, p1, k1, p2, k2;
+    cpu_bf16_stats_time(&p0, &k0);
+    CHECK(cpu_sgemm_bf16(pool, path, M, N, K, A, K, B, N, C, N), "%s: pooled product refused", cpu_bf16_path_name(path));
+    cpu_bf16_stats_time(&p1, &k1);
+    CHECK(cpu_sgemm_bf16(NULL, path, M, N, K, A, K, B, N, C, N), "%s: product refused", cpu_bf16_path_name(path));
+    cpu_bf16_stats_time(&p2, &k2);
+    CHECK(p1 > p0 && k1 > k0, "%s: a pooled product's packing (%lld ns) and kernel (%lld ns) not counted",
+          cpu_bf16_path_name(path), (long long)(p1 - p0), (long long)(k1 - k0));
+    CHECK(p2 == p1 && k2 == k1, "%s: a product without a pool counted", cpu_bf16_path_name(path));
+    free(A), free(B), free(C);
+}
+
 /* The bf16 result must differ from the fp32 product where operands are not bf16 values:
  * proves the operands were rounded (a kernel reading fp32 would pass run_case's bound). */
 static void check_operands_rounded(cpu_bf16_path path) {
@@ -175,6 +194,7 @@ int main(void) {
         ran++;
         check_operands_rounded(paths[p]);
         check_packing(paths[p]);
+        check_time_stats(paths[p], pool);
         static const int64_t sizes[][3] = {{1, 1, 1}, {1, 33, 31}, {17, 5, 64}, {31, 32, 33}, {32, 32, 32},
                                            {33, 65, 95}, {64, 48, 100}, {100, 97, 257}, {7, 300, 13}};
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu/absmax.h"
 #include "cpu/cpu_features.h"
@@ -423,7 +424,18 @@ struct cpu_bf16_cache {
     int n, cap;
 };
 
-static atomic_llong stat_packed, stat_reused, stat_packed_a, stat_reused_a;
+static atomic_llong stat_packed, stat_reused, stat_packed_a, stat_reused_a, stat_pack_ns, stat_kernel_ns;
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+void cpu_bf16_stats_time(int64_t *pack_ns, int64_t *kernel_ns) {
+    if (pack_ns) *pack_ns = atomic_load(&stat_pack_ns);
+    if (kernel_ns) *kernel_ns = atomic_load(&stat_kernel_ns);
+}
 
 void cpu_bf16_stats(int64_t *packed_b, int64_t *reused_b) {
     if (packed_b) *packed_b = atomic_load(&stat_packed);
@@ -585,6 +597,7 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     uint16_t *ap = hit_a ? hit_a->bp : keep_a ? keep_a->bp : ws_get(0, (size_t)(Mp * Kp));
     uint16_t *bp = hit_b ? hit_b->bp : keep_b ? keep_b->bp : ws_get(1, (size_t)(Kp * Np));
     if (!ap || !bp) return false;
+    int64_t t0 = p ? now_ns() : 0;
     if (!hit_a) {
         packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0, false };
         pack(p, &pa);
@@ -604,7 +617,12 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
         atomic_fetch_add(&stat_reused, 1);
     }
     job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? Kp / 32 : Np, keys ? keys->absmax : NULL };
+    int64_t t1 = p ? now_ns() : 0;
     run_rows(p, Mp, amx, &j);
+    if (p) {
+        atomic_fetch_add(&stat_pack_ns, t1 - t0);
+        atomic_fetch_add(&stat_kernel_ns, now_ns() - t1);
+    }
     return true;
 }
 

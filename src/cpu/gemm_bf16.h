@@ -84,4 +84,9 @@ bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64
 void cpu_bf16_stats(int64_t *packed_b, int64_t *reused_b);
 /* The same for A operands. */
 void cpu_bf16_stats_a(int64_t *packed_a, int64_t *reused_a);
+/* Process-wide wall time, in ns, that products run over a pool (the matmul nodes) spent
+ * packing their operands and in the kernel: the calling thread's clock around each phase,
+ * which waits for the pool's share. Products run without a pool (the attention's, one
+ * per thread) are not counted. For benchmarks: bench_llama_profile prints them. */
+void cpu_bf16_stats_time(int64_t *pack_ns, int64_t *kernel_ns);
 #endif

@@ -296,10 +296,10 @@ typedef struct {
  * next column stripe, or the next row group's first block after the last stripe) are
  * prefetched for writing, a few rows each k step: a tile store to a line the core does
  * not own waits for the line, and the step's C is mostly cold (an activation written
- * long ago, or another core's). Inside llama a's bf16 step (2 threads) the kernel's
- * time went 169-176 -> 112 ms over 11 steps for the input gradients and 215-217 -> 150-152
- * for the forward products; the weight gradients, whose C is small and warm, stayed at
- * 119-137. One block ahead, as tried before, was too late to matter. */
+ * long ago, or another core's). llama a's bf16 step, 2 threads: the kernel 36.8-39.8 ->
+ * 30.7-31.3 ms a run (bench_llama_profile's bf16 kernel line), most of it in the
+ * forward products and input gradients; the weight gradients, whose C is small and
+ * warm, gained nothing. One block ahead, as tried before, was too late to matter. */
 __attribute__((target("amx-tile,amx-bf16,avx512f,prfchw"))) static void rows_amx(void *ctx, int64_t b0, int64_t b1) {
     const job *j = ctx;
     tile_config cfg = { .palette = 1 };

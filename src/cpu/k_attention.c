@@ -158,14 +158,6 @@ typedef struct {
     bool kt_ok, kn_ok, vt_ok, vn_ok;
 } bf_ws;
 
-/* C = op(A) op(B) on bf16 operands; fp32 when the bf16 GEMM cannot run (its packing
- * buffers not allocated). */
-static void bf_mm(const bf_ws *w, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                  const float *B, int64_t ldb, float *C, int64_t ldc) {
-    if (!cpu_sgemm_bf16_t(NULL, w->path, ta, tb, M, N, K, A, lda, B, ldb, C, ldc))
-        cpu_sgemm(NULL, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
-}
-
 /* x[0, e) += a^T b for a block's a [m, e] and b [m, d], through w->acc (e x d fits): as
  * add_block_t, rows [0, r0), which earlier blocks wrote, accumulate, and rows [r0, e),
  * the block's first touch, are stored (plus 0, so a -0 is stored as the +0 that adding
@@ -189,12 +181,14 @@ static void bf_add_block_t(const bf_ws *w, const float *a, int64_t m, int64_t e,
 }
 
 /* C = A op(B) with op(B) the leading K x N block of a head's packing of x (T x d rows),
- * as B transposed (tb: [d, T]) or as stored ([T, d]); bf_mm when there is none. */
+ * as B transposed (tb: [d, T]) or as stored ([T, d]); without the packing, a bf16 product
+ * that packs its own; fp32 when the bf16 GEMM cannot run (its buffers not allocated). */
 static void bf_mm_head(const bf_ws *w, int tb, const uint16_t *packed, bool ok, const head_geom *g, int64_t M,
                        int64_t N, int64_t K, const float *A, int64_t lda, const float *x, float *C, int64_t ldc) {
     if (ok && cpu_sgemm_bf16_pb(NULL, w->path, 0, M, N, K, A, lda, packed, tb ? g->d : g->T, tb ? g->T : g->d, C, ldc))
         return;
-    bf_mm(w, 0, tb, M, N, K, A, lda, x, g->ld, C, ldc);
+    if (!cpu_sgemm_bf16_t(NULL, w->path, 0, tb, M, N, K, A, lda, x, g->ld, C, ldc))
+        cpu_sgemm(NULL, 0, tb, M, N, K, 1.0f, A, lda, x, g->ld, 0.0f, C, ldc);
 }
 
 /* Packs a head's x as B transposed or as stored into dst (and, transposed, x as stored

@@ -151,10 +151,11 @@ measure() {
     rss=$(tail -1 "$WORK/rss")
     echo "${ms:--} $((rss / 1024)) ${vl:--} ${fb:--} ${opt:--}"
 }
-stats() { # values on stdin ("-" skipped) -> "median min max" or "null null null"
-    grep -v '^-$' | sort -g | awk '{a[NR]=$1} END {if (!NR) {print "null null null"; exit}
+stats() { # "$1": values, space-separated ("-" skipped) -> "median min max" or "null null null"
+    echo "$1" | tr ' ' '\n' | awk '$1 != "" && $1 != "-"' | sort -g | awk '{a[NR]=$1} END {if (!NR) {print "null null null"; exit}
         printf "%s %s %s\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2, a[1], a[NR]}'
 }
+median() { stats "$1" | cut -d' ' -f1; }
 
 for w in $WORKLOADS; do
     kind=mnist val=
@@ -187,23 +188,23 @@ for w in $WORKLOADS; do
         echo "$line" >&2
     done
     json="{\"workload\":\"$w\",\"threads\":$THREADS,\"rounds\":$ROUNDS"
-    read -r ref _ _ <<< "$(echo "${ms[aneforge]:--}" | tr ' ' '\n' | grep . | stats)"
+    ref=$(median "${ms[aneforge]:--}")
     for s in "${sides[@]}"; do
-        read -r med lo hi <<< "$(echo "${ms[$s]}" | tr ' ' '\n' | grep . | stats)"
-        read -r mem _ _ <<< "$(echo "${rss[$s]}" | tr ' ' '\n' | grep . | stats)"
-        read -r loss _ _ <<< "$(echo "${vl[$s]}" | tr ' ' '\n' | grep . | stats)"
+        read -r med lo hi <<< "$(stats "${ms[$s]}")"
+        mem=$(median "${rss[$s]}")
+        loss=$(median "${vl[$s]}")
         [ "$med" = null ] && continue
         json+=",\"${s}_ms\":[$med,$lo,$hi],\"${s}_rss_mib\":$mem"
         [ "$loss" = null ] || json+=",\"${s}_val_loss\":$loss"
         [ "$s" = aneforge ] || [ "$ref" = null ] || json+=",\"aneforge_over_$s\":$(printf '%.3f' "$(echo "$ref / $med" | bc -l)")"
-        read -r fb _ _ <<< "$(echo "${fbs[$s]}" | tr ' ' '\n' | grep . | stats)"
-        read -r op _ _ <<< "$(echo "${opts[$s]}" | tr ' ' '\n' | grep . | stats)"
+        fb=$(median "${fbs[$s]}")
+        op=$(median "${opts[$s]}")
         [ "$fb" = null ] || json+=",\"${s}_fwd_bwd_ms\":$fb,\"${s}_optimizer_ms\":$op"
     done
     # bf16 against our fp32 (the 0.6x target) and against PyTorch's autocast (0.7x).
-    read -r b16 _ _ <<< "$(echo "${ms[aneforge_bf16]:--}" | tr ' ' '\n' | grep . | stats)"
+    b16=$(median "${ms[aneforge_bf16]:--}")
     for s in aneforge torch_bf16; do
-        read -r med _ _ <<< "$(echo "${ms[$s]:--}" | tr ' ' '\n' | grep . | stats)"
+        med=$(median "${ms[$s]:--}")
         [ "$b16" = null ] || [ "$med" = null ] || json+=",\"aneforge_bf16_over_$s\":$(printf '%.3f' "$(echo "$b16 / $med" | bc -l)")"
     done
     if [ $kind = llama ] && [ "$ref" != null ]; then
@@ -214,10 +215,10 @@ for w in $WORKLOADS; do
         json+=$(printf ',"gflop_per_step":%.2f,"peak_fp32_gflops_after":%s,"floor_ms":%.1f,"aneforge_pct_of_fp32_peak":%.1f,"aneforge_tokens_per_s":%.0f' \
             "$gflop" "$peak" "$(echo "1000 * $gflop / $peak" | bc -l)" "$(echo "100 * $gflop * 1000 / $ref / $peak" | bc -l)" \
             "$(echo "$batch * $seq * 1000 / $ref" | bc -l)")
-        read -r ofb _ _ <<< "$(echo "${fbs[aneforge]:--}" | tr ' ' '\n' | grep . | stats)"
-        read -r oop _ _ <<< "$(echo "${opts[aneforge]:--}" | tr ' ' '\n' | grep . | stats)"
-        read -r tms _ _ <<< "$(echo "${ms[torch]:--}" | tr ' ' '\n' | grep . | stats)"
-        read -r tfb _ _ <<< "$(echo "${fbs[torch]:--}" | tr ' ' '\n' | grep . | stats)"
+        ofb=$(median "${fbs[aneforge]:--}")
+        oop=$(median "${opts[aneforge]:--}")
+        tms=$(median "${ms[torch]:--}")
+        tfb=$(median "${fbs[torch]:--}")
         if [ "$ofb" != null ] && [ "$tfb" != null ]; then
             # Parameters with the classifier tied to the embedding (llama2.c's model.py),
             # and the memory's time for the update's 28 bytes a parameter on them.

@@ -265,8 +265,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx,
                 }
             }
             int64_t n = j->N - j0;
-            __mmask16 m0 = (__mmask16)(n >= 16 ? 0xffffu : n <= 0 ? 0u : (1u << n) - 1);
-            __mmask16 m1 = (__mmask16)(n >= 32 ? 0xffffu : n <= 16 ? 0u : (1u << (n - 16)) - 1);
+            __mmask16 m0 = first(n), m1 = first(n - 16);
             for (int r = 0; r < 8 && i0 + r < j->M; r++) {
                 float *c = j->C + (i0 + r) * j->ldc + j0;
                 _mm512_mask_storeu_ps(c, m0, acc[r][0]);
@@ -403,6 +402,23 @@ static void pack(cpu_pool *p, packer *x) {
 #else
     (void)p, (void)x;
 #endif
+}
+
+/* Packs op(A) [M, K] (A stored [K, M] when ta) into dst, M and K padded to 32. */
+static void pack_a(cpu_pool *p, const float *A, int64_t lda, int ta, int64_t M, int64_t K, bool amx, uint16_t *dst) {
+    int64_t Mp = (M + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    packer x = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)dst, NULL, 0, 0, false };
+    pack(p, &x);
+}
+
+/* Packs op(B) [K, N] (B stored [N, K] when tb) into dst, K and N padded to 32; with tb,
+ * also B as stored into other unless NULL (the same size). */
+static void pack_b(cpu_pool *p, const float *B, int64_t ldb, int tb, int64_t K, int64_t N, bool amx, uint16_t *dst,
+                   uint16_t *other) {
+    int64_t Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    packer x = { B, ldb, tb, tb, true, amx, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
+                 tb ? (uint32_t *)other : NULL, Kp, Np / 32, false };
+    pack(p, &x);
 }
 
 /* One operand's packing for a later product of the step (cpu_bf16_cache): a tensor in one
@@ -599,17 +615,14 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     if (!ap || !bp) return false;
     int64_t t0 = p ? now_ns() : 0;
     if (!hit_a) {
-        packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0, false };
-        pack(p, &pa);
+        pack_a(p, A, lda, ta, M, K, amx, ap);
         atomic_fetch_add(&stat_packed_a, 1);
         if (keep_a) keep_a->step = cache->step;
     } else {
         atomic_fetch_add(&stat_reused_a, 1);
     }
     if (!hit_b) {
-        packer pb = { B, ldb, tb, tb, true, amx, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)bp,
-                      keep ? (uint32_t *)keep->bp : NULL, Kp, Np / 32, false };
-        pack(p, &pb);
+        pack_b(p, B, ldb, tb, K, N, amx, bp, keep ? keep->bp : NULL);
         atomic_fetch_add(&stat_packed, 1);
         if (keep_b) keep_b->step = cache->step;
         if (keep) keep->step = cache->step;
@@ -634,10 +647,7 @@ bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t
                      uint16_t *dst, uint16_t *other) {
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || K <= 0 || N <= 0) return false;
-    int64_t Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
-    packer pb = { B, ldb, tb, tb, true, path == CPU_BF16_AMX, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
-                  tb ? (uint32_t *)other : NULL, Kp, Np / 32, false };
-    pack(p, &pb);
+    pack_b(p, B, ldb, tb, K, N, path == CPU_BF16_AMX, dst, other);
     atomic_fetch_add(&stat_packed, 1);
     return true;
 }
@@ -652,8 +662,7 @@ bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64
     bool amx = path == CPU_BF16_AMX;
     uint16_t *ap = ws_get(0, (size_t)(Mp * Kp));
     if (!ap) return false;
-    packer pa = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)ap, NULL, 0, 0, false };
-    pack(p, &pa);
+    pack_a(p, A, lda, ta, M, K, amx, ap);
     atomic_fetch_add(&stat_packed_a, 1);
     atomic_fetch_add(&stat_reused, 1);
     job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? bKp / 32 : bNp, NULL };

@@ -104,11 +104,10 @@ static void run_case(cpu_bf16_path path, cpu_pool *pool, int64_t M, int64_t N, i
     run_case_t(path, pool, 0, 0, M, N, K, pad);
 }
 
-/* Where element (k, n) of a packed op(B) lies, as uint16 (pairs along k; row-major
- * [Kp/2][Np][2] for AVX512-BF16, 16 x 16 tiles for AMX). */
-static int64_t packed_at(cpu_bf16_path path, int64_t Kp, int64_t Np, int64_t k, int64_t n) {
-    int64_t p = k / 2, dword = path == CPU_BF16_AMX ? ((n / 16) * (Kp / 32) + p / 16) * 256 + (p % 16) * 16 + n % 16
-                                                   : p * Np + n;
+/* Where element (k, n) of a packed op(B) lies, as uint16: pairs along k, in tiles of 16
+ * pairs x 16 columns, the tiles [Np/16][Kp/32] (both paths). */
+static int64_t packed_at(int64_t Kp, int64_t k, int64_t n) {
+    int64_t p = k / 2, dword = ((n / 16) * (Kp / 32) + p / 16) * 256 + (p % 16) * 16 + n % 16;
     return dword * 2 + (k & 1);
 }
 
@@ -119,7 +118,7 @@ static void check_packed(cpu_bf16_path path, const uint16_t *got, const float *x
     int64_t Kp = (K + 31) / 32 * 32, Np = (N + 31) / 32 * 32;
     uint16_t *want = calloc((size_t)(Kp * Np), sizeof *want);
     for (int64_t k = 0; k < K; k++)
-        for (int64_t n = 0; n < N; n++) want[packed_at(path, Kp, Np, k, n)] = cpu_bf16_round(x[k * sk + n * sn]);
+        for (int64_t n = 0; n < N; n++) want[packed_at(Kp, k, n)] = cpu_bf16_round(x[k * sk + n * sn]);
     int64_t bad = 0, first = -1;
     for (int64_t i = 0; i < Kp * Np; i++)
         if (got[i] != want[i]) bad++, first = first < 0 ? i : first;

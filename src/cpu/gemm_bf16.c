@@ -1,12 +1,13 @@
 /* The bf16 GEMM (gemm_bf16.h). Both operands are packed for each call (B may come from a
- * cpu_bf16_cache instead), rounded to bf16 in software (so both kernels see the same
- * operands, denormals included), padded with zeros to whole 32 x 32 blocks, the packing
- * split over the pool:
- *   Ap [Mp][Kp]        row-major bf16 rows of A
- *   Bp [Kp/2][Np][2]   B in pairs along k ("VNNI" layout): what vdpbf16ps and tdpbf16ps
- *                      multiply a pair of A against
- * (the AMX path stores both tile by tile, see rows_amx)
- * and each thread computes whole 32-row blocks of C. */
+ * cpu_bf16_cache instead), rounded to bf16 as cpu_bf16_round does (so both kernels see
+ * the same operands, denormals included), padded with zeros to whole 32 x 32 blocks, the
+ * packing split over the pool, tile by tile (1 KiB, 16 rows of 64 bytes; see block_at):
+ *   A  tiles [Mp/16][Kp/32], each 16 rows x 16 pairs along k
+ *   B  tiles [Np/16][Kp/32], each 16 pairs along k x 16 columns ("VNNI" pairs: what
+ *      vdpbf16ps and tdpbf16ps multiply a pair of A against)
+ * Both kernels read this layout: the AMX one loads whole tiles, the AVX512-BF16 one
+ * streams a 16-column group of B, whose tiles along k are one run. Each thread computes
+ * whole 32-row blocks of C. */
 #define _GNU_SOURCE
 #include "cpu/gemm_bf16.h"
 
@@ -48,7 +49,7 @@ typedef struct {
     int64_t M, N, Kp, Np;
     float *C;
     int64_t ldc;
-    int64_t bs; /* B's packing: its Np (row-major) or its tiles along k (AMX), when B is a leading block of it */
+    int64_t bs; /* B's packing's tiles along k (more than Kp/32 when B is a leading block of it) */
     _Atomic uint32_t *absmax; /* NULL, or: the largest |C| bit pattern max'ed here (cpu_bf16_keys) */
 } job;
 
@@ -66,14 +67,12 @@ typedef struct {
     bool adj;       /* k runs along the stored rows */
     bool cols;      /* the vectors are the block's columns */
     bool is_b;      /* D is B's layout (else A's) */
-    bool amx;       /* tile by tile (rows_amx) instead of row-major (rows_avx512) */
     int64_t lines;  /* adj: stored rows that hold data (M or N); paired: K */
     int64_t len;    /* adj: K; paired: the stored rows' length (N or M) */
     int64_t drows, dcols; /* D's size: Mp x Kp/2 (A) or Kp/2 x Np (B) */
     int64_t kt;     /* Kp/32: tiles along k */
     uint32_t *dst;
     uint32_t *other; /* B transposed only, or NULL: also B as stored untransposed (see keep_other) */
-    int64_t ocols;   /* other's columns: Kp */
     int64_t okt;     /* other's tiles along k: Np/32 */
     bool hw;         /* round with vcvtne2ps2bf16 (convert32); pack sets it from the CPU */
 } packer;
@@ -187,14 +186,9 @@ __attribute__((target("avx512f"))) static inline void transpose16(__m512i v[16])
     }
 }
 
-/* Where row r of D's 16 x 16 block (r0, c0) starts, and the step between its rows. */
-static uint32_t *block_at(uint32_t *d, bool is_b, bool amx, int64_t dcols, int64_t kt, int64_t r0, int64_t c0, int64_t *step) {
-    if (!amx) {
-        *step = dcols;
-        return d + r0 * dcols + c0;
-    }
-    *step = 16;
-    /* A: tiles [Mp/16][Kp/32] of 16 rows x 16 pairs; B: tiles [Np/16][Kp/32] of 16 pairs x 16 columns */
+/* Where row r of D's 16 x 16 block (r0, c0) starts (rows 16 dwords apart): A's tiles
+ * [Mp/16][Kp/32] of 16 rows x 16 pairs, B's [Np/16][Kp/32] of 16 pairs x 16 columns. */
+static uint32_t *block_at(uint32_t *d, bool is_b, int64_t kt, int64_t r0, int64_t c0) {
     return is_b ? d + ((c0 / 16) * kt + r0 / 16) * 256 : d + ((r0 / 16) * kt + c0 / 16) * 256;
 }
 
@@ -206,11 +200,11 @@ __attribute__((target("avx512f,avx512bw"))) static void emit_other(const packer 
                                         8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
     __m512i lo = _mm512_loadu_si512(lo_idx), hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
     for (int j = 0; j < 8; j++) {
-        int64_t step, q = n0 / 2 + j;
-        uint32_t *d0 = block_at(x->other, true, x->amx, x->ocols, x->okt, q & ~(int64_t)15, 2 * p0, &step);
-        uint32_t *d1 = block_at(x->other, true, x->amx, x->ocols, x->okt, q & ~(int64_t)15, 2 * p0 + 16, &step);
-        _mm512_storeu_si512(d0 + (q & 15) * step, _mm512_permutex2var_epi16(v[2 * j], lo, v[2 * j + 1]));
-        _mm512_storeu_si512(d1 + (q & 15) * step, _mm512_permutex2var_epi16(v[2 * j], hi, v[2 * j + 1]));
+        int64_t q = n0 / 2 + j;
+        uint32_t *d0 = block_at(x->other, true, x->okt, q & ~(int64_t)15, 2 * p0);
+        uint32_t *d1 = block_at(x->other, true, x->okt, q & ~(int64_t)15, 2 * p0 + 16);
+        _mm512_storeu_si512(d0 + (q & 15) * 16, _mm512_permutex2var_epi16(v[2 * j], lo, v[2 * j + 1]));
+        _mm512_storeu_si512(d1 + (q & 15) * 16, _mm512_permutex2var_epi16(v[2 * j], hi, v[2 * j + 1]));
     }
 }
 
@@ -236,47 +230,53 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) static void pack
             }
             if (x->other) emit_other(x, v, c0, r0);
             if (x->cols) transpose16(v);
-            int64_t step;
-            uint32_t *d = block_at(x->dst, x->is_b, x->amx, x->dcols, x->kt, r0, c0, &step);
-            for (int j = 0; j < 16; j++) _mm512_storeu_si512(d + j * step, v[j]);
+            uint32_t *d = block_at(x->dst, x->is_b, x->kt, r0, c0);
+            for (int j = 0; j < 16; j++) _mm512_storeu_si512(d + j * 16, v[j]);
         }
 }
 
 /* 8 x 32 of C per register block: 16 accumulators, a broadcast pair of A per row and two
- * 16-pair vectors of B per k pair. Stores only the valid rows and columns. */
+ * 16-pair vectors of B per k pair, on the tile-by-tile packing rows_amx reads: a 16-column
+ * group of B is one run of k pairs (16 lines apart, 64 bytes each), so the two vectors
+ * come from two sequential streams. Like rows_amx, a 32-column stripe of B serves the
+ * task's rows (up to 128) while it is in L2. Stores only the valid rows and columns. */
 __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx, int64_t b0, int64_t b1) {
     const job *j = ctx;
     const __m512i abs = _mm512_set1_epi32(0x7fffffff);
     __m512i mx = _mm512_setzero_si512();
-    for (int64_t i0 = b0 * 32; i0 < b1 * 32; i0 += 8)
-        for (int64_t j0 = 0; j0 < j->Np; j0 += 32) {
-            __m512 acc[8][2];
-            for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-            const uint16_t *b = j->bp + 2 * j0;
-            const uint16_t *a = j->ap + i0 * j->Kp;
-            for (int64_t kp = 0; kp < j->Kp / 2; kp++, b += 2 * j->bs) {
-                __m512bh v0 = (__m512bh)_mm512_loadu_si512(b), v1 = (__m512bh)_mm512_loadu_si512(b + 32);
-                for (int r = 0; r < 8; r++) {
-                    int32_t pair;
-                    memcpy(&pair, a + r * j->Kp + 2 * kp, 4);
-                    __m512bh ar = (__m512bh)_mm512_set1_epi32(pair);
-                    acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, v0);
-                    acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, v1);
+    const int64_t kt = j->Kp / 32; /* tiles along k */
+    for (int64_t c0 = b0 * 32; c0 < b1 * 32; c0 += 128)
+        for (int64_t j0 = 0; j0 < j->Np; j0 += 32)
+            for (int64_t i0 = c0; i0 < c0 + 128 && i0 < b1 * 32 && i0 < j->M; i0 += 8) {
+                __m512 acc[8][2];
+                for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+                const uint16_t *bt0 = j->bp + (j0 / 16) * j->bs * 512, *bt1 = bt0 + j->bs * 512;
+                const uint16_t *at = j->ap + (i0 / 16) * kt * 512 + (i0 % 16) * 32;
+                for (int64_t t = 0; t < kt; t++, at += 512, bt0 += 512, bt1 += 512)
+                    for (int q = 0; q < 16; q++) {
+                        __m512bh v0 = (__m512bh)_mm512_loadu_si512(bt0 + 32 * q);
+                        __m512bh v1 = (__m512bh)_mm512_loadu_si512(bt1 + 32 * q);
+                        for (int r = 0; r < 8; r++) {
+                            int32_t pair;
+                            memcpy(&pair, at + 32 * r + 2 * q, 4);
+                            __m512bh ar = (__m512bh)_mm512_set1_epi32(pair);
+                            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, v0);
+                            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, v1);
+                        }
+                    }
+                int64_t n = j->N - j0;
+                __mmask16 m0 = first(n), m1 = first(n - 16);
+                for (int r = 0; r < 8 && i0 + r < j->M; r++) {
+                    float *c = j->C + (i0 + r) * j->ldc + j0;
+                    _mm512_mask_storeu_ps(c, m0, acc[r][0]);
+                    _mm512_mask_storeu_ps(c + 16, m1, acc[r][1]);
+                    if (j->absmax) { /* the valid columns only (masked: zero elsewhere) */
+                        __m512i a = _mm512_maskz_and_epi32(m0, _mm512_castps_si512(acc[r][0]), abs);
+                        __m512i b = _mm512_maskz_and_epi32(m1, _mm512_castps_si512(acc[r][1]), abs);
+                        mx = _mm512_max_epu32(mx, _mm512_max_epu32(a, b));
+                    }
                 }
             }
-            int64_t n = j->N - j0;
-            __mmask16 m0 = first(n), m1 = first(n - 16);
-            for (int r = 0; r < 8 && i0 + r < j->M; r++) {
-                float *c = j->C + (i0 + r) * j->ldc + j0;
-                _mm512_mask_storeu_ps(c, m0, acc[r][0]);
-                _mm512_mask_storeu_ps(c + 16, m1, acc[r][1]);
-                if (j->absmax) { /* the valid columns only (masked: zero elsewhere) */
-                    __m512i a = _mm512_maskz_and_epi32(m0, _mm512_castps_si512(acc[r][0]), abs);
-                    __m512i b = _mm512_maskz_and_epi32(m1, _mm512_castps_si512(acc[r][1]), abs);
-                    mx = _mm512_max_epu32(mx, _mm512_max_epu32(a, b));
-                }
-            }
-        }
     if (j->absmax) cpu_absmax_merge(j->absmax, (uint32_t)_mm512_reduce_max_epu32(mx));
 }
 
@@ -405,19 +405,19 @@ static void pack(cpu_pool *p, packer *x) {
 }
 
 /* Packs op(A) [M, K] (A stored [K, M] when ta) into dst, M and K padded to 32. */
-static void pack_a(cpu_pool *p, const float *A, int64_t lda, int ta, int64_t M, int64_t K, bool amx, uint16_t *dst) {
+static void pack_a(cpu_pool *p, const float *A, int64_t lda, int ta, int64_t M, int64_t K, uint16_t *dst) {
     int64_t Mp = (M + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
-    packer x = { A, lda, !ta, ta, false, amx, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)dst, NULL, 0, 0, false };
+    packer x = { A, lda, !ta, ta, false, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)dst, NULL, 0, false };
     pack(p, &x);
 }
 
 /* Packs op(B) [K, N] (B stored [N, K] when tb) into dst, K and N padded to 32; with tb,
  * also B as stored into other unless NULL (the same size). */
-static void pack_b(cpu_pool *p, const float *B, int64_t ldb, int tb, int64_t K, int64_t N, bool amx, uint16_t *dst,
+static void pack_b(cpu_pool *p, const float *B, int64_t ldb, int tb, int64_t K, int64_t N, uint16_t *dst,
                    uint16_t *other) {
     int64_t Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
-    packer x = { B, ldb, tb, tb, true, amx, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
-                 tb ? (uint32_t *)other : NULL, Kp, Np / 32, false };
+    packer x = { B, ldb, tb, tb, true, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
+                 tb ? (uint32_t *)other : NULL, Np / 32, false };
     pack(p, &x);
 }
 
@@ -596,7 +596,6 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0) return false;
     int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
-    bool amx = path == CPU_BF16_AMX;
     const void *akey = cache && keys ? keys->a_key : NULL, *bkey = cache && keys ? keys->b_key : NULL;
     if ((akey || bkey) && !reserve(cache)) akey = bkey = NULL; /* out of memory: pack as uncached */
     /* packed earlier in this step: A by a product reading the same tensor the same way;
@@ -615,23 +614,23 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
     if (!ap || !bp) return false;
     int64_t t0 = p ? now_ns() : 0;
     if (!hit_a) {
-        pack_a(p, A, lda, ta, M, K, amx, ap);
+        pack_a(p, A, lda, ta, M, K, ap);
         atomic_fetch_add(&stat_packed_a, 1);
         if (keep_a) keep_a->step = cache->step;
     } else {
         atomic_fetch_add(&stat_reused_a, 1);
     }
     if (!hit_b) {
-        pack_b(p, B, ldb, tb, K, N, amx, bp, keep ? keep->bp : NULL);
+        pack_b(p, B, ldb, tb, K, N, bp, keep ? keep->bp : NULL);
         atomic_fetch_add(&stat_packed, 1);
         if (keep_b) keep_b->step = cache->step;
         if (keep) keep->step = cache->step;
     } else {
         atomic_fetch_add(&stat_reused, 1);
     }
-    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? Kp / 32 : Np, keys ? keys->absmax : NULL };
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, Kp / 32, keys ? keys->absmax : NULL };
     int64_t t1 = p ? now_ns() : 0;
-    run_rows(p, Mp, amx, &j);
+    run_rows(p, Mp, path == CPU_BF16_AMX, &j);
     if (p) {
         atomic_fetch_add(&stat_pack_ns, t1 - t0);
         atomic_fetch_add(&stat_kernel_ns, now_ns() - t1);
@@ -647,7 +646,7 @@ bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t
                      uint16_t *dst, uint16_t *other) {
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || K <= 0 || N <= 0) return false;
-    pack_b(p, B, ldb, tb, K, N, path == CPU_BF16_AMX, dst, other);
+    pack_b(p, B, ldb, tb, K, N, dst, other);
     atomic_fetch_add(&stat_packed, 1);
     return true;
 }
@@ -658,14 +657,13 @@ bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64
     /* past K the packing holds B's next rows, not zeros: K must end on a 32-row boundary */
     if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0 || N > bN || K > bK || (K != bK && K % 32)) return false;
     int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
-    int64_t bNp = (bN + 31) & ~(int64_t)31, bKp = (bK + 31) & ~(int64_t)31;
-    bool amx = path == CPU_BF16_AMX;
+    int64_t bKp = (bK + 31) & ~(int64_t)31;
     uint16_t *ap = ws_get(0, (size_t)(Mp * Kp));
     if (!ap) return false;
-    pack_a(p, A, lda, ta, M, K, amx, ap);
+    pack_a(p, A, lda, ta, M, K, ap);
     atomic_fetch_add(&stat_packed_a, 1);
     atomic_fetch_add(&stat_reused, 1);
-    job j = { ap, bp, M, N, Kp, Np, C, ldc, amx ? bKp / 32 : bNp, NULL };
-    run_rows(p, Mp, amx, &j);
+    job j = { ap, bp, M, N, Kp, Np, C, ldc, bKp / 32, NULL };
+    run_rows(p, Mp, path == CPU_BF16_AMX, &j);
     return true;
 }

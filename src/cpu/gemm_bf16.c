@@ -260,9 +260,9 @@ __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx,
     const __m512i abs = _mm512_set1_epi32(0x7fffffff);
     __m512i mx = _mm512_setzero_si512();
     const int64_t kt = j->Kp / 32; /* tiles along k */
-    for (int64_t c0 = b0 * 32; c0 < b1 * 32; c0 += 128)
+    for (int64_t c0 = b0 * 16; c0 < b1 * 16; c0 += 128)
         for (int64_t j0 = 0; j0 < j->Np; j0 += 32)
-            for (int64_t i0 = c0; i0 < c0 + 128 && i0 < b1 * 32 && i0 < j->M; i0 += 8) {
+            for (int64_t i0 = c0; i0 < c0 + 128 && i0 < b1 * 16 && i0 < j->M; i0 += 8) {
                 __m512 acc[8][2];
                 for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
                 const uint16_t *bt0 = j->bp + (j0 / 16) * j->bs * 512, *bt1 = bt0 + j->bs * 512;
@@ -378,10 +378,15 @@ __attribute__((target("amx-tile,amx-bf16,avx512f,prfchw"))) static void rows_amx
 }
 #endif
 
-/* The packed product, 32 rows of C a task, on the AMX tiles or AVX512-BF16. */
+/* The packed product, 32 rows of C a task on the AMX tiles (two A tiles high), 16 on
+ * AVX512-BF16: a weight gradient with M 288 is then 18 tasks, 9 a thread on two, where
+ * 9 blocks of 32 left one thread a fifth longer than the other. */
 static void run_rows(cpu_pool *p, int64_t Mp, bool amx, job *j) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    cpu_pool_for(p, Mp / 32, 1, amx ? rows_amx : rows_avx512, j);
+    if (amx)
+        cpu_pool_for(p, Mp / 32, 1, rows_amx, j);
+    else
+        cpu_pool_for(p, Mp / 16, 1, rows_avx512, j);
 #else
     (void)p, (void)Mp, (void)amx, (void)j;
 #endif

@@ -6,8 +6,8 @@
  *   B  tiles [Np/16][Kp/32], each 16 pairs along k x 16 columns ("VNNI" pairs: what
  *      vdpbf16ps and tdpbf16ps multiply a pair of A against)
  * Both kernels read this layout: the AMX one loads whole tiles, the AVX512-BF16 one
- * streams a 16-column group of B, whose tiles along k are one run. Each thread computes
- * whole 32-row blocks of C. */
+ * streams a 16-column group of B, whose tiles along k are one run. Each task computes
+ * whole row blocks of C (32 rows on AMX, 16 on AVX512-BF16: run_rows). */
 #define _GNU_SOURCE
 #include "cpu/gemm_bf16.h"
 

@@ -252,8 +252,8 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) static void pack
 
 /* 8 x 32 of C per register block: 16 accumulators, a broadcast pair of A per row and two
  * 16-pair vectors of B per k pair, on the tile-by-tile packing rows_amx reads: a 16-column
- * group of B is one run of k pairs (16 lines apart, 64 bytes each), so the two vectors
- * come from two sequential streams. Like rows_amx, a 32-column stripe of B serves the
+ * group of B is one run along k, 64 bytes a k pair, so the two vectors come from two
+ * sequential streams. Like rows_amx, a 32-column stripe of B serves the
  * task's rows (up to 128) while it is in L2. Stores only the valid rows and columns. */
 __attribute__((target("avx512f,avx512bf16"))) static void rows_avx512(void *ctx, int64_t b0, int64_t b1) {
     const job *j = ctx;

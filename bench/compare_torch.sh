@@ -48,7 +48,8 @@ source bench/common.sh
 cpu_banner "$AF"
 
 # What the comparison needs, installed when missing: tcmalloc (Debian), the fortunes
-# (Debian), PyTorch and numpy (package registry, into the venv).
+# (Debian), PyTorch and numpy (package registry, into the venv), and for the debian side
+# python3-torch (Debian).
 need_deb() { dpkg -s "$1" >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && apt-get install -y -q "$1" >&2; } || true; }
 need_deb libgoogle-perftools4
 need_deb fortunes
@@ -60,6 +61,8 @@ if ! "$VENV/bin/python" -c "import numpy, torch; assert torch.__version__.starts
 fi
 TPY=$VENV/bin/python
 DEBPY=/usr/bin/python3
+# Debian's PyTorch 1.13 for the history column, while the distribution still ships it.
+[[ " $SIDES " != *" debian "* ]] || $DEBPY -c 'import torch, numpy' 2>/dev/null || need_deb python3-torch
 if [[ " $SIDES " == *" debian "* ]] && ! $DEBPY -c 'import torch, numpy' 2>/dev/null; then
     echo "note: no python3-torch under $DEBPY; the debian column is left out" >&2
     SIDES=${SIDES/debian/}

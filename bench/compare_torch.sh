@@ -62,10 +62,12 @@ fi
 TPY=$VENV/bin/python
 DEBPY=/usr/bin/python3
 # Debian's PyTorch 1.13 for the history column, while the distribution still ships it.
-[[ " $SIDES " != *" debian "* ]] || $DEBPY -c 'import torch, numpy' 2>/dev/null || need_deb python3-torch
 if [[ " $SIDES " == *" debian "* ]] && ! $DEBPY -c 'import torch, numpy' 2>/dev/null; then
-    echo "note: no python3-torch under $DEBPY; the debian column is left out" >&2
-    SIDES=${SIDES/debian/}
+    need_deb python3-torch
+    if ! $DEBPY -c 'import torch, numpy' 2>/dev/null; then
+        echo "note: no python3-torch under $DEBPY; the debian column is left out" >&2
+        SIDES=${SIDES/debian/}
+    fi
 fi
 
 # The CPU, named the way a reader can look it up, and its peaks now.

@@ -44,6 +44,9 @@ const char *cpu_bf16_path_name(cpu_bf16_path path) {
     return path == CPU_BF16_AMX ? "amx" : path == CPU_BF16_AVX512 ? "avx512bf16" : "none";
 }
 
+/* n rounded up to whole 32 x 32 blocks: every packed dimension. */
+static inline int64_t pad32(int64_t n) { return (n + 31) & ~(int64_t)31; }
+
 typedef struct {
     const uint16_t *ap, *bp;
     int64_t M, N, Kp, Np;
@@ -426,7 +429,7 @@ static void pack(cpu_pool *p, packer *x) {
 
 /* Packs op(A) [M, K] (A stored [K, M] when ta) into dst, M and K padded to 32. */
 static void pack_a(cpu_pool *p, const float *A, int64_t lda, int ta, int64_t M, int64_t K, uint16_t *dst) {
-    int64_t Mp = (M + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    int64_t Mp = pad32(M), Kp = pad32(K);
     packer x = { A, lda, !ta, ta, false, ta ? K : M, ta ? M : K, Mp, Kp / 2, Kp / 32, (uint32_t *)dst, NULL, 0, false };
     pack(p, &x);
 }
@@ -435,7 +438,7 @@ static void pack_a(cpu_pool *p, const float *A, int64_t lda, int ta, int64_t M, 
  * also B as stored into other unless NULL (the same size). */
 static void pack_b(cpu_pool *p, const float *B, int64_t ldb, int tb, int64_t K, int64_t N, uint16_t *dst,
                    uint16_t *other) {
-    int64_t Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    int64_t Np = pad32(N), Kp = pad32(K);
     packer x = { B, ldb, tb, tb, true, tb ? N : K, tb ? K : N, Kp / 2, Np, Kp / 32, (uint32_t *)dst,
                  tb ? (uint32_t *)other : NULL, Np / 32, false };
     pack(p, &x);
@@ -615,7 +618,7 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
                       cpu_bf16_cache *cache, const cpu_bf16_keys *keys) {
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0) return false;
-    int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
+    int64_t Mp = pad32(M), Np = pad32(N), Kp = pad32(K);
     const void *akey = cache && keys ? keys->a_key : NULL, *bkey = cache && keys ? keys->b_key : NULL;
     if ((akey || bkey) && !reserve(cache)) akey = bkey = NULL; /* out of memory: pack as uncached */
     /* packed earlier in this step: A by a product reading the same tensor the same way;
@@ -659,7 +662,7 @@ bool cpu_sgemm_bf16_k(cpu_pool *p, cpu_bf16_path path, int ta, int tb, int64_t M
 }
 
 size_t cpu_bf16_packed_size(int64_t K, int64_t N) {
-    return (size_t)(((K + 31) & ~(int64_t)31) * ((N + 31) & ~(int64_t)31));
+    return (size_t)(pad32(K) * pad32(N));
 }
 
 bool cpu_bf16_pack_b(cpu_pool *p, cpu_bf16_path path, int tb, int64_t K, int64_t N, const float *B, int64_t ldb,
@@ -676,8 +679,8 @@ bool cpu_sgemm_bf16_pb(cpu_pool *p, cpu_bf16_path path, int ta, int64_t M, int64
     if (path == CPU_BF16_NONE) path = cpu_gemm_bf16_best();
     /* past K the packing holds B's next rows, not zeros: K must end on a 32-row boundary */
     if (!path_ok(path) || M <= 0 || N <= 0 || K <= 0 || N > bN || K > bK || (K != bK && K % 32)) return false;
-    int64_t Mp = (M + 31) & ~(int64_t)31, Np = (N + 31) & ~(int64_t)31, Kp = (K + 31) & ~(int64_t)31;
-    int64_t bKp = (bK + 31) & ~(int64_t)31;
+    int64_t Mp = pad32(M), Np = pad32(N), Kp = pad32(K);
+    int64_t bKp = pad32(bK);
     uint16_t *ap = ws_get(0, (size_t)(Mp * Kp));
     if (!ap) return false;
     pack_a(p, A, lda, ta, M, K, ap);

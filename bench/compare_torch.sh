@@ -3,7 +3,7 @@
 # command. Sides (SIDES):
 #   aneforge       CPU, fp32, an empty environment
 #   aneforge_bf16  the same with --precision bf16 (matmul/conv GEMMs in bf16, fp32 sums;
-#                  the CLI runs fp32 with a note where the CPU lacks AMX/AVX512-BF16)
+#                  left out, with a note, where the CPU lacks AMX-BF16 and AVX512-BF16)
 #   torch          PyTorch $TORCH_VERSION (from the package registry into $VENV), eager
 #   torch_compile  the same with torch.compile(model) (its first steps, the compile, left out)
 #   torch_bf16     the same under torch.autocast("cpu", dtype=torch.bfloat16) (llama only)
@@ -80,6 +80,14 @@ echo "cpu: $cpu_model ($cpu_fms; $(nproc) cores; flags: ${cpu_flags% }; load $(c
 echo "peaks on $THREADS threads: fp32 FMA $(echo "$peaks" | field peak_gflops) GFLOP/s," \
     "bf16 dot $(echo "$peaks" | sed -n 's/.*"bf16_dot_gflops":\([0-9.a-z]*\).*/\1/p')," \
     "AMX bf16 $(echo "$peaks" | sed -n 's/.*"amx_bf16_gflops":\([0-9.a-z]*\).*/\1/p')" >&2
+# bf16 needs AMX-BF16 or AVX512-BF16 (aneforge refuses it elsewhere): without either
+# neither bf16 side is run (autocast would emulate bf16 and time nothing we compare).
+if [ "$(echo "$peaks" | sed -n 's/.*"bf16_dot_gflops":\([0-9.a-z]*\).*/\1/p')" = null ] &&
+    [ "$(echo "$peaks" | sed -n 's/.*"amx_bf16_gflops":\([0-9.a-z]*\).*/\1/p')" = null ] &&
+    [[ " $SIDES " == *" aneforge_bf16 "* || " $SIDES " == *" torch_bf16 "* ]]; then
+    echo "note: this CPU has neither AMX-BF16 nor AVX512-BF16; the bf16 sides are left out" >&2
+    SIDES=$(echo " $SIDES " | sed 's/ aneforge_bf16 / /; s/ torch_bf16 / /')
+fi
 opt_kind() { # the Adam the scripts get from bench/torch_best.py with this Python
     "$1" -c 'import sys; sys.path.insert(0, "bench"); import torch, torch_best
 print(torch_best.adam(torch.optim.Adam, [torch.nn.Parameter(torch.zeros(1))])[1])' 2>/dev/null || echo unknown

@@ -438,7 +438,8 @@ typedef enum { AF_TARGET_CPU = 0, AF_TARGET_ANE_SIM = 1, AF_TARGET_ANE = 2 } af_
 /* AF_PRECISION_BF16 (CPU target only): matmuls and convolutions (forward and both
  * gradients) take bf16-rounded operands and accumulate in fp32 on AMX or AVX512-BF16;
  * everything else, the weights and the optimizer's state stay fp32 (as PyTorch's
- * autocast). On a CPU without either it runs in fp32 and says so through the log. */
+ * autocast). On a CPU without either, af_compile refuses it (AF_ERR_UNSUPPORTED, naming
+ * the CPU and the fix: AF_PRECISION_FP32). */
 typedef enum { AF_PRECISION_DEFAULT = 0, AF_PRECISION_FP32 = 1, AF_PRECISION_FP16 = 2, AF_PRECISION_BF16 = 3 } af_precision;
 
 /* Neural Engine families (the ane-sim target reproduces each one's rules). */

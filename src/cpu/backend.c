@@ -1,6 +1,7 @@
 /* The cpu backend: the CPU executor, all of whose work is the host's. */
 #include "cpu/backend.h"
 #include "cpu/cpu_exec.h"
+#include "cpu/cpu_features.h"
 #include "cpu/gemm_bf16.h"
 
 #include <stdio.h>
@@ -18,17 +19,22 @@ static void cpu_free(void *state) {
     free(s);
 }
 
+/* bf16 needs the instructions: emulating them would be slower than fp32, and running fp32
+ * under a bf16 request would hide that the numbers are not the ones asked for. */
+static af_status cpu_configure(backend_cfg *cfg, char *msg, size_t n) {
+    if (cfg->precision != AF_PRECISION_BF16 || cpu_gemm_bf16_best() != CPU_BF16_NONE) return AF_OK;
+    snprintf(msg, n, "precision bf16 needs AMX-BF16 or AVX512-BF16 (Intel Xeon Sapphire Rapids or later, AMD Zen 4 or "
+                     "later), and this CPU (%s; %s) has neither, or the OS withholds AMX's tile state; use "
+                     "AF_PRECISION_FP32 (--precision fp32)", cpu_model_name(), cpu_features_string());
+    return AF_ERR_UNSUPPORTED;
+}
+
 static af_status cpu_init(const backend_cfg *cfg, const compile_plan *p, void **state, af_stats *stats, char *msg, size_t n) {
     (void)stats;
     cpu_state *s = calloc(1, sizeof *s);
     if (!s) { snprintf(msg, n, "out of memory"); return AF_ERR_NOMEM; }
     cpu_exec_opts o = { .fp16 = cfg->fp16, .threads = cfg->threads, .fuse = !cfg->fp16 };
-    if (cfg->precision == AF_PRECISION_BF16) {
-        o.bf16 = cpu_gemm_bf16_best();
-        if (!o.bf16)
-            ir_log(AF_LOG_WARN, "precision bf16: this CPU has neither AMX-BF16 nor AVX512-BF16 (or the OS withholds "
-                                "AMX), so matmuls and convolutions run in fp32; ask for fp32 to silence this note");
-    }
+    if (cfg->precision == AF_PRECISION_BF16) o.bf16 = cpu_gemm_bf16_best(); /* cpu_configure vouched for it */
     af_status st = cpu_exec_new(p, &o, &s->e, msg, n);
     if (st) { free(s); return st; }
     s->flops = p->flops;
@@ -51,6 +57,7 @@ static bool cpu_bound(const void *s, int i, float *b) { return cpu_exec_output_b
 const backend_iface cpu_backend = {
     .name = "cpu",
     .target = AF_TARGET_CPU,
+    .configure = cpu_configure,
     .init = cpu_init,
     .run = cpu_run,
     .bind_state = cpu_bind,

@@ -201,10 +201,15 @@ static void test_gemm(void) {
         }
         CHECK(k.simd && !strcmp(k.name, simd[i].isa) && k.mc % k.mr == 0 && k.mr * k.nr <= 12 * 32, "%s shape", k.name);
         test_path(&(gemm_path){k.name, &k, false}, pool);
+        gemm_ukernel other = k; /* the loop order the kernel does not take (gemm_block) */
+        other.b_in_l1 = !k.b_in_l1;
+        test_path(&(gemm_path){k.b_in_l1 ? "a-sliver-in-L1 order" : "b-sliver-in-L1 order", &other, false}, pool);
     }
     gemm_ukernel port;
     gemm_ukernel_portable(&port);
     test_path(&(gemm_path){"portable", &port, false}, pool);
+    port.b_in_l1 = true;
+    test_path(&(gemm_path){"portable, b-sliver-in-L1 order", &port, false}, pool);
     test_path(&(gemm_path){"sgemm", NULL, false}, pool);
     if (cpu_have_blas()) test_path(&(gemm_path){"blas", NULL, true}, pool);
     else fprintf(stderr, "gemm: skipped the BLAS path: built without BLAS\n");

@@ -270,7 +270,8 @@ static float *pack_space(size_t floats) { return pack_space_of(PACK_PRIVATE, flo
  * slivers: the A sliver stays in L1 and the B slivers stream from L2. The other way
  * round, the B sliver (kc x 32 floats, 32 KiB) had to stay in a 48 KiB L1 beside the A
  * stream and was partly evicted: the llama products, one thread, operands cold,
- * Sapphire Rapids, 131-142 -> 142-153 GFLOP/s. */
+ * Sapphire Rapids, 131-142 -> 142-153 GFLOP/s. The AVX2 kernel's B sliver (kc x 16,
+ * 24 KiB) does fit a 32 KiB L1, and it takes that order (gemm_ukernel.b_in_l1). */
 static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int64_t n) {
     const int mr = g->uk.mr, nr = g->uk.nr;
     const int64_t KC = g->uk.kc, MC = g->uk.mc;
@@ -299,9 +300,11 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                 int64_t mc = m - ic < MC ? m - ic : MC;
                 if (g->shared && !g->split_rows) apk = g->shared + pc * g->shared_pad + (i0 + ic) * kc;
                 else pack_a(&g->uk, g->ta, g->A, g->lda, i0 + ic, pc, mc, kc, ap);
-                for (int64_t ir = 0; ir < mc; ir += mr) {
-                    int64_t tm = mc - ir < mr ? mc - ir : mr;
-                    for (int64_t jr = 0; jr < nc; jr += nr) {
+                const bool b_l1 = g->uk.b_in_l1;
+                for (int64_t o1 = 0; o1 < (b_l1 ? nc : mc); o1 += (b_l1 ? nr : mr)) {
+                    for (int64_t o2 = 0; o2 < (b_l1 ? mc : nc); o2 += (b_l1 ? mr : nr)) {
+                        int64_t ir = b_l1 ? o2 : o1, jr = b_l1 ? o1 : o2;
+                        int64_t tm = mc - ir < mr ? mc - ir : mr;
                         int64_t tn = nc - jr < nr ? nc - jr : nr;
                         int64_t ci = i0 + ic + ir, cj = j0 + jc + jr;
                         float *c = g->C + ci * g->ldc + cj;
@@ -311,10 +314,12 @@ static int gemm_block(const gemm_job *g, int64_t i0, int64_t m, int64_t j0, int6
                            * never). 512x768x768 with A, B, C cold, Sapphire Rapids, one
                            * thread: 127 -> 147 GFLOP/s (a helper function computing the same
                            * addresses measured 134, so this stays inline). */
-                            int64_t ni = jr + nr < nc ? ci : ci + mr, nj = jr + nr < nc ? cj + nr : j0 + jc;
+                            int64_t ni, nj;
+                            if (b_l1) ni = ir + mr < mc ? ci + mr : i0 + ic, nj = ir + mr < mc ? cj : cj + nr;
+                            else ni = jr + nr < nc ? ci : ci + mr, nj = jr + nr < nc ? cj + nr : j0 + jc;
                             int64_t rows = i0 + m - ni < mr ? i0 + m - ni : mr;
                             const float *a = last ? add : NULL; /* and the matrix its epilogue adds */
-                            if (ni < i0 + ic + mc)
+                            if (b_l1 ? ir + mr < mc || jr + nr < nc : ni < i0 + ic + mc)
                                 for (int64_t r = 0; r < rows; r++) {
                                     const float *q = g->C + (ni + r) * g->ldc + nj;
                                     __builtin_prefetch(q, 1, 2);
@@ -357,6 +362,7 @@ static int k_block(const gemm_ukernel *uk, int64_t K) {
  * Stories110M's 256 x 2048 x 768 forward product read it from L3 for every sliver
  * (107-114 against 126-133 GFLOP/s at 1024). */
 static int64_t panel_cols(const gemm_ukernel *uk, int64_t floats_per_col) {
+    if (uk->b_in_l1) return NC_MAX; /* the panel is read from L3 once per A block */
     int64_t nc = cpu_l2_bytes() / 2 / (floats_per_col * (int64_t)sizeof(float)) / uk->nr * uk->nr;
     return nc < uk->nr ? uk->nr : nc > NC_MAX ? NC_MAX : nc;
 }

@@ -57,7 +57,7 @@ static void dot_portable_2x2(int64_t k, const float *a, int64_t lda, const float
 DEFINE_UKERNEL(ukernel_neon_6x16, 16, MADD_FMA)
 bool gemm_ukernel_neon(gemm_ukernel *k) {
     if (!cpu_features_get()->neon) return false;
-    *k = (gemm_ukernel){ "neon", 6, 16, 256, 96, true, ukernel_neon_6x16, 2, 2, dot_portable_2x2, 0 };
+    *k = (gemm_ukernel){ "neon", 6, 16, 256, 96, true, ukernel_neon_6x16, 2, 2, dot_portable_2x2, 0, false };
     return true;
 }
 #else
@@ -67,4 +67,4 @@ bool gemm_ukernel_neon(gemm_ukernel *k) { (void)k; return false; }
 /* 6x8 keeps 12 accumulators live, within the 16 vector registers of baseline x86-64
  * (SSE2) and of most other targets. */
 DEFINE_UKERNEL(ukernel_portable_6x8, 8, MADD_PLAIN)
-void gemm_ukernel_portable(gemm_ukernel *k) { *k = (gemm_ukernel){ "portable", 6, 8, 256, 96, false, ukernel_portable_6x8, 2, 2, dot_portable_2x2, 0 }; }
+void gemm_ukernel_portable(gemm_ukernel *k) { *k = (gemm_ukernel){ "portable", 6, 8, 256, 96, false, ukernel_portable_6x8, 2, 2, dot_portable_2x2, 0, false }; }

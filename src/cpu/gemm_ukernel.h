@@ -31,6 +31,13 @@ typedef struct {
     int dmr, dnr;     /* the dot kernel's block */
     gemm_dot_fn dot;
     gemm_pack_t_fn pack_t; /* NULL: portable */
+    /* The loop order around the kernel (gemm_block). false: one A sliver stays in L1
+     * while the B panel's slivers (kc x nc, sized to half the L2) stream past it. true
+     * (BLIS's order): one B sliver stays in L1 while the A block's slivers stream from
+     * L2, and the N block is NC_MAX, so op(A) is packed once per K block instead of once
+     * per N block; for the AVX2 kernel, whose 6-row A sliver made that packing a tenth
+     * of a product (Zen 3, 512 KiB L2: 160-column panels). */
+    bool b_in_l1;
 } gemm_ukernel;
 
 /* Each returns false when the CPU (or the compiler) lacks the instruction set. */

@@ -80,6 +80,18 @@ static void ukernel_avx512_12x32(int64_t kc, const float *a, const float *b, flo
         c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                                                \
         if (NV > 1) c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);                                    \
     }
+/* A full tile's rows with plain loads and stores: AMD's vmaskmovps store is microcoded
+ * (Zen 3: llama's products 63 -> 67 GFLOP/s on one thread with these). */
+#define S256_FULL(i)                                                                               \
+    if ((i) < R) {                                                                                 \
+        float *r = c + (i) * ldc;                                                                  \
+        if (accumulate) {                                                                          \
+            c##i##0 = _mm256_add_ps(c##i##0, _mm256_loadu_ps(r));                                  \
+            c##i##1 = _mm256_add_ps(c##i##1, _mm256_loadu_ps(r + 8));                              \
+        }                                                                                          \
+        _mm256_storeu_ps(r, c##i##0);                                                              \
+        _mm256_storeu_ps(r + 8, c##i##1);                                                          \
+    }
 #define S256(i)                                                                                    \
     if ((i) < R) {                                                                                 \
         float *r = c + (i) * ldc;                                                                  \
@@ -102,6 +114,10 @@ static void ukernel_avx512_12x32(int64_t kc, const float *a, const float *b, flo
             ALL6(F256)                                                                             \
         }                                                                                          \
         /* column masks: lane j is stored when j < n */                                            \
+        if (NV > 1 && n == 16) {                                                                   \
+            ALL6(S256_FULL)                                                                        \
+            return;                                                                                \
+        }                                                                                          \
         const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                            \
         const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);                         \
         const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lane);                     \
@@ -212,6 +228,23 @@ AVX2 static void pack_t_avx2(const float *src, int64_t ld, int rows, int64_t kc,
         for (; k < kc; k++)
             for (int q = 0; q < 8; q++) dst[k * w + i + q] = s[q * ld + k];
     }
+    if (rows == 6 && w == 6) { /* the AVX2 kernel's A sliver: two rows short of a transpose */
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int q = 0; q < 6; q++) r[q] = _mm256_loadu_ps(src + q * ld + k);
+            r[6] = r[7] = _mm256_setzero_ps();
+            transpose8(r);
+            /* each store runs 2 floats into the next k's row, which the next store writes */
+            for (int q = 0; q < 7; q++) _mm256_storeu_ps(dst + (k + q) * 6, r[q]);
+            __m128 lo = _mm256_castps256_ps128(r[7]);
+            _mm_storeu_ps(dst + (k + 7) * 6, lo);
+            _mm_storel_pi((__m64 *)(dst + (k + 7) * 6 + 4), _mm256_extractf128_ps(r[7], 1));
+        }
+        for (; k < kc; k++)
+            for (int q = 0; q < 6; q++) dst[k * 6 + q] = src[q * ld + k];
+        return;
+    }
     for (; i + 4 <= rows; i += 4) {
         const float *s = src + (int64_t)i * ld;
         int64_t k = 0;
@@ -238,7 +271,7 @@ bool gemm_ukernel_avx512(gemm_ukernel *k) {
     if (!cpu_features_get()->avx512f) return false;
     /* Measured on a Zen 4 (docs/results.md): kc 256 with mc 384 (a 384 KiB a-block in a 1 MiB L2)
      * holds up best at 2048; 128..384 are within noise at 256..1024. */
-    *k = (gemm_ukernel){ "avx512", 12, 32, 256, 384, true, ukernel_avx512_12x32, 3, 3, dot_avx2_3x3, pack_t_avx2 };
+    *k = (gemm_ukernel){ "avx512", 12, 32, 256, 384, true, ukernel_avx512_12x32, 3, 3, dot_avx2_3x3, pack_t_avx2, false };
     /* with VL, 4 x 4 dots in 32 ymm registers: 53 vs 37 GFLOP/s for 4 x 3 in zmm on Zen 4 */
     if (cpu_features_get()->avx512vl) k->dmr = 4, k->dnr = 4, k->dot = dot_avx512vl_4x4;
     return true;
@@ -247,7 +280,7 @@ bool gemm_ukernel_avx512(gemm_ukernel *k) {
 bool gemm_ukernel_avx2(gemm_ukernel *k) {
     const cpu_features *f = cpu_features_get();
     if (!f->avx2 || !f->fma) return false;
-    *k = (gemm_ukernel){ "avx2", 6, 16, 384, 192, true, ukernel_avx2_6x16, 3, 3, dot_avx2_3x3, pack_t_avx2 };
+    *k = (gemm_ukernel){ "avx2", 6, 16, 384, 192, true, ukernel_avx2_6x16, 3, 3, dot_avx2_3x3, pack_t_avx2, true };
     return true;
 }
 #else

@@ -208,8 +208,6 @@ static void test_gemm(void) {
     gemm_ukernel port;
     gemm_ukernel_portable(&port);
     test_path(&(gemm_path){"portable", &port, false}, pool);
-    port.b_in_l1 = true;
-    test_path(&(gemm_path){"portable, b-sliver-in-L1 order", &port, false}, pool);
     test_path(&(gemm_path){"sgemm", NULL, false}, pool);
     if (cpu_have_blas()) test_path(&(gemm_path){"blas", NULL, true}, pool);
     else fprintf(stderr, "gemm: skipped the BLAS path: built without BLAS\n");

@@ -367,6 +367,15 @@ static int64_t panel_cols(const gemm_ukernel *uk, int64_t floats_per_col) {
     return nc < uk->nr ? uk->nr : nc > NC_MAX ? NC_MAX : nc;
 }
 
+/* The M block: the kernel's mc, and in the B-sliver-in-L1 order (whose A block is read
+ * from L2 by every B sliver) at most the rows whose kc floats fill 5/8 of the L2: the
+ * AVX2 kernel's 192 x 384 block is 288 KiB, past a 256 KiB L2 (Intel's AVX2 cores). */
+static int m_block(const gemm_ukernel *uk, int kc) {
+    if (!uk->b_in_l1) return uk->mc;
+    int64_t rows = cpu_l2_bytes() * 5 / 8 / ((int64_t)kc * (int64_t)sizeof(float)) / uk->mr * uk->mr;
+    return rows < uk->mr ? uk->mr : rows > uk->mc ? uk->mc : (int)rows;
+}
+
 /* The N block of a column split whose op(A) is packed once for all tasks: panel_cols, or, when
  * the rows fit in one M block, the widest multiple of nr that keeps a task's C block
  * (rows x nc) and its B panel (kc x nc) in half the L2 from one K block to the next;
@@ -502,6 +511,7 @@ static void gemm_packed(const gemm_ukernel *uk, cpu_pool *p, int ta, int tb, int
                         float *C, int64_t ldc, const cpu_epilogue *ep) {
     gemm_job g = {*uk, ta != 0, tb != 0, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, ep, 1, 0, NULL, 0};
     g.uk.kc = k_block(uk, K);
+    g.uk.mc = m_block(uk, g.uk.kc);
     g.nc = panel_cols(uk, g.uk.kc);
     int64_t mgroups = (M + uk->mr - 1) / uk->mr, ngroups = (N + uk->nr - 1) / uk->nr;
     int threads = cpu_pool_threads(p);

@@ -113,11 +113,11 @@ static void ukernel_avx512_12x32(int64_t kc, const float *a, const float *b, flo
             __m256 b0 = _mm256_loadu_ps(b), b1 = NV > 1 ? _mm256_loadu_ps(b + 8) : b0;            \
             ALL6(F256)                                                                             \
         }                                                                                          \
-        /* column masks: lane j is stored when j < n */                                            \
         if (NV > 1 && n == 16) {                                                                   \
             ALL6(S256_FULL)                                                                        \
             return;                                                                                \
         }                                                                                          \
+        /* column masks: lane j is stored when j < n */                                            \
         const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                            \
         const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);                         \
         const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lane);                     \

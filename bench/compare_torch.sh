@@ -76,14 +76,13 @@ cpu_fms=$(awk -F': ' '/^cpu family/{f=$2} /^model[ \t]*:/{m=$2} /^stepping/{s=$2
 cpu_flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr ' ' '\n' |
     grep -E '^(avx2|fma|avx512f|avx512_bf16|avx512_fp16|avx512_vnni|amx_tile|amx_bf16|amx_int8)$' | tr '\n' ' ')
 peaks=$("$BUILD/bench_fma_peak" "$THREADS" 1)
+peak_of() { echo "$peaks" | sed -n "s/.*\"$1\":\([0-9.a-z]*\).*/\1/p"; } # peak_of FIELD: a number or null
 echo "cpu: $cpu_model ($cpu_fms; $(nproc) cores; flags: ${cpu_flags% }; load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 echo "peaks on $THREADS threads: fp32 FMA $(echo "$peaks" | field peak_gflops) GFLOP/s," \
-    "bf16 dot $(echo "$peaks" | sed -n 's/.*"bf16_dot_gflops":\([0-9.a-z]*\).*/\1/p')," \
-    "AMX bf16 $(echo "$peaks" | sed -n 's/.*"amx_bf16_gflops":\([0-9.a-z]*\).*/\1/p')" >&2
+    "bf16 dot $(peak_of bf16_dot_gflops), AMX bf16 $(peak_of amx_bf16_gflops)" >&2
 # bf16 needs AMX-BF16 or AVX512-BF16 (aneforge refuses it elsewhere): without either
 # neither bf16 side is run (autocast would emulate bf16 and time nothing we compare).
-if [ "$(echo "$peaks" | sed -n 's/.*"bf16_dot_gflops":\([0-9.a-z]*\).*/\1/p')" = null ] &&
-    [ "$(echo "$peaks" | sed -n 's/.*"amx_bf16_gflops":\([0-9.a-z]*\).*/\1/p')" = null ] &&
+if [ "$(peak_of bf16_dot_gflops)" = null ] && [ "$(peak_of amx_bf16_gflops)" = null ] &&
     [[ " $SIDES " == *" aneforge_bf16 "* || " $SIDES " == *" torch_bf16 "* ]]; then
     echo "note: this CPU has neither AMX-BF16 nor AVX512-BF16; the bf16 sides are left out" >&2
     SIDES=$(echo " $SIDES " | sed 's/ aneforge_bf16 / /; s/ torch_bf16 / /')

@@ -231,16 +231,15 @@ static void check_refusals(void) {
  * trainers compile through it, so they refuse as well. */
 static void check_no_instructions(void) {
     af_graph *g = af_graph_new();
-    af_tensor *a = af_input(g, "a", AF_F32, AF_SHAPE(6, 5)), *b = af_input(g, "b", AF_F32, AF_SHAPE(5, 7));
-    af_tensor *in[2] = { a, b }, *y = af_matmul(a, b, 0, 0);
+    af_tensor *a = af_input(g, "a", AF_F32, AF_SHAPE(4, 4)), *y = af_matmul(a, a, 0, 0);
     af_compile_opts o = opts(AF_PRECISION_BF16);
-    af_model *m = af_compile(g, 2, in, 1, &y, &o);
+    af_model *m = af_compile(g, 1, &a, 1, &y, &o);
     const char *e = af_error_message();
     CHECK(!m, "bf16 without the instructions: compiled");
     CHECK(strstr(e, "needs AMX-BF16 or AVX512-BF16") && strstr(e, "AF_PRECISION_FP32"), "refusal: '%s'", e);
     af_model_free(m);
     o = opts(AF_PRECISION_FP32);
-    m = af_compile(g, 2, in, 1, &y, &o);
+    m = af_compile(g, 1, &a, 1, &y, &o);
     CHECK(m != NULL, "fp32 on the same CPU: %s", af_error_message());
     af_model_free(m);
     af_graph_free(g);

@@ -27,7 +27,7 @@ test-asan:
 test-tsan:
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE_THREAD=ON >/dev/null
 	@cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(test_threads|test_gemm|test_ops|test_train|test_lifetime)$$'
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(test_threads|test_pool|test_gemm|test_ops|test_train|test_lifetime)$$'
 
 # The arm64 build (NEON GEMM kernels, arm64 feature detection, GCC's arm64 code) cross-
 # compiled and its tests run under qemu-aarch64, on an x86-64 machine. Needs

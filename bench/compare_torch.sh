@@ -20,7 +20,8 @@
 # the shared machine hits every side; a workload's line gives each side's median ms/step
 # with its min and max over ROUNDS rounds, its peak resident memory (MiB, the median of
 # GNU time's maximum RSS), the validation loss (llama), and every ratio to aneforge's
-# median. The first lines name the CPU (model, family/model/stepping, the vector flags)
+# median, both as the ratio of the medians and as the median of the rounds' ratios
+# ("_paired"). The first lines name the CPU (model, family/model/stepping, the vector flags)
 # and its fp32 and bf16 peaks measured on the spot (bench_fma_peak on THREADS threads).
 # PHASES=1 (llama workloads, sides aneforge and torch) splits each step as `train llama
 # --log` does, the forward+backward apart from the optimizer (every llama workload then
@@ -168,6 +169,14 @@ stats() { # "$1": values, space-separated ("-" skipped) -> "median min max" or "
         printf "%s %s %s\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2, a[1], a[NR]}'
 }
 median() { stats "$1" | cut -d' ' -f1; }
+# The median over rounds of "$1"[r] / "$2"[r] (space-separated, in round order; a round
+# with "-" on either side left out): each round runs both sides within a minute, so
+# this ratio follows the host's load less than the ratio of the two medians does.
+paired() {
+    paste -d' ' <(echo "$1" | tr ' ' '\n' | awk 'NF') <(echo "$2" | tr ' ' '\n' | awk 'NF') |
+        awk '$1 != "-" && $2 != "-" && $2 > 0 {print $1 / $2}' | sort -g |
+        awk '{a[NR]=$1} END {if (!NR) print "null"; else printf "%.3f\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
 
 for w in $WORKLOADS; do
     kind=mnist val=
@@ -208,7 +217,10 @@ for w in $WORKLOADS; do
         [ "$med" = null ] && continue
         json+=",\"${s}_ms\":[$med,$lo,$hi],\"${s}_rss_mib\":$mem"
         [ "$loss" = null ] || json+=",\"${s}_val_loss\":$loss"
-        [ "$s" = aneforge ] || [ "$ref" = null ] || json+=",\"aneforge_over_$s\":$(printf '%.3f' "$(echo "$ref / $med" | bc -l)")"
+        if [ "$s" != aneforge ] && [ "$ref" != null ]; then
+            json+=",\"aneforge_over_$s\":$(printf '%.3f' "$(echo "$ref / $med" | bc -l)")"
+            json+=",\"aneforge_over_${s}_paired\":$(paired "${ms[aneforge]}" "${ms[$s]}")"
+        fi
         fb=$(median "${fbs[$s]}")
         op=$(median "${opts[$s]}")
         [ "$fb" = null ] || json+=",\"${s}_fwd_bwd_ms\":$fb,\"${s}_optimizer_ms\":$op"

@@ -63,7 +63,8 @@ static void chunk_range(int64_t n, int nchunks, int i, int64_t *b, int64_t *e) {
  * a third of the time: llama a (seq 256) woke a sleeping worker 96-102 times a step
  * (318 jobs), 1.7 with 1 ms. A wake-up costs little on bare metal, but in a KVM guest
  * (Zen 3 here) the sleeping vCPU took 15-50 us (median), 70-960 us (p90) and up to 3 ms
- * to start its chunk; paired llama b steps ran a median 5% faster with the 1 ms poll. */
+ * to start its chunk; llama a's and b's steps ran a median 3.5% faster with the 1 ms
+ * poll (8 pairs each, docs/results.md). */
 #define POOL_SPIN_NS 50000
 #define POOL_POLL_NS 1000000
 

@@ -1,7 +1,9 @@
-/* OpenBLAS's own threading against cpu_sgemm's split over the pool, for square sizes,
- * each measured in its own block with a pause between (OpenBLAS's workers spin after a
- * threaded call and would slow whatever runs next). Prints one JSON line per size.
- *   ./build/bench_gemm_threads [threads]        (built only with OpenBLAS) */
+/* OpenBLAS's own threading against cpu_sgemm's split over the pool, for square sizes or
+ * for the llama steps' products (shapes a and b of bench/compare_llama.sh, with their
+ * transposes), each measured in its own block with a pause between (OpenBLAS's workers
+ * spin after a threaded call and would slow whatever runs next). Operands warm, best of
+ * the rounds. Prints one JSON line per product.
+ *   ./build/bench_gemm_threads [threads [llama [rounds]]]   (built only with OpenBLAS) */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu/gemm.h"
 #include "cpu/pool.h"
@@ -9,6 +11,7 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 void openblas_set_num_threads(int n);
@@ -24,9 +27,77 @@ static void pause_ms(long ms) {
     nanosleep(&t, NULL);
 }
 
+/* C [M, N] = op(A) op(B) over K, op(X) = X^T where the flag is set. */
+typedef struct { const char *name; int M, N, K, ta, tb; } product;
+
+/* llama b (dim 768, hidden 2048, seq 512) and llama a (dim 288, hidden 768, 4 x 256 rows):
+ * each layer's forward x W^T, backward dy W and weight gradient dy^T x. */
+static const product llama[] = {
+    { "b x W1^T", 512, 2048, 768, 0, 1 },   { "b h W2^T", 512, 768, 2048, 0, 1 },
+    { "b x Wq^T", 512, 768, 768, 0, 1 },    { "b dh W1", 512, 768, 2048, 0, 0 },
+    { "b dq Wq", 512, 768, 768, 0, 0 },     { "b dW1", 2048, 768, 512, 1, 0 },
+    { "b dW2", 768, 2048, 512, 1, 0 },      { "b dWq", 768, 768, 512, 1, 0 },
+    { "a x W1^T", 1024, 768, 288, 0, 1 },   { "a h W2^T", 1024, 288, 768, 0, 1 },
+    { "a x Wq^T", 1024, 288, 288, 0, 1 },   { "a dh W1", 1024, 288, 768, 0, 0 },
+    { "a dq Wq", 1024, 288, 288, 0, 0 },    { "a dW1", 768, 288, 1024, 1, 0 },
+    { "a dW2", 288, 768, 1024, 1, 0 },      { "a dWq", 288, 288, 1024, 1, 0 },
+};
+
+static void llama_products(int threads, cpu_pool *pool, int rounds) {
+    for (size_t q = 0; q < sizeof llama / sizeof *llama; q++) {
+        const product *p = &llama[q];
+        size_t na = (size_t)p->M * p->K, nb = (size_t)p->K * p->N, nc = (size_t)p->M * p->N;
+        float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = calloc(nc, sizeof *c);
+        if (!a || !b || !c) {
+            fprintf(stderr, "bench_gemm_threads: out of memory\n");
+            exit(1);
+        }
+        for (size_t i = 0; i < na; i++) a[i] = (float)(i % 7) * 0.1f;
+        for (size_t i = 0; i < nb; i++) b[i] = (float)(i % 5) * 0.1f;
+        int lda = p->ta ? p->M : p->K, ldb = p->tb ? p->K : p->N;
+        double flop = 2.0 * p->M * p->N * (double)p->K, best_blas = 1e30, best_ours = 1e30;
+        int iters = (int)(2e9 / flop) + 1; /* about 2 GFLOP a block */
+        for (int round = 0; round < rounds; round++) {
+            openblas_set_num_threads(threads);
+            double t0 = now();
+            for (int i = 0; i < iters; i++)
+                cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->M,
+                            p->N, p->K, 1.0f, a, lda, b, ldb, 0.0f, c, p->N);
+            double t1 = now();
+            openblas_set_num_threads(1);
+            pause_ms(1000); /* let OpenBLAS's spinning workers go to sleep */
+            double t2 = now();
+            for (int i = 0; i < iters; i++)
+                cpu_sgemm(pool, p->ta, p->tb, p->M, p->N, p->K, 1.0f, a, lda, b, ldb, 0.0f, c, p->N);
+            double t3 = now();
+            pause_ms(20); /* past the pool's poll: its workers asleep before OpenBLAS runs */
+            if (t1 - t0 < best_blas) best_blas = t1 - t0;
+            if (t3 - t2 < best_ours) best_ours = t3 - t2;
+        }
+        printf("{\"product\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"ta\":%d,\"tb\":%d,\"threads\":%d,"
+               "\"openblas_gflops\":%.1f,\"ours_gflops\":%.1f,\"ratio\":%.3f}\n",
+               p->name, p->M, p->N, p->K, p->ta, p->tb, threads, flop * iters / best_blas * 1e-9,
+               flop * iters / best_ours * 1e-9, best_blas / best_ours);
+        fflush(stdout);
+        free(a);
+        free(b);
+        free(c);
+    }
+}
+
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : cpu_num_cores();
+    int rounds = argc > 3 ? atoi(argv[3]) : 5;
+    if (threads < 1 || threads > 256 || rounds < 1 || (argc > 2 && strcmp(argv[2], "llama") != 0)) {
+        fprintf(stderr, "usage: bench_gemm_threads [threads: 1..256 [llama [rounds]]]\n");
+        return 2;
+    }
     cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
+    if (argc > 2) {
+        llama_products(threads, pool, rounds);
+        cpu_pool_free(pool);
+        return 0;
+    }
     for (int n = 256; n <= 2048; n *= 2) {
         float *a = calloc((size_t)n * n, sizeof *a), *b = calloc((size_t)n * n, sizeof *b), *c = calloc((size_t)n * n, sizeof *c);
         for (int i = 0; i < n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }

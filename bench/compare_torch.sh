@@ -173,9 +173,10 @@ median() { stats "$1" | cut -d' ' -f1; }
 # with "-" on either side left out): each round runs both sides within a minute, so
 # this ratio follows the host's load less than the ratio of the two medians does.
 paired() {
-    paste -d' ' <(echo "$1" | tr ' ' '\n' | awk 'NF') <(echo "$2" | tr ' ' '\n' | awk 'NF') |
-        awk '$1 != "-" && $2 != "-" && $2 > 0 {print $1 / $2}' | sort -g |
-        awk '{a[NR]=$1} END {if (!NR) print "null"; else printf "%.3f\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+    local m
+    m=$(median "$(paste -d' ' <(echo "$1" | tr ' ' '\n' | awk 'NF') <(echo "$2" | tr ' ' '\n' | awk 'NF') |
+        awk '$1 != "-" && $2 != "-" && $2 > 0 {print $1 / $2}')")
+    [ "$m" = null ] && echo null || printf '%.3f\n' "$m"
 }
 
 for w in $WORKLOADS; do

@@ -43,46 +43,38 @@ static const product llama[] = {
     { "a dW2", 288, 768, 1024, 1, 0 },      { "a dWq", 288, 288, 1024, 1, 0 },
 };
 
-static void llama_products(int threads, cpu_pool *pool, int rounds) {
-    for (size_t q = 0; q < sizeof llama / sizeof *llama; q++) {
-        const product *p = &llama[q];
-        size_t na = (size_t)p->M * p->K, nb = (size_t)p->K * p->N, nc = (size_t)p->M * p->N;
-        float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = calloc(nc, sizeof *c);
-        if (!a || !b || !c) {
-            fprintf(stderr, "bench_gemm_threads: out of memory\n");
-            exit(1);
-        }
-        for (size_t i = 0; i < na; i++) a[i] = (float)(i % 7) * 0.1f;
-        for (size_t i = 0; i < nb; i++) b[i] = (float)(i % 5) * 0.1f;
-        int lda = p->ta ? p->M : p->K, ldb = p->tb ? p->K : p->N;
-        double flop = 2.0 * p->M * p->N * (double)p->K, best_blas = 1e30, best_ours = 1e30;
-        int iters = (int)(2e9 / flop) + 1; /* about 2 GFLOP a block */
-        for (int round = 0; round < rounds; round++) {
-            openblas_set_num_threads(threads);
-            double t0 = now();
-            for (int i = 0; i < iters; i++)
-                cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->M,
-                            p->N, p->K, 1.0f, a, lda, b, ldb, 0.0f, c, p->N);
-            double t1 = now();
-            openblas_set_num_threads(1);
-            pause_ms(1000); /* let OpenBLAS's spinning workers go to sleep */
-            double t2 = now();
-            for (int i = 0; i < iters; i++)
-                cpu_sgemm(pool, p->ta, p->tb, p->M, p->N, p->K, 1.0f, a, lda, b, ldb, 0.0f, c, p->N);
-            double t3 = now();
-            pause_ms(20); /* past the pool's poll: its workers asleep before OpenBLAS runs */
-            if (t1 - t0 < best_blas) best_blas = t1 - t0;
-            if (t3 - t2 < best_ours) best_ours = t3 - t2;
-        }
-        printf("{\"product\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"ta\":%d,\"tb\":%d,\"threads\":%d,"
-               "\"openblas_gflops\":%.1f,\"ours_gflops\":%.1f,\"ratio\":%.3f}\n",
-               p->name, p->M, p->N, p->K, p->ta, p->tb, threads, flop * iters / best_blas * 1e-9,
-               flop * iters / best_ours * 1e-9, best_blas / best_ours);
-        fflush(stdout);
-        free(a);
-        free(b);
-        free(c);
+/* The best time of `iters` calls of p, over `rounds` rounds: OpenBLAS on its own threads
+ * (blas), then cpu_sgemm split over the pool (ours), each in its own block. */
+static void best_pair(const product *p, int threads, cpu_pool *pool, int rounds, int iters, double *blas, double *ours) {
+    size_t na = (size_t)p->M * p->K, nb = (size_t)p->K * p->N, nc = (size_t)p->M * p->N;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = calloc(nc, sizeof *c);
+    if (!a || !b || !c) {
+        fprintf(stderr, "bench_gemm_threads: out of memory\n");
+        exit(1);
     }
+    for (size_t i = 0; i < na; i++) a[i] = (float)(i % 7) * 0.1f;
+    for (size_t i = 0; i < nb; i++) b[i] = (float)(i % 5) * 0.1f;
+    int lda = p->ta ? p->M : p->K, ldb = p->tb ? p->K : p->N;
+    *blas = *ours = 1e30;
+    for (int round = 0; round < rounds; round++) {
+        openblas_set_num_threads(threads);
+        double t0 = now();
+        for (int i = 0; i < iters; i++)
+            cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans, p->tb ? CblasTrans : CblasNoTrans, p->M, p->N,
+                        p->K, 1.0f, a, lda, b, ldb, 0.0f, c, p->N);
+        double t1 = now();
+        openblas_set_num_threads(1);
+        pause_ms(1000); /* let OpenBLAS's spinning workers go to sleep */
+        double t2 = now();
+        for (int i = 0; i < iters; i++) cpu_sgemm(pool, p->ta, p->tb, p->M, p->N, p->K, 1.0f, a, lda, b, ldb, 0.0f, c, p->N);
+        double t3 = now();
+        pause_ms(20); /* past the pool's poll: its workers asleep before OpenBLAS runs */
+        if (t1 - t0 < *blas) *blas = t1 - t0;
+        if (t3 - t2 < *ours) *ours = t3 - t2;
+    }
+    free(a);
+    free(b);
+    free(c);
 }
 
 int main(int argc, char **argv) {
@@ -93,35 +85,28 @@ int main(int argc, char **argv) {
         return 2;
     }
     cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
+    double blas, ours;
     if (argc > 2) {
-        llama_products(threads, pool, rounds);
-        cpu_pool_free(pool);
-        return 0;
-    }
-    for (int n = 256; n <= 2048; n *= 2) {
-        float *a = calloc((size_t)n * n, sizeof *a), *b = calloc((size_t)n * n, sizeof *b), *c = calloc((size_t)n * n, sizeof *c);
-        for (int i = 0; i < n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
-        int iters = n <= 512 ? 100 : n == 1024 ? 20 : 4;
-        double flops = 2.0 * n * n * (double)n * iters, best_native = 1e30, best_split = 1e30;
-        for (int round = 0; round < 3; round++) {
-            openblas_set_num_threads(threads);
-            double t0 = now();
-            for (int i = 0; i < iters; i++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-            double t1 = now();
-            openblas_set_num_threads(1);
-            pause_ms(1000); /* let OpenBLAS's spinning workers go to sleep */
-            double t2 = now();
-            for (int i = 0; i < iters; i++) cpu_sgemm(pool, 0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-            double t3 = now();
-            if (t1 - t0 < best_native) best_native = t1 - t0;
-            if (t3 - t2 < best_split) best_split = t3 - t2;
+        for (size_t q = 0; q < sizeof llama / sizeof *llama; q++) {
+            const product *p = &llama[q];
+            double flop = 2.0 * p->M * p->N * (double)p->K;
+            int iters = (int)(2e9 / flop) + 1; /* about 2 GFLOP a block */
+            best_pair(p, threads, pool, rounds, iters, &blas, &ours);
+            printf("{\"product\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"ta\":%d,\"tb\":%d,\"threads\":%d,"
+                   "\"openblas_gflops\":%.1f,\"ours_gflops\":%.1f,\"ratio\":%.3f}\n",
+                   p->name, p->M, p->N, p->K, p->ta, p->tb, threads, flop * iters / blas * 1e-9, flop * iters / ours * 1e-9,
+                   blas / ours);
+            fflush(stdout);
         }
-        printf("{\"n\":%d,\"threads\":%d,\"openblas_threaded_gflops\":%.1f,\"pool_split_gflops\":%.1f,\"ratio\":%.3f}\n", n, threads,
-               flops / best_native * 1e-9, flops / best_split * 1e-9, best_native / best_split);
-        free(a);
-        free(b);
-        free(c);
+    } else {
+        for (int n = 256; n <= 2048; n *= 2) {
+            product p = { "square", n, n, n, 0, 1 };
+            int iters = n <= 512 ? 100 : n == 1024 ? 20 : 4;
+            double flops = 2.0 * n * n * (double)n * iters;
+            best_pair(&p, threads, pool, 3, iters, &blas, &ours);
+            printf("{\"n\":%d,\"threads\":%d,\"openblas_threaded_gflops\":%.1f,\"pool_split_gflops\":%.1f,\"ratio\":%.3f}\n",
+                   n, threads, flops / blas * 1e-9, flops / ours * 1e-9, blas / ours);
+        }
     }
     cpu_pool_free(pool);
     return 0;

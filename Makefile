@@ -95,7 +95,7 @@ fuzz-smoke: fuzz-build
 	done
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-arm64
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-arm64 build-clang
 
 # Installs the header, libraries, CLI, pkg-config file and CMake package under PREFIX.
 PREFIX ?= /usr/local

@@ -148,8 +148,11 @@ static void store_tile(float *C, int64_t ldc, int64_t m, int64_t n, int nr, cons
     }
 }
 
-CPU_VECTOR_CLONES void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m,
-                                          int64_t n) {
+/* The clones stay static: clang 14 names the dispatcher of an external function's
+ * target_clones "<name>.ifunc" with local binding, so other files' calls of it did not
+ * link (the fuzz build's library, and any clang build on x86-64). */
+CPU_VECTOR_CLONES static void apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0,
+                                             int64_t m, int64_t n) {
     for (int64_t i = 0; i < m; i++) {
         float *c = C + (i0 + i) * ldc + j0;
         if (ep->bias && ep->bias_rows) {
@@ -179,6 +182,10 @@ CPU_VECTOR_CLONES void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int6
         }
         cpu_absmax_merge(ep->absmax, mx);
     }
+}
+
+void cpu_apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0, int64_t m, int64_t n) {
+    apply_epilogue(ep, C, ldc, i0, j0, m, n);
 }
 
 typedef struct { const cpu_epilogue *ep; float *C; int64_t ldc, N; } epilogue_job;

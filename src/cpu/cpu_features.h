@@ -17,7 +17,10 @@ typedef struct {
  * ifunc), so a portable build still runs wide vectors where the CPU has them, as the
  * GEMM kernels do by hand. Elsewhere, or with AF_NO_CLONES, one baseline function. The
  * clones may round differently where the compiler contracts to FMA (vmath.h writes its
- * FMAs out), but a machine always runs the same one, so runs stay bit-reproducible. */
+ * FMAs out), but a machine always runs the same one, so runs stay bit-reproducible.
+ * Only on static functions: clang 14 gives an external function's dispatcher local
+ * binding ("name.ifunc"), so calls from other files do not link; an external entry
+ * point calls a static clone (gemm.c's cpu_apply_epilogue). */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(AF_NO_CLONES)
 #define CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

@@ -148,9 +148,8 @@ static void store_tile(float *C, int64_t ldc, int64_t m, int64_t n, int nr, cons
     }
 }
 
-/* The clones stay static: clang 14 names the dispatcher of an external function's
- * target_clones "<name>.ifunc" with local binding, so other files' calls of it did not
- * link (the fuzz build's library, and any clang build on x86-64). */
+/* Static, called through cpu_apply_epilogue: clones on an external function do not link
+ * under clang 14 (cpu_features.h). */
 CPU_VECTOR_CLONES static void apply_epilogue(const cpu_epilogue *ep, float *C, int64_t ldc, int64_t i0, int64_t j0,
                                              int64_t m, int64_t n) {
     for (int64_t i = 0; i < m; i++) {
